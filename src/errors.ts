@@ -1,0 +1,132 @@
+// Every error the server can answer with, in one place. Codes are public: clients and tests match on
+// `code`, never on message text. A status below 500 is a caller's mistake and is shown to the model;
+// 500+ makes the trainer retry and then drop the rollout, so it is reserved for "could not record"
+// and "could not grade".
+
+export class RftError extends Error {
+  readonly code: string;
+  readonly statusCode: number;
+  readonly details: Record<string, unknown> | undefined;
+
+  constructor(code: string, statusCode: number, message: string, details?: Record<string, unknown>) {
+    super(message);
+    this.name = 'RftError';
+    this.code = code;
+    this.statusCode = statusCode;
+    this.details = details;
+  }
+
+  toJSON(): Record<string, unknown> {
+    return { error: { code: this.code, message: this.message, ...(this.details ? { details: this.details } : {}) } };
+  }
+}
+
+type Factory<A extends unknown[]> = ((...args: A) => RftError) & { code: string; statusCode: number };
+
+function define<A extends unknown[]>(
+  code: string,
+  statusCode: number,
+  build: (...args: A) => [message: string, details?: Record<string, unknown>],
+): Factory<A> {
+  const f = ((...args: A) => {
+    const [message, details] = build(...args);
+    return new RftError(code, statusCode, message, details);
+  }) as Factory<A>;
+  f.code = code;
+  f.statusCode = statusCode;
+  return f;
+}
+
+export const errors = {
+  // configuration and boot (thrown before listen; the status is irrelevant there)
+  config: define('RFT_ERR_CONFIG', 500, (msg: string, details?: Record<string, unknown>) => [msg, details]),
+  unitLoad: define('RFT_ERR_UNIT_LOAD', 500, (file: string, why: string) => [`${file}: ${why}`, { file }]),
+  unitDuplicate: define('RFT_ERR_UNIT_DUPLICATE', 500, (kind: string, name: string, files: string[]) => [
+    `${kind} "${name}" is defined twice: ${files.join(' and ')}`,
+    { kind, name, files },
+  ]),
+  insecureListen: define('RFT_ERR_INSECURE_LISTEN', 500, (host: string) => [
+    `refusing to listen on ${host} with no credential configured: set RFT_API_KEYS or RFT_SIGNING_SECRETS`,
+    { host },
+  ]),
+
+  // authentication
+  authMissing: define('RFT_ERR_AUTH_MISSING', 401, () => [
+    'missing credentials: send "Authorization: Bearer <key>" or a Standard Webhooks signature',
+  ]),
+  authInvalid: define('RFT_ERR_AUTH_INVALID', 401, () => ['invalid API key']),
+  signatureInvalid: define('RFT_ERR_SIGNATURE_INVALID', 401, (why: string) => [`invalid webhook signature: ${why}`]),
+  signatureTimestamp: define('RFT_ERR_SIGNATURE_TIMESTAMP', 401, (why: string) => [`webhook timestamp ${why}`]),
+  signatureReplay: define('RFT_ERR_SIGNATURE_REPLAY', 401, (id: string) => [`webhook-id ${id} was already used`]),
+  rateLimited: define('RFT_ERR_RATE_LIMITED', 429, (retryAfterS: number) => [
+    `rate limit exceeded, retry in ${retryAfterS} s`,
+    { retry_after_s: retryAfterS },
+  ]),
+
+  // request shape
+  badRequest: define('RFT_ERR_BAD_REQUEST', 400, (msg: string, details?: Record<string, unknown>) => [msg, details]),
+  bodyTooLarge: define('RFT_ERR_BODY_TOO_LARGE', 413, (limit: number) => [
+    `request body exceeds ${limit} bytes`,
+    { limit_bytes: limit },
+  ]),
+  unknownTool: define('RFT_ERR_UNKNOWN_TOOL', 404, (name: string, known: string[]) => [
+    `unknown tool "${name}"; known tools: ${known.join(', ') || '(none)'}`,
+    { tool: name, known_tools: known },
+  ]),
+  unknownGrader: define('RFT_ERR_UNKNOWN_GRADER', 404, (name: string, known: string[]) => [
+    `unknown grader "${name}"; known graders: ${known.join(', ') || '(none)'}`,
+    { grader: name, known_graders: known },
+  ]),
+  notFound: define('RFT_ERR_NOT_FOUND', 404, (what: string) => [`${what} not found`]),
+  callConflict: define('RFT_ERR_CALL_CONFLICT', 409, (callId: string) => [
+    `call_id ${callId} was already used in this rollout with different arguments or tool`,
+    { call_id: callId },
+  ]),
+
+  // grading
+  graderFailed: define('RFT_ERR_GRADER_FAILED', 500, (grader: string, why: string) => [
+    `grader "${grader}" failed: ${why}`,
+    { grader },
+  ]),
+  graderBadScore: define('RFT_ERR_GRADER_BAD_SCORE', 500, (grader: string, why: string) => [
+    `grader "${grader}" returned an invalid score: ${why}`,
+    { grader },
+  ]),
+  graderConfig: define('RFT_ERR_GRADER_CONFIG', 400, (path: string, msg: string) => [
+    `${path ? path + ': ' : ''}${msg}`,
+    { path },
+  ]),
+  graderUnsupported: define('RFT_ERR_GRADER_UNSUPPORTED', 400, (type: string, why: string) => [
+    `grader type "${type}" is not supported: ${why}`,
+    { type },
+  ]),
+  templatePath: define('RFT_ERR_TEMPLATE_PATH', 400, (path: string) => [
+    `template path {{${path}}} does not resolve`,
+    { path },
+  ]),
+  formula: define('RFT_ERR_FORMULA', 400, (msg: string, position: number) => [
+    `calculate_output at position ${position}: ${msg}`,
+    { position },
+  ]),
+  modelGrader: define('RFT_ERR_MODEL_GRADER', 502, (kind: string, msg: string) => [
+    `model grader ${kind}: ${msg}`,
+    { kind },
+  ]),
+
+  // sandboxes
+  sandboxUnavailable: define('RFT_ERR_SANDBOX_UNAVAILABLE', 503, (msg: string) => [msg]),
+  sandboxQueueTimeout: define('RFT_ERR_SANDBOX_QUEUE_TIMEOUT', 503, (waitedMs: number) => [
+    `no sandbox became free within ${waitedMs} ms`,
+    { waited_ms: waitedMs },
+  ]),
+  sandboxFailed: define('RFT_ERR_SANDBOX', 500, (msg: string) => [msg]),
+  pathEscape: define('RFT_ERR_PATH_ESCAPE', 400, (path: string) => [`path "${path}" is outside the workspace`, { path }]),
+
+  // storage
+  store: define('RFT_ERR_STORE', 503, (msg: string) => [`could not record: ${msg}`]),
+  internal: define('RFT_ERR_INTERNAL', 500, (msg: string) => [msg]),
+} as const;
+
+export function isRftError(e: unknown): e is RftError {
+  return e instanceof RftError;
+}

@@ -1,0 +1,72 @@
+// Records kept per rollout (trace_id). These shapes are what the Store persists and what tools and
+// graders see through their context.
+
+export type CallStatus =
+  | 'running' // started, not finished (a crash leaves it here until boot marks it interrupted)
+  | 'ok' // the handler returned
+  | 'tool_error' // the handler threw; the message went to the model
+  | 'invalid_arguments' // bad JSON or schema violation; the handler did not run
+  | 'timeout' // the handler exceeded its timeout
+  | 'budget_exceeded' // the budget was spent; the handler did not run, nothing was charged
+  | 'interrupted'; // the server stopped while it ran; it never runs again
+
+export interface RecordedCall {
+  traceId: string;
+  callId: string;
+  /** Order of arrival within the rollout, from 1. */
+  seq: number;
+  tool: string;
+  /** Canonical JSON of the parsed arguments (or the raw string when it was not JSON). */
+  arguments: string;
+  argsHash: string;
+  output: string | null;
+  status: CallStatus;
+  cost: number;
+  credential: string | null;
+  startedAt: number;
+  finishedAt: number | null;
+  durationMs: number | null;
+  outputBytes: number | null;
+  truncated: boolean;
+}
+
+export interface BudgetUsage {
+  used: number;
+  limit: number;
+  exceeded: boolean;
+}
+
+export interface RolloutSummary {
+  traceId: string;
+  createdAt: number;
+  updatedAt: number;
+  budgetLimit: number;
+  budgetUsed: number;
+  budgetExceeded: boolean;
+  calls: number;
+  lastScore: number | null;
+}
+
+export interface GradeRecord {
+  id: number;
+  traceId: string;
+  grader: string;
+  graderVersion: string;
+  sampleHash: string;
+  status: 'ok' | 'error';
+  score: number | null;
+  subscores: Record<string, number> | null;
+  explanation: string | null;
+  error: string | null;
+  credential: string | null;
+  /** 'endpoint' (trainer call), 'regrade', 'check' ... */
+  source: string;
+  createdAt: number;
+  durationMs: number;
+}
+
+export interface RolloutRecord extends RolloutSummary {
+  item: Record<string, unknown> | null;
+  callsList: RecordedCall[];
+  grades: GradeRecord[];
+}

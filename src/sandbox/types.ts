@@ -1,0 +1,88 @@
+// The Sandbox interface: one isolated workspace per rollout. Drivers (bwrap, docker, process)
+// implement SandboxDriver; the manager owns lifecycle (lazy create, sharing, TTL, caps, reaping).
+
+export interface SandboxLimits {
+  /** CPU seconds per exec (RLIMIT_CPU or cgroup cpu quota). */
+  cpuSeconds: number;
+  /** Address space / memory cap in bytes. */
+  memoryBytes: number;
+  /** Max processes/threads inside the sandbox. */
+  maxProcesses: number;
+  /** Max size of one file written, bytes (RLIMIT_FSIZE). */
+  maxFileBytes: number;
+  /** Default wall-clock timeout per exec, ms. */
+  wallTimeoutMs: number;
+  /** Cap on each of stdout/stderr kept per exec, bytes. */
+  maxOutputBytes: number;
+}
+
+export interface ExecOptions {
+  stdin?: string | Buffer;
+  timeoutMs?: number;
+  /** Working directory relative to the workspace root. */
+  cwd?: string;
+  env?: Record<string, string>;
+  maxOutputBytes?: number;
+  signal?: AbortSignal;
+}
+
+export interface ExecResult {
+  exitCode: number | null;
+  signal: string | null;
+  stdout: string;
+  stderr: string;
+  stdoutTruncated: boolean;
+  stderrTruncated: boolean;
+  timedOut: boolean;
+  durationMs: number;
+}
+
+export interface FileEntry {
+  path: string;
+  type: 'file' | 'dir' | 'symlink' | 'other';
+  size: number;
+}
+
+export interface Sandbox {
+  readonly id: string;
+  readonly driver: string;
+  readonly traceId: string;
+  /** argv runs as is; a string runs under `sh -c`. Never throws for the command's own failure. */
+  exec(command: string | string[], opts?: ExecOptions): Promise<ExecResult>;
+  /** Paths are relative to the workspace root; escapes (.., absolute, symlinks) fail with RFT_ERR_PATH_ESCAPE. */
+  readFile(path: string): Promise<Buffer>;
+  writeFile(path: string, data: string | Buffer): Promise<void>;
+  listFiles(path?: string, opts?: { maxDepth?: number; maxEntries?: number }): Promise<FileEntry[]>;
+  /** Copies the whole workspace into a host directory (for grading in a fresh sandbox). */
+  copyOut(hostDir: string): Promise<void>;
+  destroy(): Promise<void>;
+}
+
+export interface SandboxSpec {
+  traceId: string;
+  /** Host directory whose contents become the starting workspace. */
+  templateDir?: string;
+  /** Inline files (relative path -> content), written after the template. */
+  files?: Record<string, string>;
+  limits: SandboxLimits;
+  /** Owner labels (server instance id, purpose) used to find leaks after a crash. */
+  labels: Record<string, string>;
+}
+
+export interface SandboxDriver {
+  readonly name: 'bwrap' | 'docker' | 'process';
+  available(): Promise<boolean>;
+  create(spec: SandboxSpec): Promise<Sandbox>;
+  /** Removes sandboxes a previous process of this server left behind; returns how many. */
+  reapOrphans(): Promise<number>;
+  close?(): Promise<void>;
+}
+
+export interface SandboxStats {
+  driver: string;
+  live: number;
+  created: number;
+  reaped: number;
+  queued: number;
+  cap: number;
+}

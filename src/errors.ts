@@ -112,6 +112,10 @@ export const errors = {
     `model grader ${kind}: ${msg}`,
     { kind },
   ]),
+  gradingArgument: define('RFT_ERR_GRADING_ARGUMENT', 500, (fn: string, msg: string) => [
+    `${fn}: ${msg}`,
+    { fn },
+  ]),
 
   // sandboxes
   sandboxUnavailable: define('RFT_ERR_SANDBOX_UNAVAILABLE', 503, (msg: string) => [msg]),

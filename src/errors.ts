@@ -26,7 +26,7 @@ type Factory<A extends unknown[]> = ((...args: A) => RftError) & { code: string;
 function define<A extends unknown[]>(
   code: string,
   statusCode: number,
-  build: (...args: A) => [message: string, details?: Record<string, unknown>],
+  build: (...args: A) => [message: string, details?: Record<string, unknown> | undefined],
 ): Factory<A> {
   const f = ((...args: A) => {
     const [message, details] = build(...args);
@@ -124,7 +124,40 @@ export const errors = {
     { waited_ms: waitedMs },
   ]),
   sandboxFailed: define('RFT_ERR_SANDBOX', 500, (msg: string) => [msg]),
+  sandboxTemplate: define('RFT_ERR_SANDBOX_TEMPLATE', 400, (template: string, why: string) => [
+    `sandbox template "${template}": ${why}`,
+    { template },
+  ]),
+  processDriverNotAllowed: define('RFT_ERR_SANDBOX_PROCESS_DRIVER', 500, (host: string) => [
+    `the process sandbox driver isolates nothing and is refused while listening on ${host}: listen on loopback or use bwrap/docker`,
+    { host },
+  ]),
+  sandboxClosed: define('RFT_ERR_SANDBOX_CLOSED', 503, () => ['the sandbox manager is shut down']),
   pathEscape: define('RFT_ERR_PATH_ESCAPE', 400, (path: string) => [`path "${path}" is outside the workspace`, { path }]),
+
+  // local CLI (rollout, replay, export/import, regrade, report): statuses say whose fault it is
+  cliUsage: define('RFT_ERR_CLI_USAGE', 400, (msg: string) => [msg]),
+  dataset: define('RFT_ERR_DATASET', 400, (file: string, line: number, why: string) => [
+    `${file}:${line}: ${why}`,
+    { file, line },
+  ]),
+  serverReply: define('RFT_ERR_SERVER_REPLY', 502, (what: string, status: number, body: string) => [
+    `${what}: server answered ${status}: ${body.slice(0, 500)}`,
+    { status },
+  ]),
+  modelApi: define('RFT_ERR_MODEL_API', 502, (api: string, msg: string) => [`model (${api} API): ${msg}`, { api }]),
+  rolloutDiscarded: define('RFT_ERR_ROLLOUT_DISCARDED', 502, (why: string) => [`rollout discarded: ${why}`]),
+
+  // coding tools (apply_patch, file tools): tool-level failures the model reads and can fix
+  patchInvalid: define('RFT_ERR_PATCH_INVALID', 400, (line: number, msg: string) => [
+    `invalid patch at line ${line}: ${msg}`,
+    { line },
+  ]),
+  patchConflict: define('RFT_ERR_PATCH_CONFLICT', 400, (file: string, hunk: number, msg: string) => [
+    `${file}: hunk ${hunk}: ${msg}`,
+    { file, hunk },
+  ]),
+  toolInput: define('RFT_ERR_TOOL_INPUT', 400, (msg: string, details?: Record<string, unknown>) => [msg, details]),
 
   // storage
   store: define('RFT_ERR_STORE', 503, (msg: string) => [`could not record: ${msg}`]),

@@ -159,6 +159,15 @@ export const errors = {
   ]),
   toolInput: define('RFT_ERR_TOOL_INPUT', 400, (msg: string, details?: Record<string, unknown>) => [msg, details]),
 
+  // finqa document tools (search_docs, list_docs, read_doc)
+  docNotFound: define('RFT_ERR_DOC_NOT_FOUND', 400, (docId: string, closest: string[]) => [
+    `no document "${docId}"` +
+      (closest.length ? `; did you mean ${closest.map((c) => `"${c}"`).join(', ')}?` : '') +
+      ' Use list_docs to see every doc_id.',
+    { doc_id: docId, closest },
+  ]),
+  corpus: define('RFT_ERR_CORPUS', 500, (dir: string, why: string) => [`document corpus ${dir}: ${why}`, { dir }]),
+
   // storage
   store: define('RFT_ERR_STORE', 503, (msg: string) => [`could not record: ${msg}`]),
   internal: define('RFT_ERR_INTERNAL', 500, (msg: string) => [msg]),

@@ -1,6 +1,9 @@
 #!/usr/bin/env node
 // rft-endpoints command line: each subcommand lives in its own module and registers itself.
 import { Command } from 'commander';
+import { isRftError } from '../errors.js';
+import { register as registerServe } from './serve.js';
+import { register as registerKeys } from './keys.js';
 
 const program = new Command();
 program
@@ -9,5 +12,16 @@ program
   .showHelpAfterError();
 
 // subcommands (one import and one register call per module)
+registerServe(program);
+registerKeys(program);
 
-await program.parseAsync(process.argv);
+try {
+  await program.parseAsync(process.argv);
+} catch (e) {
+  // Coded errors (bad config, a unit that does not load) are the user's to fix: no stack trace.
+  if (isRftError(e)) {
+    process.stderr.write(`error ${e.code}: ${e.message}\n`);
+    process.exit(2);
+  }
+  throw e;
+}

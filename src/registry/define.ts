@@ -38,6 +38,11 @@ export interface ToolDefinition<P extends z.ZodType = z.ZodType> {
   cost?: number;
   timeoutMs?: number;
   maxOutputBytes?: number;
+  /**
+   * Calls of serial tools run one at a time per rollout, in arrival order (for tools that change
+   * shared state such as the sandbox). Other tools run as soon as they arrive, even in parallel.
+   */
+  serial?: boolean;
 }
 
 export interface GraderResult {

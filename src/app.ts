@@ -1,0 +1,178 @@
+// The whole application as one Fastify instance. Tests build exactly this; server.ts only launches it.
+import Fastify, { type FastifyInstance, type FastifyServerOptions } from 'fastify';
+import rateLimit from '@fastify/rate-limit';
+import { serializerCompiler, validatorCompiler } from '@fastify/type-provider-zod';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import type { Logger } from 'pino';
+import type { AppConfig } from './config.js';
+import { errors, isRftError, RftError } from './errors.js';
+import { Authenticator, loadOrCreateLocalKey, type Credential } from './protocol/auth.js';
+import { loadRegistry, type Registry } from './registry/loader.js';
+import { GradingService } from './rollouts/grading.js';
+import { Ledger } from './rollouts/ledger.js';
+import type { SandboxProvider } from './rollouts/sandbox-provider.js';
+import { SqliteStore } from './store/sqlite.js';
+import type { Store } from './store/types.js';
+import { createSandboxProvider } from './sandbox/provider.js';
+import toolRoutes from './routes/tools.js';
+import graderRoutes from './routes/graders.js';
+import discoveryRoutes from './routes/discovery.js';
+import rolloutRoutes from './routes/rollouts.js';
+import healthRoutes from './routes/health.js';
+
+export interface Services {
+  config: AppConfig;
+  store: Store;
+  registry: Registry;
+  ledger: Ledger;
+  grading: GradingService;
+  sandboxes: SandboxProvider | undefined;
+  auth: Authenticator;
+  /** Set when the key was generated into the data dir (no credential configured). */
+  localKey: { key: string; created: boolean; path: string } | undefined;
+  shutdown: AbortController;
+  startedAt: number;
+}
+
+declare module 'fastify' {
+  interface FastifyInstance {
+    rft: Services;
+  }
+  interface FastifyRequest {
+    rawBody?: Buffer;
+    credential?: Credential;
+  }
+  interface FastifyContextConfig {
+    /** Route needs no credential (health checks). */
+    public?: boolean;
+  }
+}
+
+export interface BuildOptions {
+  logger?: FastifyServerOptions['logger'] | Logger;
+  /** Pre-built registry (tests); otherwise loaded from the configured folders. */
+  registry?: Registry;
+}
+
+export async function buildApp(config: AppConfig, opts: BuildOptions = {}): Promise<FastifyInstance> {
+  const loggerOpt =
+    opts.logger && typeof (opts.logger as Logger).child === 'function'
+      ? { loggerInstance: opts.logger as Logger }
+      : {
+          logger: opts.logger ?? {
+            level: config.logLevel,
+            redact: { paths: ['req.headers.authorization', 'req.headers["webhook-signature"]', '*.apiKey', '*.key'], censor: '[redacted]' },
+          },
+        };
+  const app = Fastify({
+    ...(loggerOpt as FastifyServerOptions),
+    bodyLimit: config.bodyLimitBytes,
+    trustProxy: config.trustProxy,
+    // The trainer allows 10 minutes per tool call; leave room for the reply.
+    requestTimeout: 11 * 60_000,
+    connectionTimeout: 0,
+    keepAliveTimeout: 75_000,
+    return503OnClosing: true,
+    disableRequestLogging: config.logLevel !== 'debug' && config.logLevel !== 'trace',
+    requestIdHeader: 'x-request-id',
+    ...(config.tls ? { https: { cert: readFileSync(config.tls.cert), key: readFileSync(config.tls.key) } } : {}),
+  }) as unknown as FastifyInstance;
+  app.setValidatorCompiler(validatorCompiler);
+  app.setSerializerCompiler(serializerCompiler);
+
+  const store = new SqliteStore({ path: join(config.dataDir, 'rft.sqlite'), sync: config.store.sync });
+  const shutdown = new AbortController();
+  let localKey: Services['localKey'];
+  const keys = [...config.apiKeys];
+  if (keys.length === 0 && config.signingSecrets.length === 0 && config.autoKey) {
+    localKey = loadOrCreateLocalKey(config.dataDir);
+    keys.push({ label: 'local', key: localKey.key });
+  }
+  const auth = new Authenticator(keys, config.signingSecrets, store);
+  const registry =
+    opts.registry ??
+    (await loadRegistry({
+      toolsDir: config.toolsDir,
+      gradersDir: config.gradersDir,
+      jsonGraderOptions: { openai: { ...(config.openai.baseURL ? { baseURL: config.openai.baseURL } : {}), ...(config.openai.apiKey ? { apiKey: config.openai.apiKey } : {}) } },
+    }));
+  const sandboxes = await createSandboxProvider(config, app.log as unknown as Logger);
+  const ledger = new Ledger({
+    store,
+    sandboxes,
+    defaultBudget: config.toolBudget,
+    defaultTimeoutMs: config.toolTimeoutMs,
+    defaultMaxOutputBytes: config.maxOutputBytes,
+    log: app.log as unknown as Logger,
+    shutdown: shutdown.signal,
+  });
+  const grading = new GradingService({
+    store,
+    ledger,
+    sandboxes,
+    defaultBudget: config.toolBudget,
+    timeoutMs: config.graderTimeoutMs,
+    log: app.log as unknown as Logger,
+    shutdown: shutdown.signal,
+  });
+  const interrupted = await ledger.markInterruptedAtBoot();
+  if (interrupted > 0) app.log.warn({ interrupted }, 'calls left running by a previous process were marked interrupted');
+
+  app.decorate('rft', { config, store, registry, ledger, grading, sandboxes, auth, localKey, shutdown, startedAt: Date.now() });
+  app.addHook('onClose', async () => {
+    shutdown.abort(new Error('server shutting down'));
+    await sandboxes?.close();
+    await store.close();
+  });
+
+  // Keep the exact bytes: signatures are computed over the raw body.
+  app.addContentTypeParser('application/json', { parseAs: 'buffer' }, (req, body: Buffer, done) => {
+    req.rawBody = body;
+    if (body.length === 0) return done(null, undefined);
+    try {
+      done(null, JSON.parse(body.toString('utf8')) as unknown);
+    } catch {
+      done(errors.badRequest('request body is not valid JSON'), undefined);
+    }
+  });
+
+  app.addHook('preValidation', async (req) => {
+    if (req.routeOptions.config.public) return;
+    req.credential = await auth.authenticate(req.headers, req.rawBody);
+  });
+
+  if (config.rateLimit.max > 0) {
+    await app.register(rateLimit, {
+      global: true,
+      hook: 'preHandler',
+      max: config.rateLimit.max,
+      timeWindow: config.rateLimit.windowMs,
+      keyGenerator: (req) => req.credential?.label ?? `ip:${req.ip}`,
+      allowList: (req) => req.routeOptions.config.public === true,
+      errorResponseBuilder: (_req, ctx) => errors.rateLimited(Math.ceil(ctx.ttl / 1000)),
+    });
+  }
+
+  app.setErrorHandler((err: Error & { statusCode?: number; code?: string; validation?: unknown }, req, reply) => {
+    let e: RftError;
+    if (isRftError(err)) e = err;
+    else if (err.code === 'FST_ERR_CTP_BODY_TOO_LARGE') e = errors.bodyTooLarge(config.bodyLimitBytes);
+    else if (err.validation || err.code === 'FST_ERR_VALIDATION') e = errors.badRequest(err.message);
+    else if (err.statusCode && err.statusCode >= 400 && err.statusCode < 500) e = errors.badRequest(err.message);
+    else e = errors.internal('internal error');
+    if (e.statusCode >= 500) req.log.error({ err }, 'request failed');
+    else req.log.info({ code: e.code, status: e.statusCode }, e.message);
+    void reply.status(e.statusCode).send(e.toJSON());
+  });
+  app.setNotFoundHandler((req, reply) => {
+    void reply.status(404).send(errors.notFound(`route ${req.method} ${req.url.split('?')[0]}`).toJSON());
+  });
+
+  await app.register(healthRoutes);
+  await app.register(toolRoutes);
+  await app.register(graderRoutes);
+  await app.register(discoveryRoutes);
+  await app.register(rolloutRoutes);
+  return app;
+}

@@ -1,0 +1,196 @@
+// One zod schema for the whole configuration. Sources, later wins: defaults, the JSON config file
+// (RFT_CONFIG or --config; same names as the environment), the environment. Checked once at boot.
+import { readFileSync } from 'node:fs';
+import { resolve } from 'node:path';
+import { z } from 'zod';
+import { errors } from './errors.js';
+
+const int = (min: number, max = Number.MAX_SAFE_INTEGER) => z.coerce.number().int().min(min).max(max);
+const bool = z.union([z.boolean(), z.enum(['1', '0', 'true', 'false', 'yes', 'no'])]).transform((v) => v === true || v === '1' || v === 'true' || v === 'yes');
+const list = z
+  .union([z.string(), z.array(z.string())])
+  .transform((v) => (Array.isArray(v) ? v : v.split(',')).map((s) => s.trim()).filter(Boolean));
+
+const KEY_MIN_LENGTH = 16;
+
+const apiKeys = list.transform((entries, ctx) =>
+  entries.map((entry, i) => {
+    const sep = entry.indexOf(':');
+    const label = sep > 0 ? entry.slice(0, sep) : `key${i + 1}`;
+    const key = sep > 0 ? entry.slice(sep + 1) : entry;
+    if (key.length < KEY_MIN_LENGTH) {
+      ctx.addIssue({ code: 'custom', message: `key "${label}" is shorter than ${KEY_MIN_LENGTH} characters` });
+    }
+    return { label, key };
+  }),
+);
+
+const signingSecrets = list.transform((entries, ctx) =>
+  entries.map((secret, i) => {
+    if (!secret.startsWith('whsec_') || Buffer.from(secret.slice(6), 'base64').length < 16) {
+      ctx.addIssue({ code: 'custom', message: `secret #${i + 1} must be "whsec_" + base64 of at least 16 bytes` });
+    }
+    return secret;
+  }),
+);
+
+export const configSchema = z.object({
+  PORT: int(0, 65535).default(8787),
+  HOST: z.string().min(1).default('127.0.0.1'),
+  RFT_DATA_DIR: z.string().min(1).default('./data'),
+  RFT_API_KEYS: apiKeys.default([]),
+  RFT_SIGNING_SECRETS: signingSecrets.default([]),
+  /** Create a key in the data dir at first start when no credential is configured. */
+  RFT_AUTO_KEY: bool.default(true),
+  RFT_TOOL_BUDGET: int(0).default(50),
+  RFT_TOOLS_DIR: z.string().default('tools'),
+  RFT_GRADERS_DIR: z.string().default('graders'),
+  RFT_DEFAULT_GRADER: z.string().optional(),
+  RFT_TOOL_TIMEOUT_MS: int(1, 600_000).default(60_000),
+  RFT_MAX_OUTPUT_BYTES: int(256, 1_000_000).default(16_384),
+  RFT_GRADER_TIMEOUT_MS: int(1, 600_000).default(300_000),
+  RFT_BODY_LIMIT_BYTES: int(1024).default(1_048_576),
+  RFT_RATE_LIMIT: int(0).default(6000),
+  RFT_RATE_WINDOW_MS: int(1000).default(60_000),
+  RFT_TLS_CERT: z.string().optional(),
+  RFT_TLS_KEY: z.string().optional(),
+  RFT_TRUST_PROXY: bool.default(false),
+  RFT_LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+  RFT_STORE: z.enum(['sqlite']).default('sqlite'),
+  /** full: fsync every commit (survives power loss); normal: survives kill -9, not power loss. */
+  RFT_SQLITE_SYNC: z.enum(['full', 'normal']).default('full'),
+  RFT_SANDBOX: z.enum(['auto', 'bwrap', 'docker', 'process', 'none']).default('auto'),
+  RFT_SANDBOX_CAP: int(1).default(64),
+  RFT_SANDBOX_QUEUE: int(0).default(2000),
+  RFT_SANDBOX_QUEUE_TIMEOUT_MS: int(0).default(120_000),
+  RFT_SANDBOX_TTL_MS: int(1000).default(30 * 60_000),
+  RFT_SANDBOX_GRACE_MS: int(0).default(120_000),
+  RFT_SANDBOX_TEMPLATES: z.string().default('examples'),
+  RFT_SANDBOX_MEMORY_MB: int(16).default(512),
+  RFT_SANDBOX_CPU_SECONDS: int(1).default(60),
+  RFT_SANDBOX_PIDS: int(8).default(128),
+  RFT_SANDBOX_FILE_MB: int(1).default(64),
+  RFT_SANDBOX_EXEC_TIMEOUT_MS: int(100).default(30_000),
+  RFT_DOCKER_IMAGE: z.string().default('rft-endpoints-sandbox:latest'),
+  RFT_DOCKER_SOCKET: z.string().default('/var/run/docker.sock'),
+  OPENAI_BASE_URL: z.string().url().optional(),
+  OPENAI_API_KEY: z.string().optional(),
+});
+
+export type RawConfig = z.output<typeof configSchema>;
+
+export interface AppConfig {
+  port: number;
+  host: string;
+  dataDir: string;
+  apiKeys: { label: string; key: string }[];
+  signingSecrets: string[];
+  autoKey: boolean;
+  toolBudget: number;
+  toolsDir: string;
+  gradersDir: string;
+  defaultGrader: string | undefined;
+  toolTimeoutMs: number;
+  maxOutputBytes: number;
+  graderTimeoutMs: number;
+  bodyLimitBytes: number;
+  rateLimit: { max: number; windowMs: number };
+  tls: { cert: string; key: string } | undefined;
+  trustProxy: boolean;
+  logLevel: RawConfig['RFT_LOG_LEVEL'];
+  store: { kind: 'sqlite'; sync: 'full' | 'normal' };
+  sandbox: {
+    driver: RawConfig['RFT_SANDBOX'];
+    cap: number;
+    maxQueue: number;
+    queueTimeoutMs: number;
+    ttlMs: number;
+    graceMs: number;
+    templatesRoot: string;
+    dockerImage: string;
+    dockerSocket: string;
+    limits: {
+      cpuSeconds: number;
+      memoryBytes: number;
+      maxProcesses: number;
+      maxFileBytes: number;
+      wallTimeoutMs: number;
+      maxOutputBytes: number;
+    };
+  };
+  openai: { baseURL: string | undefined; apiKey: string | undefined };
+}
+
+const KNOWN = new Set(Object.keys(configSchema.shape));
+
+export function loadConfig(
+  env: Record<string, string | undefined>,
+  opts: { configFile?: string | undefined; overrides?: Record<string, unknown> } = {},
+): AppConfig {
+  const file = opts.configFile ?? env.RFT_CONFIG;
+  let fromFile: Record<string, unknown> = {};
+  if (file) {
+    try {
+      fromFile = JSON.parse(readFileSync(file, 'utf8')) as Record<string, unknown>;
+    } catch (e) {
+      throw errors.config(`cannot read config file ${file}: ${(e as Error).message}`, { file });
+    }
+    const unknown = Object.keys(fromFile).filter((k) => !KNOWN.has(k));
+    if (unknown.length) throw errors.config(`unknown setting(s) in ${file}: ${unknown.join(', ')}`, { file, unknown });
+  }
+  const fromEnv = Object.fromEntries(Object.entries(env).filter(([k, v]) => KNOWN.has(k) && v !== undefined && v !== ''));
+  const parsed = configSchema.safeParse({ ...fromFile, ...fromEnv, ...opts.overrides });
+  if (!parsed.success) {
+    const issues = parsed.error.issues.map((i) => `${i.path.join('.') || '(root)'}: ${i.message}`);
+    throw errors.config(`invalid configuration:\n  ${issues.join('\n  ')}`, { issues });
+  }
+  const c = parsed.data;
+  if ((c.RFT_TLS_CERT === undefined) !== (c.RFT_TLS_KEY === undefined)) {
+    throw errors.config('RFT_TLS_CERT and RFT_TLS_KEY must be set together');
+  }
+  return {
+    port: c.PORT,
+    host: c.HOST,
+    dataDir: resolve(c.RFT_DATA_DIR),
+    apiKeys: c.RFT_API_KEYS,
+    signingSecrets: c.RFT_SIGNING_SECRETS,
+    autoKey: c.RFT_AUTO_KEY,
+    toolBudget: c.RFT_TOOL_BUDGET,
+    toolsDir: resolve(c.RFT_TOOLS_DIR),
+    gradersDir: resolve(c.RFT_GRADERS_DIR),
+    defaultGrader: c.RFT_DEFAULT_GRADER,
+    toolTimeoutMs: c.RFT_TOOL_TIMEOUT_MS,
+    maxOutputBytes: c.RFT_MAX_OUTPUT_BYTES,
+    graderTimeoutMs: c.RFT_GRADER_TIMEOUT_MS,
+    bodyLimitBytes: c.RFT_BODY_LIMIT_BYTES,
+    rateLimit: { max: c.RFT_RATE_LIMIT, windowMs: c.RFT_RATE_WINDOW_MS },
+    tls: c.RFT_TLS_CERT && c.RFT_TLS_KEY ? { cert: c.RFT_TLS_CERT, key: c.RFT_TLS_KEY } : undefined,
+    trustProxy: c.RFT_TRUST_PROXY,
+    logLevel: c.RFT_LOG_LEVEL,
+    store: { kind: c.RFT_STORE, sync: c.RFT_SQLITE_SYNC },
+    sandbox: {
+      driver: c.RFT_SANDBOX,
+      cap: c.RFT_SANDBOX_CAP,
+      maxQueue: c.RFT_SANDBOX_QUEUE,
+      queueTimeoutMs: c.RFT_SANDBOX_QUEUE_TIMEOUT_MS,
+      ttlMs: c.RFT_SANDBOX_TTL_MS,
+      graceMs: c.RFT_SANDBOX_GRACE_MS,
+      templatesRoot: resolve(c.RFT_SANDBOX_TEMPLATES),
+      dockerImage: c.RFT_DOCKER_IMAGE,
+      dockerSocket: c.RFT_DOCKER_SOCKET,
+      limits: {
+        cpuSeconds: c.RFT_SANDBOX_CPU_SECONDS,
+        memoryBytes: c.RFT_SANDBOX_MEMORY_MB * 1024 * 1024,
+        maxProcesses: c.RFT_SANDBOX_PIDS,
+        maxFileBytes: c.RFT_SANDBOX_FILE_MB * 1024 * 1024,
+        wallTimeoutMs: c.RFT_SANDBOX_EXEC_TIMEOUT_MS,
+        maxOutputBytes: c.RFT_MAX_OUTPUT_BYTES,
+      },
+    },
+    openai: { baseURL: c.OPENAI_BASE_URL, apiKey: c.OPENAI_API_KEY },
+  };
+}
+
+export function isLoopback(host: string): boolean {
+  return host === 'localhost' || host === '::1' || host === '[::1]' || /^127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/.test(host);
+}

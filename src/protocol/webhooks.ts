@@ -1,0 +1,57 @@
+// Standard Webhooks signatures (https://www.standardwebhooks.com): HMAC-SHA256 over
+// `${id}.${timestamp}.${body}`, base64, sent as a space-separated list of `v1,<sig>`.
+import { createHmac, timingSafeEqual } from 'node:crypto';
+import { errors } from '../errors.js';
+
+export const WEBHOOK_TOLERANCE_S = 300;
+
+/** Decodes a `whsec_<base64>` secret to its key bytes; any other string is used as raw UTF-8 bytes. */
+export function secretKey(secret: string): Buffer {
+  return secret.startsWith('whsec_') ? Buffer.from(secret.slice('whsec_'.length), 'base64') : Buffer.from(secret, 'utf8');
+}
+
+function hmac(key: Buffer, msgId: string, timestampS: number | string, body: string | Buffer): Buffer {
+  return createHmac('sha256', key)
+    .update(`${msgId}.${timestampS}.`)
+    .update(body)
+    .digest();
+}
+
+export function signWebhook(secret: string, msgId: string, timestampS: number, body: string | Buffer): string {
+  return `v1,${hmac(secretKey(secret), msgId, timestampS, body).toString('base64')}`;
+}
+
+export interface WebhookHeaders {
+  id: string | undefined;
+  timestamp: string | undefined;
+  signature: string | undefined;
+}
+
+/**
+ * Verifies the headers against every key; returns the index of the key that matched.
+ * Throws a coded 401 for each failure so the caller can tell them apart.
+ */
+export function verifyWebhook(keys: readonly Buffer[], h: WebhookHeaders, body: Buffer, nowS: number): number {
+  if (!h.id || !h.timestamp || !h.signature) throw errors.signatureInvalid('missing webhook-id, webhook-timestamp or webhook-signature');
+  if (!/^\d{1,12}$/.test(h.timestamp)) throw errors.signatureTimestamp('is not a unix time in seconds');
+  const ts = Number(h.timestamp);
+  if (nowS - ts > WEBHOOK_TOLERANCE_S) throw errors.signatureTimestamp('is too old');
+  if (ts - nowS > WEBHOOK_TOLERANCE_S) throw errors.signatureTimestamp('is too far in the future');
+
+  const candidates: Buffer[] = [];
+  for (const part of h.signature.split(' ')) {
+    const [version, sig] = part.split(',', 2);
+    if (version === 'v1' && sig) candidates.push(Buffer.from(sig, 'base64'));
+  }
+  if (candidates.length === 0) throw errors.signatureInvalid('no v1 signature');
+  for (let k = 0; k < keys.length; k++) {
+    const expected = hmac(keys[k]!, h.id, h.timestamp, body);
+    // Check every candidate without an early exit on the first mismatch.
+    let match = false;
+    for (const c of candidates) {
+      if (c.length === expected.length && timingSafeEqual(c, expected)) match = true;
+    }
+    if (match) return k;
+  }
+  throw errors.signatureInvalid('no signature matches');
+}

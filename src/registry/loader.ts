@@ -1,0 +1,150 @@
+// Loads user units at boot: one tool per file in tools/, one grader per file in graders/
+// (TypeScript/JavaScript defineGrader files, or OpenAI grader JSON). Any bad file stops the boot
+// with a message naming it; nothing is loaded lazily at request time.
+import { readdir, readFile } from 'node:fs/promises';
+import { existsSync } from 'node:fs';
+import { basename, extname, join, resolve } from 'node:path';
+import { pathToFileURL } from 'node:url';
+import { z } from 'zod';
+import { errors } from '../errors.js';
+import { sha256 } from '../protocol/canonical.js';
+import { isValidUnitName, type GraderDefinition, type ToolDefinition } from './define.js';
+import { graderFromConfig, validateGraderConfig } from '../grading/index.js';
+
+export interface LoadedTool {
+  def: ToolDefinition;
+  file: string;
+  /** JSON Schema of the parameters, as the dataset row's `tools[].function.parameters`. */
+  parameters: Record<string, unknown>;
+}
+
+export interface LoadedGrader {
+  def: GraderDefinition;
+  file: string;
+  version: string;
+  range: [number, number];
+}
+
+export interface Registry {
+  tools: Map<string, LoadedTool>;
+  graders: Map<string, LoadedGrader>;
+}
+
+const CODE_EXT = new Set(['.ts', '.js', '.mjs', '.mts']);
+
+function isUnitFile(name: string, allowJson: boolean): boolean {
+  if (name.startsWith('_') || name.startsWith('.')) return false;
+  if (name.endsWith('.d.ts') || /\.test\.[mc]?[jt]s$/.test(name) || /\.spec\.[mc]?[jt]s$/.test(name)) return false;
+  const ext = extname(name);
+  return CODE_EXT.has(ext) || (allowJson && ext === '.json');
+}
+
+async function listUnits(dir: string, allowJson: boolean): Promise<string[]> {
+  if (!existsSync(dir)) return [];
+  const entries = await readdir(dir, { withFileTypes: true });
+  return entries
+    .filter((e) => e.isFile() && isUnitFile(e.name, allowJson))
+    .map((e) => join(dir, e.name))
+    .sort();
+}
+
+async function importDefault(file: string): Promise<unknown> {
+  try {
+    const mod = (await import(pathToFileURL(file).href)) as { default?: unknown };
+    if (mod.default === undefined) throw new Error('has no default export (export default defineTool(...) / defineGrader(...))');
+    return mod.default;
+  } catch (e) {
+    throw errors.unitLoad(file, (e as Error).message);
+  }
+}
+
+function isZodSchema(v: unknown): v is z.ZodType {
+  return !!v && typeof v === 'object' && typeof (v as { safeParse?: unknown }).safeParse === 'function';
+}
+
+export function checkTool(file: string, v: unknown): LoadedTool {
+  const d = v as Partial<ToolDefinition> | null;
+  const fail = (why: string) => errors.unitLoad(file, why);
+  if (!d || typeof d !== 'object') throw fail('default export is not a tool definition');
+  if (!isValidUnitName(d.name)) throw fail(`tool name must match [A-Za-z0-9_-]{1,64}, got ${JSON.stringify(d.name)}`);
+  if (typeof d.description !== 'string' || !d.description.trim()) throw fail(`tool "${d.name}" needs a description`);
+  if (typeof d.handler !== 'function') throw fail(`tool "${d.name}" needs a handler function`);
+  if (!isZodSchema(d.parameters)) throw fail(`tool "${d.name}": parameters must be a zod schema (z.object({...}))`);
+  for (const [k, min] of [['cost', 0], ['timeoutMs', 1], ['maxOutputBytes', 64]] as const) {
+    const n = d[k];
+    if (n !== undefined && (!Number.isInteger(n) || n < min)) throw fail(`tool "${d.name}": ${k} must be an integer >= ${min}`);
+  }
+  let parameters: Record<string, unknown>;
+  try {
+    parameters = z.toJSONSchema(d.parameters, { target: 'draft-2020-12', io: 'input' }) as Record<string, unknown>;
+  } catch (e) {
+    throw fail(`tool "${d.name}": parameters cannot be expressed as JSON Schema: ${(e as Error).message}`);
+  }
+  if (parameters.type !== 'object') throw fail(`tool "${d.name}": parameters must be an object schema`);
+  delete parameters.$schema;
+  return { def: d as ToolDefinition, file, parameters };
+}
+
+export function checkGrader(file: string, v: unknown, source: string): LoadedGrader {
+  const d = v as Partial<GraderDefinition> | null;
+  const fail = (why: string) => errors.unitLoad(file, why);
+  if (!d || typeof d !== 'object') throw fail('default export is not a grader definition');
+  if (!isValidUnitName(d.name)) throw fail(`grader name must match [A-Za-z0-9_-]{1,64}, got ${JSON.stringify(d.name)}`);
+  if (typeof d.handler !== 'function') throw fail(`grader "${d.name}" needs a handler function`);
+  const range = d.range ?? [0, 1];
+  if (!Array.isArray(range) || range.length !== 2 || !range.every(Number.isFinite) || range[0] >= range[1]) {
+    throw fail(`grader "${d.name}": range must be [min, max] with min < max`);
+  }
+  if (d.version !== undefined && (typeof d.version !== 'string' || !d.version)) throw fail(`grader "${d.name}": version must be a non-empty string`);
+  return { def: d as GraderDefinition, file, version: d.version ?? sha256(source).slice(0, 12), range: [range[0], range[1]] };
+}
+
+export interface LoadOptions {
+  toolsDir: string;
+  gradersDir: string;
+  /** Options handed to JSON (OpenAI config) graders, e.g. the model API for score_model. */
+  jsonGraderOptions?: Parameters<typeof graderFromConfig>[1];
+}
+
+export async function loadRegistry(opts: LoadOptions): Promise<Registry> {
+  const tools = new Map<string, LoadedTool>();
+  const graders = new Map<string, LoadedGrader>();
+
+  for (const file of await listUnits(resolve(opts.toolsDir), false)) {
+    const t = checkTool(file, await importDefault(file));
+    const prev = tools.get(t.def.name);
+    if (prev) throw errors.unitDuplicate('tool', t.def.name, [prev.file, file]);
+    tools.set(t.def.name, t);
+  }
+
+  for (const file of await listUnits(resolve(opts.gradersDir), true)) {
+    const source = await readFile(file, 'utf8');
+    let g: LoadedGrader;
+    if (extname(file) === '.json') {
+      let json: unknown;
+      try {
+        json = JSON.parse(source);
+        const config = validateGraderConfig(json);
+        const def = graderFromConfig(config, opts.jsonGraderOptions ?? {});
+        // A JSON grader is served under its file name: OpenAI config names are free text.
+        g = checkGrader(file, { ...def, name: basename(file, '.json') }, source);
+      } catch (e) {
+        throw errors.unitLoad(file, (e as Error).message);
+      }
+    } else {
+      g = checkGrader(file, await importDefault(file), source);
+    }
+    const prev = graders.get(g.def.name);
+    if (prev) throw errors.unitDuplicate('grader', g.def.name, [prev.file, file]);
+    graders.set(g.def.name, g);
+  }
+  return { tools, graders };
+}
+
+/** The Chat Completions `tools` array a dataset row carries. */
+export function chatCompletionsTools(reg: Registry): unknown[] {
+  return [...reg.tools.values()].map((t) => ({
+    type: 'function',
+    function: { name: t.def.name, description: t.def.description, parameters: t.parameters },
+  }));
+}

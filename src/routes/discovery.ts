@@ -1,0 +1,35 @@
+// What a user pastes into a dataset row (tool schemas) and into a job (method.reinforcement).
+import type { FastifyInstance } from 'fastify';
+import { z } from 'zod';
+import { errors } from '../errors.js';
+import { chatCompletionsTools } from '../registry/loader.js';
+
+export default async function discoveryRoutes(app: FastifyInstance): Promise<void> {
+  const { registry, config } = app.rft;
+
+  app.get('/v1/tools', async () => ({ tools: chatCompletionsTools(registry) }));
+
+  app.get('/v1/job-config', async (req) => {
+    const q = z.object({ base_url: z.url().optional(), grader: z.string().optional() }).safeParse(req.query);
+    if (!q.success) throw errors.badRequest('base_url must be an absolute URL, e.g. https://rft.example.com');
+    const base = (q.data.base_url ?? `${config.tls ? 'https' : 'http'}://${req.headers.host ?? `${config.host}:${config.port}`}`).replace(/\/+$/, '');
+    const graderName = q.data.grader ?? defaultGraderName(app);
+    if (graderName && !registry.graders.has(graderName)) throw errors.unknownGrader(graderName, [...registry.graders.keys()]);
+    const headers = { Authorization: 'Bearer <YOUR_RFT_KEY>' };
+    return {
+      tools: [...registry.tools.keys()].map((name) => ({ name, server_url: `${base}/tools`, headers })),
+      ...(graderName
+        ? { grader: { type: 'endpoint', name: graderName, url: `${base}/graders/${graderName}`, headers, rate_limit: 50, pass_threshold: 0.5 } }
+        : {}),
+      max_episode_steps: 10,
+    };
+  });
+}
+
+/** The grader behind POST /grade: configured, else the only one, else answer_match when present. */
+export function defaultGraderName(app: FastifyInstance): string | undefined {
+  const { config, registry } = app.rft;
+  if (config.defaultGrader) return config.defaultGrader;
+  if (registry.graders.size === 1) return [...registry.graders.keys()][0];
+  return registry.graders.has('answer_match') ? 'answer_match' : undefined;
+}

@@ -1,0 +1,65 @@
+// The trainer's grader calls (POST /grade, POST /graders/:name) and OpenAI's grader API shape
+// for running a grader config locally (POST /v1/graders/run, /v1/graders/validate).
+import type { FastifyInstance, FastifyRequest } from 'fastify';
+import { z } from 'zod';
+import { errors } from '../errors.js';
+import { gradeRequestSchema, sampleSchema } from '../protocol/wire.js';
+import { formatZodIssues } from '../rollouts/output.js';
+import { runGraderConfig, validateGraderConfig } from '../grading/index.js';
+import { defaultGraderName } from './discovery.js';
+
+const runRequestSchema = z.looseObject({
+  grader: z.unknown(),
+  model_sample: z.union([z.string(), sampleSchema]).optional(),
+  sample: sampleSchema.optional(),
+  item: z.record(z.string(), z.unknown()).nullish(),
+});
+
+export default async function graderRoutes(app: FastifyInstance): Promise<void> {
+  const { registry, grading, config } = app.rft;
+
+  async function grade(req: FastifyRequest, name: string | undefined) {
+    if (!name) throw errors.unknownGrader('(default)', [...registry.graders.keys()]);
+    const grader = registry.graders.get(name);
+    if (!grader) throw errors.unknownGrader(name, [...registry.graders.keys()]);
+    const parsed = gradeRequestSchema.safeParse(req.body);
+    if (!parsed.success) throw errors.badRequest(`malformed grader request: ${formatZodIssues(parsed.error.issues)}`);
+    const { record } = await grading.grade(grader, {
+      sample: parsed.data.sample,
+      item: parsed.data.item ?? {},
+      traceId: parsed.data.trace_id,
+      credential: req.credential?.label ?? null,
+      source: 'endpoint',
+    });
+    return { score: record.score };
+  }
+
+  app.post('/grade', (req) => grade(req, defaultGraderName(app)));
+  app.post<{ Params: { name: string } }>('/graders/:name', (req) => grade(req, req.params.name));
+
+  app.post('/v1/graders/validate', async (req) => {
+    const body = z.looseObject({ grader: z.unknown() }).safeParse(req.body);
+    if (!body.success) throw errors.badRequest('expected { "grader": { ... } }');
+    return { grader: validateGraderConfig(body.data.grader) };
+  });
+
+  app.post('/v1/graders/run', async (req) => {
+    const body = runRequestSchema.safeParse(req.body);
+    if (!body.success) throw errors.badRequest(`malformed request: ${formatZodIssues(body.error.issues)}`);
+    const graderConfig = validateGraderConfig(body.data.grader);
+    const ms = body.data.model_sample ?? body.data.sample ?? { output_text: '' };
+    // OpenAI's endpoint takes model_sample as the output text; ours also takes a full sample object.
+    const sample = typeof ms === 'string' ? { output_text: ms, output_json: tryJson(ms), output_tools: [], choices: [] } : ms;
+    return runGraderConfig(graderConfig, sample, body.data.item ?? {}, {
+      openai: { ...(config.openai.baseURL ? { baseURL: config.openai.baseURL } : {}), ...(config.openai.apiKey ? { apiKey: config.openai.apiKey } : {}) },
+    });
+  });
+}
+
+function tryJson(s: string): unknown {
+  try {
+    return JSON.parse(s) as unknown;
+  } catch {
+    return null;
+  }
+}

@@ -1,0 +1,11 @@
+// Builds the sandbox manager the config asks for (or none). Imported lazily so a server with
+// RFT_SANDBOX=none never touches the drivers.
+import type { Logger } from 'pino';
+import type { AppConfig } from '../config.js';
+import type { SandboxProvider } from '../rollouts/sandbox-provider.js';
+
+export async function createSandboxProvider(config: AppConfig, log: Logger): Promise<SandboxProvider | undefined> {
+  if (config.sandbox.driver === 'none') return undefined;
+  const { createManagerFromConfig } = await import('./from-config.js');
+  return createManagerFromConfig(config, log);
+}

@@ -1,0 +1,67 @@
+// Starts the process: config, app, listen, graceful shutdown. Everything else is in app.ts.
+import type { FastifyInstance } from 'fastify';
+import { buildApp } from './app.js';
+import { isLoopback, loadConfig, type AppConfig } from './config.js';
+import { errors } from './errors.js';
+
+export interface StartedServer {
+  app: FastifyInstance;
+  url: string;
+  config: AppConfig;
+}
+
+export async function startServer(config: AppConfig): Promise<StartedServer> {
+  const app = await buildApp(config);
+  const { auth, localKey } = app.rft;
+  if (!auth.configured) {
+    if (!isLoopback(config.host)) throw errors.insecureListen(config.host);
+    app.log.warn('no credential configured: every request will be refused (set RFT_API_KEYS or RFT_SIGNING_SECRETS)');
+  }
+  const sandboxDriver = app.rft.sandboxes?.stats().driver;
+  if (sandboxDriver === 'process' && !isLoopback(config.host)) {
+    await app.close();
+    throw errors.config(`the process sandbox driver gives no isolation and is only allowed on a loopback address, not ${config.host}`);
+  }
+  await app.listen({ port: config.port, host: config.host });
+  const addr = app.server.address();
+  const port = typeof addr === 'object' && addr ? addr.port : config.port;
+  const host = config.host.includes(':') ? `[${config.host}]` : config.host;
+  const url = `${config.tls ? 'https' : 'http'}://${host}:${port}`;
+  if (localKey) {
+    if (localKey.created) {
+      // Printed once, on the terminal, never in the JSON logs.
+      process.stderr.write(`\nNo credential configured: created an API key for this server (kept in ${localKey.path}):\n\n  ${localKey.key}\n\n`);
+    } else {
+      process.stderr.write(`Using the API key kept in ${localKey.path}\n`);
+    }
+  }
+  process.stderr.write(
+    `rft-endpoints listening on ${url} (${app.rft.registry.tools.size} tools, ${app.rft.registry.graders.size} graders, sandbox: ${sandboxDriver ?? 'none'})\n` +
+      `  try: curl -s ${url}/tools -H "Authorization: Bearer $KEY" -H 'content-type: application/json' \\\n` +
+      `        -d '{"type":"function_call","call_id":"call_1","name":"${[...app.rft.registry.tools.keys()][0] ?? 'TOOL'}","arguments":"{}","trace_id":"trace_demo","item":{}}'\n`,
+  );
+  return { app, url, config };
+}
+
+/** Runs until SIGINT/SIGTERM, then stops accepting, lets running calls finish, and closes the store. */
+export async function runServer(env: Record<string, string | undefined> = process.env, configFile?: string): Promise<void> {
+  const config = loadConfig(env, { configFile });
+  const { app } = await startServer(config);
+  let closing = false;
+  const stop = (signal: string) => {
+    if (closing) return;
+    closing = true;
+    app.log.info({ signal }, 'shutting down');
+    const force = setTimeout(() => process.exit(1), 30_000);
+    force.unref();
+    app.close().then(
+      () => process.exit(0),
+      (e: unknown) => {
+        app.log.error({ err: e }, 'error during shutdown');
+        process.exit(1);
+      },
+    );
+  };
+  process.once('SIGINT', () => stop('SIGINT'));
+  process.once('SIGTERM', () => stop('SIGTERM'));
+}

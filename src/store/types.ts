@@ -1,0 +1,88 @@
+// The Store: everything durable. SQLite (one process) is the default; the interface is async and
+// free of SQLite types so a Postgres implementation (many replicas) can stand behind it.
+import type { BudgetUsage, CallStatus, GradeRecord, RecordedCall, RolloutRecord, RolloutSummary } from '../rollouts/types.js';
+
+export interface BeginCallInput {
+  traceId: string;
+  callId: string;
+  tool: string;
+  arguments: string;
+  argsHash: string;
+  cost: number;
+  /** Budget for the rollout if this call creates it (later calls use the stored limit). */
+  budgetLimit: number;
+  /** The dataset row, stored with the rollout when this call creates it. */
+  item: Record<string, unknown> | null;
+  credential: string | null;
+  now: number;
+  /** Output recorded when the budget is spent (the call then does not run). */
+  overBudgetOutput: string;
+}
+
+export type BeginCallResult =
+  | { kind: 'started'; call: RecordedCall; budget: BudgetUsage }
+  | { kind: 'over_budget'; call: RecordedCall; budget: BudgetUsage }
+  | { kind: 'existing'; call: RecordedCall }
+  | { kind: 'conflict'; call: RecordedCall };
+
+export interface FinishCallInput {
+  output: string;
+  status: Exclude<CallStatus, 'running'>;
+  finishedAt: number;
+  durationMs: number;
+  outputBytes: number;
+  truncated: boolean;
+}
+
+export interface NewGrade extends Omit<GradeRecord, 'id'> {
+  sample: unknown;
+}
+
+export interface GradeWithSample extends GradeRecord {
+  sample: unknown;
+}
+
+export interface ListRolloutsQuery {
+  limit: number;
+  cursor?: string | undefined;
+  /** Only rollouts updated at or after this time (ms since epoch). */
+  since?: number | undefined;
+}
+
+export interface ImportedRollout {
+  traceId: string;
+  createdAt: number;
+  updatedAt: number;
+  item: Record<string, unknown> | null;
+  budget: BudgetUsage;
+  calls: Omit<RecordedCall, 'traceId'>[];
+  grades: Omit<NewGrade, 'traceId'>[];
+}
+
+export interface Store {
+  readonly kind: string;
+  beginCall(input: BeginCallInput): Promise<BeginCallResult>;
+  finishCall(traceId: string, callId: string, result: FinishCallInput): Promise<void>;
+  getCall(traceId: string, callId: string): Promise<RecordedCall | undefined>;
+  listCalls(traceId: string): Promise<RecordedCall[]>;
+  /** The rollout's budget, or the given default if the rollout has no call yet. */
+  getBudget(traceId: string, defaultLimit: number): Promise<BudgetUsage>;
+  /** Creates the rollout row if absent (a grader call for a rollout with no tool call). */
+  ensureRollout(traceId: string, item: Record<string, unknown> | null, budgetLimit: number, now: number): Promise<void>;
+
+  findGrade(traceId: string, grader: string, graderVersion: string, sampleHash: string): Promise<GradeRecord | undefined>;
+  insertGrade(grade: NewGrade): Promise<GradeRecord>;
+  listGrades(traceId: string): Promise<GradeWithSample[]>;
+
+  listRollouts(q: ListRolloutsQuery): Promise<{ rollouts: RolloutSummary[]; nextCursor: string | null }>;
+  getRollout(traceId: string): Promise<(RolloutRecord & { grades: GradeWithSample[] }) | undefined>;
+  importRollout(r: ImportedRollout): Promise<'imported' | 'exists'>;
+
+  /** Records a webhook-id; false if it was already seen and has not expired. */
+  rememberWebhookId(id: string, expiresAt: number, now: number): Promise<boolean>;
+  /** At boot: calls left 'running' by a crash become 'interrupted'; returns how many. */
+  markInterrupted(output: string, now: number): Promise<number>;
+  /** Throws if the store cannot write (readiness). */
+  ping(): Promise<void>;
+  close(): Promise<void>;
+}

@@ -1,0 +1,97 @@
+// The CLI's client for an rft-endpoints server: one keep-alive pool, and either a bearer key or a
+// Standard Webhooks signature per request (a fresh webhook-id each time, since the server refuses
+// an id it has already seen).
+import { randomUUID } from 'node:crypto';
+import type { Command } from 'commander';
+import { Agent, request } from 'undici';
+import { errors } from '../errors.js';
+import { signWebhook } from '../protocol/webhooks.js';
+
+export interface ServerAuth {
+  key?: string;
+  signingSecret?: string;
+}
+
+export interface ServerReply {
+  status: number;
+  text: string;
+}
+
+// Tools may run up to 10 minutes (wire contract); leave headroom before undici gives up.
+const CALL_TIMEOUT_MS = 11 * 60_000;
+
+export class ServerClient {
+  readonly baseUrl: string;
+  private readonly auth: ServerAuth;
+  private readonly agent: Agent;
+
+  constructor(baseUrl: string, auth: ServerAuth, opts: { connections?: number } = {}) {
+    this.baseUrl = baseUrl.replace(/\/+$/, '');
+    this.auth = auth;
+    this.agent = new Agent({
+      connections: opts.connections ?? 128,
+      headersTimeout: CALL_TIMEOUT_MS,
+      bodyTimeout: CALL_TIMEOUT_MS,
+    });
+  }
+
+  /** Sends one request; any HTTP status is a reply, only a transport failure throws. */
+  async send(method: 'GET' | 'POST' | 'DELETE', path: string, body?: unknown): Promise<ServerReply> {
+    const raw = body === undefined ? undefined : JSON.stringify(body);
+    const headers: Record<string, string> = { accept: 'application/json' };
+    if (raw !== undefined) headers['content-type'] = 'application/json';
+    if (this.auth.signingSecret) {
+      const id = `msg_${randomUUID()}`;
+      const ts = Math.floor(Date.now() / 1000);
+      headers['webhook-id'] = id;
+      headers['webhook-timestamp'] = String(ts);
+      // GETs are signed over the empty body so management calls work with a secret alone.
+      headers['webhook-signature'] = signWebhook(this.auth.signingSecret, id, ts, raw ?? '');
+    } else if (this.auth.key) {
+      headers.authorization = `Bearer ${this.auth.key}`;
+    }
+    const res = await request(this.baseUrl + path, {
+      method,
+      headers,
+      ...(raw !== undefined ? { body: raw } : {}),
+      dispatcher: this.agent,
+    });
+    return { status: res.statusCode, text: await res.body.text() };
+  }
+
+  /** A JSON reply from a 2xx, or a coded error naming what was asked. */
+  async json<T>(method: 'GET' | 'POST' | 'DELETE', path: string, body?: unknown): Promise<T> {
+    const reply = await this.send(method, path, body);
+    if (reply.status < 200 || reply.status >= 300) throw errors.serverReply(`${method} ${path}`, reply.status, reply.text);
+    try {
+      return JSON.parse(reply.text) as T;
+    } catch {
+      throw errors.serverReply(`${method} ${path}`, reply.status, `not JSON: ${reply.text}`);
+    }
+  }
+
+  close(): Promise<void> {
+    return this.agent.close();
+  }
+}
+
+export interface ServerOptions {
+  server: string;
+  key?: string;
+  signingSecret?: string;
+}
+
+/** Adds --server, --key and --signing-secret (with their environment fallbacks) to a command. */
+export function withServerOptions(cmd: Command): Command {
+  return cmd
+    .option('--server <url>', 'rft-endpoints server URL (env RFT_SERVER)', process.env.RFT_SERVER ?? 'http://127.0.0.1:8080')
+    .option('--key <key>', 'API key sent as a bearer token (env RFT_API_KEY)')
+    .option('--signing-secret <whsec>', 'sign requests with this Standard Webhooks secret instead (env RFT_SIGNING_SECRET)');
+}
+
+export function clientFrom(opts: ServerOptions, connections?: number): ServerClient {
+  const signingSecret = opts.signingSecret ?? process.env.RFT_SIGNING_SECRET;
+  const key = opts.key ?? process.env.RFT_API_KEY;
+  const auth: ServerAuth = signingSecret ? { signingSecret } : key ? { key } : {};
+  return new ServerClient(opts.server, auth, connections !== undefined ? { connections } : {});
+}

@@ -1,0 +1,117 @@
+// `rollout`: plays the trainer against a real server for k tries of every dataset row.
+import type { Command } from 'commander';
+import { errors } from '../errors.js';
+import { readDataset, type DatasetRow } from './rollout-dataset.js';
+import { clientFrom, withServerOptions, type ServerOptions } from './rollout-http.js';
+import { ModelClient, type ModelApi } from './rollout-model.js';
+import { Progress } from './rollout-progress.js';
+import { ResultsFile, pairKey } from './rollout-results.js';
+import { runRollout, type RolloutDeps, type RolloutResult } from './rollout-run.js';
+
+interface RolloutOptions extends ServerOptions {
+  dataset: string;
+  model: string;
+  baseUrl?: string;
+  k: string;
+  concurrency: string;
+  maxSteps: string;
+  out: string;
+  graderPath: string;
+  api: string;
+}
+
+function positiveInt(name: string, v: string): number {
+  const n = Number(v);
+  if (!Number.isInteger(n) || n < 1) throw errors.cliUsage(`${name} must be a positive integer, got "${v}"`);
+  return n;
+}
+
+/** Runs `work` over `jobs` with at most `concurrency` in flight, in order of the list. */
+export async function pool<J>(jobs: J[], concurrency: number, work: (job: J) => Promise<void>): Promise<void> {
+  let next = 0;
+  const worker = async () => {
+    while (next < jobs.length) await work(jobs[next++]!);
+  };
+  await Promise.all(Array.from({ length: Math.min(concurrency, jobs.length) }, worker));
+}
+
+export interface RolloutRunOptions {
+  rows: DatasetRow[];
+  concurrency: number;
+  deps: RolloutDeps;
+  results: ResultsFile;
+  onDone?: (r: RolloutResult) => void;
+}
+
+export interface Job {
+  row: number;
+  tryIndex: number;
+}
+
+/** Every (row, try) pair not already in the results file, row by row. */
+export function pendingJobs(rows: number, k: number, done: ReadonlySet<string>): Job[] {
+  const jobs: Job[] = [];
+  for (let row = 0; row < rows; row++) {
+    for (let t = 0; t < k; t++) if (!done.has(pairKey(row, t))) jobs.push({ row, tryIndex: t });
+  }
+  return jobs;
+}
+
+/** Runs the jobs, appending each result to the results file as it finishes. */
+export async function runAll(o: RolloutRunOptions, jobs: Job[]): Promise<RolloutResult[]> {
+  const finished: RolloutResult[] = [];
+  await pool(jobs, o.concurrency, async ({ row, tryIndex }) => {
+    const r = await runRollout(row, tryIndex, o.rows[row]!, o.deps);
+    o.results.append(r);
+    finished.push(r);
+    o.onDone?.(r);
+  });
+  return finished;
+}
+
+async function action(opts: RolloutOptions): Promise<void> {
+  const k = positiveInt('-k', opts.k);
+  const concurrency = positiveInt('--concurrency', opts.concurrency);
+  const maxSteps = positiveInt('--max-steps', opts.maxSteps);
+  if (!['responses', 'chat', 'auto'].includes(opts.api)) throw errors.cliUsage(`--api must be responses, chat or auto, got "${opts.api}"`);
+  const rows = readDataset(opts.dataset);
+  const results = new ResultsFile(opts.out);
+  const jobs = pendingJobs(rows.length, k, results.done);
+  const skipped = rows.length * k - jobs.length;
+  const server = clientFrom(opts, Math.max(16, concurrency * 4));
+  const model = new ModelClient({ model: opts.model, api: opts.api as ModelApi, ...(opts.baseUrl !== undefined ? { baseURL: opts.baseUrl } : {}) });
+  if (skipped > 0) process.stderr.write(`resuming: ${skipped} rollouts already in ${opts.out}\n`);
+  const progress = new Progress(jobs.length);
+  try {
+    const finished = await runAll(
+      { rows, concurrency, deps: { server, model, maxSteps, graderPath: opts.graderPath }, results, onDone: (r) => progress.done(r) },
+      jobs,
+    );
+    const scored = finished.filter((r) => r.score !== null);
+    const mean = scored.length > 0 ? scored.reduce((s, r) => s + (r.score ?? 0), 0) / scored.length : NaN;
+    const discarded = finished.length - scored.length;
+    console.log(
+      `${finished.length} rollouts (${skipped} skipped as done), mean score ${Number.isNaN(mean) ? '-' : mean.toFixed(3)}, ` +
+        `${discarded} discarded, api ${model.resolvedApi}; results in ${opts.out}`,
+    );
+  } finally {
+    await server.close();
+  }
+}
+
+export function register(program: Command): void {
+  withServerOptions(
+    program
+      .command('rollout')
+      .description('run k rollouts per dataset row against the server, playing the trainer with any OpenAI-compatible model')
+      .requiredOption('--dataset <file>', 'Agent RFT dataset (JSONL with messages, tools, other fields)')
+      .requiredOption('--model <name>', 'model name')
+      .option('--base-url <url>', 'OpenAI-compatible API base URL (default: the SDK reads OPENAI_BASE_URL)')
+      .option('-k <n>', 'rollouts per row', '1')
+      .option('--concurrency <c>', 'rollouts in flight', '4')
+      .option('--max-steps <s>', 'model turns per rollout', '10')
+      .option('--out <file>', 'results JSONL (appended; a rerun resumes)', 'results.jsonl')
+      .option('--grader-path <path>', 'grader endpoint path on the server', '/grade')
+      .option('--api <api>', 'responses, chat, or auto (Responses, falling back to Chat Completions on 404)', 'auto'),
+  ).action(action);
+}

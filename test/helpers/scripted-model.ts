@@ -1,0 +1,217 @@
+// A scripted OpenAI-compatible model on 127.0.0.1 (random port) for tests and benches: it speaks the
+// Responses API (function_call items; multi-turn by resent input or previous_response_id) and Chat
+// Completions (tool_calls), and answers each turn from a script instead of a model.
+import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+
+export interface ScriptedCall {
+  name: string;
+  /** An object is JSON-encoded; a string is sent as is (to script malformed arguments). */
+  arguments: unknown;
+}
+
+export interface ScriptedTurn {
+  /** Tool calls of this turn; several make a parallel turn. None (or empty) ends the rollout. */
+  calls?: ScriptedCall[];
+  text?: string;
+}
+
+export interface TurnContext {
+  api: 'responses' | 'chat';
+  /** 0 for the first model turn of a rollout, +1 after each batch of tool outputs. */
+  turn: number;
+  /** Text of the last user message. */
+  userText: string;
+  /** Outputs fed back for the previous turn's calls, in order. */
+  toolOutputs: string[];
+  /** Names of the tools offered in this request. */
+  tools: string[];
+  model: string;
+}
+
+export type Script = ScriptedTurn[] | ((ctx: TurnContext) => ScriptedTurn);
+
+export interface ScriptedModelOptions {
+  script: Script;
+  /** false answers 404 on /v1/responses, like a server with Chat Completions only. Default true. */
+  responsesApi?: boolean;
+  /** Delay before each answer; 0 (the default) answers instantly. */
+  latencyMs?: number;
+}
+
+export interface RecordedRequest {
+  api: 'responses' | 'chat';
+  body: Record<string, unknown>;
+}
+
+export interface ScriptedModel {
+  /** Base URL including /v1, for the SDK's baseURL or --base-url. */
+  baseURL: string;
+  requests: RecordedRequest[];
+  close(): Promise<void>;
+}
+
+type Item = Record<string, unknown>;
+
+function textOf(content: unknown): string {
+  if (typeof content === 'string') return content;
+  if (Array.isArray(content)) return content.map((p: Item) => (typeof p?.text === 'string' ? p.text : '')).join('');
+  return '';
+}
+
+/** Turn number and fed-back outputs: runs of tool results after the last user message. */
+function conversationState(entries: Item[], isUser: (e: Item) => boolean, isOutput: (e: Item) => boolean, outputText: (e: Item) => string) {
+  let lastUser = -1;
+  entries.forEach((e, i) => {
+    if (isUser(e)) lastUser = i;
+  });
+  let turn = 0;
+  let toolOutputs: string[] = [];
+  let inRun = false;
+  for (const e of entries.slice(lastUser + 1)) {
+    if (isOutput(e)) {
+      if (!inRun) {
+        turn++;
+        toolOutputs = [];
+      }
+      inRun = true;
+      toolOutputs.push(outputText(e));
+    } else {
+      inRun = false;
+    }
+  }
+  const userText = lastUser >= 0 ? textOf(entries[lastUser]!.content) : '';
+  return { turn, toolOutputs, userText };
+}
+
+function encodeArgs(a: unknown): string {
+  return typeof a === 'string' ? a : JSON.stringify(a ?? {});
+}
+
+export async function startScriptedModel(opts: ScriptedModelOptions): Promise<ScriptedModel> {
+  const requests: RecordedRequest[] = [];
+  const stored = new Map<string, Item[]>(); // response id -> the whole conversation after it
+  let seq = 0;
+  const nextId = (prefix: string) => `${prefix}_${(++seq).toString(36).padStart(6, '0')}`;
+
+  const scripted = (ctx: TurnContext): ScriptedTurn => {
+    if (typeof opts.script === 'function') return opts.script(ctx);
+    return opts.script[ctx.turn] ?? { text: 'done' };
+  };
+
+  const responses = (body: Item): Item => {
+    const raw = body.input;
+    const input: Item[] = typeof raw === 'string' ? [{ role: 'user', content: raw }] : Array.isArray(raw) ? (raw as Item[]) : [];
+    const prev = typeof body.previous_response_id === 'string' ? (stored.get(body.previous_response_id) ?? []) : [];
+    const all = [...prev, ...input];
+    const st = conversationState(
+      all,
+      (e) => e.role === 'user',
+      (e) => e.type === 'function_call_output',
+      (e) => (typeof e.output === 'string' ? e.output : JSON.stringify(e.output)),
+    );
+    const tools = Array.isArray(body.tools) ? (body.tools as Item[]).map((t) => String(t.name)) : [];
+    const turn = scripted({ api: 'responses', ...st, tools, model: String(body.model) });
+    const output: Item[] = (turn.calls ?? []).map((c) => ({
+      type: 'function_call',
+      id: nextId('fc'),
+      call_id: nextId('call'),
+      name: c.name,
+      arguments: encodeArgs(c.arguments),
+      status: 'completed',
+    }));
+    if (turn.text !== undefined || output.length === 0) {
+      output.push({
+        type: 'message',
+        id: nextId('msg'),
+        role: 'assistant',
+        status: 'completed',
+        content: [{ type: 'output_text', text: turn.text ?? '', annotations: [] }],
+      });
+    }
+    const id = nextId('resp');
+    stored.set(id, [...all, ...output]);
+    return {
+      id,
+      object: 'response',
+      created_at: Math.floor(Date.now() / 1000),
+      status: 'completed',
+      model: body.model,
+      output,
+      parallel_tool_calls: body.parallel_tool_calls ?? true,
+      tools: body.tools ?? [],
+      usage: { input_tokens: 1, output_tokens: 1, total_tokens: 2 },
+    };
+  };
+
+  const chat = (body: Item): Item => {
+    const messages = Array.isArray(body.messages) ? (body.messages as Item[]) : [];
+    const st = conversationState(
+      messages,
+      (m) => m.role === 'user',
+      (m) => m.role === 'tool',
+      (m) => textOf(m.content),
+    );
+    const tools = Array.isArray(body.tools) ? (body.tools as { function?: { name?: string } }[]).map((t) => String(t.function?.name)) : [];
+    const turn = scripted({ api: 'chat', ...st, tools, model: String(body.model) });
+    const calls = (turn.calls ?? []).map((c) => ({ id: nextId('call'), type: 'function', function: { name: c.name, arguments: encodeArgs(c.arguments) } }));
+    return {
+      id: nextId('chatcmpl'),
+      object: 'chat.completion',
+      created: Math.floor(Date.now() / 1000),
+      model: body.model,
+      choices: [
+        {
+          index: 0,
+          message: { role: 'assistant', content: turn.text ?? (calls.length > 0 ? null : ''), ...(calls.length > 0 ? { tool_calls: calls } : {}) },
+          finish_reason: calls.length > 0 ? 'tool_calls' : 'stop',
+        },
+      ],
+      usage: { prompt_tokens: 1, completion_tokens: 1, total_tokens: 2 },
+    };
+  };
+
+  const send = (res: ServerResponse, status: number, body: unknown) => {
+    res.writeHead(status, { 'content-type': 'application/json' });
+    res.end(JSON.stringify(body));
+  };
+
+  const handle = async (req: IncomingMessage, res: ServerResponse) => {
+    const chunks: Buffer[] = [];
+    for await (const c of req) chunks.push(c as Buffer);
+    const path = (req.url ?? '').split('?')[0];
+    const api = path === '/v1/responses' ? 'responses' : path === '/v1/chat/completions' ? 'chat' : null;
+    if (req.method !== 'POST' || api === null || (api === 'responses' && opts.responsesApi === false)) {
+      send(res, 404, { error: { message: `no route ${req.method} ${path}`, type: 'invalid_request_error', code: 'not_found' } });
+      return;
+    }
+    let body: Item;
+    try {
+      body = JSON.parse(Buffer.concat(chunks).toString('utf8')) as Item;
+    } catch {
+      send(res, 400, { error: { message: 'body is not JSON', type: 'invalid_request_error' } });
+      return;
+    }
+    requests.push({ api, body });
+    if (opts.latencyMs) await new Promise((r) => setTimeout(r, opts.latencyMs));
+    try {
+      send(res, 200, api === 'responses' ? responses(body) : chat(body));
+    } catch (e) {
+      send(res, 500, { error: { message: (e as Error).message, type: 'server_error' } });
+    }
+  };
+
+  const server = createServer((req, res) => void handle(req, res));
+  server.keepAliveTimeout = 30_000;
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as AddressInfo;
+  return {
+    baseURL: `http://127.0.0.1:${port}/v1`,
+    requests,
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.closeAllConnections();
+        server.close(() => resolve());
+      }),
+  };
+}

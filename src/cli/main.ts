@@ -4,6 +4,8 @@ import { Command } from 'commander';
 import { isRftError } from '../errors.js';
 import { register as registerServe } from './serve.js';
 import { register as registerKeys } from './keys.js';
+import { register as registerRollout } from './rollout.js';
+import { register as registerReport } from './report.js';
 
 const program = new Command();
 program
@@ -14,6 +16,8 @@ program
 // subcommands (one import and one register call per module)
 registerServe(program);
 registerKeys(program);
+registerRollout(program);
+registerReport(program);
 
 try {
   await program.parseAsync(process.argv);

@@ -14,6 +14,8 @@ export interface SandboxLimits {
   wallTimeoutMs: number;
   /** Cap on each of stdout/stderr kept per exec, bytes. */
   maxOutputBytes: number;
+  /** Size of the workspace (and of /tmp inside bwrap), bytes; enforced with a tmpfs when the server runs as root. */
+  diskBytes?: number;
 }
 
 export interface ExecOptions {
@@ -64,6 +66,8 @@ export interface SandboxSpec {
   templateDir?: string;
   /** Inline files (relative path -> content), written after the template. */
   files?: Record<string, string>;
+  /** Grading-only folder; never copied into the workspace, even when it lies inside templateDir. */
+  hiddenDir?: string;
   limits: SandboxLimits;
   /** Owner labels (server instance id, purpose) used to find leaks after a crash. */
   labels: Record<string, string>;

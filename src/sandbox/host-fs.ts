@@ -1,0 +1,156 @@
+// File operations on a workspace that lives in a host directory (bwrap and process drivers), safe
+// against anything the sandboxed code planted there. Each path component is opened relative to the
+// previous directory's fd (`/proc/self/fd/N/<name>`) with O_NOFOLLOW, which is openat()-style
+// resolution: a symlink or a swapped-in directory anywhere on the path fails instead of leading out.
+import { constants } from 'node:fs';
+import { open, opendir, mkdir, lstat, type FileHandle } from 'node:fs/promises';
+import { errors, RftError } from '../errors.js';
+import { workspaceComponents } from './paths.js';
+import type { FileEntry } from './types.js';
+
+const { O_RDONLY, O_WRONLY, O_CREAT, O_TRUNC, O_DIRECTORY, O_NOFOLLOW, O_NONBLOCK } = constants;
+const DIR_FLAGS = O_RDONLY | O_DIRECTORY | O_NOFOLLOW;
+
+export interface Owner {
+  uid: number;
+  gid: number;
+}
+
+type FsError = Error & { code?: string };
+
+function mapError(e: unknown, path: string): Error {
+  if (e instanceof RftError) return e;
+  const code = (e as FsError).code;
+  // ELOOP: a symlink where O_NOFOLLOW forbids one; ENOTDIR can also be a symlink to a file.
+  if (code === 'ELOOP' || code === 'EXDEV') return errors.pathEscape(path);
+  if (code === 'ENOENT') return errors.notFound(`file "${path}"`);
+  if (code === 'ENOTDIR') return errors.badRequest(`"${path}": a parent is not a directory`, { path });
+  if (code === 'EISDIR') return errors.badRequest(`"${path}" is a directory`, { path });
+  return errors.sandboxFailed(`"${path}": ${(e as Error).message}`);
+}
+
+const at = (dir: FileHandle, name: string): string => `/proc/self/fd/${dir.fd}/${name}`;
+
+/** Opens the directory `parts` below `root` without following any symlink; creates missing ones if `owner`. */
+async function openDir(root: string, parts: string[], create: Owner | null): Promise<FileHandle> {
+  let dir = await open(root, DIR_FLAGS);
+  for (const name of parts) {
+    try {
+      let next: FileHandle;
+      try {
+        next = await open(at(dir, name), DIR_FLAGS);
+      } catch (e) {
+        const code = (e as FsError).code;
+        if (code === 'ENOTDIR' || code === 'ELOOP') {
+          const st = await lstat(at(dir, name)).catch(() => null);
+          if (st?.isSymbolicLink()) throw errors.pathEscape(parts.join('/'));
+        }
+        if (!create || code !== 'ENOENT') throw e;
+        await mkdir(at(dir, name), { mode: 0o755 }).catch((err: FsError) => {
+          if (err.code !== 'EEXIST') throw err;
+        });
+        next = await open(at(dir, name), DIR_FLAGS);
+        await next.chown(create.uid, create.gid);
+      }
+      await dir.close();
+      dir = next;
+    } catch (e) {
+      await dir.close();
+      throw e;
+    }
+  }
+  return dir;
+}
+
+export class HostWorkspace {
+  constructor(
+    readonly root: string,
+    private readonly owner: Owner | null,
+  ) {}
+
+  /** Opens the file `path` (its parent chain without following links) and runs `use` on it. */
+  private async withFile<T>(path: string, flags: number, mkdirs: Owner | null, use: (fh: FileHandle) => Promise<T>): Promise<T> {
+    const parts = workspaceComponents(path);
+    const name = parts.pop();
+    try {
+      if (name === undefined) throw errors.badRequest(`"${path}" is a directory`, { path });
+      const dir = await openDir(this.root, parts, mkdirs);
+      try {
+        // O_NONBLOCK so a planted FIFO cannot hang the server; regular files ignore it.
+        const fh = await open(at(dir, name), flags | O_NOFOLLOW | O_NONBLOCK, 0o644);
+        try {
+          const st = await fh.stat();
+          if (st.isDirectory()) throw errors.badRequest(`"${path}" is a directory`, { path });
+          if (!st.isFile()) throw errors.badRequest(`"${path}" is not a regular file`, { path });
+          return await use(fh);
+        } finally {
+          await fh.close();
+        }
+      } finally {
+        await dir.close();
+      }
+    } catch (e) {
+      throw mapError(e, path);
+    }
+  }
+
+  readFile(path: string): Promise<Buffer> {
+    return this.withFile(path, O_RDONLY, null, (fh) => fh.readFile());
+  }
+
+  writeFile(path: string, data: string | Buffer): Promise<void> {
+    const owner = this.owner ?? { uid: process.getuid?.() ?? 0, gid: process.getgid?.() ?? 0 };
+    return this.withFile(path, O_WRONLY | O_CREAT | O_TRUNC, owner, async (fh) => {
+      if (this.owner) await fh.chown(this.owner.uid, this.owner.gid);
+      await fh.writeFile(data);
+    });
+  }
+
+  async listFiles(path = '', opts: { maxDepth?: number; maxEntries?: number } = {}): Promise<FileEntry[]> {
+    const parts = workspaceComponents(path);
+    const maxDepth = opts.maxDepth ?? 8;
+    const maxEntries = opts.maxEntries ?? 1000;
+    const out: FileEntry[] = [];
+    const walk = async (dir: FileHandle, prefix: string, depth: number): Promise<void> => {
+      const names: string[] = [];
+      for await (const d of await opendir(`/proc/self/fd/${dir.fd}`)) names.push(d.name);
+      names.sort();
+      for (const name of names) {
+        if (out.length >= maxEntries) return;
+        const rel = prefix ? `${prefix}/${name}` : name;
+        let st;
+        try {
+          st = await lstat(at(dir, name));
+        } catch {
+          continue; // removed while we listed
+        }
+        const type = st.isFile() ? 'file' : st.isDirectory() ? 'dir' : st.isSymbolicLink() ? 'symlink' : 'other';
+        out.push({ path: rel, type, size: st.size });
+        if (type === 'dir' && depth < maxDepth) {
+          let child: FileHandle;
+          try {
+            child = await open(at(dir, name), DIR_FLAGS);
+          } catch {
+            continue; // swapped for a symlink meanwhile: not followed
+          }
+          try {
+            await walk(child, rel, depth + 1);
+          } finally {
+            await child.close();
+          }
+        }
+      }
+    };
+    try {
+      const dir = await openDir(this.root, parts, null);
+      try {
+        await walk(dir, parts.join('/'), 1);
+      } finally {
+        await dir.close();
+      }
+    } catch (e) {
+      throw mapError(e, path);
+    }
+    return out;
+  }
+}

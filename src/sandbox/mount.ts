@@ -1,0 +1,30 @@
+// A size-capped tmpfs per workspace: the only way to bound a rollout's disk use without filesystem
+// quotas. Needs root (mount(2) in the host namespace); without it the workspace is a plain directory
+// and only RLIMIT_FSIZE (per file) applies.
+import { execFile } from 'node:child_process';
+import { readFile } from 'node:fs/promises';
+import { promisify } from 'node:util';
+
+const run = promisify(execFile);
+
+export async function mountTmpfs(dir: string, bytes: number, owner: { uid: number; gid: number }): Promise<void> {
+  const opts = `size=${bytes},mode=0700,uid=${owner.uid},gid=${owner.gid},nosuid,nodev`;
+  await run('mount', ['-t', 'tmpfs', '-o', opts, 'rft-sandbox', dir]);
+}
+
+/** Mount points at or below `prefix`, deepest first, from /proc/self/mountinfo. */
+export async function mountsUnder(prefix: string): Promise<string[]> {
+  const info = await readFile('/proc/self/mountinfo', 'utf8');
+  const points = info
+    .split('\n')
+    .map((line) => line.split(' ')[4])
+    .filter((p): p is string => p !== undefined && (p === prefix || p.startsWith(prefix + '/')))
+    .map((p) => p.replace(/\\040/g, ' '));
+  return points.sort((a, b) => b.length - a.length);
+}
+
+export async function unmountUnder(prefix: string): Promise<void> {
+  for (const p of await mountsUnder(prefix)) {
+    await run('umount', ['-l', p]).catch(() => {});
+  }
+}

@@ -1,0 +1,99 @@
+// A local sandbox's host side: `<sandboxesRoot>/<id>/` holding meta.json (who owns it, for reaping
+// after a crash) and `ws/`, the workspace. The root is 0711 so the sandbox uid can reach its own
+// workspace by path (bwrap binds it as that uid) without being able to list its neighbours.
+import { randomUUID } from 'node:crypto';
+import { chmod, chown, mkdir, readdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
+import { dirname, join } from 'node:path';
+import { errors } from '../errors.js';
+import { mountTmpfs, unmountUnder } from './mount.js';
+import { canSwitchUid, claimUid, killAllOf, releaseUid } from './uids.js';
+import type { SandboxSpec } from './types.js';
+
+export interface WorkdirMeta {
+  id: string;
+  traceId: string;
+  driver: string;
+  instance: string;
+  /** Sandbox uid, or null when the server cannot switch uids (not root). */
+  uid: number | null;
+  pid: number;
+  createdAt: string;
+}
+
+export interface Workdir {
+  meta: WorkdirMeta;
+  dir: string;
+  ws: string;
+}
+
+export const INSTANCE_LABEL = 'rft-endpoints.instance';
+
+/** Creates the sandboxes root and checks that sandbox uids can traverse every parent of it. */
+export async function prepareRoot(root: string): Promise<void> {
+  await mkdir(root, { recursive: true });
+  await chmod(root, 0o711);
+  if (!canSwitchUid()) return;
+  for (let d = root; ; d = dirname(d)) {
+    const st = await stat(d);
+    if ((st.mode & 0o001) === 0) {
+      throw errors.config(`sandboxes root ${root}: ${d} is not searchable by other users (needs o+x)`, { dir: d });
+    }
+    if (d === dirname(d)) break;
+  }
+}
+
+export async function createWorkdir(root: string, driver: string, spec: SandboxSpec): Promise<Workdir> {
+  const id = `sb_${randomUUID().replace(/-/g, '').slice(0, 16)}`;
+  const dir = join(root, id);
+  const ws = join(dir, 'ws');
+  const instance = spec.labels[INSTANCE_LABEL] ?? 'default';
+  const uid = canSwitchUid() ? await claimUid(`${instance} ${id}`) : null;
+  const meta: WorkdirMeta = { id, traceId: spec.traceId, driver, instance, uid, pid: process.pid, createdAt: new Date().toISOString() };
+  try {
+    await mkdir(dir, { mode: 0o711 });
+    await writeFile(join(dir, 'meta.json'), JSON.stringify(meta), { mode: 0o600 });
+    await mkdir(ws, { mode: 0o700 });
+    if (uid !== null) {
+      if (spec.limits.diskBytes) await mountTmpfs(ws, spec.limits.diskBytes, { uid, gid: uid });
+      await chown(ws, uid, uid);
+    }
+  } catch (e) {
+    await removeWorkdir({ meta, dir, ws });
+    throw errors.sandboxFailed(`could not create workspace: ${(e as Error).message}`);
+  }
+  return { meta, dir, ws };
+}
+
+/** Kills what runs as the sandbox's uid, unmounts and deletes its directory, releases the uid. */
+export async function removeWorkdir(w: Workdir): Promise<void> {
+  if (w.meta.uid !== null) await killAllOf(w.meta.uid);
+  await unmountUnder(w.dir);
+  await rm(w.dir, { recursive: true, force: true, maxRetries: 3 });
+  if (w.meta.uid !== null) await releaseUid(w.meta.uid);
+}
+
+/** Removes every workdir under `root` that belongs to `instance` (or has no readable meta); returns how many. */
+export async function reapWorkdirs(root: string, instance: string, keep: (id: string) => boolean): Promise<number> {
+  let names: string[];
+  try {
+    names = await readdir(root);
+  } catch {
+    return 0;
+  }
+  let reaped = 0;
+  for (const name of names) {
+    if (!name.startsWith('sb_') || keep(name)) continue;
+    const dir = join(root, name);
+    let meta: WorkdirMeta | null = null;
+    try {
+      meta = JSON.parse(await readFile(join(dir, 'meta.json'), 'utf8')) as WorkdirMeta;
+    } catch {
+      meta = null; // a crash between mkdir and writing meta
+    }
+    if (meta && meta.instance !== instance) continue;
+    const m = meta ?? { id: name, traceId: '', driver: '', instance, uid: null, pid: 0, createdAt: '' };
+    await removeWorkdir({ meta: m, dir, ws: join(dir, 'ws') });
+    reaped++;
+  }
+  return reaped;
+}

@@ -1,0 +1,35 @@
+// Child process for bench/pipeline.ts: either the full server with the noop tool, or a bare
+// Fastify route answering the same JSON. Prints its URL on stdout.
+import Fastify from 'fastify';
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { buildApp } from '../src/app.js';
+import { loadConfig } from '../src/config.js';
+
+const mode = process.argv[2];
+if (mode === 'bare') {
+  const app = Fastify({ logger: false });
+  app.post('/tools', async (req) => {
+    const b = req.body as { call_id: string; id?: string };
+    return { type: 'function_call_output', call_id: b.call_id, id: b.id, output: 'ok' };
+  });
+  await app.listen({ host: '127.0.0.1', port: 0 });
+  const a = app.server.address();
+  process.stdout.write(`http://127.0.0.1:${typeof a === 'object' && a ? a.port : 0}\n`);
+} else {
+  const config = loadConfig({
+    RFT_DATA_DIR: mkdtempSync(join(tmpdir(), 'rft-bench-')),
+    RFT_API_KEYS: 'bench:bench-key-0123456789abcdef',
+    RFT_TOOLS_DIR: join(import.meta.dirname, 'units/tools'),
+    RFT_GRADERS_DIR: join(import.meta.dirname, 'units/graders'),
+    RFT_LOG_LEVEL: 'silent',
+    RFT_SANDBOX: 'none',
+    RFT_RATE_LIMIT: '0',
+    RFT_SQLITE_SYNC: mode === 'full-normal' ? 'normal' : 'full',
+  });
+  const app = await buildApp(config);
+  await app.listen({ host: '127.0.0.1', port: 0 });
+  const a = app.server.address();
+  process.stdout.write(`http://127.0.0.1:${typeof a === 'object' && a ? a.port : 0}\n`);
+}

@@ -1,0 +1,76 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { bearer, functionCall, newTrace, startFixtureServer } from '../helpers/fixtures.js';
+import type { TestServer } from '../helpers/server.js';
+import { gradeRuns } from '../fixtures/units/graders/exact.js';
+
+let s: TestServer;
+beforeAll(async () => {
+  s = await startFixtureServer({ listen: false, env: { RFT_DEFAULT_GRADER: 'exact' } });
+});
+afterAll(() => s.close());
+
+const post = (url: string, payload: unknown) => s.app.inject({ method: 'POST', url, headers: bearer(s.key), payload: payload as object });
+const sample = (text: string) => ({ output_text: text, output_json: null, output_tools: [], choices: [] });
+const record = async (trace: string) => (await s.app.inject({ method: 'GET', url: `/v1/rollouts/${trace}`, headers: bearer(s.key) })).json();
+
+describe('grader endpoint', () => {
+  it('scores a sample through POST /grade (the default grader) and POST /graders/:name', async () => {
+    const item = { reference_answer: '4.2' };
+    expect((await post('/grade', { sample: sample('4.2'), item, trace_id: newTrace() })).json()).toEqual({ score: 1 });
+    expect((await post('/graders/exact', { sample: sample('about 4.2'), item, trace_id: newTrace() })).json()).toEqual({ score: 0.5 });
+  });
+
+  it('reads the rollout recorded under the trace id (budget penalty)', async () => {
+    const trace = newTrace();
+    for (let i = 0; i < 5; i++) await post('/tools', functionCall('echo', { text: `${i}` }, { trace_id: trace }));
+    const res = await post('/grade', { sample: sample('4.2'), item: { reference_answer: '4.2' }, trace_id: trace });
+    expect(res.json().score).toBeCloseTo(0.8);
+    const rec = await record(trace);
+    expect(rec.grades[0]).toMatchObject({ grader: 'exact', score: 0.8, status: 'ok', source: 'endpoint', subscores: { answer: 1 } });
+    expect(rec.grades[0].explanation).toBe('answer 1, 5 calls');
+    expect(rec.grades[0].grader_version).toMatch(/^[0-9a-f]{12}$/);
+  });
+
+  it('returns the recorded score for a retried grade without running the grader again', async () => {
+    const trace = newTrace();
+    const body = { sample: sample('4.2'), item: { reference_answer: '4.2' }, trace_id: trace };
+    await post('/grade', body);
+    await post('/grade', body);
+    expect(gradeRuns.filter((t) => t === trace)).toHaveLength(1);
+    expect((await record(trace)).grades).toHaveLength(1);
+  });
+
+  it('answers 500 with a coded error when the grader throws, and records the failure', async () => {
+    const trace = newTrace();
+    const res = await post('/graders/broken', { sample: sample('x'), item: {}, trace_id: trace });
+    expect(res.statusCode).toBe(500);
+    expect(res.json().error.code).toBe('RFT_ERR_GRADER_FAILED');
+    const g = (await record(trace)).grades[0];
+    expect(g).toMatchObject({ status: 'error', score: null });
+    expect(g.error).toMatch(/reference file missing/);
+  });
+
+  it('refuses a non-finite or out-of-range score with 500', async () => {
+    for (const mode of ['nan', 'range']) {
+      const res = await post('/graders/broken', { sample: sample('x'), item: { mode }, trace_id: newTrace() });
+      expect(res.statusCode).toBe(500);
+      expect(res.json().error.code).toBe('RFT_ERR_GRADER_BAD_SCORE');
+    }
+  });
+
+  it('answers 404 for an unknown grader and 400 for a request without a sample', async () => {
+    expect((await post('/graders/nope', { sample: sample('x') })).json().error.code).toBe('RFT_ERR_UNKNOWN_GRADER');
+    const res = await post('/grade', { item: {} });
+    expect(res.statusCode).toBe(400);
+    expect(res.json().error.code).toBe('RFT_ERR_BAD_REQUEST');
+  });
+
+  it('re-grades the stored sample and keeps both scores', async () => {
+    const trace = newTrace();
+    await post('/grade', { sample: sample('4.2'), item: { reference_answer: '4.2' }, trace_id: trace });
+    const res = await post(`/v1/rollouts/${trace}/regrade`, {});
+    expect(res.json()).toMatchObject({ trace_id: trace, grader: 'exact', previous: { score: 1 }, current: { score: 1 } });
+    const grades = (await record(trace)).grades;
+    expect(grades.map((g: { source: string }) => g.source)).toEqual(['endpoint', 'regrade']);
+  });
+});

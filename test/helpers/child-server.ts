@@ -1,0 +1,48 @@
+// Runs the real CLI (`rft-endpoints serve`) as a child process, for tests that kill it.
+import { spawn, type ChildProcess } from 'node:child_process';
+import { join } from 'node:path';
+import { repoRoot } from './server.js';
+
+export interface ChildServer {
+  url: string;
+  proc: ChildProcess;
+  stderr: () => string;
+  stop(signal?: NodeJS.Signals): Promise<number | null>;
+}
+
+export async function spawnServer(env: Record<string, string>, timeoutMs = 20_000): Promise<ChildServer> {
+  const proc = spawn(process.execPath, ['--import', 'tsx', join(repoRoot, 'src/cli/main.ts'), 'serve'], {
+    cwd: repoRoot,
+    env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '/tmp', RFT_LOG_LEVEL: 'warn', HOST: '127.0.0.1', PORT: '0', RFT_SANDBOX: 'none', ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let err = '';
+  proc.stderr!.on('data', (d: Buffer) => (err += d.toString()));
+  proc.stdout!.resume();
+  const url = await new Promise<string>((resolve, reject) => {
+    const t = setTimeout(() => reject(new Error(`server did not start:\n${err}`)), timeoutMs);
+    const check = () => {
+      const m = /listening on (http\S+)/.exec(err);
+      if (m) {
+        clearTimeout(t);
+        resolve(m[1]!);
+      }
+    };
+    proc.stderr!.on('data', check);
+    proc.once('exit', (code) => {
+      clearTimeout(t);
+      reject(new Error(`server exited with ${code}:\n${err}`));
+    });
+  });
+  return {
+    url,
+    proc,
+    stderr: () => err,
+    stop: (signal = 'SIGTERM') =>
+      new Promise((resolve) => {
+        if (proc.exitCode !== null || proc.signalCode !== null) return resolve(proc.exitCode);
+        proc.once('exit', (code) => resolve(code));
+        proc.kill(signal);
+      }),
+  };
+}

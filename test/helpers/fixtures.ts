@@ -1,0 +1,29 @@
+// Fixture units (test/fixtures/units) and small request builders shared by the core tests.
+import { join } from 'node:path';
+import { randomUUID } from 'node:crypto';
+import { repoRoot, startTestServer, type TestServer, type TestServerOptions } from './server.js';
+
+export const fixtureTools = join(repoRoot, 'test/fixtures/units/tools');
+export const fixtureGraders = join(repoRoot, 'test/fixtures/units/graders');
+
+export function startFixtureServer(opts: TestServerOptions = {}): Promise<TestServer> {
+  return startTestServer({ toolsDir: fixtureTools, gradersDir: fixtureGraders, ...opts });
+}
+
+export const newTrace = () => `trace_${randomUUID()}`;
+
+export function functionCall(name: string, args: unknown, over: Record<string, unknown> = {}) {
+  const callId = `call_${randomUUID().slice(0, 8)}`;
+  return {
+    type: 'function_call',
+    id: `fc_${callId}`,
+    call_id: callId,
+    name,
+    arguments: typeof args === 'string' ? args : JSON.stringify(args),
+    trace_id: newTrace(),
+    item: {},
+    ...over,
+  };
+}
+
+export const bearer = (key: string) => ({ authorization: `Bearer ${key}` });

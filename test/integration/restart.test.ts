@@ -1,0 +1,55 @@
+import { afterAll, describe, expect, it } from 'vitest';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { request } from 'undici';
+import { fixtureGraders, fixtureTools, functionCall, newTrace } from '../helpers/fixtures.js';
+import { spawnServer } from '../helpers/child-server.js';
+
+const KEY = 'restart-test-key-0123456789';
+const dataDir = mkdtempSync(join(tmpdir(), 'rft-restart-'));
+afterAll(() => rmSync(dataDir, { recursive: true, force: true }));
+
+const env = { RFT_DATA_DIR: dataDir, RFT_API_KEYS: `t:${KEY}`, RFT_TOOLS_DIR: fixtureTools, RFT_GRADERS_DIR: fixtureGraders };
+
+async function post(url: string, body: unknown) {
+  const res = await request(`${url}/tools`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${KEY}`, 'content-type': 'application/json' },
+    body: JSON.stringify(body),
+  });
+  return { status: res.statusCode, body: (await res.body.json()) as { output: string } };
+}
+
+describe('durability across kill -9', () => {
+  it('keeps every acknowledged call and marks the in-flight one interrupted, never running it again', async () => {
+    const server = await spawnServer(env);
+    const trace = newTrace();
+    const calls = Array.from({ length: 40 }, (_, i) => functionCall('echo', { text: `ack-${i}` }, { trace_id: trace }));
+    const acked = await Promise.all(calls.map((c) => post(server.url, c)));
+    expect(acked.every((r) => r.status === 200)).toBe(true);
+
+    const inflight = functionCall('echo', { text: 'never finishes', delay_ms: 5000 }, { trace_id: trace });
+    const pending = post(server.url, inflight).catch((e: Error) => e);
+    await new Promise((r) => setTimeout(r, 300));
+    await server.stop('SIGKILL');
+    expect(await pending).toBeInstanceOf(Error);
+
+    const again = await spawnServer(env);
+    try {
+      const rec = await request(`${again.url}/v1/rollouts/${trace}`, { headers: { authorization: `Bearer ${KEY}` } });
+      const body = (await rec.body.json()) as { calls: { call_id: string; output: string; status: string }[] };
+      for (const [i, c] of calls.entries()) {
+        expect(body.calls.find((x) => x.call_id === c.call_id)).toMatchObject({ status: 'ok', output: `ack-${i}` });
+      }
+      expect(body.calls.find((x) => x.call_id === inflight.call_id)?.status).toBe('interrupted');
+      expect(again.stderr()).toMatch(/interrupted/);
+
+      const retry = await post(again.url, inflight);
+      expect(retry.status).toBe(200);
+      expect(retry.body.output).toMatch(/interrupted by a server restart/);
+    } finally {
+      await again.stop();
+    }
+  }, 60_000);
+});

@@ -1,5 +1,5 @@
 // The whole application as one Fastify instance. Tests build exactly this; server.ts only launches it.
-import Fastify, { type FastifyInstance, type FastifyServerOptions } from 'fastify';
+import Fastify, { LogController, type FastifyInstance, type FastifyServerOptions } from 'fastify';
 import rateLimit from '@fastify/rate-limit';
 import { serializerCompiler, validatorCompiler } from '@fastify/type-provider-zod';
 import { readFileSync } from 'node:fs';
@@ -74,7 +74,8 @@ export async function buildApp(config: AppConfig, opts: BuildOptions = {}): Prom
     connectionTimeout: 0,
     keepAliveTimeout: 75_000,
     return503OnClosing: true,
-    disableRequestLogging: config.logLevel !== 'debug' && config.logLevel !== 'trace',
+    // One line per tool call and grade (with trace_id) is logged by the routes; generic request lines only when debugging.
+    logController: new LogController({ disableRequestLogging: config.logLevel !== 'debug' && config.logLevel !== 'trace' }),
     requestIdHeader: 'x-request-id',
     ...(config.tls ? { https: { cert: readFileSync(config.tls.cert), key: readFileSync(config.tls.key) } } : {}),
   }) as unknown as FastifyInstance;

@@ -25,7 +25,7 @@ export default async function toolRoutes(app: FastifyInstance): Promise<void> {
       item: body.item ?? {},
       credential: req.credential?.label ?? null,
     });
-    req.log.debug({ trace_id: body.trace_id, call_id: body.call_id, tool: name, status: outcome.status, replayed: outcome.replayed }, 'tool call');
+    req.log.info({ trace_id: body.trace_id, call_id: body.call_id, tool: name, status: outcome.status, replayed: outcome.replayed }, 'tool call');
     return { type: 'function_call_output', call_id: body.call_id, ...(body.id !== undefined ? { id: body.id } : {}), output: outcome.output };
   }
 

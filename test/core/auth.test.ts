@@ -69,7 +69,7 @@ describe('authentication', () => {
 
   it('refuses a signature over a different body', async () => {
     const r = signed(functionCall('echo', { text: 'a' }));
-    const res = await send(r.headers, r.payload.replace('"a"', '"b"'));
+    const res = await send(r.headers, r.payload.replace('trace_', 'trace-'));
     expect(res.statusCode).toBe(401);
     expect(res.json().error.code).toBe('RFT_ERR_SIGNATURE_INVALID');
   });

@@ -7,6 +7,8 @@ export interface ChildServer {
   url: string;
   proc: ChildProcess;
   stderr: () => string;
+  /** JSON log lines (pino writes to stdout). */
+  stdout: () => string;
   stop(signal?: NodeJS.Signals): Promise<number | null>;
 }
 
@@ -17,8 +19,9 @@ export async function spawnServer(env: Record<string, string>, timeoutMs = 20_00
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let err = '';
+  let out = '';
   proc.stderr!.on('data', (d: Buffer) => (err += d.toString()));
-  proc.stdout!.resume();
+  proc.stdout!.on('data', (d: Buffer) => (out += d.toString()));
   const url = await new Promise<string>((resolve, reject) => {
     const t = setTimeout(() => reject(new Error(`server did not start:\n${err}`)), timeoutMs);
     const check = () => {
@@ -38,6 +41,7 @@ export async function spawnServer(env: Record<string, string>, timeoutMs = 20_00
     url,
     proc,
     stderr: () => err,
+    stdout: () => out,
     stop: (signal = 'SIGTERM') =>
       new Promise((resolve) => {
         if (proc.exitCode !== null || proc.signalCode !== null) return resolve(proc.exitCode);

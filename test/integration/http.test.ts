@@ -76,7 +76,7 @@ describe('boot', () => {
     const dataDir = mkdtempSync(join(tmpdir(), 'rft-badunit-'));
     try {
       await expect(
-        spawnServer({ RFT_DATA_DIR: dataDir, RFT_API_KEYS: 'k:0123456789abcdef0', RFT_TOOLS_DIR: join(fixtureTools, '../../bad-tools'), RFT_GRADERS_DIR: fixtureGraders }),
+        spawnServer({ RFT_DATA_DIR: dataDir, RFT_API_KEYS: 'k:0123456789abcdef0', RFT_TOOLS_DIR: join(fixtureTools, '../bad-tools'), RFT_GRADERS_DIR: fixtureGraders }),
       ).rejects.toThrow(/RFT_ERR_UNIT_LOAD: .*no_description\.ts: tool "no_description" needs a description/);
     } finally {
       rmSync(dataDir, { recursive: true, force: true });

@@ -43,7 +43,7 @@ describe('durability across kill -9', () => {
         expect(body.calls.find((x) => x.call_id === c.call_id)).toMatchObject({ status: 'ok', output: `ack-${i}` });
       }
       expect(body.calls.find((x) => x.call_id === inflight.call_id)?.status).toBe('interrupted');
-      expect(again.stderr()).toMatch(/interrupted/);
+      expect(again.stdout()).toMatch(/"interrupted":1,.*marked interrupted/);
 
       const retry = await post(again.url, inflight);
       expect(retry.status).toBe(200);

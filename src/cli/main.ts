@@ -6,6 +6,9 @@ import { register as registerServe } from './serve.js';
 import { register as registerKeys } from './keys.js';
 import { register as registerRollout } from './rollout.js';
 import { register as registerReport } from './report.js';
+import { register as registerReplay } from './replay.js';
+import { register as registerExportImport } from './export-import.js';
+import { register as registerRegrade } from './regrade.js';
 
 const program = new Command();
 program
@@ -18,6 +21,9 @@ registerServe(program);
 registerKeys(program);
 registerRollout(program);
 registerReport(program);
+registerReplay(program);
+registerExportImport(program);
+registerRegrade(program);
 
 try {
   await program.parseAsync(process.argv);

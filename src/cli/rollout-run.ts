@@ -3,7 +3,7 @@
 import { randomUUID } from 'node:crypto';
 import { isRftError, errors } from '../errors.js';
 import type { DatasetRow } from './rollout-dataset.js';
-import type { ServerClient } from './rollout-http.js';
+import type { ServerClient, ServerReply } from './rollout-http.js';
 import type { ModelClient, ModelTurn, ToolCallRequest, ToolOutput } from './rollout-model.js';
 import { postWithRetries } from './rollout-retry.js';
 import { buildSample } from './rollout-sample.js';
@@ -47,17 +47,30 @@ async function callTool(deps: RolloutDeps, sw: Stopwatch, traceId: string, item:
   const body = { type: 'function_call', id: c.id, call_id: c.callId, name: c.name, arguments: c.arguments, trace_id: traceId, item };
   const r = await sw.wait(postWithRetries(deps.server, deps.toolPath ?? '/tools', body, deps.backoffMs ?? 250));
   if (!r.ok) throw errors.rolloutDiscarded(`tool ${c.name}: ${r.why}`);
-  // A 4xx without `output` reaches the model as its serialized body, as the trainer does.
-  let output = r.reply.text;
-  if (r.reply.status < 300) {
+  return { callId: c.callId, output: outputOf(r.reply) };
+}
+
+/** The numeric `score` of a grader reply, or null. */
+export function scoreOf(reply: ServerReply): number | null {
+  try {
+    const score = (JSON.parse(reply.text) as { score?: unknown }).score;
+    return typeof score === 'number' && Number.isFinite(score) ? score : null;
+  } catch {
+    return null;
+  }
+}
+
+/** What the model sees for a tool reply: `output` of a 2xx, else the serialized body (as the trainer does for a 4xx). */
+export function outputOf(reply: ServerReply): string {
+  if (reply.status < 300) {
     try {
-      const parsed = JSON.parse(r.reply.text) as { output?: unknown };
-      if (typeof parsed.output === 'string') output = parsed.output;
+      const parsed = JSON.parse(reply.text) as { output?: unknown };
+      if (typeof parsed.output === 'string') return parsed.output;
     } catch {
       // not JSON: the raw text is what the model sees
     }
   }
-  return { callId: c.callId, output };
+  return reply.text;
 }
 
 /** Plays the model turns into `o`, which stays accurate when a discard interrupts the loop. */
@@ -79,13 +92,8 @@ async function grade(deps: RolloutDeps, sw: Stopwatch, traceId: string, item: Da
   const r = await sw.wait(postWithRetries(deps.server, deps.graderPath, body, deps.backoffMs ?? 250));
   if (!r.ok) throw errors.rolloutDiscarded(`grader: ${r.why}`);
   if (r.reply.status >= 300) throw errors.rolloutDiscarded(`grader answered ${r.reply.status}: ${r.reply.text.slice(0, 300)}`);
-  let score: unknown;
-  try {
-    score = (JSON.parse(r.reply.text) as { score?: unknown }).score;
-  } catch {
-    score = undefined;
-  }
-  if (typeof score !== 'number' || !Number.isFinite(score)) throw errors.rolloutDiscarded(`grader reply has no numeric score: ${r.reply.text.slice(0, 300)}`);
+  const score = scoreOf(r.reply);
+  if (score === null) throw errors.rolloutDiscarded(`grader reply has no numeric score: ${r.reply.text.slice(0, 300)}`);
   return score;
 }
 

@@ -1,15 +1,10 @@
-// Lexical path checks for paths the model writes. The sandbox enforces the workspace boundary at
-// the kernel level (symlinks included); this is the cheap first gate, so that a patch naming
-// `../x` or `/etc/x` is refused before anything is read or written, with a message the model can act on.
-import { posix } from 'node:path';
-import { errors } from '../errors.js';
+// Lexical path check for paths the model writes, shared with the sandbox (same rules: `/workspace/...`
+// is the workspace, other absolute paths and `..` are escapes). The sandbox enforces the boundary at
+// the kernel level, symlinks included; this is the cheap first gate, so that a patch naming `../x`
+// is refused before anything is read or written.
+import { workspaceComponents } from '../sandbox/paths.js';
 
-/** Normalizes a workspace-relative path (`./a//b` -> `a/b`); refuses absolute paths and `..` escapes. */
+/** Normalizes a workspace-relative path (`./a//b` -> `a/b`, `/workspace/a` -> `a`); `.` for the root. */
 export function workspacePath(raw: string): string {
-  const p = raw.trim().replace(/\\/g, '/');
-  if (p === '' || p.includes('\0')) throw errors.toolInput(`invalid path ${JSON.stringify(raw)}`);
-  if (p.startsWith('/') || /^[A-Za-z]:/.test(p)) throw errors.pathEscape(raw);
-  const n = posix.normalize(p).replace(/\/+$/, '');
-  if (n === '..' || n.startsWith('../')) throw errors.pathEscape(raw);
-  return n === '' ? '.' : n;
+  return workspaceComponents(raw.trim()).join('/') || '.';
 }

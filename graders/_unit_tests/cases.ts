@@ -1,0 +1,45 @@
+// The hidden test file of a task, `<hidden>/cases.json`: what the runner executes, checked on the
+// host before anything runs so a broken task fails loudly instead of scoring every rollout 0.
+import { readFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { z } from 'zod';
+import { errors } from '../../src/errors.js';
+
+const caseSchema = z
+  .object({
+    name: z.string().min(1).max(200),
+    code: z.string().optional(),
+    expr: z.string().optional(),
+    expect: z.unknown().optional(),
+    raises: z.string().min(1).optional(),
+    tol: z.number().nonnegative().optional(),
+  })
+  .refine((c) => (c.raises !== undefined) !== (c.expr !== undefined && 'expect' in c), {
+    message: 'each case needs either "expr" with "expect", or "raises"',
+  });
+
+export const casesSchema = z.object({
+  setup: z.string().default(''),
+  sys_path: z.array(z.string()).default(['.']),
+  timeout_s: z.number().positive().max(120).default(10),
+  cases: z.array(caseSchema).min(1),
+});
+export type CasesFile = z.infer<typeof casesSchema>;
+
+export async function readCases(hiddenDir: string): Promise<CasesFile> {
+  const file = join(hiddenDir, 'cases.json');
+  let raw: unknown;
+  try {
+    raw = JSON.parse(await readFile(file, 'utf8'));
+  } catch (e) {
+    throw errors.graderConfig('item.sandbox.hidden', `cannot read ${file}: ${(e as Error).message}`);
+  }
+  const parsed = casesSchema.safeParse(raw);
+  if (!parsed.success) throw errors.graderConfig('item.sandbox.hidden', `${file}: ${parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ')}`);
+  const names = new Set<string>();
+  for (const c of parsed.data.cases) {
+    if (names.has(c.name)) throw errors.graderConfig('item.sandbox.hidden', `${file}: case "${c.name}" appears twice`);
+    names.add(c.name);
+  }
+  return parsed.data;
+}

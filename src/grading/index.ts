@@ -2,3 +2,14 @@
 // run locally.
 export { weighted, gate, budgetPenalty, numericCloseness, setF1, clamp01, parseNumber, extractNumbers } from './helpers.js';
 export type { BudgetPenaltyOptions, ClosenessOptions, ParsedNumber, FoundNumber } from './helpers.js';
+export { validateGraderConfig, GRADER_TYPES, SIMILARITY_METRICS } from './config.js';
+export type { GraderConfig, StringCheckConfig, TextSimilarityConfig, ScoreModelConfig, LabelModelConfig, MultiConfig } from './config.js';
+export { runGraderConfig, runErrorReply } from './run.js';
+export type { RunOptions, RunResult, RunErrorFlags } from './run.js';
+export { graderFromConfig, configVersion, canonicalJson } from './endpoint.js';
+export type { FromConfigOptions } from './endpoint.js';
+export type { ModelOptions } from './model-client.js';
+export { parseFormula, evaluateFormula, calculate } from './formula.js';
+export { renderTemplate, resolvePath } from './template.js';
+export { localSimilarity, LOCAL_METRICS } from './metrics/index.js';
+export type { LocalMetric } from './metrics/index.js';

@@ -1,0 +1,83 @@
+// Real sandboxes for the coding tool and grader tests, one entry per driver this machine has, and a
+// ToolContext around a sandbox so a tool's handler runs exactly as the ledger would run it.
+import { chmod, mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import pino from 'pino';
+import type { z } from 'zod';
+import { BwrapDriver, ProcessDriver, defaultLimits } from '../../src/sandbox/index.js';
+import type { Sandbox, SandboxDriver, SandboxSpec } from '../../src/sandbox/types.js';
+import type { ToolContext, ToolDefinition } from '../../src/registry/define.js';
+
+export interface DriverCase {
+  name: string;
+  available: boolean;
+  reason: string;
+  make(root: string): SandboxDriver;
+}
+
+export const limits = { ...defaultLimits, wallTimeoutMs: 10_000, diskBytes: 64 * 1024 * 1024, maxFileBytes: 8 * 1024 * 1024 };
+
+export function sandboxSpec(traceId: string, extra: Partial<SandboxSpec> = {}): SandboxSpec {
+  return { traceId, limits, labels: {}, ...extra };
+}
+
+/** Usable = a sandbox can be created and runs a command (stricter than the driver's own probe). */
+async function probe(make: (root: string) => SandboxDriver): Promise<boolean> {
+  const base = await mkdtemp(join(tmpdir(), 'rft-probe-'));
+  await chmod(base, 0o711);
+  try {
+    const sb = await make(join(base, 'sb')).create(sandboxSpec('trace_probe'));
+    try {
+      return (await sb.exec(['true'])).exitCode === 0;
+    } finally {
+      await sb.destroy();
+    }
+  } catch (e) {
+    console.warn(`[probe] ${(e as Error).message}`);
+    return false;
+  } finally {
+    await rm(base, { recursive: true, force: true });
+  }
+}
+
+const bwrap = (root: string) => new BwrapDriver({ sandboxesRoot: root, instanceId: 'test-coding' });
+
+export const driverCases: DriverCase[] = [
+  { name: 'process', available: true, reason: '', make: (root) => new ProcessDriver({ sandboxesRoot: root, instanceId: 'test-coding' }) },
+  { name: 'bwrap', available: await probe(bwrap), reason: 'bubblewrap cannot create a sandbox here', make: bwrap },
+];
+
+/** A sandboxes root the sandbox uids can traverse, and a host directory outside every workspace. */
+export async function tempDirs(): Promise<{ root: string; outside: string; cleanup(): Promise<void> }> {
+  const base = await mkdtemp(join(tmpdir(), 'rft-coding-'));
+  await chmod(base, 0o711);
+  const outside = await mkdtemp(join(tmpdir(), 'rft-outside-'));
+  return {
+    root: join(base, 'sandboxes'),
+    outside,
+    cleanup: async () => {
+      await rm(base, { recursive: true, force: true });
+      await rm(outside, { recursive: true, force: true });
+    },
+  };
+}
+
+export function toolContext(sandbox: Sandbox): ToolContext {
+  return {
+    traceId: sandbox.traceId,
+    callId: 'call_test',
+    item: {},
+    rollout: { traceId: sandbox.traceId, item: {}, calls: async () => [], budget: async () => ({ used: 0, limit: 50, exceeded: false }) },
+    log: pino({ level: 'silent' }),
+    signal: new AbortController().signal,
+    sandbox: async () => sandbox,
+  };
+}
+
+/** Validates the arguments with the tool's schema (as the ledger does) and runs the handler. */
+export async function runTool<P extends z.ZodType>(tool: ToolDefinition<P>, args: unknown, sandbox: Sandbox): Promise<string> {
+  const parsed = tool.parameters.parse(args);
+  const out = await tool.handler(parsed, toolContext(sandbox));
+  return typeof out === 'string' ? out : JSON.stringify(out);
+}

@@ -1,8 +1,15 @@
 // The sandbox package's public surface.
-export { defaultLimits, prlimitArgs } from './limits.js';
+export { SandboxManager } from './manager.js';
+export type { SandboxManagerOptions } from './manager.js';
+export { selectDriver } from './select.js';
+export type { DriverName, DriverOptions } from './select.js';
+export { createManagerFromConfig, instanceIdFor } from './from-config.js';
+export { defaultLimits } from './limits.js';
 export { ProcessDriver, assertProcessDriverAllowed, isLoopbackHost } from './process-driver.js';
-export type { LocalDriverOptions } from './local-driver.js';
 export { BwrapDriver } from './bwrap-driver.js';
+export { DockerDriver } from './docker-driver.js';
+export type { DockerDriverOptions } from './docker-driver.js';
+export type { LocalDriverOptions } from './local-driver.js';
 export { workspaceSource, populateWorkspace } from './workspace.js';
 export type { WorkspaceSource } from './workspace.js';
 export { WORKSPACE_MOUNT, workspaceComponents } from './paths.js';

@@ -1,7 +1,7 @@
-// What the bwrap and process drivers share: workdirs under the sandboxes root, population from the
-// template, and reaping by directory. A driver only says how a command is wrapped.
+// What the bwrap, process and docker drivers share: workdirs under the sandboxes root, population
+// from the template, and reaping by directory. A driver only says how a command runs.
 import { LocalSandbox, type LocalDriverHooks } from './local-sandbox.js';
-import { createWorkdir, prepareRoot, reapWorkdirs, INSTANCE_LABEL, type Workdir } from './workdir.js';
+import { createWorkdir, prepareRoot, reapWorkdirs, removeWorkdir, INSTANCE_LABEL, type Workdir } from './workdir.js';
 import { populateWorkspace } from './workspace.js';
 import type { Sandbox, SandboxDriver, SandboxSpec } from './types.js';
 
@@ -13,32 +13,32 @@ export interface LocalDriverOptions {
 }
 
 export abstract class LocalDriver implements SandboxDriver {
-  abstract readonly name: 'bwrap' | 'process';
-  private readonly live = new Set<string>();
+  abstract readonly name: 'bwrap' | 'process' | 'docker';
+  protected readonly live = new Set<string>();
 
   constructor(protected readonly opts: LocalDriverOptions) {}
 
   abstract available(): Promise<boolean>;
 
-  protected abstract hooks(w: Workdir, spec: SandboxSpec): Omit<LocalDriverHooks, 'onDestroy'>;
+  /** How commands run in this workdir; called once the workspace is populated. */
+  protected abstract hooks(w: Workdir, spec: SandboxSpec): Omit<LocalDriverHooks, 'onDestroy'> | Promise<Omit<LocalDriverHooks, 'onDestroy'>>;
 
   async create(spec: SandboxSpec): Promise<Sandbox> {
     await prepareRoot(this.opts.sandboxesRoot);
     const labels = { ...spec.labels, [INSTANCE_LABEL]: spec.labels[INSTANCE_LABEL] ?? this.opts.instanceId };
     const w = await createWorkdir(this.opts.sandboxesRoot, this.name, { ...spec, labels });
-    const sb = new LocalSandbox(this.name, w, spec.limits, {
-      ...this.hooks(w, spec),
-      onDestroy: (s) => this.live.delete(s.id),
-    });
-    this.live.add(sb.id);
+    this.live.add(w.meta.id);
+    let hooks: Omit<LocalDriverHooks, 'onDestroy'>;
     try {
       const uid = w.meta.uid;
       await populateWorkspace(w.ws, spec, uid !== null ? { uid, gid: uid } : null);
+      hooks = await this.hooks(w, { ...spec, labels });
     } catch (e) {
-      await sb.destroy();
+      await removeWorkdir(w);
+      this.live.delete(w.meta.id);
       throw e;
     }
-    return sb;
+    return new LocalSandbox(this.name, w, spec.limits, { ...hooks, onDestroy: (s) => this.live.delete(s.id) });
   }
 
   /** Removes this instance's workdirs that no live sandbox of this process owns. */

@@ -1,8 +1,10 @@
-// The Sandbox shared by the bwrap and process drivers: the workspace is a host directory, commands
-// are host programs built by the driver (`wrap`), file operations go through HostWorkspace.
+// The Sandbox of every driver whose workspace is a host directory (bwrap, process, and docker, which
+// bind-mounts it): file operations go through HostWorkspace; commands are host programs built by the
+// driver (`wrap`) or run by the driver itself (`execute`, docker's exec API).
 import { execFile } from 'node:child_process';
 import { mkdir } from 'node:fs/promises';
 import { promisify } from 'node:util';
+import { errors } from '../errors.js';
 import { HostWorkspace } from './host-fs.js';
 import { workspaceComponents } from './paths.js';
 import { runProgram, type RunOptions } from './run.js';
@@ -20,11 +22,28 @@ export interface WrappedCommand {
   extraFds?: (string | Buffer)[];
 }
 
+export interface ResolvedExec {
+  argv: string[];
+  /** Validated workspace-relative components. */
+  cwd: string[];
+  env: Record<string, string>;
+  stdin: string | Buffer;
+  timeoutMs: number;
+  maxOutputBytes: number;
+  signal?: AbortSignal;
+  /** True when no other exec of this sandbox is running. */
+  alone(): boolean;
+}
+
 export interface LocalDriverHooks {
-  /** Turns the user's argv into the host program to spawn. `cwd` is validated workspace-relative components. */
-  wrap(argv: string[], cwd: string[], env: Record<string, string>, w: Workdir): WrappedCommand;
+  /** Turns the user's argv into the host program to spawn. */
+  wrap?(argv: string[], cwd: string[], env: Record<string, string>): WrappedCommand;
+  /** Runs the command itself instead (used when `wrap` is absent). */
+  execute?(e: ResolvedExec): Promise<ExecResult>;
   /** After a killed exec: reach processes that escaped the process group. `alone` = no other exec running. */
   afterKill?(w: Workdir, alone: boolean): Promise<void>;
+  /** Before the workdir goes (docker: remove the container that bind-mounts it). */
+  beforeRemove?(): Promise<void>;
   onDestroy?(sb: LocalSandbox): void;
 }
 
@@ -36,7 +55,7 @@ export class LocalSandbox implements Sandbox {
   private destroying: Promise<void> | null = null;
 
   constructor(
-    readonly driver: 'bwrap' | 'process',
+    readonly driver: 'bwrap' | 'process' | 'docker',
     readonly workdir: Workdir,
     private readonly limits: SandboxLimits,
     private readonly hooks: LocalDriverHooks,
@@ -48,22 +67,29 @@ export class LocalSandbox implements Sandbox {
   }
 
   async exec(command: string | string[], opts: ExecOptions = {}): Promise<ExecResult> {
-    if (this.destroying) throw new Error(`sandbox ${this.id} is destroyed`);
+    if (this.destroying) throw errors.sandboxFailed(`sandbox ${this.id} was destroyed`);
     const argv = typeof command === 'string' ? ['/bin/sh', '-c', command] : command;
     const cwd = workspaceComponents(opts.cwd ?? '');
-    const wrapped = this.hooks.wrap(argv, cwd, opts.env ?? {}, this.workdir);
-    const uid = this.workdir.meta.uid;
-    const runOpts: RunOptions = {
-      ...wrapped,
-      timeoutMs: opts.timeoutMs ?? this.limits.wallTimeoutMs,
-      maxOutputBytes: opts.maxOutputBytes ?? this.limits.maxOutputBytes,
-      ...(uid !== null ? { uid, gid: uid } : {}),
-      ...(opts.stdin !== undefined ? { stdin: opts.stdin } : {}),
-      ...(opts.signal !== undefined ? { signal: opts.signal } : {}),
-      ...(this.hooks.afterKill ? { onKill: () => this.hooks.afterKill!(this.workdir, this.inflight <= 1) } : {}),
-    };
+    const timeoutMs = opts.timeoutMs ?? this.limits.wallTimeoutMs;
+    const maxOutputBytes = opts.maxOutputBytes ?? this.limits.maxOutputBytes;
+    const signal = opts.signal !== undefined ? { signal: opts.signal } : {};
     this.inflight++;
     try {
+      const { wrap, execute, afterKill } = this.hooks;
+      if (!wrap && execute) {
+        return await execute({ argv, cwd, env: opts.env ?? {}, stdin: opts.stdin ?? '', timeoutMs, maxOutputBytes, ...signal, alone: () => this.inflight <= 1 });
+      }
+      if (!wrap) throw errors.internal(`sandbox driver ${this.driver} has no way to run commands`);
+      const uid = this.workdir.meta.uid;
+      const runOpts: RunOptions = {
+        ...wrap(argv, cwd, opts.env ?? {}),
+        timeoutMs,
+        maxOutputBytes,
+        ...signal,
+        ...(uid !== null ? { uid, gid: uid } : {}),
+        ...(opts.stdin !== undefined ? { stdin: opts.stdin } : {}),
+        ...(afterKill ? { onKill: () => afterKill(this.workdir, this.inflight <= 1) } : {}),
+      };
       return await runProgram(runOpts);
     } finally {
       this.inflight--;
@@ -89,7 +115,10 @@ export class LocalSandbox implements Sandbox {
   }
 
   destroy(): Promise<void> {
-    this.destroying ??= removeWorkdir(this.workdir).finally(() => this.hooks.onDestroy?.(this));
+    this.destroying ??= (async () => {
+      await this.hooks.beforeRemove?.().catch(() => {});
+      await removeWorkdir(this.workdir);
+    })().finally(() => this.hooks.onDestroy?.(this));
     return this.destroying;
   }
 }

@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# Prepares a machine for the sandbox drivers: bubblewrap, Docker Engine (without any bridge network:
+# containers here only ever use NetworkMode "none"), debootstrap, and the sandbox images.
+# Idempotent; CI runs it as root on a fresh machine.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+need_pkgs=()
+command -v bwrap >/dev/null || need_pkgs+=(bubblewrap)
+command -v dockerd >/dev/null || need_pkgs+=(docker.io)
+command -v debootstrap >/dev/null || need_pkgs+=(debootstrap)
+command -v prlimit >/dev/null || need_pkgs+=(util-linux)
+command -v setpriv >/dev/null || need_pkgs+=(util-linux)
+if [ ${#need_pkgs[@]} -gt 0 ]; then
+  apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need_pkgs[@]}"
+fi
+
+# Safety rule of this project: dockerd never creates the default bridge (172.17.x) nor touches
+# iptables. This file must exist before dockerd first starts.
+mkdir -p /etc/docker
+want='{"bridge":"none","iptables":false,"ip-forward":false,"ip-masq":false}'
+if [ "$(cat /etc/docker/daemon.json 2>/dev/null)" != "$want" ]; then
+  if [ -S /var/run/docker.sock ] && pgrep -x dockerd >/dev/null; then
+    echo "setup-sandbox: dockerd runs with another daemon.json; refusing to touch it" >&2
+    exit 1
+  fi
+  printf '%s\n' "$want" > /etc/docker/daemon.json
+fi
+
+if ! { [ -S /var/run/docker.sock ] && docker version >/dev/null 2>&1; }; then
+  nohup dockerd >/var/log/dockerd.log 2>&1 &
+  for _ in $(seq 1 100); do
+    docker version >/dev/null 2>&1 && break
+    sleep 0.2
+  done
+  docker version >/dev/null 2>&1 || { echo "setup-sandbox: dockerd did not start, see /var/log/dockerd.log" >&2; exit 1; }
+fi
+
+if ! docker image inspect rft-endpoints-sandbox:latest >/dev/null 2>&1; then
+  bash docker/build-base-image.sh
+fi
+echo "setup-sandbox: bwrap $(bwrap --version | cut -d' ' -f2), docker $(docker version --format '{{.Server.Version}}'), image rft-endpoints-sandbox:latest"

@@ -1,0 +1,123 @@
+// Runs one exec in a container: create it, then start it on a hijacked connection (HTTP upgrade to a
+// raw stream) so stdin can be written and half-closed and stdout/stderr read as Docker's multiplexed
+// frames (8-byte header: stream id, 3 zero bytes, big-endian length). undici has no upgrade with a
+// request body, so the hijack uses node:net on the same unix socket.
+import { connect, type Socket } from 'node:net';
+import { errors } from '../errors.js';
+import { DOCKER_API, type DockerApi } from './docker-api.js';
+
+export interface DockerExecRequest {
+  container: string;
+  argv: string[];
+  env: string[];
+  workingDir: string;
+  user: string;
+  stdin: string | Buffer;
+  maxOutputBytes: number;
+}
+
+export interface DockerExecOutcome {
+  exitCode: number | null;
+  stdout: Buffer;
+  stderr: Buffer;
+  stdoutTruncated: boolean;
+  stderrTruncated: boolean;
+}
+
+class Demux {
+  private pending: Buffer = Buffer.alloc(0);
+  readonly out: Buffer[][] = [[], [], []];
+  readonly size = [0, 0, 0];
+  readonly truncated = [false, false, false];
+
+  constructor(
+    private readonly cap: number,
+    private readonly onFlood: () => void,
+  ) {}
+
+  push(chunk: Buffer): void {
+    this.pending = this.pending.length ? Buffer.concat([this.pending, chunk]) : chunk;
+    while (this.pending.length >= 8) {
+      const stream = this.pending[0] ?? 1;
+      const len = this.pending.readUInt32BE(4);
+      if (this.pending.length < 8 + len) return;
+      this.keep(stream === 2 ? 2 : 1, this.pending.subarray(8, 8 + len));
+      this.pending = this.pending.subarray(8 + len);
+    }
+  }
+
+  private keep(stream: 1 | 2, data: Buffer): void {
+    const room = this.cap - (this.size[stream] ?? 0);
+    if (data.length <= room) {
+      this.out[stream]?.push(data);
+      this.size[stream] = (this.size[stream] ?? 0) + data.length;
+      return;
+    }
+    if (room > 0) this.out[stream]?.push(data.subarray(0, room));
+    this.size[stream] = this.cap;
+    if (!this.truncated[stream]) {
+      this.truncated[stream] = true;
+      this.onFlood(); // like `| head -c N`: the writer is stopped instead of drained
+    }
+  }
+}
+
+function hijack(socketPath: string, path: string, body: string): Promise<{ sock: Socket; rest: Buffer }> {
+  return new Promise((resolve, reject) => {
+    const sock = connect({ path: socketPath, allowHalfOpen: true });
+    let head = Buffer.alloc(0);
+    const onData = (chunk: Buffer): void => {
+      head = Buffer.concat([head, chunk]);
+      const end = head.indexOf('\r\n\r\n');
+      if (end < 0) return;
+      sock.off('data', onData);
+      const status = Number(head.subarray(0, end).toString('latin1').split(' ')[1]);
+      if (status !== 101 && status !== 200) {
+        sock.destroy();
+        reject(errors.sandboxFailed(`docker exec start: ${status} ${head.subarray(end + 4).toString('utf8').slice(0, 300)}`));
+        return;
+      }
+      resolve({ sock, rest: head.subarray(end + 4) });
+    };
+    sock.on('data', onData);
+    sock.once('error', (e) => reject(errors.sandboxFailed(`docker exec start: ${e.message}`)));
+    sock.write(
+      `POST /${DOCKER_API}${path} HTTP/1.1\r\nHost: docker\r\nContent-Type: application/json\r\n` +
+        `Connection: Upgrade\r\nUpgrade: tcp\r\nContent-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`,
+    );
+  });
+}
+
+/** `stop` is called when an output stream passes its cap; the caller kills the exec's processes. */
+export async function dockerExec(api: DockerApi, req: DockerExecRequest, stop: () => void): Promise<DockerExecOutcome> {
+  const created = await api.call<{ Id: string }>('POST', `/containers/${req.container}/exec`, {
+    AttachStdin: true,
+    AttachStdout: true,
+    AttachStderr: true,
+    Tty: false,
+    Cmd: req.argv,
+    Env: req.env,
+    WorkingDir: req.workingDir,
+    User: req.user,
+  });
+  const execId = created.body.Id;
+  const demux = new Demux(req.maxOutputBytes, stop);
+  const { sock, rest } = await hijack(api.socketPath, `/exec/${execId}/start`, JSON.stringify({ Detach: false, Tty: false }));
+  await new Promise<void>((resolve) => {
+    sock.on('data', (c: Buffer) => demux.push(c));
+    sock.on('end', () => resolve());
+    sock.on('close', () => resolve());
+    sock.on('error', () => resolve());
+    if (rest.length) demux.push(rest);
+    sock.end(req.stdin); // half-close: the command sees EOF on stdin
+  });
+  sock.destroy();
+  const info = await api.call<{ ExitCode: number | null; Running: boolean }>('GET', `/exec/${execId}/json`);
+  return {
+    exitCode: info.body.Running ? null : info.body.ExitCode,
+    stdout: Buffer.concat(demux.out[1] ?? []),
+    stderr: Buffer.concat(demux.out[2] ?? []),
+    stdoutTruncated: demux.truncated[1] ?? false,
+    stderrTruncated: demux.truncated[2] ?? false,
+  };
+}

@@ -1,0 +1,41 @@
+// Builds and starts the SandboxManager from the server's AppConfig (see docs/sandbox.md for the
+// environment variables). The instance id and the sandboxes root derive from the data dir, so a
+// restarted server finds, and reaps, what its crashed predecessor left.
+import { createHash } from 'node:crypto';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { Logger } from 'pino';
+import type { AppConfig } from '../config.js';
+import { defaultLimits } from './limits.js';
+import { SandboxManager } from './manager.js';
+import { assertProcessDriverAllowed } from './process-driver.js';
+import { selectDriver } from './select.js';
+
+export function instanceIdFor(dataDir: string): string {
+  return `rft-${createHash('sha256').update(dataDir).digest('hex').slice(0, 12)}`;
+}
+
+export async function createManagerFromConfig(config: AppConfig, log: Logger): Promise<SandboxManager> {
+  const s = config.sandbox;
+  if (s.driver === 'none') throw new Error('createManagerFromConfig called with RFT_SANDBOX=none');
+  const instanceId = instanceIdFor(config.dataDir);
+  // Not under the data dir: sandbox uids must be able to traverse every parent of their workspace.
+  const sandboxesRoot = join(tmpdir(), 'rft-endpoints', instanceId);
+  const driver = await selectDriver(s.driver, { sandboxesRoot, instanceId, dockerImage: s.dockerImage, dockerSocket: s.dockerSocket });
+  if (driver.name === 'process') assertProcessDriverAllowed(config.host);
+  const manager = new SandboxManager({
+    driver,
+    limits: { ...defaultLimits, ...s.limits },
+    cap: s.cap,
+    maxQueue: s.maxQueue,
+    queueTimeoutMs: s.queueTimeoutMs,
+    ttlMs: s.ttlMs,
+    graceMs: s.graceMs,
+    instanceId,
+    templatesRoot: s.templatesRoot,
+    log: log.child({ component: 'sandbox', driver: driver.name }),
+  });
+  await manager.start();
+  log.info({ driver: driver.name, cap: s.cap, sandboxes_root: sandboxesRoot }, 'sandboxes ready');
+  return manager;
+}

@@ -1,0 +1,199 @@
+// Lifecycle of per-rollout sandboxes: created lazily on a rollout's first call (single-flight, so
+// parallel first calls share one), kept while the rollout is active, destroyed after grading (with a
+// grace period for the trainer's grader retries) or after inactivity (there is no end-of-rollout
+// signal, and a rollout can be dropped without one), capped with a bounded admission queue, and
+// reaped after a crash.
+import type { Logger } from 'pino';
+import { errors } from '../errors.js';
+import type { Item } from '../protocol/wire.js';
+import { Admission } from './admission.js';
+import { TrackedSandbox } from './tracked.js';
+import { INSTANCE_LABEL } from './workdir.js';
+import { workspaceSource } from './workspace.js';
+import type { Sandbox, SandboxDriver, SandboxLimits, SandboxSpec, SandboxStats } from './types.js';
+
+export interface SandboxManagerOptions {
+  driver: SandboxDriver;
+  limits: SandboxLimits;
+  /** Live sandboxes at most (rollouts' and graders' together). */
+  cap: number;
+  /** Requests allowed to wait for a slot; past it, RFT_ERR_SANDBOX_UNAVAILABLE at once. */
+  maxQueue: number;
+  queueTimeoutMs: number;
+  /** Inactivity after which a rollout's sandbox is destroyed. */
+  ttlMs: number;
+  /** Delay between a rollout's grade and its sandbox's destruction (grader retries reuse it). */
+  graceMs: number;
+  instanceId: string;
+  /** Root for `item.sandbox.template` and `item.sandbox.hidden`. */
+  templatesRoot: string;
+  log?: Logger;
+  /** How often the TTL sweeper runs (default: ttlMs / 4, at most 60 s). */
+  sweepIntervalMs?: number;
+}
+
+interface Entry {
+  pending: Promise<TrackedSandbox>;
+  sandbox?: TrackedSandbox;
+  graceTimer?: NodeJS.Timeout;
+}
+
+export class SandboxManager {
+  private readonly entries = new Map<string, Entry>();
+  private readonly ephemeral = new Set<TrackedSandbox>();
+  private readonly admission: Admission;
+  private sweeper: NodeJS.Timeout | undefined;
+  private created = 0;
+  private reaped = 0;
+  private closed = false;
+
+  constructor(private readonly opts: SandboxManagerOptions) {
+    this.admission = new Admission(opts.cap, opts.maxQueue, opts.queueTimeoutMs);
+  }
+
+  get driverName(): string {
+    return this.opts.driver.name;
+  }
+
+  /** Reaps what a previous process left behind and starts the inactivity sweeper. */
+  async start(): Promise<void> {
+    if (this.opts.driver.name === 'process') {
+      this.opts.log?.warn('sandbox driver "process": commands run on the host with no isolation; use bwrap or docker for real training');
+    }
+    const n = await this.opts.driver.reapOrphans();
+    this.reaped += n;
+    if (n > 0) this.opts.log?.info({ reaped: n, driver: this.opts.driver.name }, 'reaped sandboxes left by a previous run');
+    const every = this.opts.sweepIntervalMs ?? Math.min(60_000, Math.max(1_000, Math.floor(this.opts.ttlMs / 4)));
+    this.sweeper = setInterval(() => void this.sweep(), every);
+    this.sweeper.unref();
+  }
+
+  /** The rollout's sandbox, created from the row's `sandbox` field on first use. */
+  acquire(traceId: string, item: Item, signal?: AbortSignal): Promise<Sandbox> {
+    if (this.closed) return Promise.reject(errors.sandboxClosed());
+    const existing = this.entries.get(traceId);
+    if (existing && !existing.sandbox?.isDestroyed) {
+      if (existing.sandbox) existing.sandbox.lastUsed = Date.now();
+      return existing.pending;
+    }
+    const entry: Entry = { pending: Promise.resolve(null as unknown as TrackedSandbox) };
+    entry.pending = this.create(traceId, signal, async () => {
+      const src = await workspaceSource(item, this.opts.templatesRoot);
+      return { ...src, labels: { 'rft-endpoints.purpose': 'rollout' } };
+    }).then(
+      (sb) => {
+        entry.sandbox = sb;
+        return sb;
+      },
+      (e: unknown) => {
+        if (this.entries.get(traceId) === entry) this.entries.delete(traceId);
+        throw e;
+      },
+    );
+    this.entries.set(traceId, entry);
+    return entry.pending;
+  }
+
+  /** The rollout's sandbox if it exists and is ready (never creates one). */
+  peek(traceId: string): Sandbox | undefined {
+    return this.entries.get(traceId)?.sandbox;
+  }
+
+  /** A sandbox owned by the caller (e.g. a grader running hidden tests); counts against the cap. */
+  async createEphemeral(
+    spec: { traceId: string; templateDir?: string; files?: Record<string, string> },
+    signal?: AbortSignal,
+  ): Promise<Sandbox> {
+    if (this.closed) throw errors.sandboxClosed();
+    const sb = await this.create(spec.traceId, signal, async () => ({
+      ...(spec.templateDir !== undefined ? { templateDir: spec.templateDir } : {}),
+      ...(spec.files !== undefined ? { files: spec.files } : {}),
+      labels: { 'rft-endpoints.purpose': 'ephemeral' },
+    }));
+    this.ephemeral.add(sb);
+    return sb;
+  }
+
+  /** The rollout was graded: its sandbox goes after the grace period, unless it is graded again. */
+  graded(traceId: string): void {
+    const entry = this.entries.get(traceId);
+    if (!entry) return;
+    if (entry.graceTimer) clearTimeout(entry.graceTimer);
+    entry.graceTimer = setTimeout(() => void this.destroy(traceId), this.opts.graceMs);
+    entry.graceTimer.unref();
+  }
+
+  /** Destroys the rollout's sandbox now; false when it had none. */
+  async destroy(traceId: string): Promise<boolean> {
+    const entry = this.entries.get(traceId);
+    if (!entry) return false;
+    this.entries.delete(traceId);
+    if (entry.graceTimer) clearTimeout(entry.graceTimer);
+    const sb = await entry.pending.catch(() => null);
+    if (!sb) return false;
+    await sb.destroy().catch((e: unknown) => this.opts.log?.error({ err: e, trace_id: traceId }, 'sandbox destroy failed'));
+    return true;
+  }
+
+  stats(): SandboxStats {
+    return {
+      driver: this.opts.driver.name,
+      live: this.admission.inUse,
+      created: this.created,
+      reaped: this.reaped,
+      queued: this.admission.queued,
+      cap: this.opts.cap,
+    };
+  }
+
+  /** Destroys every sandbox and refuses new ones. */
+  async close(): Promise<void> {
+    this.closed = true;
+    if (this.sweeper) clearInterval(this.sweeper);
+    this.admission.close();
+    const all = [...this.entries.keys()].map((t) => this.destroy(t));
+    const eph = [...this.ephemeral].map((sb) => sb.destroy().catch(() => {}));
+    await Promise.all([...all, ...eph]);
+    await this.opts.driver.close?.();
+  }
+
+  /** Destroys rollout sandboxes idle for longer than the TTL; returns how many. */
+  async sweep(now = Date.now()): Promise<number> {
+    const idle = [...this.entries].filter(([, e]) => e.sandbox && e.sandbox.inflight === 0 && now - e.sandbox.lastUsed >= this.opts.ttlMs);
+    for (const [traceId] of idle) {
+      this.opts.log?.info({ trace_id: traceId }, 'sandbox idle past its TTL: destroyed');
+      await this.destroy(traceId);
+    }
+    this.reaped += idle.length;
+    return idle.length;
+  }
+
+  private async create(
+    traceId: string,
+    signal: AbortSignal | undefined,
+    source: () => Promise<Omit<SandboxSpec, 'traceId' | 'limits'>>,
+  ): Promise<TrackedSandbox> {
+    await this.admission.acquire(signal);
+    let inner: Sandbox;
+    try {
+      const src = await source();
+      const labels = { ...src.labels, [INSTANCE_LABEL]: this.opts.instanceId, 'rft-endpoints.trace_id': traceId };
+      inner = await this.opts.driver.create({ ...src, traceId, limits: this.opts.limits, labels });
+    } catch (e) {
+      this.admission.release();
+      throw e;
+    }
+    if (this.closed) {
+      // close() ran while this one was being built: nobody would ever destroy it.
+      await inner.destroy().catch(() => {});
+      throw errors.sandboxClosed();
+    }
+    this.created++;
+    return new TrackedSandbox(inner, (sb) => {
+      this.ephemeral.delete(sb);
+      const entry = this.entries.get(sb.traceId);
+      if (entry?.sandbox === sb) this.entries.delete(sb.traceId);
+      this.admission.release();
+    });
+  }
+}

@@ -1,0 +1,42 @@
+// Picks a driver: `auto` prefers bwrap (fast, kernel-enforced), then Docker, then the unisolated
+// process driver.
+import { errors } from '../errors.js';
+import { BwrapDriver } from './bwrap-driver.js';
+import { ProcessDriver } from './process-driver.js';
+import type { SandboxDriver } from './types.js';
+
+export type DriverName = 'auto' | 'bwrap' | 'docker' | 'process';
+
+export interface DriverOptions {
+  sandboxesRoot: string;
+  instanceId: string;
+  dockerImage?: string;
+  dockerSocket?: string;
+}
+
+async function dockerDriver(opts: DriverOptions): Promise<SandboxDriver> {
+  const { DockerDriver } = await import('./docker-driver.js');
+  return new DockerDriver({
+    sandboxesRoot: opts.sandboxesRoot,
+    instanceId: opts.instanceId,
+    image: opts.dockerImage ?? 'rft-endpoints-sandbox:latest',
+    socketPath: opts.dockerSocket ?? '/var/run/docker.sock',
+  });
+}
+
+async function build(name: Exclude<DriverName, 'auto'>, opts: DriverOptions): Promise<SandboxDriver> {
+  if (name === 'bwrap') return new BwrapDriver(opts);
+  if (name === 'process') return new ProcessDriver(opts);
+  return dockerDriver(opts);
+}
+
+/** The named driver, checked to work on this machine; `auto` = the first of bwrap, docker, process that does. */
+export async function selectDriver(name: DriverName, opts: DriverOptions): Promise<SandboxDriver> {
+  const order: Exclude<DriverName, 'auto'>[] = name === 'auto' ? ['bwrap', 'docker', 'process'] : [name];
+  for (const n of order) {
+    const d = await build(n, opts);
+    if (await d.available()) return d;
+    await d.close?.();
+  }
+  throw errors.config(`sandbox driver "${name}" is not available on this machine`, { driver: name });
+}

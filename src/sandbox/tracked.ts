@@ -1,0 +1,60 @@
+// The Sandbox handed to tools and graders: delegates to the driver's sandbox, records activity for
+// the inactivity TTL, and routes destroy() through the manager so the slot and the entry are freed
+// whoever destroys it.
+import type { ExecOptions, ExecResult, FileEntry, Sandbox } from './types.js';
+
+export class TrackedSandbox implements Sandbox {
+  lastUsed = Date.now();
+  inflight = 0;
+  private destroyed: Promise<void> | null = null;
+
+  constructor(
+    readonly inner: Sandbox,
+    private readonly onDestroy: (sb: TrackedSandbox) => void,
+  ) {}
+
+  get id(): string {
+    return this.inner.id;
+  }
+  get driver(): string {
+    return this.inner.driver;
+  }
+  get traceId(): string {
+    return this.inner.traceId;
+  }
+  get isDestroyed(): boolean {
+    return this.destroyed !== null;
+  }
+
+  private async use<T>(op: () => Promise<T>): Promise<T> {
+    this.inflight++;
+    this.lastUsed = Date.now();
+    try {
+      return await op();
+    } finally {
+      this.inflight--;
+      this.lastUsed = Date.now();
+    }
+  }
+
+  exec(command: string | string[], opts?: ExecOptions): Promise<ExecResult> {
+    return this.use(() => this.inner.exec(command, opts));
+  }
+  readFile(path: string): Promise<Buffer> {
+    return this.use(() => this.inner.readFile(path));
+  }
+  writeFile(path: string, data: string | Buffer): Promise<void> {
+    return this.use(() => this.inner.writeFile(path, data));
+  }
+  listFiles(path?: string, opts?: { maxDepth?: number; maxEntries?: number }): Promise<FileEntry[]> {
+    return this.use(() => this.inner.listFiles(path, opts));
+  }
+  copyOut(hostDir: string): Promise<void> {
+    return this.use(() => this.inner.copyOut(hostDir));
+  }
+
+  destroy(): Promise<void> {
+    this.destroyed ??= this.inner.destroy().finally(() => this.onDestroy(this));
+    return this.destroyed;
+  }
+}

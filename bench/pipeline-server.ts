@@ -1,4 +1,5 @@
 // Child process for bench/pipeline.ts: either the full server with the noop tool, or a bare
+for (const sig of ["SIGINT", "SIGTERM"] as const) process.on(sig, () => process.exit(0));
 // Fastify route answering the same JSON. Prints its URL on stdout.
 import Fastify from 'fastify';
 import { mkdtempSync } from 'node:fs';

@@ -179,12 +179,22 @@ export interface SqliteStoreOptions {
   sync?: 'full' | 'normal';
 }
 
+/**
+ * Group commit: writes run synchronously, each in its own savepoint, inside one open transaction
+ * that commits on the next turn of the event loop, so one fsync covers every call that arrived
+ * meanwhile. No promise resolves before the commit that holds its write (and reads wait for it
+ * too, since they may have seen uncommitted rows), so "acknowledged" still means "on disk".
+ */
 export class SqliteStore implements Store {
   readonly kind = 'sqlite';
   private readonly db: Database.Database;
+  private waiters: { resolve: () => void; reject: (e: Error) => void }[] = [];
+  private commitScheduled = false;
   private readonly stmt;
   private readonly beginTx;
   private readonly importTx;
+  /** One prepared savepoint wrapper, reused: building a transaction function per write is costly. */
+  private readonly inSavepoint: (fn: () => unknown) => unknown;
 
   constructor(opts: SqliteStoreOptions) {
     if (opts.path !== ':memory:') mkdirSync(dirname(opts.path), { recursive: true });
@@ -240,21 +250,23 @@ export class SqliteStore implements Store {
       ping: db.prepare('INSERT OR REPLACE INTO webhook_ids (id, expires_at) VALUES (?, ?)'),
     };
 
-    this.beginTx = db.transaction((input: BeginCallInput): BeginCallResult => {
-      this.stmt.insertRollout.run(
-        input.traceId,
-        input.now,
-        input.now,
-        input.item ? JSON.stringify(input.item) : null,
-        input.budgetLimit,
-      );
-      const existing = this.stmt.getCall.get(input.traceId, input.callId);
-      if (existing) {
-        const call = toCall(existing);
-        const same = existing.args_hash === input.argsHash && existing.tool === input.tool;
-        return same ? { kind: 'existing', call } : { kind: 'conflict', call };
+    this.inSavepoint = db.transaction((fn: () => unknown) => fn());
+
+    // These run inside write(), i.e. in a savepoint of the batch transaction.
+    this.beginTx = (input: BeginCallInput): BeginCallResult => {
+      let r = this.stmt.getRollout.get(input.traceId);
+      if (!r) {
+        // The row (up to 1 MB) is serialized once, when its rollout starts.
+        this.stmt.insertRollout.run(input.traceId, input.now, input.now, input.item ? JSON.stringify(input.item) : null, input.budgetLimit);
+        r = this.stmt.getRollout.get(input.traceId)!;
+      } else {
+        const existing = this.stmt.getCall.get(input.traceId, input.callId);
+        if (existing) {
+          const call = toCall(existing);
+          const same = existing.args_hash === input.argsHash && existing.tool === input.tool;
+          return same ? { kind: 'existing', call } : { kind: 'conflict', call };
+        }
       }
-      const r = this.stmt.getRollout.get(input.traceId)!;
       const base = {
         trace_id: input.traceId,
         call_id: input.callId,
@@ -266,25 +278,21 @@ export class SqliteStore implements Store {
         started_at: input.now,
       };
       if (r.budget_used + input.cost > r.budget_limit) {
-        const bytes = Buffer.byteLength(input.overBudgetOutput);
-        this.stmt.insertCall.run({
+        const row: CallRow = {
           ...base,
           output: input.overBudgetOutput,
           status: 'budget_exceeded',
           cost: 0,
           finished_at: input.now,
           duration_ms: 0,
-          output_bytes: bytes,
+          output_bytes: Buffer.byteLength(input.overBudgetOutput),
           truncated: 0,
-        });
-        this.stmt.refuse.run(input.now, input.traceId);
-        return {
-          kind: 'over_budget',
-          call: toCall(this.stmt.getCall.get(input.traceId, input.callId)!),
-          budget: { used: r.budget_used, limit: r.budget_limit, exceeded: true },
         };
+        this.stmt.insertCall.run(row);
+        this.stmt.refuse.run(input.now, input.traceId);
+        return { kind: 'over_budget', call: toCall(row), budget: { used: r.budget_used, limit: r.budget_limit, exceeded: true } };
       }
-      this.stmt.insertCall.run({
+      const row: CallRow = {
         ...base,
         output: null,
         status: 'running',
@@ -293,16 +301,17 @@ export class SqliteStore implements Store {
         duration_ms: null,
         output_bytes: null,
         truncated: 0,
-      });
+      };
+      this.stmt.insertCall.run(row);
       this.stmt.charge.run(input.cost, input.now, input.traceId);
       return {
         kind: 'started',
-        call: toCall(this.stmt.getCall.get(input.traceId, input.callId)!),
+        call: toCall(row),
         budget: { used: r.budget_used + input.cost, limit: r.budget_limit, exceeded: r.budget_exceeded === 1 },
       };
-    });
+    };
 
-    this.importTx = db.transaction((r: ImportedRollout): 'imported' | 'exists' => {
+    this.importTx = (r: ImportedRollout): 'imported' | 'exists' => {
       if (this.stmt.getRollout.get(r.traceId)) return 'exists';
       this.stmt.insertRollout.run(r.traceId, r.createdAt, r.updatedAt, r.item ? JSON.stringify(r.item) : null, r.budget.limit);
       db.prepare('UPDATE rollouts SET budget_used = ?, budget_exceeded = ?, next_seq = ? WHERE trace_id = ?').run(
@@ -337,7 +346,59 @@ export class SqliteStore implements Store {
       }
       if (last !== null) this.stmt.setScore.run(last, r.updatedAt, r.traceId);
       return 'imported';
-    });
+    };
+  }
+
+  private settle<T>(value: T): Promise<T> {
+    if (!this.db.inTransaction) return Promise.resolve(value);
+    return new Promise<T>((resolve, reject) => this.waiters.push({ resolve: () => resolve(value), reject }));
+  }
+
+  /** Runs fn in a savepoint of the open batch transaction; resolves once the batch is committed. */
+  private write<T>(fn: () => T): Promise<T> {
+    if (!this.db.open) return Promise.reject(new Error('store is closed'));
+    if (!this.db.inTransaction) this.db.exec('BEGIN IMMEDIATE');
+    if (!this.commitScheduled) {
+      this.commitScheduled = true;
+      setImmediate(() => this.commit());
+    }
+    let value: T;
+    try {
+      value = this.savepoint(fn);
+    } catch (e) {
+      return Promise.reject(e as Error);
+    }
+    return this.settle(value);
+  }
+
+  private savepoint<T>(fn: () => T): T {
+    return this.inSavepoint(fn) as T;
+  }
+
+  private read<T>(fn: () => T): Promise<T> {
+    try {
+      return this.settle(fn());
+    } catch (e) {
+      return Promise.reject(e as Error);
+    }
+  }
+
+  private commit(): void {
+    this.commitScheduled = false;
+    const waiters = this.waiters;
+    this.waiters = [];
+    if (!this.db.open || !this.db.inTransaction) {
+      for (const w of waiters) w.reject(new Error('store is closed'));
+      return;
+    }
+    try {
+      this.db.exec('COMMIT');
+    } catch (e) {
+      if (this.db.inTransaction) this.db.exec('ROLLBACK');
+      for (const w of waiters) w.reject(e as Error);
+      return;
+    }
+    for (const w of waiters) w.resolve();
   }
 
   private gradeParams(g: NewGrade): Record<string, unknown> {
@@ -359,52 +420,65 @@ export class SqliteStore implements Store {
     };
   }
 
-  async beginCall(input: BeginCallInput): Promise<BeginCallResult> {
-    return this.beginTx.immediate(input);
+  beginCall(input: BeginCallInput): Promise<BeginCallResult> {
+    return this.write(() => this.beginTx(input));
   }
 
-  async finishCall(traceId: string, callId: string, r: FinishCallInput): Promise<void> {
-    this.stmt.finishCall.run(r.output, r.status, r.finishedAt, r.durationMs, r.outputBytes, r.truncated ? 1 : 0, traceId, callId);
+  finishCall(traceId: string, callId: string, r: FinishCallInput): Promise<void> {
+    return this.write(() => {
+      this.stmt.finishCall.run(r.output, r.status, r.finishedAt, r.durationMs, r.outputBytes, r.truncated ? 1 : 0, traceId, callId);
+    });
   }
 
-  async getCall(traceId: string, callId: string): Promise<RecordedCall | undefined> {
-    const r = this.stmt.getCall.get(traceId, callId);
-    return r ? toCall(r) : undefined;
+  getCall(traceId: string, callId: string): Promise<RecordedCall | undefined> {
+    return this.read(() => {
+      const r = this.stmt.getCall.get(traceId, callId);
+      return r ? toCall(r) : undefined;
+    });
   }
 
-  async listCalls(traceId: string): Promise<RecordedCall[]> {
-    return this.stmt.listCalls.all(traceId).map(toCall);
+  listCalls(traceId: string): Promise<RecordedCall[]> {
+    return this.read(() => this.stmt.listCalls.all(traceId).map(toCall));
   }
 
-  async getBudget(traceId: string, defaultLimit: number): Promise<BudgetUsage> {
-    const r = this.stmt.getRollout.get(traceId);
-    return r ? budgetOf(r) : { used: 0, limit: defaultLimit, exceeded: false };
+  getBudget(traceId: string, defaultLimit: number): Promise<BudgetUsage> {
+    return this.read(() => {
+      const r = this.stmt.getRollout.get(traceId);
+      return r ? budgetOf(r) : { used: 0, limit: defaultLimit, exceeded: false };
+    });
   }
 
-  async ensureRollout(traceId: string, item: Record<string, unknown> | null, budgetLimit: number, now: number): Promise<void> {
-    this.stmt.insertRollout.run(traceId, now, now, item ? JSON.stringify(item) : null, budgetLimit);
+  ensureRollout(traceId: string, item: Record<string, unknown> | null, budgetLimit: number, now: number): Promise<void> {
+    return this.write(() => {
+      this.stmt.insertRollout.run(traceId, now, now, item ? JSON.stringify(item) : null, budgetLimit);
+    });
   }
 
-  async findGrade(traceId: string, grader: string, version: string, sampleHash: string): Promise<GradeRecord | undefined> {
-    const r = this.stmt.findGrade.get(traceId, grader, version, sampleHash);
-    return r ? toGrade(r) : undefined;
+  findGrade(traceId: string, grader: string, version: string, sampleHash: string): Promise<GradeRecord | undefined> {
+    return this.read(() => {
+      const r = this.stmt.findGrade.get(traceId, grader, version, sampleHash);
+      return r ? toGrade(r) : undefined;
+    });
   }
 
-  async insertGrade(g: NewGrade): Promise<GradeRecord> {
-    const id = this.db.transaction(() => {
+  insertGrade(g: NewGrade): Promise<GradeRecord> {
+    return this.write(() => {
       const info = this.stmt.insertGrade.run(this.gradeParams(g));
       if (g.status === 'ok') this.stmt.setScore.run(g.score, g.createdAt, g.traceId);
       else this.stmt.touch.run(g.createdAt, g.traceId);
-      return Number(info.lastInsertRowid);
-    })();
-    return toGrade(this.stmt.gradeById.get(id)!);
+      return toGrade(this.stmt.gradeById.get(Number(info.lastInsertRowid))!);
+    });
   }
 
-  async listGrades(traceId: string): Promise<GradeWithSample[]> {
-    return this.stmt.listGrades.all(traceId).map(toGrade);
+  listGrades(traceId: string): Promise<GradeWithSample[]> {
+    return this.read(() => this.stmt.listGrades.all(traceId).map(toGrade));
   }
 
-  async listRollouts(q: ListRolloutsQuery): Promise<{ rollouts: RolloutSummary[]; nextCursor: string | null }> {
+  listRollouts(q: ListRolloutsQuery): Promise<{ rollouts: RolloutSummary[]; nextCursor: string | null }> {
+    return this.read(() => this.listRolloutsNow(q));
+  }
+
+  private listRolloutsNow(q: ListRolloutsQuery): { rollouts: RolloutSummary[]; nextCursor: string | null } {
     const where: string[] = [];
     const params: unknown[] = [];
     if (q.cursor) {
@@ -429,7 +503,11 @@ export class SqliteStore implements Store {
     return { rollouts: page.map(toSummary), nextCursor };
   }
 
-  async getRollout(traceId: string) {
+  getRollout(traceId: string) {
+    return this.read(() => this.getRolloutNow(traceId));
+  }
+
+  private getRolloutNow(traceId: string) {
     const r = this.stmt.getRollout.get(traceId);
     if (!r) return undefined;
     const callsList = this.stmt.listCalls.all(traceId).map(toCall);
@@ -441,28 +519,34 @@ export class SqliteStore implements Store {
     };
   }
 
-  async importRollout(r: ImportedRollout): Promise<'imported' | 'exists'> {
-    return this.importTx.immediate(r);
+  importRollout(r: ImportedRollout): Promise<'imported' | 'exists'> {
+    return this.write(() => this.importTx(r));
   }
 
-  async rememberWebhookId(id: string, expiresAt: number, now: number): Promise<boolean> {
-    if (this.stmt.rememberId.run(id, expiresAt).changes === 1) {
-      if (Math.random() < 0.01) this.stmt.purgeIds.run(now);
-      return true;
-    }
-    // Present: it is a replay unless the earlier entry has expired.
-    return this.stmt.refreshExpiredId.run(expiresAt, id, now).changes === 1;
+  rememberWebhookId(id: string, expiresAt: number, now: number): Promise<boolean> {
+    return this.write(() => {
+      if (this.stmt.rememberId.run(id, expiresAt).changes === 1) {
+        if (Math.random() < 0.01) this.stmt.purgeIds.run(now);
+        return true;
+      }
+      // Present: it is a replay unless the earlier entry has expired.
+      return this.stmt.refreshExpiredId.run(expiresAt, id, now).changes === 1;
+    });
   }
 
-  async markInterrupted(output: string, now: number): Promise<number> {
-    return this.stmt.interrupt.run(output, now).changes;
+  markInterrupted(output: string, now: number): Promise<number> {
+    return this.write(() => this.stmt.interrupt.run(output, now).changes);
   }
 
-  async ping(): Promise<void> {
-    this.stmt.ping.run('__readyz__', 0);
+  ping(): Promise<void> {
+    return this.write(() => {
+      this.stmt.ping.run('__readyz__', 0);
+    });
   }
 
   async close(): Promise<void> {
-    if (this.db.open) this.db.close();
+    if (!this.db.open) return;
+    if (this.db.inTransaction) this.commit();
+    this.db.close();
   }
 }

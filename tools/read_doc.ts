@@ -12,7 +12,7 @@ export default defineTool({
   description: `Read a document of the financial corpus by doc_id, one page (about ${PAGE_CHARS} characters) at a time. The reply says how many pages there are.`,
   parameters: z.object({
     doc_id: z.string().min(1).max(200).describe('The document id, as returned by search_docs or list_docs'),
-    page: z.number().int().min(1).optional().describe('Page number, starting at 1 (default 1)'),
+    page: z.number().int().min(1).max(1000).optional().describe('Page number, starting at 1 (default 1)'),
   }),
   async handler({ doc_id, page }) {
     const corpus = await finqaCorpus();

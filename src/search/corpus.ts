@@ -29,7 +29,10 @@ export function titleOf(id: string, text: string): string {
 export async function loadCorpus(dir: string, opts: Bm25Options = {}): Promise<Corpus> {
   let names: string[];
   try {
-    names = (await readdir(dir)).filter((n) => n.endsWith('.md') && !n.startsWith('.')).sort();
+    // Sorted by id, not file name: "q1-2025" before "q1-2025-preliminary" ('.' sorts after '-').
+    names = (await readdir(dir))
+      .filter((n) => n.endsWith('.md') && !n.startsWith('.'))
+      .sort((a, b) => (a.slice(0, -3) < b.slice(0, -3) ? -1 : 1));
   } catch (e) {
     throw errors.corpus(dir, `cannot read the directory (${(e as Error).message})`);
   }

@@ -9,6 +9,7 @@ import { register as registerReport } from './report.js';
 import { register as registerReplay } from './replay.js';
 import { register as registerExportImport } from './export-import.js';
 import { register as registerRegrade } from './regrade.js';
+import { register as registerCheckGrader } from './check-grader.js';
 
 const program = new Command();
 program
@@ -24,6 +25,7 @@ registerReport(program);
 registerReplay(program);
 registerExportImport(program);
 registerRegrade(program);
+registerCheckGrader(program);
 
 try {
   await program.parseAsync(process.argv);

@@ -1,0 +1,243 @@
+// `check-grader`: probes a grader before a training run spends money on it. It builds the real app
+// in-process (own temp data dir and key) and grades through the same route the trainer calls,
+// with a fresh trace id per probe, for each dataset row:
+//   (a) no-op: an empty answer with no tool calls must score about 0 (reward hacking guard);
+//   (b) reference: the row's reference answer should score about 1;
+//   (c) repeatable: the same sample graded again gives the same score (spread over --repeats);
+//   (d) continuity: near-miss answers (digits, words, units changed) get several distinct scores,
+//       so the grader gives partial credit the trainer can climb.
+// Exits 1 when a check fails its threshold.
+import { randomBytes, randomUUID } from 'node:crypto';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { Command } from 'commander';
+import { buildApp } from '../app.js';
+import { loadConfig } from '../config.js';
+import { errors } from '../errors.js';
+import { perturbations } from '../grading/perturb.js';
+import { readDataset } from './rollout-dataset.js';
+import { renderTable, type Cell } from './report/table.js';
+
+export interface CheckThresholds {
+  /** (a) highest acceptable no-op score. */
+  noopMax: number;
+  /** (b) lowest acceptable reference score. */
+  referenceMin: number;
+  /** (c) largest acceptable spread between repeats. */
+  spreadMax: number;
+  /** (d) fewest distinct scores over the reference and its perturbations. */
+  minDistinct: number;
+}
+
+export const DEFAULT_THRESHOLDS: CheckThresholds = { noopMax: 0.05, referenceMin: 0.9, spreadMax: 1e-6, minDistinct: 3 };
+
+export interface CheckGraderOptions {
+  dataset: string;
+  grader: string;
+  repeats?: number;
+  referenceField?: string;
+  limit?: number;
+  thresholds?: Partial<CheckThresholds>;
+  /** Environment the app is configured from (default process.env). */
+  env?: Record<string, string | undefined>;
+}
+
+export interface RowReport {
+  row: number;
+  noop: { score: number | null; error?: string; pass: boolean };
+  reference: { score: number | null; error?: string; pass: boolean } | null;
+  repeat: { scores: number[]; spread: number | null; pass: boolean } | null;
+  continuity: { probes: Array<{ kind: string; what: string; score: number | null }>; distinct: number; pass: boolean } | null;
+}
+
+export interface CheckReport {
+  grader: string;
+  dataset: string;
+  thresholds: CheckThresholds;
+  rows: RowReport[];
+  summary: Record<'noop' | 'reference' | 'repeat' | 'continuity', { passed: number; failed: number; skipped: number }>;
+  passed: boolean;
+}
+
+type Probe = { score: number | null; error?: string };
+
+function referenceText(item: Record<string, unknown>, field: string): string | null {
+  const v = item[field];
+  if (v === undefined || v === null) return null;
+  return typeof v === 'string' ? v : typeof v === 'number' || typeof v === 'boolean' ? String(v) : JSON.stringify(v);
+}
+
+function tryJson(s: string): unknown {
+  try {
+    return JSON.parse(s) as unknown;
+  } catch {
+    return null;
+  }
+}
+
+function sampleOf(text: string) {
+  return {
+    output_text: text,
+    output_json: text === '' ? null : tryJson(text),
+    output_tools: [],
+    choices: [{ index: 0, message: { role: 'assistant', content: text, tool_calls: [] }, finish_reason: 'stop' }],
+  };
+}
+
+export async function runCheckGrader(opts: CheckGraderOptions): Promise<CheckReport> {
+  const thresholds = { ...DEFAULT_THRESHOLDS, ...opts.thresholds };
+  const repeats = opts.repeats ?? 2;
+  if (!Number.isInteger(repeats) || repeats < 2) throw errors.cliUsage('--repeats must be an integer >= 2');
+  const field = opts.referenceField ?? 'reference_answer';
+  const rows = readDataset(opts.dataset).slice(0, opts.limit ?? Infinity);
+  const dataDir = mkdtempSync(join(tmpdir(), 'rft-check-grader-'));
+  const key = randomBytes(18).toString('base64url');
+  // Probes come from this process only, so the trainer-facing rate limit would only slow them down.
+  const env = { ...(opts.env ?? process.env), RFT_DATA_DIR: dataDir, RFT_API_KEYS: `check:${key}`, RFT_RATE_LIMIT: '0' };
+  const app = await buildApp(loadConfig(env), { logger: false });
+  try {
+    if (!app.rft.registry.graders.has(opts.grader)) throw errors.unknownGrader(opts.grader, [...app.rft.registry.graders.keys()]);
+    const grade = async (item: Record<string, unknown>, text: string): Promise<Probe> => {
+      const res = await app.inject({
+        method: 'POST',
+        url: `/graders/${encodeURIComponent(opts.grader)}`,
+        headers: { authorization: `Bearer ${key}` },
+        payload: { sample: sampleOf(text), item, trace_id: `trace_${randomUUID()}` },
+      });
+      const body = res.json() as { score?: unknown; error?: { code?: string; message?: string } };
+      if (res.statusCode === 200 && typeof body.score === 'number') return { score: body.score };
+      return { score: null, error: `${res.statusCode} ${body.error?.code ?? ''} ${body.error?.message ?? res.body.slice(0, 200)}`.trim() };
+    };
+
+    const reports: RowReport[] = [];
+    for (const [i, row] of rows.entries()) {
+      const item = row as Record<string, unknown>;
+      const noop = await grade(item, '');
+      const report: RowReport = {
+        row: i + 1,
+        noop: { ...noop, pass: noop.score !== null && noop.score <= thresholds.noopMax },
+        reference: null,
+        repeat: null,
+        continuity: null,
+      };
+      const ref = referenceText(item, field);
+      if (ref !== null) {
+        const first = await grade(item, ref);
+        report.reference = { ...first, pass: first.score !== null && first.score >= thresholds.referenceMin };
+        const scores = [first];
+        for (let r = 1; r < repeats; r++) scores.push(await grade(item, ref));
+        const ok = scores.every((s) => s.score !== null);
+        const values = scores.map((s) => s.score ?? Number.NaN);
+        const spread = ok ? Math.max(...values) - Math.min(...values) : null;
+        report.repeat = { scores: values, spread, pass: spread !== null && spread <= thresholds.spreadMax };
+        const probes: Array<{ kind: string; what: string; score: number | null }> = [];
+        for (const p of perturbations(ref)) probes.push({ kind: p.kind, what: p.what, score: (await grade(item, p.text)).score });
+        const distinct = new Set(
+          [first.score, ...probes.map((p) => p.score)].filter((s): s is number => s !== null).map((s) => s.toFixed(9)),
+        ).size;
+        report.continuity = { probes, distinct, pass: distinct >= thresholds.minDistinct };
+      }
+      reports.push(report);
+    }
+    const tally = (pick: (r: RowReport) => { pass: boolean } | null) => ({
+      passed: reports.filter((r) => pick(r)?.pass === true).length,
+      failed: reports.filter((r) => pick(r)?.pass === false).length,
+      skipped: reports.filter((r) => pick(r) === null).length,
+    });
+    const summary = {
+      noop: tally((r) => r.noop),
+      reference: tally((r) => r.reference),
+      repeat: tally((r) => r.repeat),
+      continuity: tally((r) => r.continuity),
+    };
+    return {
+      grader: opts.grader,
+      dataset: opts.dataset,
+      thresholds,
+      rows: reports,
+      summary,
+      passed: Object.values(summary).every((s) => s.failed === 0),
+    };
+  } finally {
+    await app.close();
+    rmSync(dataDir, { recursive: true, force: true });
+  }
+}
+
+const verdict = (p: { pass: boolean } | null): Cell => (p === null ? 'skipped' : p.pass ? 'ok' : 'FAIL');
+
+export function renderCheckReport(r: CheckReport): string {
+  const t = r.thresholds;
+  const sections = [
+    `(a) no-op answer scores <= ${t.noopMax}`,
+    renderTable(['row', 'score', 'result'], r.rows.map((x) => [x.row, x.noop.score, verdict(x.noop)])),
+    `(b) reference answer scores >= ${t.referenceMin}`,
+    renderTable(['row', 'score', 'result'], r.rows.map((x) => [x.row, x.reference?.score ?? null, verdict(x.reference)])),
+    `(c) same sample, same score (spread <= ${t.spreadMax})`,
+    renderTable(
+      ['row', 'min', 'max', 'spread', 'result'],
+      r.rows.map((x) => {
+        const s = x.repeat?.scores.filter((v) => !Number.isNaN(v)) ?? [];
+        return [x.row, s.length ? Math.min(...s) : null, s.length ? Math.max(...s) : null, x.repeat?.spread ?? null, verdict(x.repeat)];
+      }),
+    ),
+    `(d) continuity: distinct scores over the reference and its near misses (>= ${t.minDistinct})`,
+    renderTable(
+      ['row', 'probes', 'distinct', 'result'],
+      r.rows.map((x) => [x.row, x.continuity ? x.continuity.probes.length + 1 : null, x.continuity?.distinct ?? null, verdict(x.continuity)]),
+    ),
+  ];
+  const errorsSeen = r.rows.flatMap((x) => [x.noop.error, x.reference?.error].filter((e): e is string => !!e).map((e) => `row ${x.row}: ${e}`));
+  const s = r.summary;
+  const line = (k: keyof typeof s) => `${k} ${s[k].passed} ok, ${s[k].failed} failed, ${s[k].skipped} skipped`;
+  return [
+    ...sections.flatMap((x, i) => (i % 2 === 0 ? ['', x] : [x])),
+    '',
+    ...errorsSeen.slice(0, 20),
+    `${r.passed ? 'PASS' : 'FAIL'}: ${line('noop')}; ${line('reference')}; ${line('repeat')}; ${line('continuity')}`,
+    '',
+  ].join('\n');
+}
+
+function num(flag: string) {
+  return (v: string): number => {
+    const n = Number(v);
+    if (!Number.isFinite(n)) throw errors.cliUsage(`${flag} expects a number, got "${v}"`);
+    return n;
+  };
+}
+
+export function register(program: Command): void {
+  program
+    .command('check-grader')
+    .description('probe a grader: no-op scores ~0, reference ~1, repeatable, partial credit on near misses')
+    .requiredOption('--dataset <file>', 'dataset JSONL (Agent RFT rows)')
+    .requiredOption('--grader <name>', 'grader name as served at /graders/<name>')
+    .option('--json <out>', 'write the full report as JSON')
+    .option('--repeats <n>', 'gradings of the same sample for the repeatability check', num('--repeats'), 2)
+    .option('--reference-field <field>', 'item field holding the reference answer', 'reference_answer')
+    .option('--limit <n>', 'only the first n rows', num('--limit'))
+    .option('--noop-max <x>', 'highest acceptable no-op score', num('--noop-max'), DEFAULT_THRESHOLDS.noopMax)
+    .option('--reference-min <x>', 'lowest acceptable reference score', num('--reference-min'), DEFAULT_THRESHOLDS.referenceMin)
+    .option('--spread-max <x>', 'largest acceptable spread between repeats', num('--spread-max'), DEFAULT_THRESHOLDS.spreadMax)
+    .option('--min-distinct <n>', 'fewest distinct scores over near misses', num('--min-distinct'), DEFAULT_THRESHOLDS.minDistinct)
+    .action(async (o: Record<string, unknown>) => {
+      const report = await runCheckGrader({
+        dataset: String(o.dataset),
+        grader: String(o.grader),
+        repeats: o.repeats as number,
+        referenceField: String(o.referenceField),
+        ...(o.limit !== undefined ? { limit: o.limit as number } : {}),
+        thresholds: {
+          noopMax: o.noopMax as number,
+          referenceMin: o.referenceMin as number,
+          spreadMax: o.spreadMax as number,
+          minDistinct: o.minDistinct as number,
+        },
+      });
+      process.stdout.write(renderCheckReport(report));
+      if (typeof o.json === 'string') writeFileSync(o.json, JSON.stringify(report, null, 2) + '\n');
+      if (!report.passed) process.exitCode = 1;
+    });
+}

@@ -25,7 +25,7 @@ const ETC_FILES = [
 let osBinds: string[] | null = null;
 
 /** Binds for the OS directories as they are on this host (on merged-/usr systems /bin etc. are symlinks). */
-function osDirArgs(): string[] {
+export function osDirArgs(): string[] {
   if (osBinds) return osBinds;
   const out: string[] = [];
   for (const d of OS_DIRS) {

@@ -3,7 +3,7 @@
 // the command started (setsid daemons included) is gone when the exec returns.
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
-import { bwrapArgs, passwdFiles } from './bwrap-args.js';
+import { bwrapArgs, osDirArgs, passwdFiles } from './bwrap-args.js';
 import { prlimitArgs } from './limits.js';
 import { LocalDriver } from './local-driver.js';
 import { SANDBOX_PATH, type LocalDriverHooks } from './local-sandbox.js';
@@ -21,7 +21,7 @@ export class BwrapDriver extends LocalDriver {
 
   /** bwrap is installed and can create the namespaces (user namespaces may be disabled). */
   available(): Promise<boolean> {
-    this.probe ??= run(BWRAP, ['--unshare-all', '--die-with-parent', '--ro-bind', '/usr', '/usr', '--', '/usr/bin/true'], { timeout: 5000 })
+    this.probe ??= run(BWRAP, ['--unshare-all', '--die-with-parent', ...osDirArgs(), '--', '/usr/bin/true'], { timeout: 5000 })
       .then(() => true)
       .catch(() => false);
     return this.probe;

@@ -16,3 +16,16 @@ export const testLimits: SandboxLimits = { ...defaultLimits, wallTimeoutMs: 5_00
 export function spec(traceId: string, extra: Partial<SandboxSpec> = {}): SandboxSpec {
   return { traceId, limits: testLimits, labels: {}, ...extra };
 }
+
+/** Which drivers work on this machine (each probed for real). */
+export async function driversPresent(): Promise<Record<'process' | 'bwrap' | 'docker', boolean>> {
+  const { BwrapDriver } = await import('../../src/sandbox/bwrap-driver.js');
+  const { DockerDriver } = await import('../../src/sandbox/docker-driver.js');
+  const opts = { sandboxesRoot: '/nonexistent', instanceId: 'probe' };
+  const docker = new DockerDriver({ ...opts, image: DOCKER_IMAGE, socketPath: '/var/run/docker.sock' });
+  const present = { process: true, bwrap: await new BwrapDriver(opts).available(), docker: await docker.available() };
+  await docker.close();
+  return present;
+}
+
+export const DOCKER_IMAGE = process.env.RFT_DOCKER_IMAGE ?? 'rft-endpoints-sandbox:latest';

@@ -1,0 +1,80 @@
+import { afterAll, beforeAll, expect, it } from 'vitest';
+import { spawn } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { readdir, readFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { createInterface } from 'node:readline';
+import { SandboxManager } from '../../src/sandbox/manager.js';
+import { selectDriver, type DriverName } from '../../src/sandbox/select.js';
+import { canSwitchUid } from '../../src/sandbox/uids.js';
+import { describeIf } from '../helpers/require.js';
+import { driversPresent, tempRoot, testLimits } from './helpers.js';
+
+/** pids of live (not zombie) processes whose real uid is `uid`. */
+async function processesOf(uid: number): Promise<number[]> {
+  const pids: number[] = [];
+  for (const name of await readdir('/proc')) {
+    if (!/^\d+$/.test(name)) continue;
+    const status = await readFile(`/proc/${name}/status`, 'utf8').catch(() => '');
+    const m = /^Uid:\s+(\d+)/m.exec(status);
+    if (m && Number(m[1]) === uid && !/^State:\s+Z/m.test(status)) pids.push(Number(name));
+  }
+  return pids;
+}
+
+async function crashChild(driver: DriverName, root: string, instanceId: string): Promise<{ id: string }[]> {
+  const child = spawn(process.execPath, ['--import', 'tsx', join(import.meta.dirname, 'fixtures', 'crash-child.ts'), driver, root, instanceId], {
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
+  const line = await new Promise<string>((resolve, reject) => {
+    createInterface({ input: child.stdout }).once('line', resolve);
+    child.once('exit', (code) => reject(new Error(`crash child exited early with ${code}`)));
+  });
+  child.kill('SIGKILL');
+  await new Promise((r) => child.once('exit', r));
+  return JSON.parse(line) as { id: string }[];
+}
+
+const present = await driversPresent();
+
+for (const name of ['process', 'bwrap', 'docker'] as const) {
+  describeIf(present[name], `orphan reaping with the ${name} driver`, `${name} sandbox driver not available`)(`orphan reaping (${name})`, () => {
+    let root: Awaited<ReturnType<typeof tempRoot>>;
+    beforeAll(async () => {
+      root = await tempRoot();
+    });
+    afterAll(() => root.cleanup());
+
+    it('removes what a SIGKILLed server left behind, processes included, on the next start()', async () => {
+      const instanceId = `reap-${name}-${process.pid}`;
+      const left = await crashChild(name, root.root, instanceId);
+      expect(left).toHaveLength(2);
+      const uids: number[] = [];
+      for (const { id } of left) {
+        const meta = JSON.parse(await readFile(join(root.root, id, 'meta.json'), 'utf8')) as { uid: number | null };
+        if (meta.uid !== null) uids.push(meta.uid);
+      }
+      // bwrap's sandboxes die with their parent; the others' commands outlive the crash.
+      if (canSwitchUid() && name !== 'bwrap') {
+        const alive = await Promise.all(uids.map(processesOf));
+        expect(alive.every((p) => p.length > 0)).toBe(true);
+      }
+      const m = new SandboxManager({
+        driver: await selectDriver(name, { sandboxesRoot: root.root, instanceId }),
+        limits: testLimits,
+        cap: 4,
+        maxQueue: 4,
+        queueTimeoutMs: 1000,
+        ttlMs: 60_000,
+        graceMs: 60_000,
+        instanceId,
+        templatesRoot: root.root,
+      });
+      await m.start();
+      expect(m.stats().reaped).toBeGreaterThanOrEqual(2);
+      for (const { id } of left) expect(existsSync(join(root.root, id))).toBe(false);
+      if (canSwitchUid()) for (const uid of uids) expect(await processesOf(uid)).toEqual([]);
+      await m.close();
+    });
+  });
+}

@@ -21,17 +21,35 @@ export function normalize(text: string, normalizers: readonly Normalizer[]): str
   return normalizers.reduce((t, n) => t.replace(n.pattern, n.replacement), text);
 }
 
-/** JSON outputs are compared pretty-printed, so a diff shows the field that changed, not one long line. */
+/**
+ * JSON outputs are diffed pretty-printed, with multi-line strings (a document page, a file) spread
+ * over real lines as `|` blocks, so a diff points at the changed line, not at one huge string.
+ */
 export function forDiff(text: string): string {
   const t = text.trim();
   if (t.startsWith('{') || t.startsWith('[')) {
     try {
-      return JSON.stringify(JSON.parse(t), null, 2);
+      return render(JSON.parse(t) as unknown, '');
     } catch {
       // not JSON after all
     }
   }
   return text;
+}
+
+function render(v: unknown, indent: string): string {
+  const inner = indent + '  ';
+  if (typeof v === 'string' && v.includes('\n')) return '|\n' + v.split('\n').map((l) => inner + l).join('\n');
+  if (Array.isArray(v)) {
+    if (v.length === 0) return '[]';
+    return '[\n' + v.map((x) => inner + render(x, inner)).join(',\n') + '\n' + indent + ']';
+  }
+  if (v !== null && typeof v === 'object') {
+    const entries = Object.entries(v);
+    if (entries.length === 0) return '{}';
+    return '{\n' + entries.map(([k, x]) => `${inner}${JSON.stringify(k)}: ${render(x, inner)}`).join(',\n') + '\n' + indent + '}';
+  }
+  return JSON.stringify(v) ?? 'null';
 }
 
 type Op = { kind: ' ' | '-' | '+'; line: string };
@@ -68,10 +86,10 @@ function diffOps(a: string[], b: string[]): Op[] {
     if (i < n && j < m && am[i] === bm[j]) {
       mid.push({ kind: ' ', line: am[i++]! });
       j++;
-    } else if (j < m && (i === n || lcs[i]![j + 1]! >= lcs[i + 1]![j]!)) {
-      mid.push({ kind: '+', line: bm[j++]! });
+    } else if (i < n && (j === m || lcs[i + 1]![j]! >= lcs[i]![j + 1]!)) {
+      mid.push({ kind: '-', line: am[i++]! }); // removals first, as diff -u prints them
     } else {
-      mid.push({ kind: '-', line: am[i++]! });
+      mid.push({ kind: '+', line: bm[j++]! });
     }
   }
   return [...head, ...mid, ...tail];

@@ -1,0 +1,78 @@
+import { randomBytes } from 'node:crypto';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { RolloutResult } from '../../src/cli/rollout-run.js';
+import { startScriptedModel, type ScriptedModel } from '../helpers/scripted-model.js';
+import { startTestServer, type TestServer } from '../helpers/server.js';
+import { finqaScript, finqaToolsDir, getJson, prepareFinqa, readJsonl, reexport, removeTempDirs, repoRoot, runCli, unitsDir } from './harness.js';
+
+const secret = `whsec_${randomBytes(24).toString('base64')}`;
+let server: TestServer;
+let model: ScriptedModel;
+let dataset: string;
+let work: string;
+
+beforeAll(async () => {
+  // One grader that always fails (500 each time), next to the real one.
+  const boom = `import { defineGrader } from ${JSON.stringify(join(repoRoot, 'src/index.ts'))};
+export default defineGrader({ name: 'boom', description: 'always fails', handler() { throw new Error('grader exploded'); } });
+`;
+  server = await startTestServer({
+    toolsDir: finqaToolsDir(),
+    gradersDir: unitsDir({ 'answer_match.ts': reexport('graders/answer_match.ts'), 'boom.ts': boom }),
+    env: { RFT_SIGNING_SECRETS: secret },
+  });
+  const prepared = await prepareFinqa(server, 2);
+  ({ dataset, work } = prepared);
+  model = await startScriptedModel({ script: finqaScript(prepared.rows) });
+});
+
+afterAll(async () => {
+  await model?.close();
+  await server?.close();
+  removeTempDirs();
+});
+
+function rollout(out: string, auth: string[], extra: string[] = []) {
+  return runCli(['rollout', '--dataset', dataset, '--server', server.url, ...auth, '--model', 'scripted', '--base-url', model.baseURL, '--out', out, ...extra]);
+}
+
+describe('rollout follows the trainer rules', () => {
+  it('retries a failing grader 3 times, then discards the rollout', async () => {
+    const out = join(work, 'boom.jsonl');
+    const r = await rollout(out, ['--key', server.key], ['--grader-path', '/graders/boom']);
+    expect(r.code).toBe(0);
+    const results = readJsonl<RolloutResult>(out);
+    expect(results).toHaveLength(2);
+    for (const x of results) {
+      expect(x).toMatchObject({ discarded: true, score: null, error_code: 'RFT_ERR_ROLLOUT_DISCARDED', tool_calls: 3 });
+      expect(x.error).toMatch(/failed 4 times.*500/);
+      const rec = await getJson<{ grades: unknown[] }>(server, `/v1/rollouts/${x.trace_id}`);
+      // The server recorded each of the 4 attempts as a failed grade.
+      expect(rec.grades).toHaveLength(4);
+    }
+  });
+
+  it('signs every request with --signing-secret, and the server accepts them', async () => {
+    const out = join(work, 'signed.jsonl');
+    const r = await rollout(out, ['--signing-secret', secret]);
+    expect(r.code).toBe(0);
+    const results = readJsonl<RolloutResult>(out);
+    expect(results.every((x) => !x.discarded && x.score !== null && x.tool_calls === 3)).toBe(true);
+  });
+
+  it('takes the signing secret from RFT_SIGNING_SECRET too, and a wrong one leaves the rollout ungraded', async () => {
+    const out = join(work, 'wrong-secret.jsonl');
+    const wrong = `whsec_${randomBytes(24).toString('base64')}`;
+    const child = await runCli(
+      ['rollout', '--dataset', dataset, '--server', server.url, '--model', 'scripted', '--base-url', model.baseURL, '--out', out],
+      { RFT_SIGNING_SECRET: wrong },
+    );
+    expect(child.code).toBe(0);
+    for (const x of readJsonl<RolloutResult>(out)) {
+      // A 401 is a 4xx: shown to the model for tools, and an ungraded (discarded) rollout for the grader.
+      expect(x).toMatchObject({ discarded: true, score: null });
+      expect(x.error).toMatch(/grader answered 401.*RFT_ERR_SIGNATURE_INVALID/);
+    }
+  });
+});

@@ -29,7 +29,7 @@ async function run(mode: string) {
     duration: seconds,
     method: 'POST' as const,
     headers: { 'content-type': 'application/json', authorization: 'Bearer bench-key-0123456789abcdef' },
-    requests: [{ setupRequest: (req: Record<string, unknown>) => ({ ...req, body: body() }) }],
+    requests: [{ setupRequest: (req: autocannon.Request) => ({ ...req, body: body() }) }],
   };
   await autocannon({ ...opts, duration: 2 }); // warm-up
   const r = await autocannon(opts);

@@ -6,6 +6,7 @@ import { join } from 'node:path';
 import pino from 'pino';
 import type { z } from 'zod';
 import { BwrapDriver, ProcessDriver, defaultLimits } from '../../src/sandbox/index.js';
+import { DockerDriver } from '../../src/sandbox/docker-driver.js';
 import type { Sandbox, SandboxDriver, SandboxSpec } from '../../src/sandbox/types.js';
 import type { ToolContext, ToolDefinition } from '../../src/registry/define.js';
 
@@ -42,10 +43,18 @@ async function probe(make: (root: string) => SandboxDriver): Promise<boolean> {
 }
 
 const bwrap = (root: string) => new BwrapDriver({ sandboxesRoot: root, instanceId: 'test-coding' });
+const docker = (root: string) =>
+  new DockerDriver({
+    sandboxesRoot: root,
+    instanceId: 'test-coding',
+    image: process.env.RFT_DOCKER_IMAGE ?? 'rft-endpoints-sandbox:latest',
+    socketPath: process.env.RFT_DOCKER_SOCKET ?? '/var/run/docker.sock',
+  });
 
 export const driverCases: DriverCase[] = [
   { name: 'process', available: true, reason: '', make: (root) => new ProcessDriver({ sandboxesRoot: root, instanceId: 'test-coding' }) },
   { name: 'bwrap', available: await probe(bwrap), reason: 'bubblewrap cannot create a sandbox here', make: bwrap },
+  { name: 'docker', available: await probe(docker), reason: 'no Docker daemon with the sandbox image (run .ci/setup-sandbox.sh)', make: docker },
 ];
 
 /** A sandboxes root the sandbox uids can traverse, and a host directory outside every workspace. */

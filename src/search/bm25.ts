@@ -1,7 +1,7 @@
 // Okapi BM25 over an in-memory set of documents: small corpora (tens to a few thousand documents),
 // built once and queried many times. No dependencies, deterministic ranking (ties by id).
 import { tokenize, type TokenizeOptions } from './tokenize.js';
-import { bestSnippet } from './snippet.js';
+import { bestSnippet, preparePassages, type PreparedPassages } from './snippet.js';
 import { idf, termScore } from './scoring.js';
 
 export { idf, termScore } from './scoring.js';
@@ -39,6 +39,8 @@ export class Bm25Index {
   private readonly avgLength: number;
   /** term -> [doc index, term frequency] pairs. */
   private readonly postings = new Map<string, Array<[number, number]>>();
+  /** Snippet passages per doc index, prepared the first time the doc is a result. */
+  private readonly passages = new Map<number, PreparedPassages>();
 
   constructor(docs: readonly Bm25Document[], opts: Bm25Options = {}) {
     this.k1 = opts.k1 ?? 1.2;
@@ -102,18 +104,14 @@ export class Bm25Index {
     const terms = this.queryTerms(query);
     if (k <= 0 || terms.length === 0) return [];
     const ranked = [...this.scoreAll(terms)]
-      .map(([i, score]) => ({ doc: this.docs[i] as Bm25Document, score }))
+      .map(([i, score]) => ({ i, doc: this.docs[i] as Bm25Document, score }))
       .sort((x, y) => y.score - x.score || (x.doc.id < y.doc.id ? -1 : x.doc.id > y.doc.id ? 1 : 0))
       .slice(0, k);
-    return ranked.map(({ doc, score }) => ({
-      id: doc.id,
-      score,
-      snippet: bestSnippet(doc.text, terms, {
-        k1: this.k1,
-        b: this.b,
-        maxChars: opts.snippetChars ?? 240,
-        tokenize: this.tokenizeOpts,
-      }),
-    }));
+    return ranked.map(({ i, doc, score }) => {
+      let prepared = this.passages.get(i);
+      if (!prepared) this.passages.set(i, (prepared = preparePassages(doc.text, this.tokenizeOpts)));
+      const snippetOpts = { k1: this.k1, b: this.b, maxChars: opts.snippetChars ?? 240, tokenize: this.tokenizeOpts };
+      return { id: doc.id, score, snippet: bestSnippet(prepared, terms, snippetOpts) };
+    });
   }
 }

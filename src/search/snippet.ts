@@ -4,7 +4,7 @@
 // company name is rare in the corpus but everywhere in its own report, so it should not decide
 // which line of that report is shown.
 import { idf, termScore } from './scoring.js';
-import { tokenizeWithOffsets, type TokenizeOptions } from './tokenize.js';
+import { tokenizeWithOffsets, type Token, type TokenizeOptions } from './tokenize.js';
 
 export interface SnippetOptions {
   k1: number;
@@ -60,14 +60,28 @@ function passagesOf(text: string): Passage[] {
   return out;
 }
 
-export function bestSnippet(text: string, queryTerms: readonly string[], opts: SnippetOptions): string {
-  const wanted = new Set(queryTerms);
+/** A document's passages, tokenized once (search results reuse them for every query). */
+export interface PreparedPassages {
+  passages: Passage[];
+  tokens: Token[][];
+  /** Passages containing each term. */
+  df: Map<string, number>;
+  avgLen: number;
+}
+
+export function preparePassages(text: string, tokenize: TokenizeOptions): PreparedPassages {
   const passages = passagesOf(text);
-  if (passages.length === 0) return '';
-  const tokenized = passages.map((p) => tokenizeWithOffsets(p.scored, opts.tokenize));
-  const avgLen = tokenized.reduce((n, t) => n + t.length, 0) / passages.length;
+  const tokens = passages.map((p) => tokenizeWithOffsets(p.scored, tokenize));
   const df = new Map<string, number>();
-  for (const tokens of tokenized) for (const term of new Set(tokens.map((t) => t.term))) df.set(term, (df.get(term) ?? 0) + 1);
+  for (const ts of tokens) for (const term of new Set(ts.map((t) => t.term))) df.set(term, (df.get(term) ?? 0) + 1);
+  const avgLen = passages.length ? tokens.reduce((n, t) => n + t.length, 0) / passages.length : 0;
+  return { passages, tokens, df, avgLen };
+}
+
+export function bestSnippet(prepared: PreparedPassages, queryTerms: readonly string[], opts: SnippetOptions): string {
+  const wanted = new Set(queryTerms);
+  const { passages, tokens: tokenized, df, avgLen } = prepared;
+  if (passages.length === 0) return '';
   let best = 0;
   let bestScore = 0;
   tokenized.forEach((tokens, i) => {

@@ -95,3 +95,21 @@ describe('build-dataset checks', () => {
     expect(problems.some((p) => p.includes('is in none of the quotes'))).toBe(true);
   });
 });
+
+describe('finqa job.json', () => {
+  const job = JSON.parse(readFileSync(new URL('../../examples/finqa/job.json', import.meta.url), 'utf8')) as {
+    method: { type: string; reinforcement: { tools: Array<{ name: string; server_url: string }>; grader: { type: string; name: string }; max_episode_steps: number } };
+  };
+
+  it('names exactly the tools the dataset rows describe, all on one dispatching URL', () => {
+    const r = job.method.reinforcement;
+    expect(r.tools.map((t) => t.name).sort()).toEqual(rows[0]!.tools.map((t) => t.function.name).sort());
+    expect(new Set(r.tools.map((t) => t.server_url)).size).toBe(1);
+  });
+
+  it('uses the answer_match endpoint grader and allows fewer steps than the tool budget', () => {
+    expect(job.method.type).toBe('reinforcement');
+    expect(job.method.reinforcement.grader).toMatchObject({ type: 'endpoint', name: answerMatch.name });
+    expect(job.method.reinforcement.max_episode_steps).toBeLessThanOrEqual(rows[0]!.tool_budget);
+  });
+});

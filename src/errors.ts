@@ -116,6 +116,10 @@ export const errors = {
     `${fn}: ${msg}`,
     { fn },
   ]),
+  gradingTooLarge: define('RFT_ERR_GRADING_TOO_LARGE', 413, (metric: string, why: string) => [
+    `${metric}: texts too large to compare (${why})`,
+    { metric },
+  ]),
 
   // sandboxes
   sandboxUnavailable: define('RFT_ERR_SANDBOX_UNAVAILABLE', 503, (msg: string) => [msg]),

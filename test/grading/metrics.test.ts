@@ -217,3 +217,51 @@ describe('localSimilarity', () => {
     for (const m of LOCAL_METRICS) expect(localSimilarity(m, 'aaaa bbbb', 'cccc-dddd'), m).toBe(0);
   });
 });
+
+describe('long texts', () => {
+  it('aligns METEOR words exactly as the quadratic NLTK scan does', async () => {
+    const { matchEnums } = await import('../../src/grading/metrics/meteor.js');
+    // NLTK's _match_enums, transcribed: scan hyp from the end, ref from the end, pop on match.
+    const nltk = (hyp: Array<[number, string]>, ref: Array<[number, string]>) => {
+      const h = [...hyp];
+      const r = [...ref];
+      const out: Array<[number, number]> = [];
+      for (let i = h.length - 1; i >= 0; i--) {
+        for (let j = r.length - 1; j >= 0; j--) {
+          if (h[i]![1] === r[j]![1]) {
+            out.push([h[i]![0], r[j]![0]]);
+            h.splice(i, 1);
+            r.splice(j, 1);
+            break;
+          }
+        }
+      }
+      return { matches: out, hyp: h, ref: r };
+    };
+    let seed = 3;
+    const word = () => 'abcdef'[(seed = (seed * 1103515245 + 12345) % 2 ** 31) % 6]!;
+    for (let t = 0; t < 10; t++) {
+      const hyp = Array.from({ length: 40 }, (_, i): [number, string] => [i, word()]);
+      const ref = Array.from({ length: 35 }, (_, i): [number, string] => [i, word()]);
+      expect(matchEnums(hyp, ref)).toEqual(nltk(hyp, ref));
+    }
+  });
+
+  it('grades METEOR on 200 000-word texts in linear time', () => {
+    const words = Array.from({ length: 200_000 }, (_, i) => `w${i % 5000}`);
+    const started = Date.now();
+    expect(meteor(words, [...words].reverse())).toBeGreaterThan(0);
+    expect(Date.now() - started).toBeLessThan(10_000);
+  });
+
+  it('refuses a character LCS too large to run on the event loop', () => {
+    const big = 'a'.repeat(60_000);
+    let code: string | undefined;
+    try {
+      fuzzyRatio(big, big);
+    } catch (e) {
+      code = (e as { code?: string }).code;
+    }
+    expect(code).toBe('RFT_ERR_GRADING_TOO_LARGE');
+  });
+});

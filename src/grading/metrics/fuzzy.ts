@@ -8,5 +8,5 @@ export function fuzzyRatio(a: string, b: string): number {
   const x = codePoints(a);
   const y = codePoints(b);
   if (x.length + y.length === 0) return 1;
-  return (2 * lcsLength(x, y)) / (x.length + y.length);
+  return (2 * lcsLength(x, y, 'fuzzy_match')) / (x.length + y.length);
 }

@@ -1,8 +1,18 @@
 // Length of the longest common subsequence of two integer sequences, bit-parallel (Allison-Dix /
 // Hyyro): O(|a| * |b| / 32) word operations, the method RapidFuzz uses, so 10 KB texts stay fast.
 // Used by fuzzy_match (code points) and rouge_l (token ids).
+import { errors } from '../../errors.js';
 
-export function lcsLength(a: ArrayLike<number>, b: ArrayLike<number>): number {
+/**
+ * |a| x |b| above this is refused (RFT_ERR_GRADING_TOO_LARGE): grading runs on the server's event
+ * loop, and two 1 MB answers would block every tool call for minutes. 2e9 cells is about 0.1-0.5 s.
+ */
+export const LCS_MAX_CELLS = 2e9;
+
+export function lcsLength(a: ArrayLike<number>, b: ArrayLike<number>, what = 'lcs'): number {
+  if (a.length * b.length > LCS_MAX_CELLS) {
+    throw errors.gradingTooLarge(what, `${a.length} x ${b.length} symbols exceeds ${LCS_MAX_CELLS} cells`);
+  }
   // Put the shorter sequence in the bit vector.
   if (a.length > b.length) [a, b] = [b, a];
   const n = a.length;

@@ -9,25 +9,34 @@
 // synonyms of the reference score lower than under NLTK with WordNet installed.
 import { porterStem } from './porter.js';
 
-type Enum = Array<[index: number, word: string]>;
-type Match = [hyp: number, ref: number];
+export type Enum = Array<[index: number, word: string]>;
+export type Match = [hyp: number, ref: number];
 
-/** NLTK's _match_enums: greedy pairing, removing matched words from both lists. */
-function matchEnums(hyp: Enum, ref: Enum): Match[] {
+/**
+ * NLTK's _match_enums: for each answer word from the last to the first, the last still-free
+ * reference word equal to it. NLTK scans the reference list each time (quadratic, minutes on
+ * long texts); a stack of free positions per word gives the same pairs in linear time. Returns
+ * the pairs and both lists without the matched words.
+ */
+export function matchEnums(hyp: Enum, ref: Enum): { matches: Match[]; hyp: Enum; ref: Enum } {
+  const free = new Map<string, number[]>();
+  ref.forEach(([, w], pos) => {
+    const list = free.get(w);
+    if (list) list.push(pos);
+    else free.set(w, [pos]);
+  });
   const matches: Match[] = [];
+  const usedHyp = new Set<number>();
+  const usedRef = new Set<number>();
   for (let i = hyp.length - 1; i >= 0; i--) {
-    const h = hyp[i] as [number, string];
-    for (let j = ref.length - 1; j >= 0; j--) {
-      const r = ref[j] as [number, string];
-      if (h[1] === r[1]) {
-        matches.push([h[0], r[0]]);
-        hyp.splice(i, 1);
-        ref.splice(j, 1);
-        break;
-      }
-    }
+    const [hi, w] = hyp[i] as [number, string];
+    const pos = free.get(w)?.pop();
+    if (pos === undefined) continue;
+    matches.push([hi, (ref[pos] as [number, string])[0]]);
+    usedHyp.add(i);
+    usedRef.add(pos);
   }
-  return matches;
+  return { matches, hyp: hyp.filter((_, i) => !usedHyp.has(i)), ref: ref.filter((_, j) => !usedRef.has(j)) };
 }
 
 function countChunks(matches: Match[]): number {
@@ -48,15 +57,15 @@ export interface MeteorParams {
 
 export function meteor(hypothesis: string[], reference: string[], params: MeteorParams = {}): number {
   const { alpha = 0.9, beta = 3, gamma = 0.5 } = params;
-  let hyp: Enum = hypothesis.map((w, i) => [i, w.toLowerCase()]);
-  let ref: Enum = reference.map((w, i) => [i, w.toLowerCase()]);
-  const hypLen = hyp.length;
-  const refLen = ref.length;
-  const exact = matchEnums(hyp, ref);
-  hyp = hyp.map(([i, w]) => [i, porterStem(w)]);
-  ref = ref.map(([i, w]) => [i, porterStem(w)]);
-  const stemmed = matchEnums(hyp, ref);
-  const matches = [...exact, ...stemmed].sort((a, b) => a[0] - b[0]);
+  const hypLen = hypothesis.length;
+  const refLen = reference.length;
+  const exact = matchEnums(
+    hypothesis.map((w, i): [number, string] => [i, w.toLowerCase()]),
+    reference.map((w, i): [number, string] => [i, w.toLowerCase()]),
+  );
+  const stem = (list: Enum): Enum => list.map(([i, w]) => [i, porterStem(w)]);
+  const stemmed = matchEnums(stem(exact.hyp), stem(exact.ref));
+  const matches = [...exact.matches, ...stemmed.matches].sort((a, b) => a[0] - b[0]);
   const m = matches.length;
   if (m === 0 || hypLen === 0 || refLen === 0) return 0;
   const precision = m / hypLen;

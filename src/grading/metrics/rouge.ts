@@ -33,5 +33,5 @@ export function rougeL(prediction: string, target: string, opts: { stem?: boolea
   const t = rougeTokens(target, stem);
   if (p.length === 0 || t.length === 0) return { precision: 0, recall: 0, fmeasure: 0 };
   const [pi, ti] = toIds(p, t) as [number[], number[]];
-  return prf(lcsLength(pi, ti), p.length, t.length);
+  return prf(lcsLength(pi, ti, 'rouge_l'), p.length, t.length);
 }

@@ -3,6 +3,7 @@
 import { LocalSandbox, type LocalDriverHooks } from './local-sandbox.js';
 import { createWorkdir, prepareRoot, reapWorkdirs, removeWorkdir, INSTANCE_LABEL, type Workdir } from './workdir.js';
 import { populateWorkspace } from './workspace.js';
+import { killAllOf } from './uids.js';
 import type { Sandbox, SandboxDriver, SandboxSpec } from './types.js';
 
 export interface LocalDriverOptions {
@@ -10,6 +11,15 @@ export interface LocalDriverOptions {
   sandboxesRoot: string;
   /** Names this server across restarts, so a new process reaps what a crashed one left. */
   instanceId: string;
+}
+
+/**
+ * Runs when an exec's process group is gone. setsid'd children left the group (and bwrap's PID
+ * namespace is torn down only after bwrap returned), so the sandbox uid is what still names them. A
+ * concurrent exec of the same sandbox would die too, hence only when this exec was the only one.
+ */
+async function sweepUid(w: Workdir, alone: boolean): Promise<void> {
+  if (alone && w.meta.uid !== null) await killAllOf(w.meta.uid);
 }
 
 export abstract class LocalDriver implements SandboxDriver {
@@ -38,7 +48,7 @@ export abstract class LocalDriver implements SandboxDriver {
       this.live.delete(w.meta.id);
       throw e;
     }
-    return new LocalSandbox(this.name, w, spec.limits, { ...hooks, onDestroy: (s) => this.live.delete(s.id) });
+    return new LocalSandbox(this.name, w, spec.limits, { afterKill: sweepUid, ...hooks, onDestroy: (s) => this.live.delete(s.id) });
   }
 
   /** Removes this instance's workdirs that no live sandbox of this process owns. */

@@ -7,7 +7,6 @@ import { errors } from '../errors.js';
 import { prlimitArgs } from './limits.js';
 import { LocalDriver } from './local-driver.js';
 import { SANDBOX_PATH, type LocalDriverHooks } from './local-sandbox.js';
-import { killAllOf } from './uids.js';
 import type { Workdir } from './workdir.js';
 import type { SandboxSpec } from './types.js';
 
@@ -38,11 +37,6 @@ export class ProcessDriver extends LocalDriver {
           cwd: real,
           env: { PATH: SANDBOX_PATH, HOME: w.ws, LANG: 'C.UTF-8', ...env },
         };
-      },
-      // setsid'd children left the process group; only the uid still names them. A concurrent exec
-      // of the same sandbox would die too, so this waits until the sandbox is idle (or destroyed).
-      afterKill: async (wd, alone) => {
-        if (alone && wd.meta.uid !== null) await killAllOf(wd.meta.uid);
       },
     };
   }

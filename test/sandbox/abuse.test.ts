@@ -1,0 +1,234 @@
+// The abuse suite: hostile commands against every driver present. Each case must be contained, a
+// bystander rollout's sandbox must keep answering while it runs, and destroy() must leave no
+// directory, process or container behind. The process driver isolates nothing: the cases it cannot
+// contain are skipped for it by name, with the reason (see docs/sandbox.md).
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { existsSync } from 'node:fs';
+import { chmod, mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
+import { createServer, type Server } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { DockerApi } from '../../src/sandbox/docker-api.js';
+import type { LocalSandbox } from '../../src/sandbox/local-sandbox.js';
+import { selectDriver } from '../../src/sandbox/select.js';
+import { canSwitchUid } from '../../src/sandbox/uids.js';
+import type { ExecResult, Sandbox, SandboxDriver } from '../../src/sandbox/types.js';
+import { describeIf } from '../helpers/require.js';
+import { DOCKER_IMAGE, driversPresent, spec, tempRoot, testLimits } from './helpers.js';
+
+const present = await driversPresent();
+const root = canSwitchUid();
+
+async function liveProcessesOf(uid: number): Promise<number[]> {
+  const pids: number[] = [];
+  for (const name of await readdir('/proc')) {
+    if (!/^\d+$/.test(name)) continue;
+    const status = await readFile(`/proc/${name}/status`, 'utf8').catch(() => '');
+    const m = /^Uid:\s+(\d+)/m.exec(status);
+    if (m && Number(m[1]) === uid && !/^State:\s+Z/m.test(status)) pids.push(Number(name));
+  }
+  return pids;
+}
+
+/** Live processes of `uid` once they had up to 2 s to finish dying (SIGKILL is delivered asynchronously). */
+async function survivorsOf(uid: number): Promise<number[]> {
+  for (let i = 0; ; i++) {
+    const pids = await liveProcessesOf(uid);
+    if (pids.length === 0 || i >= 40) return pids;
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
+
+type DriverName = 'process' | 'bwrap' | 'docker';
+/** Why the process driver cannot contain a case, or null when it can (some only when we are root). */
+function processGap(what: 'always' | 'root'): string | null {
+  if (what === 'always') return 'no namespaces: it shares the host filesystem and network';
+  return root ? null : 'needs root to run commands as a per-sandbox uid';
+}
+
+for (const name of ['process', 'bwrap', 'docker'] as DriverName[]) {
+  describeIf(present[name], `abuse suite on ${name}`, `${name} sandbox driver not available`)(`abuse suite (${name})`, () => {
+    let tmp: Awaited<ReturnType<typeof tempRoot>>;
+    let driver: SandboxDriver;
+    let bystander: Sandbox;
+    let dataDir: string;
+    let docker: DockerApi | null = null;
+    const gap = (what: 'always' | 'root'): string | null => (name === 'process' ? processGap(what) : null);
+    const title = (t: string, g: string | null): string => (g ? `${t} [not contained by the process driver: ${g}]` : t);
+
+    beforeAll(async () => {
+      tmp = await tempRoot();
+      driver = await selectDriver(name, { sandboxesRoot: tmp.root, instanceId: `abuse-${name}-${process.pid}`, dockerImage: DOCKER_IMAGE });
+      bystander = await driver.create(spec('trace_bystander', { files: { 'secret.txt': 'bystander-secret' } }));
+      // Stands for the server's data dir: a normal directory with a database-like file in it.
+      dataDir = await mkdtemp(join(tmpdir(), 'rft-abuse-data-'));
+      await chmod(dataDir, 0o755);
+      await writeFile(join(dataDir, 'rft.sqlite'), 'server-data-secret', { mode: 0o644 });
+      if (name === 'docker') docker = new DockerApi('/var/run/docker.sock');
+    });
+    afterAll(async () => {
+      await bystander?.destroy();
+      await driver?.close?.();
+      await docker?.close();
+      await rm(dataDir, { recursive: true, force: true });
+      await tmp.cleanup();
+    });
+
+    /** Runs `abuse` in a fresh sandbox while the bystander is asked to answer, then checks cleanup. */
+    async function contained(abuse: (sb: Sandbox) => Promise<void>): Promise<void> {
+      const sb = await driver.create(spec(`trace_victim_${Math.random().toString(36).slice(2)}`));
+      const local = sb as unknown as LocalSandbox;
+      const { ws, meta } = local.workdir;
+      try {
+        const [, answer] = await Promise.all([
+          abuse(sb),
+          new Promise((r) => setTimeout(r, 150)).then(() => bystander.exec('echo ok', { timeoutMs: 20_000 })),
+        ]);
+        expect(answer.stdout).toBe('ok\n');
+      } finally {
+        await sb.destroy();
+      }
+      expect(existsSync(ws)).toBe(false);
+      if (meta.uid !== null && root) expect(await survivorsOf(meta.uid)).toEqual([]);
+      if (docker) {
+        const filters = encodeURIComponent(JSON.stringify({ label: [`rft-endpoints.sandbox=${sb.id}`] }));
+        const list = await docker.call<unknown[]>('GET', `/containers/json?all=true&filters=${filters}`);
+        expect(list.body).toEqual([]);
+      }
+    }
+
+    const quick = (r: ExecResult): void => expect(r.durationMs).toBeLessThan(8_000);
+
+    it.skipIf(gap('root'))(title('a fork bomb hits the process limit and is killed whole', gap('root')), async () => {
+      await contained(async (sb) => {
+        const r = await sb.exec('f(){ f | f & }; f; sleep 30', { timeoutMs: 2_000 });
+        // Either the shell itself could no longer fork (and gave up) or the timeout killed the lot.
+        expect(r.timedOut || /fork|resource temporarily unavailable/i.test(r.stderr)).toBe(true);
+        quick(r);
+      });
+    });
+
+    it('a `yes` flood is cut at the output cap and stopped', async () => {
+      await contained(async (sb) => {
+        const r = await sb.exec('yes', { maxOutputBytes: 4096, timeoutMs: 10_000 });
+        expect(r.stdoutTruncated).toBe(true);
+        expect(r.stdout.length).toBe(4096);
+        expect(r.timedOut).toBe(false);
+        quick(r);
+      });
+    });
+
+    it('an infinite loop is killed at the wall-clock timeout', async () => {
+      await contained(async (sb) => {
+        const r = await sb.exec('while :; do :; done', { timeoutMs: 500 });
+        expect(r.timedOut).toBe(true);
+        expect(r.exitCode).not.toBe(0);
+        quick(r);
+      });
+    });
+
+    it('a sleep past the timeout is killed at the timeout', async () => {
+      await contained(async (sb) => {
+        const r = await sb.exec('sleep 60; echo woke', { timeoutMs: 300 });
+        expect(r.timedOut).toBe(true);
+        expect(r.stdout).not.toContain('woke');
+        expect(r.durationMs).toBeLessThan(3_000);
+      });
+    });
+
+    it('a memory hog fails to get its memory', async () => {
+      await contained(async (sb) => {
+        const r = await sb.exec(['python3', '-c', 'x = bytearray(3 * 1024 ** 3); x[::4096] = b"y" * len(x[::4096]); print("allocated")']);
+        expect(r.exitCode).not.toBe(0);
+        expect(r.stdout).not.toContain('allocated');
+        quick(r);
+      });
+    });
+
+    it.skipIf(gap('root'))(title('filling the disk stops at the workspace size and the file-size limit', gap('root')), async () => {
+      await contained(async (sb) => {
+        const big = await sb.exec('head -c 100000000 /dev/zero > big');
+        expect(big.exitCode).not.toBe(0);
+        const size = await sb.exec('stat -c %s big');
+        expect(Number(size.stdout.trim())).toBeLessThanOrEqual(testLimits.maxFileBytes);
+        const many = await sb.exec('i=0; while [ $i -lt 20 ]; do head -c 4000000 /dev/zero > f$i || break; i=$((i+1)); done; du -sk . | cut -f1');
+        expect(Number(many.stdout.trim()) * 1024).toBeLessThanOrEqual(testLimits.diskBytes ?? 0);
+        if (name !== 'process') {
+          const t = await sb.exec('head -c 100000000 /dev/zero > /tmp/fill; du -sk /tmp | cut -f1');
+          expect(Number(t.stdout.trim()) * 1024).toBeLessThanOrEqual(testLimits.diskBytes ?? 0);
+        }
+      });
+    });
+
+    it.skipIf(gap('root'))(title('a daemon (setsid + nohup) does not outlive its exec', gap('root')), async () => {
+      await contained(async (sb) => {
+        const r = await sb.exec('setsid nohup sleep 300 >/dev/null 2>&1 & echo started');
+        expect(r.stdout).toBe('started\n');
+        const uid = (sb as unknown as LocalSandbox).workdir.meta.uid;
+        if (uid !== null) expect(await survivorsOf(uid)).toEqual([]);
+      });
+    });
+
+    it.skipIf(gap('always'))(title('host files (/etc/shadow, the server data dir, /root) are out of reach', gap('always')), async () => {
+      await contained(async (sb) => {
+        const r = await sb.exec(`cat /etc/shadow; cat ${dataDir}/rft.sqlite; ls /root`);
+        expect(r.stdout).not.toContain('server-data-secret');
+        expect(r.stdout).not.toMatch(/root:[^:]*:\d+:/);
+        expect(r.stdout.trim()).toBe('');
+      });
+    });
+
+    it('readFile, writeFile and listFiles refuse traversal and planted symlinks', async () => {
+      await contained(async (sb) => {
+        await sb.exec(`ln -s / hostroot; ln -s /etc/passwd pw; ln -s ${dataDir} data; mkdir d; ln -s ../../.. d/up`);
+        for (const p of ['../x', '/etc/passwd', 'hostroot/etc/passwd', 'pw', 'data/rft.sqlite', 'd/up/etc/passwd', 'd/../../x']) {
+          await expect(sb.readFile(p), p).rejects.toMatchObject({ code: 'RFT_ERR_PATH_ESCAPE' });
+        }
+        for (const p of ['../escaped', 'hostroot/tmp/escaped', 'pw', 'data/escaped', '/tmp/escaped']) {
+          await expect(sb.writeFile(p, 'x'), p).rejects.toMatchObject({ code: 'RFT_ERR_PATH_ESCAPE' });
+        }
+        await expect(sb.listFiles('hostroot')).rejects.toMatchObject({ code: 'RFT_ERR_PATH_ESCAPE' });
+        await expect(sb.listFiles('..')).rejects.toMatchObject({ code: 'RFT_ERR_PATH_ESCAPE' });
+        const listed = await sb.listFiles('', { maxDepth: 5 });
+        expect(listed.find((f) => f.path === 'hostroot')?.type).toBe('symlink');
+        expect(listed.some((f) => f.path.startsWith('hostroot/'))).toBe(false);
+        expect(existsSync(join(dataDir, 'escaped'))).toBe(false);
+        expect(existsSync('/tmp/escaped')).toBe(false);
+        expect(await readFile(join(dataDir, 'rft.sqlite'), 'utf8')).toBe('server-data-secret');
+      });
+    });
+
+    it.skipIf(gap('root'))(title("one rollout cannot read another's workspace", gap('root')), async () => {
+      const theirs = (bystander as unknown as LocalSandbox).workdir.ws;
+      await contained(async (sb) => {
+        const r = await sb.exec(`cat ${theirs}/secret.txt; ls ${theirs}; cat ../*/ws/secret.txt ../../*/ws/secret.txt`);
+        expect(r.stdout).not.toContain('bystander-secret');
+        expect(r.stdout.trim()).toBe('');
+      });
+    });
+
+    describe('network', () => {
+      let server: Server;
+      let port = 0;
+      let connections = 0;
+      beforeAll(async () => {
+        server = createServer((s) => {
+          connections++;
+          s.end('hello from the host\n');
+        });
+        await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+        port = (server.address() as { port: number }).port;
+      });
+      afterAll(() => new Promise<void>((r) => server.close(() => r())));
+
+      it.skipIf(gap('always'))(title("a connection to a listener on the host's 127.0.0.1 does not connect", gap('always')), async () => {
+        await contained(async (sb) => {
+          const r = await sb.exec(['python3', '-c', `import socket\ns = socket.create_connection(("127.0.0.1", ${port}), timeout=2)\nprint(s.recv(100))`]);
+          expect(r.exitCode).not.toBe(0);
+          expect(r.stdout).not.toContain('hello from the host');
+        });
+        expect(connections).toBe(0);
+      });
+    });
+  });
+}

@@ -9,8 +9,8 @@
 //   shotgunning never beats committing to the figure the model believes.
 // - Numbers that also appear in the question, years and days of a date are not candidates: the
 //   model gains nothing by restating the question, and "in Q2 2025 revenue was ..." is not a guess.
-// - Numbers of the wrong kind (a percent when a dollar amount is asked, or the reverse) are not
-//   candidates either: they cannot be right, and usually are context ("up 11%").
+// - Numbers of the wrong kind (a percent when a dollar amount is asked, or the reverse, or another
+//   currency) are not candidates either: they cannot be right, and usually are context ("up 11%").
 import { extractNumbers, numericCloseness, parseNumber, type FoundNumber } from '../../src/grading/index.js';
 
 export interface NumberScore {
@@ -24,6 +24,8 @@ export interface NumberScore {
 export interface ReferenceNumber {
   value: number;
   percent: boolean;
+  /** The currency the reference is in ("USD" for "$4.2 million"), if any. */
+  currency?: string;
   /** The scale word the reference was written with ("4.2 million" -> 1e6), used for bare answers. */
   scale: number;
 }
@@ -39,7 +41,13 @@ export function parseReference(reference: string): ReferenceNumber | null {
   const literal = /\d[\d,]*(?:\.\d+)?/.exec(reference)?.[0];
   const lit = literal ? Number(literal.replace(/,/g, '')) : 0;
   const scale = lit !== 0 ? Math.abs(parsed.value / lit) : 1;
-  return { value: parsed.value, percent: parsed.unit === '%', scale: Number.isFinite(scale) && scale > 0 ? scale : 1 };
+  const percent = parsed.unit === '%';
+  return {
+    value: parsed.value,
+    percent,
+    ...(parsed.unit !== undefined && !percent ? { currency: parsed.unit } : {}),
+    scale: Number.isFinite(scale) && scale > 0 ? scale : 1,
+  };
 }
 
 function isYear(n: FoundNumber): boolean {
@@ -85,6 +93,7 @@ export function scoreNumber(answer: string, reference: string, opts: { tolerance
   const saysLoss = /\blosse?s?\b|\bnegative\b|\bdeficit\b/i.test(answer);
   const found = extractNumbers(answer).filter((n) => {
     if (ref.percent ? n.unit !== undefined && n.unit !== '%' : n.unit === '%') return false;
+    if (ref.currency !== undefined && n.unit !== undefined && n.unit !== ref.currency) return false;
     if (isYear(n) && !refIsYear) return false;
     if (isDay(n, answer)) return false;
     return !inQuestion.some((q) => sameValue(q, n.value));

@@ -45,6 +45,11 @@ describe('answer_match: numeric answers', () => {
     expect((await text('Answer: 0.062', item)).score).toBe(1);
   });
 
+  it('gives no credit for the right figure in another currency', async () => {
+    expect((await text('Answer: €51.7 million', revenue)).score).toBe(0);
+    expect((await text('Answer: 51.7 million USD', revenue)).score).toBe(1);
+  });
+
   it('does not count a dollar amount as an answer to a percent question', async () => {
     expect((await text('Answer: $6.2 million', { reference_answer: '6.2%', tolerance: 0.02 })).score).toBe(0);
   });

@@ -4,7 +4,7 @@
 // contain are skipped for it by name, with the reason (see docs/sandbox.md).
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { existsSync } from 'node:fs';
-import { chmod, mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
+import { chmod, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { createServer, type Server } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -14,21 +14,10 @@ import { selectDriver } from '../../src/sandbox/select.js';
 import { canSwitchUid } from '../../src/sandbox/uids.js';
 import type { ExecResult, Sandbox, SandboxDriver } from '../../src/sandbox/types.js';
 import { describeIf } from '../helpers/require.js';
-import { DOCKER_IMAGE, driversPresent, spec, tempRoot, testLimits } from './helpers.js';
+import { DOCKER_IMAGE, driversPresent, liveProcessesOf, spec, tempRoot, testLimits } from './helpers.js';
 
 const present = await driversPresent();
 const root = canSwitchUid();
-
-async function liveProcessesOf(uid: number): Promise<number[]> {
-  const pids: number[] = [];
-  for (const name of await readdir('/proc')) {
-    if (!/^\d+$/.test(name)) continue;
-    const status = await readFile(`/proc/${name}/status`, 'utf8').catch(() => '');
-    const m = /^Uid:\s+(\d+)/m.exec(status);
-    if (m && Number(m[1]) === uid && !/^State:\s+Z/m.test(status)) pids.push(Number(name));
-  }
-  return pids;
-}
 
 /** Live processes of `uid` once they had up to 2 s to finish dying (SIGKILL is delivered asynchronously). */
 async function survivorsOf(uid: number): Promise<number[]> {

@@ -1,5 +1,5 @@
 // Shared setup for sandbox tests: a throwaway sandboxes root that sandbox uids can traverse.
-import { chmod, mkdtemp, rm } from 'node:fs/promises';
+import { chmod, mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { defaultLimits } from '../../src/sandbox/limits.js';
@@ -29,3 +29,15 @@ export async function driversPresent(): Promise<Record<'process' | 'bwrap' | 'do
 }
 
 export const DOCKER_IMAGE = process.env.RFT_DOCKER_IMAGE ?? 'rft-endpoints-sandbox:latest';
+
+/** pids of live (not zombie) processes whose real uid is `uid`. */
+export async function liveProcessesOf(uid: number): Promise<number[]> {
+  const pids: number[] = [];
+  for (const name of await readdir('/proc')) {
+    if (!/^\d+$/.test(name)) continue;
+    const status = await readFile(`/proc/${name}/status`, 'utf8').catch(() => '');
+    const m = /^Uid:\s+(\d+)/m.exec(status);
+    if (m && Number(m[1]) === uid && !/^State:\s+Z/m.test(status)) pids.push(Number(name));
+  }
+  return pids;
+}

@@ -1,26 +1,14 @@
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
-import { readdir, readFile } from 'node:fs/promises';
+import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { SandboxManager } from '../../src/sandbox/manager.js';
 import { selectDriver, type DriverName } from '../../src/sandbox/select.js';
 import { canSwitchUid } from '../../src/sandbox/uids.js';
 import { describeIf } from '../helpers/require.js';
-import { driversPresent, tempRoot, testLimits } from './helpers.js';
-
-/** pids of live (not zombie) processes whose real uid is `uid`. */
-async function processesOf(uid: number): Promise<number[]> {
-  const pids: number[] = [];
-  for (const name of await readdir('/proc')) {
-    if (!/^\d+$/.test(name)) continue;
-    const status = await readFile(`/proc/${name}/status`, 'utf8').catch(() => '');
-    const m = /^Uid:\s+(\d+)/m.exec(status);
-    if (m && Number(m[1]) === uid && !/^State:\s+Z/m.test(status)) pids.push(Number(name));
-  }
-  return pids;
-}
+import { driversPresent, liveProcessesOf, tempRoot, testLimits } from './helpers.js';
 
 async function crashChild(driver: DriverName, root: string, instanceId: string): Promise<{ id: string }[]> {
   const child = spawn(process.execPath, ['--import', 'tsx', join(import.meta.dirname, 'fixtures', 'crash-child.ts'), driver, root, instanceId], {
@@ -56,7 +44,7 @@ for (const name of ['process', 'bwrap', 'docker'] as const) {
       }
       // bwrap's sandboxes die with their parent; the others' commands outlive the crash.
       if (canSwitchUid() && name !== 'bwrap') {
-        const alive = await Promise.all(uids.map(processesOf));
+        const alive = await Promise.all(uids.map(liveProcessesOf));
         expect(alive.every((p) => p.length > 0)).toBe(true);
       }
       const m = new SandboxManager({
@@ -73,7 +61,7 @@ for (const name of ['process', 'bwrap', 'docker'] as const) {
       await m.start();
       expect(m.stats().reaped).toBeGreaterThanOrEqual(2);
       for (const { id } of left) expect(existsSync(join(root.root, id))).toBe(false);
-      if (canSwitchUid()) for (const uid of uids) expect(await processesOf(uid)).toEqual([]);
+      if (canSwitchUid()) for (const uid of uids) expect(await liveProcessesOf(uid)).toEqual([]);
       await m.close();
     });
   });

@@ -35,10 +35,14 @@ export async function startServer(config: AppConfig): Promise<StartedServer> {
       process.stderr.write(`Using the API key kept in ${localKey.path}\n`);
     }
   }
+  const tools = [...app.rft.registry.tools.keys()];
+  const demo = tools.includes('search_docs')
+    ? { name: 'search_docs', args: '{\\"query\\":\\"Q3 revenue\\"}' }
+    : { name: tools[0] ?? 'TOOL', args: '{}' };
   process.stderr.write(
-    `rft-endpoints listening on ${url} (${app.rft.registry.tools.size} tools, ${app.rft.registry.graders.size} graders, sandbox: ${sandboxDriver ?? 'none'})\n` +
-      `  try: curl -s ${url}/tools -H "Authorization: Bearer $KEY" -H 'content-type: application/json' \\\n` +
-      `        -d '{"type":"function_call","call_id":"call_1","name":"${[...app.rft.registry.tools.keys()][0] ?? 'TOOL'}","arguments":"{}","trace_id":"trace_demo","item":{}}'\n`,
+    `rft-endpoints listening on ${url} (${tools.length} tools, ${app.rft.registry.graders.size} graders, sandbox: ${sandboxDriver ?? 'none'})\n` +
+      `  try: ${localKey ? `KEY=$(cat ${localKey.path}); ` : ''}curl -s ${url}/tools -H "Authorization: Bearer $KEY" -H 'content-type: application/json' \\\n` +
+      `        -d '{"type":"function_call","call_id":"call_1","name":"${demo.name}","arguments":"${demo.args}","trace_id":"trace_demo","item":{}}'\n`,
   );
   return { app, url, config };
 }

@@ -42,7 +42,9 @@ export default defineTool({
       chars += line.length + 1;
       last = n;
     }
-    if (last < lines.length) out.push(`[lines ${start}-${last} of ${lines.length}; read on with start_line=${last + 1}]`);
+    // Say where to go on when the window was cut, not when the model asked for exactly this range.
+    const wanted = args.end_line !== undefined ? Math.min(args.end_line, lines.length) : lines.length;
+    if (last < wanted) out.push(`[lines ${start}-${last} of ${lines.length}; read on with start_line=${last + 1}]`);
     return out.join('\n');
   },
 });

@@ -79,6 +79,7 @@ for (const d of driverCases) {
       const out = await run(readFile, { path: 'long.txt' });
       expect(out.split('\n')[0]).toBe('1\t1');
       expect(out).toMatch(/\[lines 1-400 of 1000; read on with start_line=401\]$/);
+      expect(await run(readFile, { path: 'long.txt', start_line: 5, end_line: 6 })).toBe('5\t5\n6\t6');
     });
 
     it('read_file does not leave the workspace by .., absolute path or planted symlinks', async () => {

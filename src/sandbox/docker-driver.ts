@@ -118,6 +118,9 @@ export class DockerDriver extends LocalDriver {
         this.api,
         { container, argv: e.argv, env, workingDir: [WORKSPACE_MOUNT, ...e.cwd].join('/'), user: `${uid}:${uid}`, stdin: e.stdin, maxOutputBytes: e.maxOutputBytes },
         stop,
+        async () => {
+          if (e.alone() && canSwitchUid()) await killAllOf(uid);
+        },
       );
       // As with bwrap, nothing outlives its exec: background jobs and setsid daemons go too.
       if (kill) await kill;

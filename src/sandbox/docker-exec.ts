@@ -88,8 +88,24 @@ function hijack(socketPath: string, path: string, body: string): Promise<{ sock:
   });
 }
 
-/** `stop` is called when an output stream passes its cap; the caller kills the exec's processes. */
-export async function dockerExec(api: DockerApi, req: DockerExecRequest, stop: () => void): Promise<DockerExecOutcome> {
+/** Polls the exec until its process exits while the stream is still open, then calls `onExit`. */
+async function watchExit(api: DockerApi, execId: string, ended: () => boolean, onExit: () => Promise<void>): Promise<void> {
+  for (let delay = 50; !ended(); delay = Math.min(delay * 2, 500)) {
+    await new Promise((r) => setTimeout(r, delay));
+    if (ended()) return;
+    const info = await api.call<{ Running: boolean }>('GET', `/exec/${execId}/json`).catch(() => null);
+    if (info && !info.body.Running) {
+      if (!ended()) await onExit();
+      return;
+    }
+  }
+}
+
+/**
+ * `stop` is called when an output stream passes its cap (the caller kills the exec's processes);
+ * `onExit` when the command exited while the streams stay open (the caller kills what it left).
+ */
+export async function dockerExec(api: DockerApi, req: DockerExecRequest, stop: () => void, onExit: () => Promise<void> = async () => {}): Promise<DockerExecOutcome> {
   const created = await api.call<{ Id: string }>('POST', `/containers/${req.container}/exec`, {
     AttachStdin: true,
     AttachStdout: true,
@@ -103,13 +119,24 @@ export async function dockerExec(api: DockerApi, req: DockerExecRequest, stop: (
   const execId = created.body.Id;
   const demux = new Demux(req.maxOutputBytes, stop);
   const { sock, rest } = await hijack(api.socketPath, `/exec/${execId}/start`, JSON.stringify({ Detach: false, Tty: false }));
+  let ended = false;
   await new Promise<void>((resolve) => {
+    const done = (): void => {
+      ended = true;
+      resolve();
+    };
     sock.on('data', (c: Buffer) => demux.push(c));
-    sock.on('end', () => resolve());
-    sock.on('close', () => resolve());
-    sock.on('error', () => resolve());
+    sock.on('end', done);
+    sock.on('close', done);
+    sock.on('error', done);
     if (rest.length) demux.push(rest);
     sock.end(req.stdin); // half-close: the command sees EOF on stdin
+    void watchExit(api, execId, () => ended, async () => {
+      // The command exited but something it started holds the streams open (Docker would wait 2 s):
+      // let the caller kill the leftovers, then stop reading.
+      await onExit();
+      setTimeout(() => sock.destroy(), 100).unref();
+    });
   });
   sock.destroy();
   const info = await api.call<{ ExitCode: number | null; Running: boolean }>('GET', `/exec/${execId}/json`);

@@ -38,6 +38,8 @@ export interface CheckGraderOptions {
   repeats?: number;
   referenceField?: string;
   limit?: number;
+  /** Rows probed at the same time (default 4); probes within a row stay sequential. */
+  concurrency?: number;
   thresholds?: Partial<CheckThresholds>;
   /** Environment the app is configured from (default process.env). */
   env?: Record<string, string | undefined>;
@@ -89,6 +91,9 @@ export async function runCheckGrader(opts: CheckGraderOptions): Promise<CheckRep
   const thresholds = { ...DEFAULT_THRESHOLDS, ...opts.thresholds };
   const repeats = opts.repeats ?? 2;
   if (!Number.isInteger(repeats) || repeats < 2) throw errors.cliUsage('--repeats must be an integer >= 2');
+  if (opts.concurrency !== undefined && (!Number.isInteger(opts.concurrency) || opts.concurrency < 1)) {
+    throw errors.cliUsage('--concurrency must be an integer >= 1');
+  }
   const field = opts.referenceField ?? 'reference_answer';
   const rows = readDataset(opts.dataset).slice(0, opts.limit ?? Infinity);
   const dataDir = mkdtempSync(join(tmpdir(), 'rft-check-grader-'));
@@ -110,8 +115,7 @@ export async function runCheckGrader(opts: CheckGraderOptions): Promise<CheckRep
       return { score: null, error: `${res.statusCode} ${body.error?.code ?? ''} ${body.error?.message ?? res.body.slice(0, 200)}`.trim() };
     };
 
-    const reports: RowReport[] = [];
-    for (const [i, row] of rows.entries()) {
+    const checkRow = async (row: (typeof rows)[number], i: number): Promise<RowReport> => {
       const item = row as Record<string, unknown>;
       const noop = await grade(item, '');
       const report: RowReport = {
@@ -138,8 +142,19 @@ export async function runCheckGrader(opts: CheckGraderOptions): Promise<CheckRep
         ).size;
         report.continuity = { probes, distinct, pass: distinct >= thresholds.minDistinct };
       }
-      reports.push(report);
-    }
+      return report;
+    };
+    const reports: RowReport[] = new Array(rows.length);
+    // A few rows at a time (the emulator's rollout-pool does the same for rollouts; not shared
+    // because it is not committed yet).
+    let next = 0;
+    const worker = async () => {
+      while (next < rows.length) {
+        const i = next++;
+        reports[i] = await checkRow(rows[i] as (typeof rows)[number], i);
+      }
+    };
+    await Promise.all(Array.from({ length: Math.min(opts.concurrency ?? 4, rows.length) }, worker));
     const tally = (pick: (r: RowReport) => { pass: boolean } | null) => ({
       passed: reports.filter((r) => pick(r)?.pass === true).length,
       failed: reports.filter((r) => pick(r)?.pass === false).length,
@@ -218,6 +233,7 @@ export function register(program: Command): void {
     .option('--repeats <n>', 'gradings of the same sample for the repeatability check', num('--repeats'), 2)
     .option('--reference-field <field>', 'item field holding the reference answer', 'reference_answer')
     .option('--limit <n>', 'only the first n rows', num('--limit'))
+    .option('--concurrency <n>', 'rows probed at the same time', num('--concurrency'), 4)
     .option('--noop-max <x>', 'highest acceptable no-op score', num('--noop-max'), DEFAULT_THRESHOLDS.noopMax)
     .option('--reference-min <x>', 'lowest acceptable reference score', num('--reference-min'), DEFAULT_THRESHOLDS.referenceMin)
     .option('--spread-max <x>', 'largest acceptable spread between repeats', num('--spread-max'), DEFAULT_THRESHOLDS.spreadMax)
@@ -229,6 +245,7 @@ export function register(program: Command): void {
         repeats: o.repeats as number,
         referenceField: String(o.referenceField),
         ...(o.limit !== undefined ? { limit: o.limit as number } : {}),
+        concurrency: o.concurrency as number,
         thresholds: {
           noopMax: o.noopMax as number,
           referenceMin: o.referenceMin as number,

@@ -33,7 +33,7 @@ afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
 describe('check-grader', () => {
   it('passes a partial-credit grader on every check', async () => {
-    const r = await runCheckGrader({ dataset: dataset(), grader: 'fuzzy', env });
+    const r = await runCheckGrader({ dataset: dataset(), grader: 'fuzzy', env, concurrency: 2 });
     expect(r.passed).toBe(true);
     expect(r.rows.map((x) => x.noop.score)).toEqual([0, 0]);
     expect(r.rows.map((x) => x.reference?.score)).toEqual([1, 1]);

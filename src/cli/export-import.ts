@@ -5,7 +5,7 @@ import type { Command } from 'commander';
 import { errors } from '../errors.js';
 import { fetchRollout } from './replay-source.js';
 import { clientFrom, withServerOptions, type ServerClient, type ServerOptions } from './rollout-http.js';
-import { pool } from './rollout.js';
+import { pool } from './rollout-pool.js';
 
 interface ListPage {
   rollouts: { trace_id: string }[];

@@ -3,7 +3,7 @@
 import type { Command } from 'commander';
 import { selectTraces, withSelectionOptions, type Selection } from './export-import.js';
 import { clientFrom, withServerOptions, type ServerClient, type ServerOptions } from './rollout-http.js';
-import { pool } from './rollout.js';
+import { pool } from './rollout-pool.js';
 import { renderTable } from './report/table.js';
 
 interface RegradeReply {

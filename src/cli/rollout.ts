@@ -4,6 +4,7 @@ import { errors } from '../errors.js';
 import { readDataset, type DatasetRow } from './rollout-dataset.js';
 import { clientFrom, withServerOptions, type ServerOptions } from './rollout-http.js';
 import { ModelClient, type ModelApi } from './rollout-model.js';
+import { pool } from './rollout-pool.js';
 import { Progress } from './rollout-progress.js';
 import { ResultsFile, pairKey } from './rollout-results.js';
 import { runRollout, type RolloutDeps, type RolloutResult } from './rollout-run.js';
@@ -26,21 +27,14 @@ function positiveInt(name: string, v: string): number {
   return n;
 }
 
-/** Runs `work` over `jobs` with at most `concurrency` in flight, in order of the list. */
-export async function pool<J>(jobs: J[], concurrency: number, work: (job: J) => Promise<void>): Promise<void> {
-  let next = 0;
-  const worker = async () => {
-    while (next < jobs.length) await work(jobs[next++]!);
-  };
-  await Promise.all(Array.from({ length: Math.min(concurrency, jobs.length) }, worker));
-}
-
 export interface RolloutRunOptions {
   rows: DatasetRow[];
   concurrency: number;
   deps: RolloutDeps;
   results: ResultsFile;
   onDone?: (r: RolloutResult) => void;
+  /** Aborted: start no new rollout, finish those in flight. */
+  signal?: AbortSignal;
 }
 
 export interface Job {
@@ -65,7 +59,7 @@ export async function runAll(o: RolloutRunOptions, jobs: Job[]): Promise<Rollout
     o.results.append(r);
     finished.push(r);
     o.onDone?.(r);
-  });
+  }, o.signal);
   return finished;
 }
 
@@ -82,9 +76,17 @@ async function action(opts: RolloutOptions): Promise<void> {
   const model = new ModelClient({ model: opts.model, api: opts.api as ModelApi, ...(opts.baseUrl !== undefined ? { baseURL: opts.baseUrl } : {}) });
   if (skipped > 0) process.stderr.write(`resuming: ${skipped} rollouts already in ${opts.out}\n`);
   const progress = new Progress(jobs.length);
+  // First Ctrl-C: finish the rollouts in flight (their lines are kept), start no more. Second: quit now.
+  const stop = new AbortController();
+  const onSigint = () => {
+    if (stop.signal.aborted) process.exit(130);
+    stop.abort();
+    process.stderr.write('\nstopping: finishing the rollouts in flight (Ctrl-C again to quit now)\n');
+  };
+  process.on('SIGINT', onSigint);
   try {
     const finished = await runAll(
-      { rows, concurrency, deps: { server, model, maxSteps, graderPath: opts.graderPath }, results, onDone: (r) => progress.done(r) },
+      { rows, concurrency, deps: { server, model, maxSteps, graderPath: opts.graderPath }, results, onDone: (r) => progress.done(r), signal: stop.signal },
       jobs,
     );
     const scored = finished.filter((r) => r.score !== null);
@@ -94,7 +96,12 @@ async function action(opts: RolloutOptions): Promise<void> {
       `${finished.length} rollouts (${skipped} skipped as done), mean score ${Number.isNaN(mean) ? '-' : mean.toFixed(3)}, ` +
         `${discarded} discarded, api ${model.resolvedApi}; results in ${opts.out}`,
     );
+    if (stop.signal.aborted) {
+      console.log(`interrupted with ${jobs.length - finished.length} rollouts left: run the same command again to resume`);
+      process.exitCode = 130;
+    }
   } finally {
+    process.off('SIGINT', onSigint);
     await server.close();
   }
 }

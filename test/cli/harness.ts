@@ -152,3 +152,29 @@ export async function prepareFinqa(s: ServerLike, n: number): Promise<{ rows: Da
   writeJsonl(dataset, rows);
   return { rows, dataset, work };
 }
+
+/**
+ * Sends `signal` to a running CLI once `file` holds `lines` complete lines; resolves with the exit
+ * code and stdout. A child that exits earlier fails the wait with its stderr instead of hanging.
+ */
+export function signalAfterLines(child: ChildProcess, file: string, lines: number, signal: NodeJS.Signals): Promise<{ code: number | null; stdout: string }> {
+  let stdout = '';
+  let stderr = '';
+  child.stdout!.on('data', (d: Buffer) => (stdout += d.toString()));
+  child.stderr!.on('data', (d: Buffer) => (stderr += d.toString()));
+  let sent = false;
+  const poll = setInterval(() => {
+    const complete = existsSync(file) ? readFileSync(file, 'utf8').split('\n').length - 1 : 0;
+    if (!sent && complete >= lines) {
+      sent = true;
+      child.kill(signal);
+    }
+  }, 20);
+  return new Promise((resolve, reject) =>
+    child.on('close', (code) => {
+      clearInterval(poll);
+      if (sent) resolve({ code, stdout });
+      else reject(new Error(`the CLI exited (${code}) before writing ${lines} lines: ${stderr.slice(-1000)}`));
+    }),
+  );
+}

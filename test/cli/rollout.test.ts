@@ -1,11 +1,11 @@
-import { existsSync, readFileSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { DatasetRow } from '../../src/cli/rollout-dataset.js';
 import type { RolloutResult } from '../../src/cli/rollout-run.js';
 import { startScriptedModel, type ScriptedModel } from '../helpers/scripted-model.js';
 import { startTestServer, type TestServer } from '../helpers/server.js';
-import { finqaScript, finqaToolsDir, getJson, prepareFinqa, readJsonl, reexport, removeTempDirs, runCli, spawnCli, unitsDir } from './harness.js';
+import { finqaScript, finqaToolsDir, getJson, prepareFinqa, readJsonl, reexport, removeTempDirs, runCli, signalAfterLines, spawnCli, unitsDir } from './harness.js';
 
 let server: TestServer;
 let model: ScriptedModel;
@@ -75,16 +75,7 @@ describe('rollout over the finqa example', () => {
     const slow = await startScriptedModel({ script: finqaScript(rows), latencyMs: 150 });
     const out = join(work, 'interrupted.jsonl');
     const child = spawnCli(['rollout', '--dataset', dataset, '--server', server.url, '--key', server.key, '--model', 'scripted', '--base-url', slow.baseURL, '--out', out, '-k', '3', '--concurrency', '1']);
-    await new Promise<void>((resolve) => {
-      const poll = setInterval(() => {
-        if (existsSync(out) && readJsonl(out).length >= 2) {
-          clearInterval(poll);
-          child.kill('SIGKILL');
-          resolve();
-        }
-      }, 20);
-    });
-    await new Promise((r) => child.on('close', r));
+    await signalAfterLines(child, out, 2, 'SIGKILL');
     const before = readJsonl<RolloutResult>(out);
     expect(before.length).toBeLessThan(rows.length * 3);
     const r = await rollout(out, ['-k', '3', '--concurrency', '2'], server.url, server.key, slow.baseURL);

@@ -1,0 +1,102 @@
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { DatasetRow } from '../../src/cli/rollout-dataset.js';
+import type { RolloutResult } from '../../src/cli/rollout-run.js';
+import { startScriptedModel, type Script } from '../helpers/scripted-model.js';
+import { startTestServer, type TestServer } from '../helpers/server.js';
+import { finqaScript, finqaToolsDir, getJson, prepareFinqa, readJsonl, reexport, removeTempDirs, runCli, signalAfterLines, spawnCli, unitsDir, writeJsonl } from './harness.js';
+
+let server: TestServer;
+let rows: DatasetRow[];
+let dataset: string;
+let work: string;
+
+beforeAll(async () => {
+  server = await startTestServer({ toolsDir: finqaToolsDir(), gradersDir: unitsDir({ 'answer_match.ts': reexport('graders/answer_match.ts') }) });
+  ({ rows, dataset, work } = await prepareFinqa(server, 2));
+});
+
+afterAll(async () => {
+  await server?.close();
+  removeTempDirs();
+});
+
+async function withModel<T>(script: Script, fn: (baseURL: string, requests: Awaited<ReturnType<typeof startScriptedModel>>['requests']) => Promise<T>, latencyMs = 0): Promise<T> {
+  const model = await startScriptedModel({ script, latencyMs });
+  try {
+    return await fn(model.baseURL, model.requests);
+  } finally {
+    await model.close();
+  }
+}
+
+const args = (baseURL: string, out: string, file = dataset) => ['rollout', '--dataset', file, '--server', server.url, '--key', server.key, '--model', 'scripted', '--base-url', baseURL, '--out', out];
+
+describe('rollout behaviour', () => {
+  it('ends a rollout at --max-steps, still sending the last turn\'s calls, and says so', async () => {
+    const out = join(work, 'steps.jsonl');
+    await withModel(finqaScript(rows), async (url) => {
+      expect((await runCli([...args(url, out), '--max-steps', '1'])).code).toBe(0);
+    });
+    for (const r of readJsonl<RolloutResult>(out)) expect(r).toMatchObject({ steps: 1, tool_calls: 2, max_steps_reached: true, discarded: false });
+  });
+
+  it('feeds a 4xx reply back to the model as the tool output, and the rollout goes on', async () => {
+    const out = join(work, 'unknown-tool.jsonl');
+    const script: Script = (ctx) => (ctx.turn === 0 ? { calls: [{ name: 'no_such_tool', arguments: {} }] } : { text: `Answer: ${ctx.toolOutputs[0]?.slice(0, 40)}` });
+    await withModel(script, async (url, requests) => {
+      expect((await runCli(args(url, out))).code).toBe(0);
+      const second = requests.find((q) => JSON.stringify(q.body.input).includes('function_call_output'))!;
+      const fed = (second.body.input as { type?: string; output?: string }[]).find((i) => i.type === 'function_call_output')!;
+      expect(JSON.parse(fed.output!)).toMatchObject({ error: { code: 'RFT_ERR_UNKNOWN_TOOL' } });
+    });
+    for (const r of readJsonl<RolloutResult>(out)) expect(r).toMatchObject({ discarded: false, steps: 2, tool_calls: 1 });
+  });
+
+  it('reports rollouts whose tool budget ran out', async () => {
+    const out = join(work, 'budget.jsonl');
+    const tight = join(work, 'tight.jsonl');
+    writeJsonl(tight, rows.map((r) => ({ ...r, tool_budget: 2 })));
+    await withModel(finqaScript(rows), async (url) => {
+      expect((await runCli(args(url, out, tight))).code).toBe(0);
+    });
+    expect(readJsonl<RolloutResult>(out).every((r) => r.budget_exhausted === true)).toBe(true);
+    const report = await runCli(['report', out]);
+    expect(report.stdout).toMatch(/budget exhausted\s+100\.0%/);
+  });
+
+  it('finishes the rollouts in flight on Ctrl-C, starts no more, and exits 130', async () => {
+    const out = join(work, 'sigint.jsonl');
+    await withModel(
+      finqaScript(rows),
+      async (url) => {
+        const { code, stdout } = await signalAfterLines(spawnCli([...args(url, out), '-k', '4', '--concurrency', '2']), out, 1, 'SIGINT');
+        expect(code).toBe(130);
+        expect(stdout).toContain('run the same command again to resume');
+      },
+      150,
+    );
+    const results = readJsonl<RolloutResult>(out);
+    expect(results.length).toBeLessThan(8);
+    // Every rollout that was started got graded and written: none was cut off.
+    const listed = await getJson<{ rollouts: { trace_id: string; last_score: number | null }[] }>(server, '/v1/rollouts?limit=500');
+    const mine = new Set(results.map((r) => r.trace_id));
+    const started = listed.rollouts.filter((r) => mine.has(r.trace_id));
+    expect(started).toHaveLength(results.length);
+    expect(started.every((r) => r.last_score !== null)).toBe(true);
+  });
+
+  it('refuses a bad option with RFT_ERR_CLI_USAGE and exit code 2', async () => {
+    const r = await runCli([...args('http://127.0.0.1:9/v1', join(work, 'x.jsonl')), '-k', '0']);
+    expect(r.code).toBe(2);
+    expect(r.stderr).toContain('RFT_ERR_CLI_USAGE');
+  });
+
+  it('refuses a dataset row without messages with RFT_ERR_DATASET naming the line', async () => {
+    const bad = join(work, 'bad.jsonl');
+    writeJsonl(bad, [rows[0], { tools: [] }]);
+    const r = await runCli(args('http://127.0.0.1:9/v1', join(work, 'y.jsonl'), bad));
+    expect(r.code).toBe(2);
+    expect(r.stderr).toMatch(/RFT_ERR_DATASET.*bad\.jsonl:2/);
+  });
+});

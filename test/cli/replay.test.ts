@@ -121,6 +121,14 @@ describe('replay, export and import', () => {
     expect(exported.length).toBeGreaterThan(2); // the two recorded, plus the replays above
   });
 
+  it('exports only rollouts updated since --since', async () => {
+    const later = await runCli(['export', ...auth(a), '--since', new Date(Date.now() + 60_000).toISOString()]);
+    expect(later.stdout).toBe('');
+    expect(later.stderr).toContain('exported 0 rollouts');
+    const earlier = await runCli(['export', ...auth(a), '--since', '2000-01-01T00:00:00Z']);
+    expect(earlier.stdout.trim().split('\n').length).toBeGreaterThan(2);
+  });
+
   it('imports an export into another server, and a second import finds the rollouts already there', async () => {
     const file = join(work, 'export.jsonl');
     const first = await runCli(['import', file, ...auth(tampered)]);

@@ -126,7 +126,7 @@ describe('replay, export and import', () => {
     expect(later.stdout).toBe('');
     expect(later.stderr).toContain('exported 0 rollouts');
     const earlier = await runCli(['export', ...auth(a), '--since', '2000-01-01T00:00:00Z']);
-    expect(earlier.stdout.trim().split('\n').length).toBeGreaterThan(2);
+    expect(earlier.stdout.trim().split('\n').length).toBeGreaterThanOrEqual(2);
   });
 
   it('imports an export into another server, and a second import finds the rollouts already there', async () => {

@@ -28,8 +28,10 @@ export const TRAIN_FILE = here('./train.jsonl');
 export const TOOL_BUDGET = 30;
 export const BUDGET_TARGET = 12;
 
-export const SYSTEM_PROMPT = [
-  'You are a software engineer working in a small Python 3 repository; the workspace root is the current directory (/workspace).',
+const LANGUAGE = { python: 'Python 3', node: 'JavaScript (Node.js)' } as const;
+
+export const systemPrompt = (language: keyof typeof LANGUAGE): string => [
+  `You are a software engineer working in a small ${LANGUAGE[language]} repository; the workspace root is the current directory (/workspace).`,
   'Use the tools to read the code (list_files, read_file, search), run commands and tests (shell), and change files (apply_patch, write_file).',
   'Fix the code so that it does what the task asks. Hidden tests with more cases than the visible ones decide the result,',
   'so fix the behaviour described, not only the visible tests; changing the tests does not help.',
@@ -83,10 +85,11 @@ export async function buildRows(ids: string[]): Promise<TaskRow[]> {
   const rows: TaskRow[] = [];
   for (const id of ids) {
     const statement = (await readFile(join(TASKS_DIR, id, 'workspace/README.md'), 'utf8')).trim();
+    const { language } = await readCases(join(TASKS_DIR, id, 'hidden'));
     rows.push({
       task_id: id,
       messages: [
-        { role: 'system', content: SYSTEM_PROMPT },
+        { role: 'system', content: systemPrompt(language) },
         { role: 'user', content: statement },
       ],
       tools,

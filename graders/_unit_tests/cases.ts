@@ -19,6 +19,8 @@ const caseSchema = z
   });
 
 export const casesSchema = z.object({
+  /** The language of the agent's code and of setup/code/expr. */
+  language: z.enum(['python', 'node']).default('python'),
   setup: z.string().default(''),
   sys_path: z.array(z.string()).default(['.']),
   timeout_s: z.number().positive().max(120).default(10),

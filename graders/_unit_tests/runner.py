@@ -58,6 +58,57 @@ except BaseException as e:
     report({"phase": phase, "raised": names, "message": str(e)[:300]})
 '''
 
+# The same child for JavaScript tasks (CommonJS; `require` resolves from the workspace root). The
+# case is one async function body, so declarations in setup are visible to code and expr.
+CHILD_JS = r'''
+const fs = require("fs"), path = require("path"), { createRequire } = require("module");
+const fd = Number(process.argv[1]);
+const kase = JSON.parse(fs.readFileSync(0, "utf8"));
+const report = (obj) => fs.writeSync(fd, JSON.stringify(obj) + "\n");
+const plain = (v) => { const p = Object.getPrototypeOf(v); return p === Object.prototype || p === null; };
+function enc(v, depth) {
+  if (depth > 40) return { $unencodable: "too deep" };
+  if (v === null || typeof v === "boolean" || typeof v === "string") return v;
+  if (typeof v === "number") return Number.isFinite(v) ? v : { $float: String(v) };
+  if (Array.isArray(v) && Object.getPrototypeOf(v) === Array.prototype) return v.map((x) => enc(x, depth + 1));
+  if (typeof v === "object" && plain(v)) {
+    const o = {};
+    for (const k of Object.keys(v)) o[k] = enc(v[k], depth + 1);
+    return o;
+  }
+  return { $type: v === undefined ? "undefined" : typeof v === "object" ? (v.constructor && v.constructor.name) || "object" : typeof v };
+}
+function names(e) {
+  const out = [];
+  if (e === null || typeof e !== "object") return ["(thrown " + typeof e + ")"];
+  for (let p = Object.getPrototypeOf(e); p; p = Object.getPrototypeOf(p)) if (p.constructor) out.push(p.constructor.name);
+  return out;
+}
+const phase = { v: "setup" };
+const req = createRequire(path.join(process.cwd(), "__rft_case__.js"));
+(async () => {
+  let fn;
+  try {
+    const AsyncFunction = (async () => {}).constructor;
+    fn = new AsyncFunction("require", "__rft_phase", kase.setup + "\n__rft_phase.v = \"run\";\n" + (kase.code || "") + "\nreturn (" + (kase.expr || "undefined") + ");");
+  } catch (e) {
+    report({ phase: "setup", raised: names(e), message: String(e && e.message).slice(0, 300) });
+    return;
+  }
+  try {
+    const value = await fn(req, phase);
+    report({ phase: "done", value: enc(value, 0) });
+  } catch (e) {
+    report({ phase: phase.v, raised: names(e), message: String(e && e.message).slice(0, 300) });
+  }
+})();
+'''
+
+def child_argv(spec, w):
+    if spec.get("language", "python") == "node":
+        return ["node", "-e", CHILD_JS, str(w)]
+    return [sys.executable, "-I", "-c", CHILD, str(w)]
+
 def no_ptrace():
     # PR_SET_DUMPABLE = 0: processes of the same uid (the children) cannot read this one's memory
     # or fds through /proc or ptrace.
@@ -85,7 +136,7 @@ def run_case(spec, case, timeout_s):
     payload["sys_path"] = spec.get("sys_path", ["."])
     started = time.monotonic()
     child = subprocess.Popen(
-        [sys.executable, "-I", "-c", CHILD, str(w)],
+        child_argv(spec, w),
         stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
         pass_fds=(w,), start_new_session=True,
     )

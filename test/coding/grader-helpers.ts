@@ -12,7 +12,7 @@ import type { Sandbox, SandboxDriver } from '../../src/sandbox/types.js';
 import { repoRoot } from '../helpers/server.js';
 import { runTool, sandboxSpec } from './helpers.js';
 
-export const TASKS = ['roman', 'inventory', 'stats', 'slugify', 'intervals', 'orders'] as const;
+export const TASKS = ['roman', 'inventory', 'stats', 'slugify', 'intervals', 'orders', 'duration'] as const;
 export const tasksDir = join(repoRoot, 'examples/coding/tasks');
 
 export const taskItem = (id: string) => ({

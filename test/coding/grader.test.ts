@@ -63,6 +63,13 @@ for (const d of driverCases) {
       }
     }, 60_000);
 
+    it('gives nothing for process.exit(0) or printed pass lines in a JavaScript module', async () => {
+      const r = await grade(driver, 'duration', async (sb) => {
+        await put(sb, 'duration.js', 'console.log("ok 1 - all tests pass");\nprocess.exit(0);\n' + (await sb.readFile('duration.js')).toString());
+      });
+      expect(r.score).toBe(0);
+    }, 60_000);
+
     it('gives nothing for printing fake pass lines, even in the runner format', async () => {
       const fake = 'print("PASS " * 50)\nprint("RFT-RESULT 0 {\\"cases\\": []}")\nprint("OK (all tests passed)")\n';
       const r = await grade(driver, 'intervals', async (sb) => {

@@ -188,26 +188,39 @@ export class Ledger {
     if (!parsed.success) return done(`Error: invalid arguments for "${def.name}": ${formatZodIssues(parsed.error.issues)}`, 'invalid_arguments');
 
     const timeoutMs = def.timeoutMs ?? this.o.defaultTimeoutMs;
-    const ac = new AbortController();
-    const signal = AbortSignal.any([ac.signal, this.o.shutdown]);
-    const log = this.o.log.child({ trace_id: input.traceId, call_id: input.callId, tool: def.name });
+    // The logger child and the abort signal are built only if the handler uses them: most calls do not.
+    let ac: AbortController | undefined;
+    let log: Logger | undefined;
+    const rootLog = this.o.log;
+    const shutdown = this.o.shutdown;
+    const onShutdown = () => ac?.abort(shutdown.reason);
+    const sandboxes = this.o.sandboxes;
     const ctx: ToolContext = {
       traceId: input.traceId,
       callId: input.callId,
       item: input.item,
       rollout: this.rolloutView(input.traceId, input.item, input.callId),
-      log,
-      signal,
-      sandbox: () => {
-        if (!this.o.sandboxes) return Promise.reject(errors.sandboxUnavailable('sandboxes are disabled on this server (RFT_SANDBOX=none)'));
-        return this.o.sandboxes.acquire(input.traceId, input.item, signal);
+      get log() {
+        return (log ??= rootLog.child({ trace_id: input.traceId, call_id: input.callId, tool: def.name }));
+      },
+      get signal() {
+        if (!ac) {
+          ac = new AbortController();
+          if (shutdown.aborted) ac.abort(shutdown.reason);
+          else shutdown.addEventListener('abort', onShutdown, { once: true });
+        }
+        return ac.signal;
+      },
+      sandbox() {
+        if (!sandboxes) return Promise.reject(errors.sandboxUnavailable('sandboxes are disabled on this server (RFT_SANDBOX=none)'));
+        return sandboxes.acquire(input.traceId, input.item, ctx.signal);
       },
     };
 
     let timer: NodeJS.Timeout | undefined;
     const timeout = new Promise<'timeout'>((resolve) => {
       timer = setTimeout(() => {
-        ac.abort(new Error(`timed out after ${timeoutMs} ms`));
+        ac?.abort(new Error(`timed out after ${timeoutMs} ms`));
         resolve('timeout');
       }, timeoutMs);
     });
@@ -217,10 +230,11 @@ export class Ledger {
       return done(typeof result === 'string' ? result : (JSON.stringify(result) ?? 'null'), 'ok');
     } catch (e) {
       const msg = e instanceof Error ? e.message : String(e);
-      log.info({ err: e }, 'tool handler threw');
+      ctx.log.info({ err: e }, 'tool handler threw');
       return done(`Error: ${msg}`, 'tool_error');
     } finally {
       clearTimeout(timer);
+      if (ac) shutdown.removeEventListener('abort', onShutdown);
     }
   }
 

@@ -354,8 +354,11 @@ export class SqliteStore implements Store {
     return new Promise<T>((resolve, reject) => this.waiters.push({ resolve: () => resolve(value), reject }));
   }
 
-  /** Runs fn in a savepoint of the open batch transaction; resolves once the batch is committed. */
-  private write<T>(fn: () => T): Promise<T> {
+  /**
+   * Runs fn in a savepoint of the open batch transaction (so a failing write leaves no trace in the
+   * batch); resolves once the batch is committed. `single` marks a lone statement, atomic by itself.
+   */
+  private write<T>(fn: () => T, single = false): Promise<T> {
     if (!this.db.open) return Promise.reject(new Error('store is closed'));
     if (!this.db.inTransaction) this.db.exec('BEGIN IMMEDIATE');
     if (!this.commitScheduled) {
@@ -364,7 +367,7 @@ export class SqliteStore implements Store {
     }
     let value: T;
     try {
-      value = this.savepoint(fn);
+      value = single ? fn() : this.savepoint(fn);
     } catch (e) {
       return Promise.reject(e as Error);
     }
@@ -427,7 +430,7 @@ export class SqliteStore implements Store {
   finishCall(traceId: string, callId: string, r: FinishCallInput): Promise<void> {
     return this.write(() => {
       this.stmt.finishCall.run(r.output, r.status, r.finishedAt, r.durationMs, r.outputBytes, r.truncated ? 1 : 0, traceId, callId);
-    });
+    }, true);
   }
 
   getCall(traceId: string, callId: string): Promise<RecordedCall | undefined> {

@@ -1,7 +1,8 @@
 // METEOR as NLTK's meteor_score(references=[reference], hypothesis) computes it, with NLTK's
 // defaults alpha 0.9, beta 3, gamma 0.5 and preprocessing str.lower:
-//   words are aligned in stages (exact, then Porter stems, then WordNet synonyms), each stage
-//   pairing greedily from the last answer word backwards with the last free reference word;
+//   words are aligned in stages (exact, then Porter stems in NLTK's default mode, then WordNet
+//   synonyms), each stage pairing greedily from the last answer word backwards with the last
+//   free reference word;
 //   P = m / |answer|, R = m / |reference|, Fmean = P R / (alpha P + (1 - alpha) R);
 //   penalty = gamma (chunks / m)^beta, where chunks are runs of matches adjacent on both sides;
 //   score = (1 - penalty) Fmean.

@@ -110,7 +110,7 @@ export class Bm25Index {
     return ranked.map(({ i, doc, score }) => {
       let prepared = this.passages.get(i);
       if (!prepared) this.passages.set(i, (prepared = preparePassages(doc.text, this.tokenizeOpts)));
-      const snippetOpts = { k1: this.k1, b: this.b, maxChars: opts.snippetChars ?? 240, tokenize: this.tokenizeOpts };
+      const snippetOpts = { k1: this.k1, maxChars: opts.snippetChars ?? 240, tokenize: this.tokenizeOpts };
       return { id: doc.id, score, snippet: bestSnippet(prepared, terms, snippetOpts) };
     });
   }

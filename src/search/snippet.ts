@@ -8,7 +8,6 @@ import { tokenizeWithOffsets, type Token, type TokenizeOptions } from './tokeniz
 
 export interface SnippetOptions {
   k1: number;
-  b: number;
   maxChars: number;
   tokenize: TokenizeOptions;
 }
@@ -30,6 +29,12 @@ interface Passage {
   /** Where its score comes from (a table row, without its header). */
   scored: string;
 }
+
+/**
+ * No length normalisation between passages: the snippet is clipped around the match anyway, and a
+ * long paragraph that holds the headline figure should not lose to a short aside.
+ */
+const PASSAGE_B = 0;
 
 const TABLE_RULE = /^\s*\|?\s*:?-{2,}/;
 
@@ -67,6 +72,8 @@ export interface PreparedPassages {
   /** Passages containing each term. */
   df: Map<string, number>;
   avgLen: number;
+  /** Terms of the document's first heading (its title). */
+  titleTerms: Set<string>;
 }
 
 export function preparePassages(text: string, tokenize: TokenizeOptions): PreparedPassages {
@@ -75,12 +82,17 @@ export function preparePassages(text: string, tokenize: TokenizeOptions): Prepar
   const df = new Map<string, number>();
   for (const ts of tokens) for (const term of new Set(ts.map((t) => t.term))) df.set(term, (df.get(term) ?? 0) + 1);
   const avgLen = passages.length ? tokens.reduce((n, t) => n + t.length, 0) / passages.length : 0;
-  return { passages, tokens, df, avgLen };
+  const title = text.split('\n').find((l) => /^\s*#/.test(l)) ?? '';
+  const titleTerms = new Set(tokenizeWithOffsets(title.replace(/^\s*#+/, ''), tokenize).map((t) => t.term));
+  return { passages, tokens, df, avgLen, titleTerms };
 }
 
 export function bestSnippet(prepared: PreparedPassages, queryTerms: readonly string[], opts: SnippetOptions): string {
-  const wanted = new Set(queryTerms);
-  const { passages, tokens: tokenized, df, avgLen } = prepared;
+  const { passages, tokens: tokenized, df, avgLen, titleTerms } = prepared;
+  // Query words the title already answers ("Corvane", "2024" in "Corvane Foods — Annual Results
+  // 2024") say why the document matched, not which of its lines is wanted.
+  const beyondTitle = queryTerms.filter((t) => !titleTerms.has(t));
+  const wanted = new Set(beyondTitle.length ? beyondTitle : queryTerms);
   if (passages.length === 0) return '';
   let best = 0;
   let bestScore = 0;
@@ -88,9 +100,11 @@ export function bestSnippet(prepared: PreparedPassages, queryTerms: readonly str
     const tf = new Map<string, number>();
     for (const t of tokens) if (wanted.has(t.term)) tf.set(t.term, (tf.get(t.term) ?? 0) + 1);
     let s = 0;
-    for (const [term, n] of tf) s += termScore(idf(passages.length, df.get(term) ?? 0), n, tokens.length, avgLen, opts.k1, opts.b);
+    for (const [term, n] of tf) s += termScore(idf(passages.length, df.get(term) ?? 0), n, tokens.length, avgLen, opts.k1, PASSAGE_B);
     // Questions here are about figures: between similar matches, show the line that has one.
     if (!/\d/.test(passages[i]?.scored ?? '')) s *= 0.8;
+    // Reports put headline figures first: between similar matches, show the earlier line.
+    s *= 1 - (0.15 * i) / passages.length;
     if (s > bestScore) {
       bestScore = s;
       best = i;

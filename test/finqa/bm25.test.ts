@@ -116,6 +116,22 @@ describe('Bm25Index', () => {
     expect(idx.search('fleet services', 1)[0]?.snippet).toBe('Segment | Q2 2025 | Q2 2024 — Fleet Services | $20.8 million | $17.9 million');
   });
 
+  it('chooses the snippet by the query words the title does not already match', () => {
+    const idx = new Bm25Index([
+      { id: 'a', text: '# Acme Annual Report 2024\nAcme had a good 2024, said Acme.\nNet sales were $5 million.' },
+      { id: 'x', text: 'other' },
+    ]);
+    expect(idx.search('Acme net sales 2024', 1)[0]?.snippet).toBe('Net sales were $5 million.');
+  });
+
+  it('prefers the earlier of two equally matching lines, and a line with a figure', () => {
+    const idx = new Bm25Index([
+      { id: 'a', text: 'Revenue grew in the year.\nRevenue was $9 million.\nRevenue was $8 million.' },
+      { id: 'x', text: 'other' },
+    ]);
+    expect(idx.search('revenue', 1)[0]?.snippet).toBe('Revenue was $9 million.');
+  });
+
   it('shortens a long passage around the first query term', () => {
     const filler = 'lorem ipsum dolor sit amet '.repeat(30);
     const idx = new Bm25Index([

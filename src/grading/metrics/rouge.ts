@@ -20,19 +20,18 @@ function prf(hits: number, predicted: number, target: number): Prf {
   return { precision, recall, fmeasure };
 }
 
-// rouge-score stems with NLTK's PorterStemmer('ORIGINAL_ALGORITHM'), to stay comparable with the
-// original ROUGE perl script.
-const originalStem = (w: string) => porterStem(w, 'original');
+// rouge-score stems with NLTK's PorterStemmer() in its default mode.
+const nltkStem = (w: string) => porterStem(w, 'nltk');
 
 export function rougeN(prediction: string, target: string, n: number, opts: { stem?: boolean } = {}): Prf {
-  const stem = opts.stem ? originalStem : undefined;
+  const stem = opts.stem ? nltkStem : undefined;
   const p = ngramCounts(rougeTokens(prediction, stem), n);
   const t = ngramCounts(rougeTokens(target, stem), n);
   return prf(overlap(p, t), total(p), total(t));
 }
 
 export function rougeL(prediction: string, target: string, opts: { stem?: boolean } = {}): Prf {
-  const stem = opts.stem ? originalStem : undefined;
+  const stem = opts.stem ? nltkStem : undefined;
   const p = rougeTokens(prediction, stem);
   const t = rougeTokens(target, stem);
   if (p.length === 0 || t.length === 0) return { precision: 0, recall: 0, fmeasure: 0 };

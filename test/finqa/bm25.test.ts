@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { Bm25Index, idf, paginate, stem, tokenize } from '../../src/search/index.js';
+import { Bm25Index, closestIds, editDistance, idf, paginate, stem, tokenize } from '../../src/search/index.js';
 
 describe('tokenize', () => {
   it('lowercases, drops stopwords and keeps numbers whole with their decimals', () => {
@@ -162,5 +162,25 @@ describe('paginate', () => {
 
   it('gives one page for a short text', () => {
     expect(paginate('short', 1500)).toEqual(['short']);
+  });
+});
+
+describe('closestIds', () => {
+  const ids = ['halvorsen-q1-2025', 'halvorsen-q2-2025', 'halvorsen-q2-2025-preliminary', 'corvane-fy2024-annual'];
+
+  it('ranks ids sharing more words first, then by edit distance', () => {
+    expect(closestIds('halvorsen-q2', ids)).toEqual(['halvorsen-q2-2025', 'halvorsen-q2-2025-preliminary', 'halvorsen-q1-2025']);
+  });
+
+  it('finds a typo by edit distance', () => {
+    expect(closestIds('corvan-fy2024-anual', ids, 1)).toEqual(['corvane-fy2024-annual']);
+  });
+
+  it('suggests nothing for an unrelated id', () => {
+    expect(closestIds('zzzz', ids)).toEqual([]);
+  });
+
+  it('computes Levenshtein distance', () => {
+    expect([editDistance('kitten', 'sitting'), editDistance('', 'abc'), editDistance('same', 'same')]).toEqual([3, 3, 0]);
   });
 });

@@ -79,6 +79,8 @@ export async function replayRollout(server: ServerClient, rec: RolloutJson, norm
   const grade = await regrade(server, rec, traceId);
   // The fresh record tells each replayed call's status and the grader version that scored it.
   const fresh = await fetchRollout(server, traceId).catch(() => null);
+  // The replay's own rollout is done: free its sandbox now rather than at the server's TTL.
+  await server.send('DELETE', `/v1/rollouts/${encodeURIComponent(traceId)}`).catch(() => undefined);
   const statusOf = new Map((fresh?.calls ?? []).map((c) => [c.call_id, c.status]));
   const callIdOf = new Map(rec.calls.map((c) => [c.seq, c.call_id]));
   const calls: CallComparison[] = compared.map((c) => {

@@ -7,27 +7,38 @@ export function pairKey(row: number, tryIndex: number): string {
   return `${row}:${tryIndex}`;
 }
 
-/** Parses a results file, skipping lines that are not complete results (a torn last line). */
+/**
+ * Parses a results file, skipping lines that are not complete results (a torn last line). A pair
+ * that was run again (--retry-discarded) counts once, with its latest line.
+ */
 export function readResults(file: string): RolloutResult[] {
   if (!existsSync(file)) return [];
-  const out: RolloutResult[] = [];
+  const latest = new Map<string, RolloutResult>();
   for (const line of readFileSync(file, 'utf8').split('\n')) {
     if (line.trim() === '') continue;
     try {
       const r = JSON.parse(line) as RolloutResult;
-      if (Number.isInteger(r.row) && Number.isInteger(r.try)) out.push(r);
+      if (Number.isInteger(r.row) && Number.isInteger(r.try)) {
+        const key = pairKey(r.row, r.try);
+        latest.delete(key); // re-inserted last, so the file order of the latest lines is kept
+        latest.set(key, r);
+      }
     } catch {
       // an interrupted write; its rollout runs again
     }
   }
-  return out;
+  return [...latest.values()];
 }
 
 export class ResultsFile {
   readonly done: Set<string>;
 
-  constructor(private readonly file: string) {
-    this.done = new Set(readResults(file).map((r) => pairKey(r.row, r.try)));
+  /** With `retryDiscarded`, discarded rollouts do not count as done and run again. */
+  constructor(
+    private readonly file: string,
+    opts: { retryDiscarded?: boolean } = {},
+  ) {
+    this.done = new Set(readResults(file).filter((r) => !(opts.retryDiscarded && r.discarded)).map((r) => pairKey(r.row, r.try)));
     this.dropTornTail();
   }
 

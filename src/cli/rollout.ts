@@ -19,6 +19,7 @@ interface RolloutOptions extends ServerOptions {
   out: string;
   graderPath: string;
   api: string;
+  retryDiscarded?: boolean;
 }
 
 function positiveInt(name: string, v: string): number {
@@ -69,7 +70,7 @@ async function action(opts: RolloutOptions): Promise<void> {
   const maxSteps = positiveInt('--max-steps', opts.maxSteps);
   if (!['responses', 'chat', 'auto'].includes(opts.api)) throw errors.cliUsage(`--api must be responses, chat or auto, got "${opts.api}"`);
   const rows = readDataset(opts.dataset);
-  const results = new ResultsFile(opts.out);
+  const results = new ResultsFile(opts.out, { retryDiscarded: opts.retryDiscarded === true });
   const jobs = pendingJobs(rows.length, k, results.done);
   const skipped = rows.length * k - jobs.length;
   const server = clientFrom(opts, Math.max(16, concurrency * 4));
@@ -119,6 +120,7 @@ export function register(program: Command): void {
       .option('--max-steps <s>', 'model turns per rollout', '10')
       .option('--out <file>', 'results JSONL (appended; a rerun resumes)', 'results.jsonl')
       .option('--grader-path <path>', 'grader endpoint path on the server', '/grade')
-      .option('--api <api>', 'responses, chat, or auto (Responses, falling back to Chat Completions on 404)', 'auto'),
+      .option('--api <api>', 'responses, chat, or auto (Responses, falling back to Chat Completions on 404)', 'auto')
+      .option('--retry-discarded', 'on resume, run the discarded rollouts of --out again (the new line replaces the old one)'),
   ).action(action);
 }

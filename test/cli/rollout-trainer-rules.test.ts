@@ -53,6 +53,17 @@ describe('rollout follows the trainer rules', () => {
     }
   });
 
+  it('runs discarded rollouts again with --retry-discarded, and the report counts each (row, try) once', async () => {
+    const out = join(work, 'boom.jsonl'); // written by the test above: every rollout discarded
+    const plain = await rollout(out, ['--key', server.key]);
+    expect(plain.stdout).toContain('0 rollouts (2 skipped as done)');
+    const retried = await rollout(out, ['--key', server.key, '--retry-discarded']);
+    expect(retried.stdout).toContain('2 rollouts (0 skipped as done)');
+    expect(readJsonl<RolloutResult>(out)).toHaveLength(4);
+    const report = await runCli(['report', out]);
+    expect(report.stdout).toMatch(/rollouts\s+2 \(2 graded, 0 discarded\)/);
+  });
+
   it('signs every request with --signing-secret, and the server accepts them', async () => {
     const out = join(work, 'signed.jsonl');
     const r = await rollout(out, ['--signing-secret', secret]);

@@ -100,6 +100,14 @@ describe('gleu (NLTK sentence_gleu, n = 1..4)', () => {
     expect(sentenceGleu(hyp1, ref1)).toBeCloseTo(29 / 66, 12);
   });
 
+  it('reproduces the NLTK docstring values', () => {
+    // "the the the ..." against "the cat is on the mat": 2 matching unigrams of 22 answer n-grams
+    expect(sentenceGleu(split('the the the the the the the'), split('the cat is on the mat'))).toBeCloseTo(2 / 22, 12);
+    const hyp2 = split('It is to insure the troops forever hearing the activity guidebook that party direct');
+    expect(sentenceGleu(hyp2, ref1)).toBeGreaterThan(0.1206);
+    expect(sentenceGleu(hyp2, ref1)).toBeLessThan(0.1207);
+  });
+
   it('is min(precision, recall) for a short answer', () => {
     // "the cat sat": 6 n-grams, all in the reference; the reference has 6+5+4+3 = 18. 6/18
     expect(sentenceGleu(split('the cat sat'), split('the cat sat on the mat'))).toBeCloseTo(1 / 3, 12);
@@ -111,9 +119,11 @@ describe('gleu (NLTK sentence_gleu, n = 1..4)', () => {
 });
 
 describe('meteor (NLTK meteor_score, alpha 0.9, beta 3, gamma 0.5, no WordNet)', () => {
-  it('reproduces the NLTK docstring value 0.6944', () => {
+  it('scores the NLTK docstring pair as NLTK would without WordNet', () => {
     // 12 matches of 18 answer and 16 reference words: P 2/3, R 3/4, Fmean = PR/(0.9P+0.1R) = 20/27;
-    // 6 chunks: penalty 0.5 (6/12)^3 = 0.0625; (1 - 0.0625) * 20/27 = 0.69444
+    // 6 chunks: penalty 0.5 (6/12)^3 = 0.0625; (1 - 0.0625) * 20/27 = 0.69444.
+    // NLTK's docstring says 0.7398: WordNet also pairs always~forever, giving 13 matches in 7
+    // chunks: P 13/18, R 13/16, Fmean 0.80247, penalty 0.5 (7/13)^3 = 0.07806, 0.7398.
     expect(meteor(hyp1, ref1)).toBeCloseTo(0.9375 * (20 / 27), 12);
   });
 

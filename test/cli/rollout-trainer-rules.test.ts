@@ -70,6 +70,8 @@ describe('rollout follows the trainer rules', () => {
     expect(r.code).toBe(0);
     const results = readJsonl<RolloutResult>(out);
     expect(results.every((x) => !x.discarded && x.score !== null && x.tool_calls === 3)).toBe(true);
+    // The budget read is a signed GET (over the empty body): the server answered it too.
+    expect(results.every((x) => x.budget_exhausted === false)).toBe(true);
   });
 
   it('takes the signing secret from RFT_SIGNING_SECRET too, and a wrong one leaves the rollout ungraded', async () => {

@@ -4,15 +4,24 @@ import type { DatasetRow } from '../../src/cli/rollout-dataset.js';
 import type { RolloutResult } from '../../src/cli/rollout-run.js';
 import { startScriptedModel, type Script } from '../helpers/scripted-model.js';
 import { startTestServer, type TestServer } from '../helpers/server.js';
-import { finqaScript, finqaToolsDir, getJson, prepareFinqa, readJsonl, reexport, removeTempDirs, runCli, signalAfterLines, spawnCli, unitsDir, writeJsonl } from './harness.js';
+import { finqaScript, finqaToolsDir, getJson, prepareFinqa, readJsonl, reexport, removeTempDirs, repoRoot, runCli, signalAfterLines, spawnCli, unitsDir, writeJsonl } from './harness.js';
 
 let server: TestServer;
 let rows: DatasetRow[];
 let dataset: string;
 let work: string;
 
+// list_docs after a 300 ms pause: long enough for parallel calls to overlap visibly.
+const SLOW = `import base from ${JSON.stringify(join(repoRoot, 'tools/list_docs.ts'))};
+import { defineTool } from ${JSON.stringify(join(repoRoot, 'src/index.ts'))};
+export default defineTool({ ...base, name: 'slow', description: 'slow list', async handler(args, ctx) {
+  await new Promise((r) => setTimeout(r, 300));
+  return base.handler(args, ctx);
+} });
+`;
+
 beforeAll(async () => {
-  server = await startTestServer({ toolsDir: finqaToolsDir(), gradersDir: unitsDir({ 'answer_match.ts': reexport('graders/answer_match.ts') }) });
+  server = await startTestServer({ toolsDir: finqaToolsDir({ 'slow.ts': SLOW }), gradersDir: unitsDir({ 'answer_match.ts': reexport('graders/answer_match.ts') }) });
   ({ rows, dataset, work } = await prepareFinqa(server, 2));
 });
 
@@ -84,6 +93,21 @@ describe('rollout behaviour', () => {
     const started = listed.rollouts.filter((r) => mine.has(r.trace_id));
     expect(started).toHaveLength(results.length);
     expect(started.every((r) => r.last_score !== null)).toBe(true);
+  });
+
+  it('sends the parallel calls of one turn at the same time, and replay sends them together again', async () => {
+    const out = join(work, 'parallel.jsonl');
+    const script: Script = (ctx) => (ctx.turn === 0 ? { calls: [{ name: 'slow', arguments: {} }, { name: 'slow', arguments: { prefix: 'b' } }] } : { text: 'Answer: 1' });
+    await withModel(script, async (url) => {
+      expect((await runCli([...args(url, out), '--max-steps', '3'])).code).toBe(0);
+    });
+    const [first] = readJsonl<RolloutResult>(out);
+    const rec = await getJson<{ calls: { started_at: string; finished_at: string }[] }>(server, `/v1/rollouts/${first!.trace_id}`);
+    const [a, b] = rec.calls.map((c) => [Date.parse(c.started_at), Date.parse(c.finished_at)] as const);
+    expect(Math.max(a![0], b![0])).toBeLessThan(Math.min(a![1], b![1])); // the intervals overlap
+    const replay = await runCli(['replay', first!.trace_id, '--server', server.url, '--key', server.key]);
+    expect(replay.stdout).toContain('2 calls in 1 groups');
+    expect(replay.code).toBe(0);
   });
 
   it('refuses a bad option with RFT_ERR_CLI_USAGE and exit code 2', async () => {

@@ -24,6 +24,8 @@ export const casesSchema = z.object({
   setup: z.string().default(''),
   sys_path: z.array(z.string()).default(['.']),
   timeout_s: z.number().positive().max(120).default(10),
+  /** How many cases run at once (each in its own process); 1 for cases that share files. */
+  parallel: z.number().int().min(1).max(16).default(4),
   cases: z.array(caseSchema).min(1),
 });
 export type CasesFile = z.infer<typeof casesSchema>;

@@ -7,6 +7,7 @@
 # on a private pipe. The parent compares that value with the expectation itself and prints one result
 # line tagged with the nonce it got on stdin. So sys.exit(0) in a module, printed "PASS" lines,
 # objects whose __eq__ always says yes, or edited test files all count for nothing.
+import concurrent.futures
 import json
 import os
 import select
@@ -201,10 +202,11 @@ def main():
         spec = json.load(f)
     shutil.rmtree(gdir, ignore_errors=True)   # before any agent code runs
     timeout_s = float(spec.get("timeout_s", 10))
-    results = []
-    for case in spec["cases"]:
-        ok, detail = run_case(spec, case, timeout_s)
-        results.append({"name": case["name"], "passed": ok, "detail": detail[:300]})
+    # Cases are independent processes, so a few run at once (interpreter start-up dominates).
+    workers = max(1, min(int(spec.get("parallel", 4)), os.cpu_count() or 1, len(spec["cases"])))
+    with concurrent.futures.ThreadPoolExecutor(max_workers=workers) as pool:
+        outcomes = list(pool.map(lambda c: run_case(spec, c, timeout_s), spec["cases"]))
+    results = [{"name": c["name"], "passed": ok, "detail": detail[:300]} for c, (ok, detail) in zip(spec["cases"], outcomes)]
     sys.stdout.write("RFT-RESULT %s %s\n" % (nonce, json.dumps({"cases": results})))
     sys.stdout.flush()
 

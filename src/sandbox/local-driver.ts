@@ -14,11 +14,11 @@ export interface LocalDriverOptions {
 }
 
 /**
- * Runs when an exec's process group is gone. setsid'd children left the group (and bwrap's PID
- * namespace is torn down only after bwrap returned), so the sandbox uid is what still names them. A
- * concurrent exec of the same sandbox would die too, hence only when this exec was the only one.
+ * Runs when an exec's process group is gone. setsid'd children left the group, so the sandbox uid is
+ * what still names them. A concurrent exec of the same sandbox would die too, hence only when this
+ * exec was the only one.
  */
-async function sweepUid(w: Workdir, alone: boolean): Promise<void> {
+export async function sweepUid(w: Workdir, alone: boolean): Promise<void> {
   if (alone && w.meta.uid !== null) await killAllOf(w.meta.uid);
 }
 

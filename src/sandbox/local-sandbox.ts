@@ -52,6 +52,7 @@ export class LocalSandbox implements Sandbox {
   readonly traceId: string;
   private readonly files: HostWorkspace;
   private inflight = 0;
+  private sweep: Promise<void> = Promise.resolve();
   private destroying: Promise<void> | null = null;
 
   constructor(
@@ -88,8 +89,11 @@ export class LocalSandbox implements Sandbox {
         ...signal,
         ...(uid !== null ? { uid, gid: uid } : {}),
         ...(opts.stdin !== undefined ? { stdin: opts.stdin } : {}),
-        ...(afterKill ? { onKill: () => afterKill(this.workdir, this.inflight <= 1) } : {}),
+        // The sweep runs in the background so the result is not delayed by it; the next exec waits
+        // for it, so it can never hit that exec's processes.
+        ...(afterKill ? { onKill: async () => void (this.sweep = afterKill(this.workdir, this.inflight <= 1).catch(() => {})) } : {}),
       };
+      await this.sweep;
       return await runProgram(runOpts);
     } finally {
       this.inflight--;

@@ -32,8 +32,13 @@ export interface SandboxManagerOptions {
   sweepIntervalMs?: number;
 }
 
+const SWEEP_PARALLELISM = 8;
+
 interface Entry {
   pending: Promise<TrackedSandbox>;
+  /** Callers still waiting for the creation; when the last one gives up, the creation is abandoned. */
+  waiting: number;
+  abandon: AbortController;
   sandbox?: TrackedSandbox;
   graceTimer?: NodeJS.Timeout;
 }
@@ -46,6 +51,7 @@ export class SandboxManager {
   private created = 0;
   private reaped = 0;
   private closed = false;
+  private sweeping = false;
 
   constructor(private readonly opts: SandboxManagerOptions) {
     this.admission = new Admission(opts.cap, opts.maxQueue, opts.queueTimeoutMs);
@@ -73,11 +79,16 @@ export class SandboxManager {
     if (this.closed) return Promise.reject(errors.sandboxClosed());
     const existing = this.entries.get(traceId);
     if (existing && !existing.sandbox?.isDestroyed) {
-      if (existing.sandbox) existing.sandbox.lastUsed = Date.now();
-      return existing.pending;
+      if (existing.sandbox) {
+        existing.sandbox.lastUsed = Date.now();
+        return Promise.resolve(existing.sandbox);
+      }
+      return this.join(existing, signal);
     }
-    const entry: Entry = { pending: Promise.resolve(null as unknown as TrackedSandbox) };
-    entry.pending = this.create(traceId, signal, async () => {
+    const entry: Entry = { pending: Promise.resolve(null as unknown as TrackedSandbox), waiting: 0, abandon: new AbortController() };
+    // Shared by every caller of this rollout, so not tied to the first caller's signal: each caller
+    // stops waiting on its own abort; only when all have left is the creation abandoned.
+    entry.pending = this.create(traceId, entry.abandon.signal, async () => {
       const src = await workspaceSource(item, this.opts.templatesRoot);
       return { ...src, labels: { 'rft-endpoints.purpose': 'rollout' } };
     }).then(
@@ -90,8 +101,33 @@ export class SandboxManager {
         throw e;
       },
     );
+    entry.pending.catch(() => {}); // observed by the callers; never an unhandled rejection here
     this.entries.set(traceId, entry);
-    return entry.pending;
+    return this.join(entry, signal);
+  }
+
+  private join(entry: Entry, signal: AbortSignal | undefined): Promise<TrackedSandbox> {
+    if (signal?.aborted) return Promise.reject(signal.reason);
+    entry.waiting++;
+    return new Promise<TrackedSandbox>((resolve, reject) => {
+      const onAbort = (): void => {
+        entry.waiting--;
+        if (entry.waiting === 0 && !entry.sandbox) entry.abandon.abort(signal?.reason);
+        reject(signal?.reason);
+      };
+      signal?.addEventListener('abort', onAbort, { once: true });
+      entry.pending.then(
+        (sb) => {
+          signal?.removeEventListener('abort', onAbort);
+          entry.waiting = Math.max(0, entry.waiting - 1);
+          resolve(sb);
+        },
+        (e: unknown) => {
+          signal?.removeEventListener('abort', onAbort);
+          reject(e);
+        },
+      );
+    });
   }
 
   /** The rollout's sandbox if it exists and is ready (never creates one). */
@@ -157,15 +193,29 @@ export class SandboxManager {
     await this.opts.driver.close?.();
   }
 
-  /** Destroys rollout sandboxes idle for longer than the TTL; returns how many. */
+  /** Destroys rollout sandboxes idle for longer than the TTL, a few at a time; returns how many. */
   async sweep(now = Date.now()): Promise<number> {
-    const idle = [...this.entries].filter(([, e]) => e.sandbox && e.sandbox.inflight === 0 && now - e.sandbox.lastUsed >= this.opts.ttlMs);
-    for (const [traceId] of idle) {
-      this.opts.log?.info({ trace_id: traceId }, 'sandbox idle past its TTL: destroyed');
-      await this.destroy(traceId);
+    if (this.sweeping) return 0; // a slow sweep must not overlap the next tick
+    this.sweeping = true;
+    try {
+      const idle = [...this.entries]
+        .filter(([, e]) => e.sandbox && e.sandbox.inflight === 0 && now - e.sandbox.lastUsed >= this.opts.ttlMs)
+        .map(([traceId]) => traceId);
+      let done = 0;
+      const worker = async (): Promise<void> => {
+        for (let t = idle.pop(); t !== undefined; t = idle.pop()) {
+          if (await this.destroy(t)) {
+            done++;
+            this.reaped++;
+            this.opts.log?.info({ trace_id: t }, 'sandbox idle past its TTL: destroyed');
+          }
+        }
+      };
+      await Promise.all(Array.from({ length: SWEEP_PARALLELISM }, worker));
+      return done;
+    } finally {
+      this.sweeping = false;
     }
-    this.reaped += idle.length;
-    return idle.length;
   }
 
   private async create(

@@ -105,6 +105,18 @@ describe('SandboxManager', () => {
     expect(m.stats().queued).toBe(0);
   });
 
+  it('keeps creating a shared sandbox when the first caller of the rollout gives up', async () => {
+    const m = await manager({ cap: 1 });
+    await m.acquire('t1', {});
+    const ac = new AbortController();
+    const first = m.acquire('t2', {}, ac.signal);
+    const second = m.acquire('t2', {});
+    ac.abort(new Error('first caller timed out'));
+    await expect(first).rejects.toThrow('first caller timed out');
+    await m.destroy('t1');
+    await expect(second).resolves.toMatchObject({ traceId: 't2' });
+  });
+
   it('destroys a sandbox idle past the TTL and frees its slot', async () => {
     const m = await manager({ ttlMs: 150, sweepIntervalMs: 50 });
     const sb = await m.acquire('t1', {});

@@ -3,7 +3,6 @@ import Fastify, { LogController, type FastifyInstance, type FastifyServerOptions
 import rateLimit from '@fastify/rate-limit';
 import { serializerCompiler, validatorCompiler } from '@fastify/type-provider-zod';
 import { readFileSync } from 'node:fs';
-import { join } from 'node:path';
 import type { Logger } from 'pino';
 import type { AppConfig } from './config.js';
 import { errors, isRftError, RftError } from './errors.js';
@@ -12,7 +11,7 @@ import { loadRegistry, type Registry } from './registry/loader.js';
 import { GradingService } from './rollouts/grading.js';
 import { Ledger } from './rollouts/ledger.js';
 import type { SandboxProvider } from './rollouts/sandbox-provider.js';
-import { SqliteStore } from './store/sqlite.js';
+import { createStore } from './store/index.js';
 import type { Store } from './store/types.js';
 import { createSandboxProvider } from './sandbox/provider.js';
 import toolRoutes from './routes/tools.js';
@@ -82,7 +81,9 @@ export async function buildApp(config: AppConfig, opts: BuildOptions = {}): Prom
   app.setValidatorCompiler(validatorCompiler);
   app.setSerializerCompiler(serializerCompiler);
 
-  const store = new SqliteStore({ path: join(config.dataDir, 'rft.sqlite'), sync: config.store.sync });
+  const store = await createStore(config, config.instanceId, {
+    onIdleError: (err) => app.log.warn({ err }, 'idle store connection failed; the pool replaces it'),
+  });
   const shutdown = new AbortController();
   let localKey: Services['localKey'];
   const keys = [...config.apiKeys];

@@ -1,6 +1,7 @@
 // One zod schema for the whole configuration. Sources, later wins: defaults, the JSON config file
 // (RFT_CONFIG or --config; same names as the environment), the environment. Checked once at boot.
 import { readFileSync } from 'node:fs';
+import { hostname } from 'node:os';
 import { resolve } from 'node:path';
 import { z } from 'zod';
 import { errors } from './errors.js';
@@ -56,7 +57,14 @@ export const configSchema = z.object({
   RFT_TLS_KEY: z.string().optional(),
   RFT_TRUST_PROXY: bool.default(false),
   RFT_LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
-  RFT_STORE: z.enum(['sqlite']).default('sqlite'),
+  RFT_STORE: z.enum(['sqlite', 'postgres']).default('sqlite'),
+  /** Postgres connection URL; required when RFT_STORE=postgres. */
+  RFT_DATABASE_URL: z.string().optional(),
+  /** Postgres schema that holds the tables (created at first connect). */
+  RFT_PG_SCHEMA: z.string().regex(/^[a-z_][a-z0-9_]{0,62}$/, 'lowercase letters, digits and _').default('rft'),
+  RFT_PG_POOL_SIZE: int(1, 1000).default(10),
+  /** This replica's id, stable across its restarts (Postgres: a booting replica interrupts only its own calls). */
+  RFT_INSTANCE_ID: z.string().min(1).max(200).optional(),
   /** full: fsync every commit (survives power loss); normal: survives kill -9, not power loss. */
   RFT_SQLITE_SYNC: z.enum(['full', 'normal']).default('full'),
   RFT_SANDBOX: z.enum(['auto', 'bwrap', 'docker', 'process', 'none']).default('auto'),
@@ -98,7 +106,11 @@ export interface AppConfig {
   tls: { cert: string; key: string } | undefined;
   trustProxy: boolean;
   logLevel: RawConfig['RFT_LOG_LEVEL'];
-  store: { kind: 'sqlite'; sync: 'full' | 'normal' };
+  store:
+    | { kind: 'sqlite'; sync: 'full' | 'normal' }
+    | { kind: 'postgres'; url: string; schema: string; poolSize: number };
+  /** Defaults to hostname:port, which differs between replicas and survives a restart. */
+  instanceId: string;
   sandbox: {
     driver: RawConfig['RFT_SANDBOX'];
     cap: number;
@@ -145,6 +157,9 @@ export function loadConfig(
     throw errors.config(`invalid configuration:\n  ${issues.join('\n  ')}`, { issues });
   }
   const c = parsed.data;
+  if (c.RFT_STORE === 'postgres' && !/^postgres(ql)?:\/\//.test(c.RFT_DATABASE_URL ?? '')) {
+    throw errors.config('RFT_STORE=postgres needs RFT_DATABASE_URL=postgres://user:password@host:5432/db');
+  }
   if ((c.RFT_TLS_CERT === undefined) !== (c.RFT_TLS_KEY === undefined)) {
     throw errors.config('RFT_TLS_CERT and RFT_TLS_KEY must be set together');
   }
@@ -167,7 +182,11 @@ export function loadConfig(
     tls: c.RFT_TLS_CERT && c.RFT_TLS_KEY ? { cert: c.RFT_TLS_CERT, key: c.RFT_TLS_KEY } : undefined,
     trustProxy: c.RFT_TRUST_PROXY,
     logLevel: c.RFT_LOG_LEVEL,
-    store: { kind: c.RFT_STORE, sync: c.RFT_SQLITE_SYNC },
+    store:
+      c.RFT_STORE === 'postgres'
+        ? { kind: 'postgres', url: c.RFT_DATABASE_URL!, schema: c.RFT_PG_SCHEMA, poolSize: c.RFT_PG_POOL_SIZE }
+        : { kind: 'sqlite', sync: c.RFT_SQLITE_SYNC },
+    instanceId: c.RFT_INSTANCE_ID ?? `${hostname()}:${c.PORT}`,
     sandbox: {
       driver: c.RFT_SANDBOX,
       cap: c.RFT_SANDBOX_CAP,

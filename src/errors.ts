@@ -174,6 +174,10 @@ export const errors = {
 
   // storage
   store: define('RFT_ERR_STORE', 503, (msg: string) => [`could not record: ${msg}`]),
+  storeConnect: define('RFT_ERR_STORE_CONNECT', 500, (where: string, why: string) => [
+    `cannot open the store at ${where}: ${why}`,
+    { where },
+  ]),
   internal: define('RFT_ERR_INTERNAL', 500, (msg: string) => [msg]),
 } as const;
 

@@ -1,0 +1,27 @@
+// Builds the configured store: SQLite in the data dir (one process), or Postgres (many replicas).
+import { join } from 'node:path';
+import type { AppConfig } from '../config.js';
+import { PostgresStore } from './postgres.js';
+import { SqliteStore } from './sqlite.js';
+import type { Store } from './types.js';
+
+export interface CreateStoreOptions {
+  /** Where idle Postgres connection errors go (the database restarted ...). */
+  onIdleError?: (e: Error) => void;
+}
+
+export async function createStore(config: AppConfig, instanceId: string, opts: CreateStoreOptions = {}): Promise<Store> {
+  const c = config.store;
+  if (c.kind === 'postgres') {
+    return PostgresStore.open({
+      url: c.url,
+      schema: c.schema,
+      poolSize: c.poolSize,
+      instanceId,
+      ...(opts.onIdleError ? { onIdleError: opts.onIdleError } : {}),
+    });
+  }
+  return new SqliteStore({ path: join(config.dataDir, 'rft.sqlite'), sync: c.sync });
+}
+
+export type { Store } from './types.js';

@@ -1,0 +1,131 @@
+// Postgres tables of the store: the same columns and meaning as SQLite's (src/store/sqlite.ts), plus
+// calls.owner (the replica that started a call), and begin_call(), which does a call's whole
+// admission (rollout insert, replay check, budget charge, seq) in one round trip under a row lock.
+import type pg from 'pg';
+
+/** Double-quoted identifier; names are also checked by config, this keeps any caller safe. */
+export function quoteIdent(name: string): string {
+  if (!/^[A-Za-z_][A-Za-z0-9_]{0,62}$/.test(name)) throw new Error(`invalid Postgres schema name "${name}"`);
+  return `"${name}"`;
+}
+
+// Times are ms since epoch (bigint, parsed to number); costs and budgets are double precision
+// because a tool may cost 0.5 units, as SQLite's INTEGER affinity allows. trace_id uses the C
+// collation so listings sort (and cursors compare) byte-wise, exactly like SQLite.
+const ddl = (s: string) => `
+CREATE SCHEMA IF NOT EXISTS ${s};
+CREATE TABLE IF NOT EXISTS ${s}.rollouts (
+  trace_id text COLLATE "C" PRIMARY KEY,
+  created_at bigint NOT NULL,
+  updated_at bigint NOT NULL,
+  item text,
+  budget_limit double precision NOT NULL,
+  budget_used double precision NOT NULL DEFAULT 0,
+  budget_exceeded boolean NOT NULL DEFAULT false,
+  next_seq bigint NOT NULL DEFAULT 1,
+  last_score double precision
+);
+CREATE INDEX IF NOT EXISTS rollouts_created ON ${s}.rollouts (created_at DESC, trace_id DESC);
+CREATE INDEX IF NOT EXISTS rollouts_updated ON ${s}.rollouts (updated_at);
+CREATE TABLE IF NOT EXISTS ${s}.calls (
+  trace_id text COLLATE "C" NOT NULL,
+  call_id text COLLATE "C" NOT NULL,
+  seq bigint NOT NULL,
+  tool text NOT NULL,
+  arguments text NOT NULL,
+  args_hash text NOT NULL,
+  output text,
+  status text NOT NULL,
+  cost double precision NOT NULL,
+  credential text,
+  started_at bigint NOT NULL,
+  finished_at bigint,
+  duration_ms double precision,
+  output_bytes bigint,
+  truncated boolean NOT NULL DEFAULT false,
+  owner text,
+  PRIMARY KEY (trace_id, call_id)
+);
+CREATE INDEX IF NOT EXISTS calls_running ON ${s}.calls (owner, started_at) WHERE status = 'running';
+CREATE TABLE IF NOT EXISTS ${s}.grades (
+  id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+  trace_id text COLLATE "C" NOT NULL,
+  grader text NOT NULL,
+  grader_version text NOT NULL,
+  sample_hash text NOT NULL,
+  sample text NOT NULL,
+  status text NOT NULL,
+  score double precision,
+  subscores text,
+  explanation text,
+  error text,
+  credential text,
+  source text NOT NULL,
+  created_at bigint NOT NULL,
+  duration_ms double precision NOT NULL
+);
+CREATE INDEX IF NOT EXISTS grades_lookup ON ${s}.grades (trace_id, grader, grader_version, sample_hash);
+CREATE TABLE IF NOT EXISTS ${s}.webhook_ids (
+  id text PRIMARY KEY,
+  expires_at bigint NOT NULL
+);
+
+-- Returns {kind, call, used, limit, exceeded}; call is the calls row as JSON (snake_case keys).
+-- The FOR UPDATE lock on the rollout row serialises admissions of one rollout across every
+-- replica, so the budget check and charge see each other and seq follows arrival order.
+CREATE OR REPLACE FUNCTION ${s}.begin_call(
+  p_trace text, p_call text, p_tool text, p_args text, p_hash text, p_cost double precision,
+  p_limit double precision, p_item text, p_credential text, p_now bigint, p_over text, p_over_bytes bigint, p_owner text
+) RETURNS json LANGUAGE plpgsql AS $fn$
+DECLARE
+  r ${s}.rollouts%ROWTYPE;
+  c ${s}.calls%ROWTYPE;
+BEGIN
+  INSERT INTO ${s}.rollouts (trace_id, created_at, updated_at, item, budget_limit)
+    VALUES (p_trace, p_now, p_now, p_item, p_limit) ON CONFLICT (trace_id) DO NOTHING;
+  SELECT * INTO STRICT r FROM ${s}.rollouts WHERE trace_id = p_trace FOR UPDATE;
+  SELECT * INTO c FROM ${s}.calls WHERE trace_id = p_trace AND call_id = p_call;
+  IF FOUND THEN
+    RETURN json_build_object(
+      'kind', CASE WHEN c.args_hash = p_hash AND c.tool = p_tool THEN 'existing' ELSE 'conflict' END,
+      'call', row_to_json(c));
+  END IF;
+  IF r.budget_used + p_cost > r.budget_limit THEN
+    INSERT INTO ${s}.calls (trace_id, call_id, seq, tool, arguments, args_hash, output, status, cost, credential,
+        started_at, finished_at, duration_ms, output_bytes, truncated, owner)
+      VALUES (p_trace, p_call, r.next_seq, p_tool, p_args, p_hash, p_over, 'budget_exceeded', 0, p_credential,
+        p_now, p_now, 0, p_over_bytes, false, p_owner)
+      RETURNING * INTO c;
+    UPDATE ${s}.rollouts SET budget_exceeded = true, next_seq = next_seq + 1, updated_at = p_now WHERE trace_id = p_trace;
+    RETURN json_build_object('kind', 'over_budget', 'call', row_to_json(c),
+      'used', r.budget_used, 'limit', r.budget_limit, 'exceeded', true);
+  END IF;
+  INSERT INTO ${s}.calls (trace_id, call_id, seq, tool, arguments, args_hash, output, status, cost, credential,
+      started_at, owner)
+    VALUES (p_trace, p_call, r.next_seq, p_tool, p_args, p_hash, NULL, 'running', p_cost, p_credential, p_now, p_owner)
+    RETURNING * INTO c;
+  UPDATE ${s}.rollouts SET budget_used = budget_used + p_cost, next_seq = next_seq + 1, updated_at = p_now
+    WHERE trace_id = p_trace;
+  RETURN json_build_object('kind', 'started', 'call', row_to_json(c),
+    'used', r.budget_used + p_cost, 'limit', r.budget_limit, 'exceeded', r.budget_exceeded);
+END
+$fn$;
+`;
+
+/**
+ * Creates the schema if needed. Replicas booting together would race on CREATE ... IF NOT EXISTS
+ * (it is not safe against concurrent creators) and CREATE OR REPLACE FUNCTION, so creation runs
+ * under a transaction-scoped advisory lock keyed by the schema name.
+ */
+export async function ensureSchema(client: pg.PoolClient, schema: string): Promise<void> {
+  const s = quoteIdent(schema);
+  await client.query('BEGIN');
+  try {
+    await client.query("SELECT pg_advisory_xact_lock(hashtext('rft-endpoints schema ' || $1))", [schema]);
+    await client.query(ddl(s));
+    await client.query('COMMIT');
+  } catch (e) {
+    await client.query('ROLLBACK').catch(() => undefined);
+    throw e;
+  }
+}

@@ -1,0 +1,389 @@
+// Postgres store, for several replicas behind a load balancer sharing one database. Every guarantee
+// of the SQLite store holds across processes: a call's admission (rollout insert, replay check,
+// budget charge, seq) is one transaction under a row lock on its rollout (begin_call() in
+// pg-schema.ts), webhook ids are claimed with one atomic upsert, and a booting replica interrupts
+// only the calls it started itself (calls.owner).
+import pg from 'pg';
+import { errors } from '../errors.js';
+import type { BudgetUsage, GradeRecord, RecordedCall, RolloutSummary } from '../rollouts/types.js';
+import { budgetOf, toCall, toGrade, toSummary, type PgCallRow, type PgGradeRow, type PgRolloutRow } from './pg-rows.js';
+import { ensureSchema, quoteIdent } from './pg-schema.js';
+import { decodeText, encodeNullable, encodeText } from './pg-text.js';
+import type {
+  BeginCallInput,
+  BeginCallResult,
+  FinishCallInput,
+  GradeWithSample,
+  ImportedRollout,
+  ListRolloutsQuery,
+  NewGrade,
+  Store,
+} from './types.js';
+
+export interface PostgresStoreOptions {
+  /** postgres://user:password@host:5432/db */
+  url: string;
+  /** Schema holding the tables, created at first connect (tests use a random one). */
+  schema?: string;
+  /** Connections per replica; each in-flight store operation holds one for a round trip or two. */
+  poolSize?: number;
+  /** This replica's id, stable across its restarts: recorded on each call it starts. */
+  instanceId: string;
+  /**
+   * At boot, running calls of ANY replica older than this are interrupted too: their replica is
+   * gone (no tool call outlives its timeout, at most 10 minutes), and nobody else would close them.
+   */
+  orphanAfterMs?: number;
+  /** Errors of idle pooled connections (the database restarted ...); unhandled they would crash. */
+  onIdleError?: (e: Error) => void;
+}
+
+const INT8_OID = 20;
+const DEFAULT_ORPHAN_AFTER_MS = 60 * 60_000;
+
+/** The URL without its password, for messages. */
+function redactUrl(url: string): string {
+  try {
+    const u = new URL(url);
+    if (u.password) u.password = '***';
+    return u.toString();
+  } catch {
+    return '(unparsable database URL)';
+  }
+}
+
+interface BeginRow {
+  kind: BeginCallResult['kind'];
+  call: PgCallRow;
+  used?: number;
+  limit?: number;
+  exceeded?: boolean;
+}
+
+export class PostgresStore implements Store {
+  readonly kind = 'postgres';
+  private readonly t: { rollouts: string; calls: string; grades: string; webhookIds: string; beginCall: string };
+
+  private constructor(
+    private readonly pool: pg.Pool,
+    schema: string,
+    private readonly instanceId: string,
+    private readonly orphanAfterMs: number,
+  ) {
+    const s = quoteIdent(schema);
+    this.t = {
+      rollouts: `${s}.rollouts`,
+      calls: `${s}.calls`,
+      grades: `${s}.grades`,
+      webhookIds: `${s}.webhook_ids`,
+      beginCall: `${s}.begin_call`,
+    };
+  }
+
+  /** Connects, creates the schema if absent, and returns the store; a coded error if it cannot. */
+  static async open(opts: PostgresStoreOptions): Promise<PostgresStore> {
+    const schema = opts.schema ?? 'rft';
+    quoteIdent(schema);
+    const pool = new pg.Pool({
+      connectionString: opts.url,
+      max: opts.poolSize ?? 10,
+      connectionTimeoutMillis: 10_000,
+      idleTimeoutMillis: 30_000,
+      // A stuck statement or lock wait becomes an error (503, the trainer retries) instead of a hang.
+      statement_timeout: 60_000,
+      idle_in_transaction_session_timeout: 60_000,
+      application_name: `rft-endpoints ${opts.instanceId}`.slice(0, 63),
+      // Times are bigint ms since epoch: numbers, not the strings pg returns for int8 by default.
+      types: {
+        getTypeParser: ((oid: number, format?: 'text' | 'binary') =>
+          oid === INT8_OID ? (v: string) => Number(v) : pg.types.getTypeParser(oid, format as 'text')) as typeof pg.types.getTypeParser,
+      },
+    });
+    pool.on('error', (e) => opts.onIdleError?.(e));
+    try {
+      const client = await pool.connect();
+      try {
+        await ensureSchema(client, schema);
+      } finally {
+        client.release();
+      }
+    } catch (e) {
+      await pool.end().catch(() => undefined);
+      throw errors.storeConnect(`${redactUrl(opts.url)} (schema ${schema})`, (e as Error).message);
+    }
+    return new PostgresStore(pool, schema, opts.instanceId, opts.orphanAfterMs ?? DEFAULT_ORPHAN_AFTER_MS);
+  }
+
+  private async rows<R extends pg.QueryResultRow>(text: string, values: unknown[] = [], name?: string): Promise<R[]> {
+    const res = await this.pool.query<R>(name ? { name, text, values } : { text, values });
+    return res.rows;
+  }
+
+  /** Runs fn in one transaction on one connection. */
+  private async tx<T>(fn: (c: pg.PoolClient) => Promise<T>): Promise<T> {
+    const client = await this.pool.connect();
+    try {
+      await client.query('BEGIN');
+      const value = await fn(client);
+      await client.query('COMMIT');
+      return value;
+    } catch (e) {
+      await client.query('ROLLBACK').catch(() => undefined);
+      throw e;
+    } finally {
+      client.release();
+    }
+  }
+
+  async beginCall(input: BeginCallInput): Promise<BeginCallResult> {
+    const [row] = await this.rows<{ r: BeginRow }>(
+      `SELECT ${this.t.beginCall}($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13) AS r`,
+      [
+        encodeText(input.traceId),
+        encodeText(input.callId),
+        input.tool,
+        encodeText(input.arguments),
+        input.argsHash,
+        input.cost,
+        input.budgetLimit,
+        input.item ? JSON.stringify(input.item) : null,
+        encodeNullable(input.credential),
+        input.now,
+        encodeText(input.overBudgetOutput),
+        Buffer.byteLength(input.overBudgetOutput),
+        this.instanceId,
+      ],
+      'rft_begin_call',
+    );
+    const r = row!.r;
+    const call = toCall(r.call);
+    if (r.kind === 'existing' || r.kind === 'conflict') return { kind: r.kind, call };
+    return { kind: r.kind, call, budget: { used: r.used!, limit: r.limit!, exceeded: r.exceeded! } };
+  }
+
+  async finishCall(traceId: string, callId: string, r: FinishCallInput): Promise<void> {
+    await this.rows(
+      `UPDATE ${this.t.calls} SET output = $1, status = $2, finished_at = $3, duration_ms = $4, output_bytes = $5, truncated = $6
+       WHERE trace_id = $7 AND call_id = $8 AND status = 'running'`,
+      [encodeText(r.output), r.status, r.finishedAt, r.durationMs, r.outputBytes, r.truncated, encodeText(traceId), encodeText(callId)],
+      'rft_finish_call',
+    );
+  }
+
+  async getCall(traceId: string, callId: string): Promise<RecordedCall | undefined> {
+    const [r] = await this.rows<PgCallRow>(
+      `SELECT * FROM ${this.t.calls} WHERE trace_id = $1 AND call_id = $2`,
+      [encodeText(traceId), encodeText(callId)],
+      'rft_get_call',
+    );
+    return r ? toCall(r) : undefined;
+  }
+
+  async listCalls(traceId: string): Promise<RecordedCall[]> {
+    const rows = await this.rows<PgCallRow>(`SELECT * FROM ${this.t.calls} WHERE trace_id = $1 ORDER BY seq`, [encodeText(traceId)]);
+    return rows.map(toCall);
+  }
+
+  async getBudget(traceId: string, defaultLimit: number): Promise<BudgetUsage> {
+    const [r] = await this.rows<PgRolloutRow>(
+      `SELECT budget_used, budget_limit, budget_exceeded FROM ${this.t.rollouts} WHERE trace_id = $1`,
+      [encodeText(traceId)],
+    );
+    return r ? budgetOf(r) : { used: 0, limit: defaultLimit, exceeded: false };
+  }
+
+  async ensureRollout(traceId: string, item: Record<string, unknown> | null, budgetLimit: number, now: number): Promise<void> {
+    await this.rows(
+      `INSERT INTO ${this.t.rollouts} (trace_id, created_at, updated_at, item, budget_limit) VALUES ($1, $2, $2, $3, $4)
+       ON CONFLICT (trace_id) DO NOTHING`,
+      [encodeText(traceId), now, item ? JSON.stringify(item) : null, budgetLimit],
+    );
+  }
+
+  async findGrade(traceId: string, grader: string, version: string, sampleHash: string): Promise<GradeRecord | undefined> {
+    const [r] = await this.rows<PgGradeRow>(
+      `SELECT * FROM ${this.t.grades} WHERE trace_id = $1 AND grader = $2 AND grader_version = $3 AND sample_hash = $4 AND status = 'ok'
+       ORDER BY id DESC LIMIT 1`,
+      [encodeText(traceId), grader, version, sampleHash],
+    );
+    return r ? toGrade(r) : undefined;
+  }
+
+  /** Grade columns in insert order, as $1..$14 values. */
+  private gradeValues(g: NewGrade): unknown[] {
+    return [
+      encodeText(g.traceId),
+      g.grader,
+      g.graderVersion,
+      g.sampleHash,
+      JSON.stringify(g.sample ?? null),
+      g.status,
+      g.score,
+      g.subscores ? JSON.stringify(g.subscores) : null,
+      encodeNullable(g.explanation),
+      encodeNullable(g.error),
+      encodeNullable(g.credential),
+      g.source,
+      g.createdAt,
+      g.durationMs,
+    ];
+  }
+
+  private static readonly GRADE_COLUMNS =
+    'trace_id, grader, grader_version, sample_hash, sample, status, score, subscores, explanation, error, credential, source, created_at, duration_ms';
+
+  async insertGrade(g: NewGrade): Promise<GradeRecord> {
+    // One statement, so the grade and the rollout's last score commit together.
+    const [r] = await this.rows<PgGradeRow>(
+      `WITH g AS (
+         INSERT INTO ${this.t.grades} (${PostgresStore.GRADE_COLUMNS})
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14) RETURNING *
+       ), u AS (
+         UPDATE ${this.t.rollouts} SET last_score = CASE WHEN $6 = 'ok' THEN $7 ELSE last_score END, updated_at = $13
+         WHERE trace_id = $1
+       )
+       SELECT * FROM g`,
+      this.gradeValues(g),
+      'rft_insert_grade',
+    );
+    return toGrade(r!);
+  }
+
+  async listGrades(traceId: string): Promise<GradeWithSample[]> {
+    const rows = await this.rows<PgGradeRow>(`SELECT * FROM ${this.t.grades} WHERE trace_id = $1 ORDER BY id`, [encodeText(traceId)]);
+    return rows.map(toGrade);
+  }
+
+  async listRollouts(q: ListRolloutsQuery): Promise<{ rollouts: RolloutSummary[]; nextCursor: string | null }> {
+    const where: string[] = [];
+    const params: unknown[] = [];
+    if (q.cursor) {
+      // Same cursor as SQLite: base64url of "<created_at>|<trace_id>" of the page's last row.
+      const [at, id] = Buffer.from(q.cursor, 'base64url').toString().split('|', 2);
+      params.push(Number(at), encodeText(id ?? ''));
+      where.push(`(created_at < $${params.length - 1} OR (created_at = $${params.length - 1} AND trace_id < $${params.length}))`);
+    }
+    if (q.since !== undefined) {
+      params.push(q.since);
+      where.push(`updated_at >= $${params.length}`);
+    }
+    params.push(q.limit + 1);
+    const rows = await this.rows<PgRolloutRow>(
+      `SELECT r.*, (SELECT count(*) FROM ${this.t.calls} c WHERE c.trace_id = r.trace_id) AS calls FROM ${this.t.rollouts} r
+       ${where.length ? 'WHERE ' + where.join(' AND ') : ''} ORDER BY created_at DESC, trace_id DESC LIMIT $${params.length}`,
+      params,
+    );
+    const page = rows.slice(0, q.limit);
+    const last = page[page.length - 1];
+    const nextCursor =
+      rows.length > q.limit && last ? Buffer.from(`${last.created_at}|${decodeText(last.trace_id)}`).toString('base64url') : null;
+    return { rollouts: page.map(toSummary), nextCursor };
+  }
+
+  async getRollout(traceId: string) {
+    // One statement, so the rollout, its calls and its grades come from one snapshot.
+    const [r] = await this.rows<PgRolloutRow & { calls_list: PgCallRow[]; grades_list: PgGradeRow[] }>(
+      `SELECT r.*,
+         (SELECT coalesce(json_agg(c ORDER BY c.seq), '[]') FROM ${this.t.calls} c WHERE c.trace_id = r.trace_id) AS calls_list,
+         (SELECT coalesce(json_agg(g ORDER BY g.id), '[]') FROM ${this.t.grades} g WHERE g.trace_id = r.trace_id) AS grades_list
+       FROM ${this.t.rollouts} r WHERE r.trace_id = $1`,
+      [encodeText(traceId)],
+    );
+    if (!r) return undefined;
+    const callsList = r.calls_list.map(toCall);
+    return {
+      ...toSummary({ ...r, calls: callsList.length }),
+      item: r.item ? (JSON.parse(r.item) as Record<string, unknown>) : null,
+      callsList,
+      grades: r.grades_list.map(toGrade),
+    };
+  }
+
+  async importRollout(r: ImportedRollout): Promise<'imported' | 'exists'> {
+    return this.tx(async (c) => {
+      let lastScore: number | null = null;
+      for (const g of r.grades) if (g.status === 'ok') lastScore = g.score;
+      const inserted = await c.query(
+        `INSERT INTO ${this.t.rollouts} (trace_id, created_at, updated_at, item, budget_limit, budget_used, budget_exceeded, next_seq, last_score)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) ON CONFLICT (trace_id) DO NOTHING`,
+        [
+          encodeText(r.traceId),
+          r.createdAt,
+          r.updatedAt,
+          r.item ? JSON.stringify(r.item) : null,
+          r.budget.limit,
+          r.budget.used,
+          r.budget.exceeded,
+          r.calls.reduce((m, call) => Math.max(m, call.seq), 0) + 1,
+          lastScore,
+        ],
+      );
+      if (inserted.rowCount === 0) return 'exists';
+      if (r.calls.length) {
+        const calls = r.calls.map((call) => ({
+          trace_id: encodeText(r.traceId),
+          call_id: encodeText(call.callId),
+          seq: call.seq,
+          tool: call.tool,
+          arguments: encodeText(call.arguments),
+          args_hash: call.argsHash,
+          output: encodeNullable(call.output),
+          status: call.status,
+          cost: call.cost,
+          credential: encodeNullable(call.credential),
+          started_at: call.startedAt,
+          finished_at: call.finishedAt,
+          duration_ms: call.durationMs,
+          output_bytes: call.outputBytes,
+          truncated: call.truncated,
+          owner: null,
+        }));
+        await c.query(`INSERT INTO ${this.t.calls} SELECT * FROM json_populate_recordset(NULL::${this.t.calls}, $1)`, [
+          JSON.stringify(calls),
+        ]);
+      }
+      for (const g of r.grades) {
+        await c.query(
+          `INSERT INTO ${this.t.grades} (${PostgresStore.GRADE_COLUMNS})
+           VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)`,
+          this.gradeValues({ ...g, traceId: r.traceId }),
+        );
+      }
+      return 'imported';
+    });
+  }
+
+  async rememberWebhookId(id: string, expiresAt: number, now: number): Promise<boolean> {
+    // One atomic upsert: a new id is inserted; a present one is taken over only if it has expired.
+    // Two replicas claiming the same id at once: the second waits for the first and sees it live.
+    const rows = await this.rows(
+      `INSERT INTO ${this.t.webhookIds} (id, expires_at) VALUES ($1, $2)
+       ON CONFLICT (id) DO UPDATE SET expires_at = EXCLUDED.expires_at WHERE ${this.t.webhookIds}.expires_at <= $3
+       RETURNING 1`,
+      [encodeText(id), expiresAt, now],
+      'rft_remember_webhook_id',
+    );
+    if (rows.length === 1 && Math.random() < 0.01) await this.rows(`DELETE FROM ${this.t.webhookIds} WHERE expires_at <= $1`, [now]);
+    return rows.length === 1;
+  }
+
+  async markInterrupted(output: string, now: number): Promise<number> {
+    const res = await this.pool.query(
+      `UPDATE ${this.t.calls} SET status = 'interrupted', output = $1, finished_at = $2
+       WHERE status = 'running' AND (owner = $3 OR started_at < $4)`,
+      [encodeText(output), now, this.instanceId, now - this.orphanAfterMs],
+    );
+    return res.rowCount ?? 0;
+  }
+
+  async ping(): Promise<void> {
+    await this.rows(
+      `INSERT INTO ${this.t.webhookIds} (id, expires_at) VALUES ('__readyz__', 0) ON CONFLICT (id) DO UPDATE SET expires_at = 0`,
+    );
+  }
+
+  async close(): Promise<void> {
+    if (this.pool.ended) return;
+    await this.pool.end();
+  }
+}

@@ -1,0 +1,246 @@
+// The Store contract: behaviours every store (SQLite, Postgres) must show identically, run by
+// test/store/sqlite.test.ts and test/store/postgres.test.ts against a fresh, empty store each test.
+import { describe, expect, it, onTestFinished } from 'vitest';
+import type { BeginCallInput, ImportedRollout, NewGrade, Store } from '../../src/store/types.js';
+
+export const begin = (traceId: string, callId: string, over: Partial<BeginCallInput> = {}): BeginCallInput => ({
+  traceId, callId, tool: 't', arguments: '{}', argsHash: 'h', cost: 1, budgetLimit: 5, item: { q: 1 }, credential: null, now: Date.now(), overBudgetOutput: 'spent', ...over,
+});
+
+export const grade = (traceId: string, over: Partial<NewGrade> = {}): NewGrade => ({
+  traceId, grader: 'g', graderVersion: 'v1', sampleHash: 'sh', sample: { output_text: 'answer', nested: [1, { a: null }] }, status: 'ok', score: 0.75,
+  subscores: { exact: 1, length: 0.5 }, explanation: 'fine', error: null, credential: 'trainer', source: 'endpoint', createdAt: 1_000, durationMs: 3.5, ...over,
+});
+
+const finished = { status: 'ok' as const, finishedAt: 2_000, durationMs: 12.5, outputBytes: 6, truncated: false };
+
+const imported = (traceId: string, over: Partial<ImportedRollout> = {}): ImportedRollout => ({
+  traceId, createdAt: 100, updatedAt: 200, item: { question: 'q?' }, budget: { used: 3, limit: 7, exceeded: false },
+  calls: [1, 2].map((seq) => ({ callId: `c${seq}`, seq, tool: 't', arguments: `{"n":${seq}}`, argsHash: `h${seq}`, output: `out ${seq}`, status: 'ok' as const, cost: 1.5, credential: 'k', startedAt: 100 + seq, finishedAt: 110 + seq, durationMs: 9.25, outputBytes: 5, truncated: seq === 2 })),
+  grades: [grade(traceId, { score: 0.2, createdAt: 150 }), grade(traceId, { score: null, status: 'error', error: 'boom', createdAt: 160 })].map(({ traceId: _t, ...g }) => g),
+  ...over,
+});
+
+/** Runs the contract; `open` returns a new empty store (the suite closes it after each test). */
+export function storeContract(label: string, open: () => Promise<Store>): void {
+  const fresh = async () => {
+    const store = await open();
+    onTestFinished(() => store.close());
+    return store;
+  };
+
+  describe(`${label}: calls and budget`, () => {
+    it('starts the first call of a rollout with seq 1, stores the row and charges its cost', async () => {
+      const store = await fresh();
+      const r = await store.beginCall(begin('trace_a', 'c1', { cost: 2, item: { q: 'x', n: [1, 2] } }));
+      expect(r).toMatchObject({ kind: 'started', call: { seq: 1, status: 'running', cost: 2, output: null }, budget: { used: 2, limit: 5, exceeded: false } });
+      expect((await store.getRollout('trace_a'))?.item).toEqual({ q: 'x', n: [1, 2] });
+    });
+
+    it('numbers calls of a rollout in arrival order and lists them by seq', async () => {
+      const store = await fresh();
+      for (const id of ['z', 'a', 'm']) await store.beginCall(begin('trace_s', id));
+      expect((await store.listCalls('trace_s')).map((c) => [c.callId, c.seq])).toEqual([['z', 1], ['a', 2], ['m', 3]]);
+    });
+
+    it('charges the budget atomically: parallel calls never admit more than the limit', async () => {
+      const store = await fresh();
+      const results = await Promise.all(Array.from({ length: 12 }, (_, i) => store.beginCall(begin('trace_x', `c${i}`))));
+      expect(results.filter((r) => r.kind === 'started')).toHaveLength(5);
+      expect(results.filter((r) => r.kind === 'over_budget')).toHaveLength(7);
+      expect(new Set(results.map((r) => r.call.seq)).size).toBe(12);
+      expect(await store.getBudget('trace_x', 0)).toEqual({ used: 5, limit: 5, exceeded: true });
+    });
+
+    it('records a refused call as budget_exceeded with the given output and no charge', async () => {
+      const store = await fresh();
+      await store.beginCall(begin('trace_o', 'c1', { budgetLimit: 1 }));
+      const r = await store.beginCall(begin('trace_o', 'c2', { overBudgetOutput: 'no budget left' }));
+      expect(r).toMatchObject({ kind: 'over_budget', call: { status: 'budget_exceeded', cost: 0, output: 'no budget left', outputBytes: 14, durationMs: 0 } });
+      expect(await store.getCall('trace_o', 'c2')).toEqual(r.call);
+    });
+
+    it('keeps the budget limit of the call that created the rollout', async () => {
+      const store = await fresh();
+      await store.beginCall(begin('trace_l', 'c1', { budgetLimit: 2 }));
+      await store.beginCall(begin('trace_l', 'c2', { budgetLimit: 100 }));
+      expect((await store.beginCall(begin('trace_l', 'c3', { budgetLimit: 100 }))).kind).toBe('over_budget');
+    });
+
+    it('charges fractional costs exactly', async () => {
+      const store = await fresh();
+      await store.beginCall(begin('trace_f', 'c1', { cost: 0.5, budgetLimit: 1 }));
+      await store.beginCall(begin('trace_f', 'c2', { cost: 0.25, budgetLimit: 1 }));
+      expect(await store.getBudget('trace_f', 0)).toEqual({ used: 0.75, limit: 1, exceeded: false });
+    });
+
+    it('tells a replay from a conflicting reuse of a call id (other arguments or other tool)', async () => {
+      const store = await fresh();
+      await store.beginCall(begin('trace_r', 'c1'));
+      expect((await store.beginCall(begin('trace_r', 'c1'))).kind).toBe('existing');
+      expect((await store.beginCall(begin('trace_r', 'c1', { argsHash: 'other' }))).kind).toBe('conflict');
+      expect((await store.beginCall(begin('trace_r', 'c1', { tool: 'other' }))).kind).toBe('conflict');
+      expect(await store.getBudget('trace_r', 0)).toMatchObject({ used: 1 });
+    });
+
+    it('records how a call finished, once: a second finish does not overwrite it', async () => {
+      const store = await fresh();
+      await store.beginCall(begin('trace_d', 'c1'));
+      await store.finishCall('trace_d', 'c1', { ...finished, output: 'result', truncated: true });
+      await store.finishCall('trace_d', 'c1', { ...finished, output: 'late', status: 'timeout' });
+      expect(await store.getCall('trace_d', 'c1')).toMatchObject({ output: 'result', status: 'ok', finishedAt: 2_000, durationMs: 12.5, outputBytes: 6, truncated: true });
+    });
+
+    it('stores any string exactly, NUL bytes and astral characters included', async () => {
+      const store = await fresh();
+      const odd = 'a\u0000b \u0001x ü 🦀 "q" \\ \n';
+      await store.beginCall(begin(`trace_${odd}`, `call_${odd}`, { arguments: odd, credential: odd }));
+      await store.finishCall(`trace_${odd}`, `call_${odd}`, { ...finished, output: odd });
+      expect(await store.getCall(`trace_${odd}`, `call_${odd}`)).toMatchObject({ traceId: `trace_${odd}`, callId: `call_${odd}`, arguments: odd, output: odd, credential: odd });
+      expect((await store.beginCall(begin(`trace_${odd}`, `call_${odd}`, { arguments: odd }))).kind).toBe('existing');
+    });
+
+    it('answers unknown rollouts and calls with defaults, not errors', async () => {
+      const store = await fresh();
+      expect(await store.getCall('nope', 'c1')).toBeUndefined();
+      expect(await store.listCalls('nope')).toEqual([]);
+      expect(await store.getBudget('nope', 9)).toEqual({ used: 0, limit: 9, exceeded: false });
+      expect(await store.getRollout('nope')).toBeUndefined();
+    });
+
+    it('creates a rollout for a grade without calls, and never overwrites an existing one', async () => {
+      const store = await fresh();
+      await store.ensureRollout('trace_e', { a: 1 }, 4, 500);
+      await store.ensureRollout('trace_e', { a: 2 }, 8, 600);
+      expect(await store.getRollout('trace_e')).toMatchObject({ item: { a: 1 }, budgetLimit: 4, createdAt: 500, calls: 0 });
+    });
+
+    it('interrupts calls left running, and only those', async () => {
+      const store = await fresh();
+      await store.beginCall(begin('trace_i', 'running'));
+      await store.beginCall(begin('trace_i', 'done'));
+      await store.finishCall('trace_i', 'done', { ...finished, output: 'fine' });
+      expect(await store.markInterrupted('was interrupted', 3_000)).toBe(1);
+      expect(await store.getCall('trace_i', 'running')).toMatchObject({ status: 'interrupted', output: 'was interrupted', finishedAt: 3_000 });
+      expect(await store.getCall('trace_i', 'done')).toMatchObject({ status: 'ok', output: 'fine' });
+      expect(await store.markInterrupted('again', 4_000)).toBe(0);
+    });
+  });
+
+  describe(`${label}: grades`, () => {
+    it('stores a grade with its sample and subscores and sets the rollout last score', async () => {
+      const store = await fresh();
+      await store.ensureRollout('trace_g', null, 5, 1);
+      const g = await store.insertGrade(grade('trace_g'));
+      expect(g).toMatchObject({ ...grade('trace_g'), id: expect.any(Number) });
+      expect(await store.listGrades('trace_g')).toEqual([g]);
+      expect(await store.getRollout('trace_g')).toMatchObject({ lastScore: 0.75, updatedAt: 1_000 });
+    });
+
+    it('keeps the last score when a grade fails', async () => {
+      const store = await fresh();
+      await store.ensureRollout('trace_g', null, 5, 1);
+      await store.insertGrade(grade('trace_g', { score: 0.4 }));
+      await store.insertGrade(grade('trace_g', { status: 'error', score: null, error: 'grader crashed', createdAt: 2_000 }));
+      expect(await store.getRollout('trace_g')).toMatchObject({ lastScore: 0.4, updatedAt: 2_000 });
+      expect((await store.listGrades('trace_g')).map((g) => g.error)).toEqual([null, 'grader crashed']);
+    });
+
+    it('finds the newest ok grade for the same grader version and sample only', async () => {
+      const store = await fresh();
+      await store.insertGrade(grade('trace_h', { score: 0.1 }));
+      const newest = await store.insertGrade(grade('trace_h', { score: 0.2 }));
+      await store.insertGrade(grade('trace_h', { status: 'error', score: null }));
+      expect(await store.findGrade('trace_h', 'g', 'v1', 'sh')).toMatchObject({ id: newest.id, score: 0.2 });
+      expect(await store.findGrade('trace_h', 'g', 'v2', 'sh')).toBeUndefined();
+      expect(await store.findGrade('trace_h', 'g', 'v1', 'other')).toBeUndefined();
+    });
+  });
+
+  describe(`${label}: listing, reading and importing rollouts`, () => {
+    it('pages rollouts newest first with a base64url "created_at|trace_id" cursor, ties broken by trace_id', async () => {
+      const store = await fresh();
+      for (const [id, at] of [['b', 10], ['a', 10], ['c', 20], ['d', 5], ['e', 10]] as const) await store.ensureRollout(id, null, 5, at);
+      const first = await store.listRollouts({ limit: 2 });
+      expect(first.rollouts.map((r) => r.traceId)).toEqual(['c', 'e']);
+      expect(Buffer.from(first.nextCursor!, 'base64url').toString()).toBe('10|e');
+      const second = await store.listRollouts({ limit: 2, cursor: first.nextCursor! });
+      expect(second.rollouts.map((r) => r.traceId)).toEqual(['b', 'a']);
+      const third = await store.listRollouts({ limit: 2, cursor: second.nextCursor! });
+      expect(third).toEqual({ rollouts: [expect.objectContaining({ traceId: 'd' })], nextCursor: null });
+    });
+
+    it('lists only rollouts updated since the given time, with call counts, budget and last score', async () => {
+      const store = await fresh();
+      await store.ensureRollout('old', null, 5, 100);
+      await store.beginCall(begin('new', 'c1', { now: 900 }));
+      await store.beginCall(begin('new', 'c2', { now: 950 }));
+      await store.insertGrade(grade('new', { createdAt: 1_000, score: 0.5 }));
+      const page = await store.listRollouts({ limit: 10, since: 900 });
+      expect(page.rollouts).toEqual([
+        { traceId: 'new', createdAt: 900, updatedAt: 1_000, budgetLimit: 5, budgetUsed: 2, budgetExceeded: false, calls: 2, lastScore: 0.5 },
+      ]);
+    });
+
+    it('reads a whole rollout: summary, item, calls by seq and grades', async () => {
+      const store = await fresh();
+      await store.beginCall(begin('trace_w', 'c1', { now: 10 }));
+      await store.beginCall(begin('trace_w', 'c2', { now: 11 }));
+      await store.finishCall('trace_w', 'c2', { ...finished, output: 'two' });
+      await store.insertGrade(grade('trace_w'));
+      const r = await store.getRollout('trace_w');
+      expect(r).toMatchObject({ traceId: 'trace_w', item: { q: 1 }, calls: 2, budgetUsed: 2, lastScore: 0.75 });
+      expect(r?.callsList).toEqual(await store.listCalls('trace_w'));
+      expect(r?.grades).toEqual(await store.listGrades('trace_w'));
+    });
+
+    it('imports a rollout once, exactly as given, and continues its seq after the imported calls', async () => {
+      const store = await fresh();
+      expect(await store.importRollout(imported('trace_m'))).toBe('imported');
+      expect(await store.importRollout(imported('trace_m', { item: { other: true } }))).toBe('exists');
+      const r = await store.getRollout('trace_m');
+      const src = imported('trace_m');
+      expect(r).toMatchObject({ createdAt: 100, updatedAt: 200, item: { question: 'q?' }, budgetUsed: 3, budgetLimit: 7, budgetExceeded: false, calls: 2, lastScore: 0.2 });
+      expect(r?.callsList).toEqual(src.calls.map((c) => ({ ...c, traceId: 'trace_m' })));
+      expect(r?.grades.map(({ id: _id, ...g }) => g)).toEqual(src.grades.map((g) => ({ ...g, traceId: 'trace_m' })));
+      expect((await store.beginCall(begin('trace_m', 'c3'))).call.seq).toBe(3);
+    });
+
+    it('keeps a failed import out without losing the writes around it', async () => {
+      const store = await fresh();
+      const good = store.beginCall(begin('trace_a', 'c1'));
+      const dup = imported('trace_b');
+      const bad = store.importRollout({ ...dup, calls: [dup.calls[0]!, { ...dup.calls[1]!, callId: 'c1' }] });
+      const after = store.beginCall(begin('trace_a', 'c2'));
+      await expect(bad).rejects.toThrow(/UNIQUE|duplicate key/);
+      expect((await good).kind).toBe('started');
+      expect((await after).kind).toBe('started');
+      expect(await store.getRollout('trace_b')).toBeUndefined();
+      expect((await store.listCalls('trace_a')).map((c) => c.callId)).toEqual(['c1', 'c2']);
+    });
+  });
+
+  describe(`${label}: webhook ids and health`, () => {
+    it('rejects a replayed webhook id until it expires', async () => {
+      const store = await fresh();
+      expect(await store.rememberWebhookId('msg_1', 1000, 0)).toBe(true);
+      expect(await store.rememberWebhookId('msg_1', 1000, 500)).toBe(false);
+      expect(await store.rememberWebhookId('msg_1', 3000, 1500)).toBe(true);
+      expect(await store.rememberWebhookId('msg_1', 5000, 2000)).toBe(false);
+    });
+
+    it('accepts exactly one of many simultaneous uses of one webhook id', async () => {
+      const store = await fresh();
+      const results = await Promise.all(Array.from({ length: 10 }, () => store.rememberWebhookId('msg_race', 10_000, 0)));
+      expect(results.filter(Boolean)).toHaveLength(1);
+    });
+
+    it('pings by writing, and refuses work after close', async () => {
+      const store = await fresh();
+      await expect(store.ping()).resolves.toBeUndefined();
+      await store.close();
+      await expect(store.ping()).rejects.toThrow();
+      await expect(store.close()).resolves.toBeUndefined();
+    });
+  });
+}

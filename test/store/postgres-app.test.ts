@@ -1,0 +1,102 @@
+// Two real servers (two replicas) on 127.0.0.1 sharing one Postgres schema: the guarantees a single
+// server gives (budget, idempotency, webhook replay, the durable record) hold across both.
+import { afterAll, beforeAll, expect, it } from 'vitest';
+import { randomUUID } from 'node:crypto';
+import { bearer, fixtureGraders, fixtureTools, functionCall, newTrace } from '../helpers/fixtures.js';
+import { describeIf } from '../helpers/require.js';
+import { startTestServer, type TestServer } from '../helpers/server.js';
+import { signWebhook } from '../../src/protocol/webhooks.js';
+import { runs } from '../fixtures/units/tools/echo.js';
+import { databaseUrl, dropSchema, postgresUnavailable, randomSchema } from './postgres-db.js';
+
+const SECRET = 'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw';
+const unavailable = await postgresUnavailable();
+const schema = randomSchema();
+let a: TestServer;
+let b: TestServer;
+
+const replica = (id: string) =>
+  startTestServer({
+    toolsDir: fixtureTools,
+    gradersDir: fixtureGraders,
+    env: {
+      RFT_STORE: 'postgres', RFT_DATABASE_URL: databaseUrl, RFT_PG_SCHEMA: schema, RFT_INSTANCE_ID: id,
+      RFT_TOOL_BUDGET: '10', RFT_SIGNING_SECRETS: SECRET, RFT_RATE_LIMIT: '0',
+    },
+  });
+
+const post = (s: TestServer, path: string, body: unknown, headers: Record<string, string> = bearer(s.key)) =>
+  fetch(`${s.url}${path}`, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body: JSON.stringify(body) });
+const record = async (s: TestServer, trace: string) =>
+  (await (await fetch(`${s.url}/v1/rollouts/${trace}`, { headers: bearer(s.key) })).json()) as { budget: unknown; calls: unknown[]; grades: unknown[] };
+
+describeIf(unavailable === undefined, 'Postgres', unavailable ?? '')('two servers sharing one Postgres database', () => {
+  beforeAll(async () => {
+    [a, b] = await Promise.all([replica('replica-a'), replica('replica-b')]);
+  });
+  afterAll(async () => {
+    await Promise.all([a?.close(), b?.close()]);
+    await dropSchema(schema);
+  });
+
+  it('runs exactly 10 of 50 parallel calls split across both servers on one rollout with budget 10', async () => {
+    const trace = newTrace();
+    const calls = Array.from({ length: 50 }, (_, i) => functionCall('echo', { text: `c${i}`, delay_ms: 5 }, { trace_id: trace }));
+    const replies = await Promise.all(calls.map((c, i) => post(i % 2 ? a : b, '/tools', c)));
+    expect(replies.map((r) => r.status)).toEqual(Array(50).fill(200));
+    const outputs = await Promise.all(replies.map(async (r) => ((await r.json()) as { output: string }).output));
+    expect(outputs.filter((o) => /^c\d+$/.test(o))).toHaveLength(10);
+    expect(outputs.filter((o) => o.startsWith('Tool budget exhausted'))).toHaveLength(40);
+    expect(runs.get(trace)).toBe(10);
+    for (const s of [a, b]) {
+      const rec = await record(s, trace);
+      expect(rec.budget).toEqual({ used: 10, limit: 10, exceeded: true });
+      expect(rec.calls).toHaveLength(50);
+    }
+  });
+
+  it('answers a retry that reaches the other server with the recorded output, without running it again', async () => {
+    const call = functionCall('echo', { text: 'once' });
+    const first = await (await post(a, '/tools', call)).json();
+    const again = await (await post(b, '/tools', call)).json();
+    expect(again).toEqual(first);
+    expect(runs.get(call.trace_id)).toBe(1);
+  });
+
+  it('makes a duplicate on the other server wait for the call still running on the first', async () => {
+    const call = functionCall('echo', { text: 'slow', delay_ms: 400 });
+    const [x, y] = await Promise.all([post(a, '/tools', call), new Promise((r) => setTimeout(r, 100)).then(() => post(b, '/tools', call))]);
+    expect([((await x.json()) as { output: string }).output, ((await y.json()) as { output: string }).output]).toEqual(['slow', 'slow']);
+    expect(runs.get(call.trace_id)).toBe(1);
+  });
+
+  it('refuses on one server a signed request replayed from the other with RFT_ERR_SIGNATURE_REPLAY', async () => {
+    const payload = JSON.stringify(functionCall('echo', { text: 'signed' }));
+    const id = `msg_${randomUUID()}`;
+    const ts = Math.floor(Date.now() / 1000);
+    const headers = { 'content-type': 'application/json', 'webhook-id': id, 'webhook-timestamp': String(ts), 'webhook-signature': signWebhook(SECRET, id, ts, payload) };
+    const send = (s: TestServer) => fetch(`${s.url}/tools`, { method: 'POST', headers, body: payload });
+    expect((await send(a)).status).toBe(200);
+    const replay = await send(b);
+    expect(replay.status).toBe(401);
+    expect(((await replay.json()) as { error: { code: string } }).error.code).toBe('RFT_ERR_SIGNATURE_REPLAY');
+  });
+
+  it('shows a grade recorded by one server in the other server\'s record and listing', async () => {
+    const trace = newTrace();
+    const item = { reference_answer: '42' };
+    await post(a, '/tools', functionCall('echo', { text: 'x' }, { trace_id: trace, item }));
+    const graded = await post(a, '/graders/exact', { sample: { output_text: '42' }, item, trace_id: trace });
+    expect(((await graded.json()) as { score: number }).score).toBe(1);
+    const rec = await record(b, trace);
+    expect(rec.grades).toMatchObject([{ grader: 'exact', score: 1, sample: { output_text: '42' } }]);
+    const list = (await (await fetch(`${b.url}/v1/rollouts?limit=500`, { headers: bearer(b.key) })).json()) as { rollouts: { trace_id: string; last_score: number }[] };
+    expect(list.rollouts.find((r) => r.trace_id === trace)?.last_score).toBe(1);
+  });
+
+  it('reports ready when the shared database takes writes', async () => {
+    const res = await fetch(`${b.url}/readyz`);
+    expect(res.status).toBe(200);
+    expect(await res.json()).toMatchObject({ status: 'ready', store: 'writable' });
+  });
+});

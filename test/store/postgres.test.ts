@@ -1,0 +1,120 @@
+import { describe, expect, it } from 'vitest';
+import pg from 'pg';
+import { loadConfig } from '../../src/config.js';
+import { PostgresStore } from '../../src/store/postgres.js';
+import { describeIf } from '../helpers/require.js';
+import { storeContract, begin } from './contract.js';
+import { databaseUrl, openStore, postgresUnavailable, randomSchema, testSchema } from './postgres-db.js';
+
+const unavailable = await postgresUnavailable();
+const describePg = describeIf(unavailable === undefined, 'Postgres', unavailable ?? '');
+
+describePg('PostgresStore', () => {
+  storeContract('PostgresStore', async () => openStore(testSchema()));
+});
+
+describePg('PostgresStore across replicas (two pools on one database)', () => {
+  it('admits exactly 10 of 50 calls raced from two replicas on one rollout with budget 10', async () => {
+    const schema = testSchema();
+    const [a, b] = [await openStore(schema), await openStore(schema)];
+    const results = await Promise.all(
+      Array.from({ length: 50 }, (_, i) => (i % 2 ? a : b).beginCall(begin('trace_race', `c${i}`, { budgetLimit: 10 }))),
+    );
+    expect(results.filter((r) => r.kind === 'started')).toHaveLength(10);
+    expect(results.filter((r) => r.kind === 'over_budget')).toHaveLength(40);
+    expect(results.map((r) => r.call.seq).sort((x, y) => x - y)).toEqual(Array.from({ length: 50 }, (_, i) => i + 1));
+    expect(await b.getBudget('trace_race', 0)).toEqual({ used: 10, limit: 10, exceeded: true });
+  });
+
+  it('answers a retry on the other replica with the recorded call, or a conflict if its arguments differ', async () => {
+    const schema = testSchema();
+    const [a, b] = [await openStore(schema), await openStore(schema)];
+    const first = await a.beginCall(begin('trace_retry', 'c1'));
+    expect(await b.beginCall(begin('trace_retry', 'c1'))).toEqual({ kind: 'existing', call: first.call });
+    expect((await b.beginCall(begin('trace_retry', 'c1', { argsHash: 'changed' }))).kind).toBe('conflict');
+    expect(await a.getBudget('trace_retry', 0)).toMatchObject({ used: 1 });
+  });
+
+  it('refuses on one replica a webhook id the other has seen, and admits one of two simultaneous uses', async () => {
+    const schema = testSchema();
+    const [a, b] = [await openStore(schema), await openStore(schema)];
+    expect(await a.rememberWebhookId('msg_x', 10_000, 0)).toBe(true);
+    expect(await b.rememberWebhookId('msg_x', 10_000, 100)).toBe(false);
+    const both = await Promise.all([a.rememberWebhookId('msg_y', 10_000, 0), b.rememberWebhookId('msg_y', 10_000, 0)]);
+    expect(both.filter(Boolean)).toHaveLength(1);
+  });
+
+  it('interrupts at boot only the calls the booting replica started', async () => {
+    const schema = testSchema();
+    const [a, b] = [await openStore(schema, { instanceId: 'pod-a' }), await openStore(schema, { instanceId: 'pod-b' })];
+    await a.beginCall(begin('trace_boot', 'on_a'));
+    await b.beginCall(begin('trace_boot', 'on_b'));
+    const restartedA = await openStore(schema, { instanceId: 'pod-a' });
+    expect(await restartedA.markInterrupted('interrupted', Date.now())).toBe(1);
+    expect(await b.getCall('trace_boot', 'on_a')).toMatchObject({ status: 'interrupted' });
+    expect(await b.getCall('trace_boot', 'on_b')).toMatchObject({ status: 'running' });
+  });
+
+  it('also interrupts running calls of any replica that are older than the orphan age (their replica is gone)', async () => {
+    const schema = testSchema();
+    const gone = await openStore(schema, { instanceId: 'pod-gone' });
+    const now = Date.now();
+    await gone.beginCall(begin('trace_orphan', 'ancient', { now: now - 2 * 3_600_000 }));
+    await gone.beginCall(begin('trace_orphan', 'recent', { now: now - 1_000 }));
+    const other = await openStore(schema, { instanceId: 'pod-new', orphanAfterMs: 3_600_000 });
+    expect(await other.markInterrupted('interrupted', now)).toBe(1);
+    expect((await other.listCalls('trace_orphan')).map((c) => [c.callId, c.status])).toEqual([['ancient', 'interrupted'], ['recent', 'running']]);
+  });
+
+  it('creates the schema once when several replicas boot at the same time', async () => {
+    const schema = testSchema();
+    const stores = await Promise.all(Array.from({ length: 4 }, () => openStore(schema, { poolSize: 1 })));
+    await Promise.all(stores.map((s, i) => s.beginCall(begin('trace_boot_race', `c${i}`))));
+    expect(await stores[0]!.listCalls('trace_boot_race')).toHaveLength(4);
+  });
+
+  it('keeps its tables in its own schema, invisible to a store on another schema', async () => {
+    const [a, b] = [await openStore(testSchema()), await openStore(testSchema())];
+    await a.beginCall(begin('trace_own', 'c1'));
+    expect(await b.getRollout('trace_own')).toBeUndefined();
+    const client = new pg.Client({ connectionString: databaseUrl });
+    await client.connect();
+    const { rows } = await client.query<{ n: string }>("SELECT count(*) AS n FROM pg_tables WHERE tablename = 'calls' AND schemaname = ANY($1)", [
+      [(a as unknown as { t: { calls: string } }).t.calls.split('.')[0]!.replaceAll('"', '')],
+    ]);
+    await client.end();
+    expect(rows[0]?.n).toBe('1');
+  });
+});
+
+describe('PostgresStore configuration', () => {
+  it('fails at boot with RFT_ERR_STORE_CONNECT, without the password, when the database refuses the login', async () => {
+    const url = databaseUrl.replace(/\/\/([^:@/]+):[^@/]*@/, '//$1:wrong-secret@');
+    const e = await PostgresStore.open({ url, schema: randomSchema(), instanceId: 'x' }).catch((err: unknown) => err);
+    expect(e).toMatchObject({ code: 'RFT_ERR_STORE_CONNECT' });
+    expect(String((e as Error).message)).not.toContain('wrong-secret');
+  });
+
+  it('fails at boot with RFT_ERR_STORE_CONNECT when nothing listens at the address', async () => {
+    const e = await PostgresStore.open({ url: 'postgres://rft:rft@127.0.0.1:1/rft', schema: randomSchema(), instanceId: 'x' }).catch((err: unknown) => err);
+    expect(e).toMatchObject({ code: 'RFT_ERR_STORE_CONNECT' });
+  });
+
+  it('refuses RFT_STORE=postgres without a postgres:// RFT_DATABASE_URL with RFT_ERR_CONFIG', () => {
+    expect(() => loadConfig({ RFT_STORE: 'postgres' })).toThrow(expect.objectContaining({ code: 'RFT_ERR_CONFIG' }));
+    expect(() => loadConfig({ RFT_STORE: 'postgres', RFT_DATABASE_URL: 'mysql://x@127.0.0.1/db' })).toThrow(expect.objectContaining({ code: 'RFT_ERR_CONFIG' }));
+  });
+
+  it('reads the Postgres settings and a default instance id of hostname:port', () => {
+    const c = loadConfig({ RFT_STORE: 'postgres', RFT_DATABASE_URL: databaseUrl, RFT_PG_SCHEMA: 'rft_x', RFT_PG_POOL_SIZE: '7', PORT: '9000' });
+    expect(c.store).toEqual({ kind: 'postgres', url: databaseUrl, schema: 'rft_x', poolSize: 7 });
+    expect(c.instanceId).toMatch(/:9000$/);
+    expect(loadConfig({ RFT_INSTANCE_ID: 'pod-7' }).instanceId).toBe('pod-7');
+  });
+
+  it('refuses a schema name that is not a plain lowercase identifier with RFT_ERR_CONFIG', () => {
+    expect(() => loadConfig({ RFT_STORE: 'postgres', RFT_DATABASE_URL: databaseUrl, RFT_PG_SCHEMA: 'x"; DROP' })).toThrow(
+      expect.objectContaining({ code: 'RFT_ERR_CONFIG' }),
+    );
+  });
+});

@@ -36,7 +36,6 @@ export interface RolloutDeps {
   backoffMs?: number;
 }
 
-
 interface Outcome {
   turns: ModelTurn[];
   toolCalls: number;

@@ -1,6 +1,8 @@
 // Splits a rollout's wall time into the emulator's own work and time spent waiting on the server or
 // the model, by taking timestamps around every await on them. Synchronous stretches of one rollout
-// cannot interleave with another's, so the sum stays honest under concurrency.
+// cannot interleave with another's, so the sum stays honest under concurrency. Work done while
+// another wait of the same rollout is pending (parallel tool calls) counts as waiting: a slight
+// undercount, on the side of flattering the emulator by microseconds, not the server.
 import { performance } from 'node:perf_hooks';
 
 export class Stopwatch {

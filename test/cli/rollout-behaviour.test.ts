@@ -110,6 +110,17 @@ describe('rollout behaviour', () => {
     expect(replay.code).toBe(0);
   });
 
+  it('finds the model through OPENAI_BASE_URL and OPENAI_API_KEY when --base-url is not given', async () => {
+    const out = join(work, 'env.jsonl');
+    await withModel(finqaScript(rows), async (url, requests) => {
+      const argv = args(url, out).filter((a, i, all) => a !== '--base-url' && all[i - 1] !== '--base-url');
+      const r = await runCli(argv, { OPENAI_BASE_URL: url, OPENAI_API_KEY: 'sk-test-env' });
+      expect(r.code).toBe(0);
+      expect(requests.length).toBe(rows.length * 3);
+    });
+    expect(readJsonl<RolloutResult>(out).every((r) => r.score !== null)).toBe(true);
+  });
+
   it('refuses a bad option with RFT_ERR_CLI_USAGE and exit code 2', async () => {
     const r = await runCli([...args('http://127.0.0.1:9/v1', join(work, 'x.jsonl')), '-k', '0']);
     expect(r.code).toBe(2);

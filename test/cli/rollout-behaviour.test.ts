@@ -117,6 +117,7 @@ describe('rollout behaviour', () => {
       const r = await runCli(argv, { OPENAI_BASE_URL: url, OPENAI_API_KEY: 'sk-test-env' });
       expect(r.code).toBe(0);
       expect(requests.length).toBe(rows.length * 3);
+      expect(requests.every((q) => q.authorization === 'Bearer sk-test-env')).toBe(true);
     });
     expect(readJsonl<RolloutResult>(out).every((r) => r.score !== null)).toBe(true);
   });

@@ -42,6 +42,8 @@ export interface ScriptedModelOptions {
 export interface RecordedRequest {
   api: 'responses' | 'chat';
   body: Record<string, unknown>;
+  /** The Authorization header, to check which API key the client sent. */
+  authorization: string | undefined;
 }
 
 export interface ScriptedModel {
@@ -192,7 +194,7 @@ export async function startScriptedModel(opts: ScriptedModelOptions): Promise<Sc
       send(res, 400, { error: { message: 'body is not JSON', type: 'invalid_request_error' } });
       return;
     }
-    requests.push({ api, body });
+    requests.push({ api, body, authorization: req.headers.authorization });
     if (opts.latencyMs) await new Promise((r) => setTimeout(r, opts.latencyMs));
     try {
       send(res, 200, api === 'responses' ? responses(body) : chat(body));

@@ -65,6 +65,14 @@ describe('regrade after a grader change', () => {
     expect(rec.grades.find((g) => g.source === 'regrade')!.grader_version).toBe('halved-v2');
   });
 
+  it('makes replay fail when the same sample now scores differently, naming both grader versions', async () => {
+    const right = results.find((x) => x.score! > 0)!;
+    const r = await runCli(['replay', right.trace_id, '--server', server.url, '--key', server.key]);
+    expect(r.code).toBe(1);
+    expect(r.stdout).toMatch(new RegExp(`grade answer_match: ${right.score} -> ${right.score! / 2}  different \\(grader version \\S+ -> halved-v2\\)`));
+    expect(r.stdout).toMatch(/DIVERGED: 0 of 3 calls differ, grade differs/);
+  });
+
   it('regrades only the rollouts named with --trace', async () => {
     const r = await runCli(['regrade', '--server', server.url, '--key', server.key, '--trace', results[1]!.trace_id]);
     expect(r.code).toBe(0);

@@ -28,9 +28,10 @@ export async function grade(
   id: string,
   change: (sb: Sandbox) => Promise<unknown> = async () => {},
   budget: BudgetUsage = { used: 4, limit: 50, exceeded: false },
+  itemExtra: Record<string, unknown> = {},
 ): Promise<GraderResult> {
   const traceId = `trace_${randomUUID()}`;
-  const item = taskItem(id);
+  const item = { ...taskItem(id), ...itemExtra };
   const rollout = await driver.create(sandboxSpec(traceId, { templateDir: join(tasksDir, id, 'workspace') }));
   const owned: Sandbox[] = [rollout];
   try {

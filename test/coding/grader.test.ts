@@ -46,6 +46,33 @@ for (const d of driverCases) {
       expect(r.score).toBeCloseTo(r.subscores?.budget ?? NaN, 10);
     }, 60_000);
 
+    const improvementMode = { unit_tests: { mode: 'improvement' } };
+    const budget = { used: 4, limit: 50, exceeded: false };
+
+    it('in improvement mode scores the untouched workspace 0 and the reference fix 1', async () => {
+      const none = await grade(driver, 'stats', undefined, budget, improvementMode);
+      expect(none.score).toBe(0);
+      expect(none.subscores?.tests_passed).toBeGreaterThan(0);
+      const fixed = await grade(driver, 'stats', (sb) => applySolution(sb, 'stats'), budget, improvementMode);
+      expect(fixed.score).toBe(1);
+    }, 60_000);
+
+    it('in improvement mode counts newly passed cases and takes off the ones a change broke', async () => {
+      // Fixing only to_roman passes 4 of the 7 cases the template fails, and breaks the round trip.
+      const r = await grade(
+        driver,
+        'roman',
+        async (sb) => {
+          const src = (await sb.readFile('roman.py')).toString();
+          await put(sb, 'roman.py', src.replace('    (500, "D"),', '    (900, "CM"),\n    (500, "D"),\n    (400, "CD"),').replace('    (50, "L"),', '    (90, "XC"),\n    (50, "L"),\n    (40, "XL"),').replace('    (5, "V"),', '    (9, "IX"),\n    (5, "V"),\n    (4, "IV"),'));
+        },
+        budget,
+        improvementMode,
+      );
+      expect(r.subscores?.improvement).toBeCloseTo(3 / 7, 10);
+      expect(r.score).toBeCloseTo(3 / 7, 10);
+    }, 60_000);
+
     it('gives nothing for rewriting the visible tests so that they pass', async () => {
       const r = await grade(driver, 'roman', async (sb) => {
         await put(sb, 'tests/test_roman.py', 'import unittest\nclass T(unittest.TestCase):\n    def test_ok(self):\n        pass\n');

@@ -11,8 +11,15 @@ export { workspacePath } from './paths.js';
 export { parseCodexPatch, parseUnifiedDiff };
 export type { ParsedPatch, PatchOp, UpdateChunk, FileChange } from './types.js';
 
+/** A Markdown code fence around the whole patch (models add them) is not part of it. */
+function unfence(text: string): string {
+  const m = /^\s*```[\w-]*[ \t]*\r?\n([\s\S]*?)\r?\n```\s*$/.exec(text);
+  return m ? (m[1] as string) : text;
+}
+
 /** Parses either format: `*** Begin Patch` or a unified diff (`--- a/x` / `+++ b/x` / `@@`). */
-export function parsePatch(text: string): ParsedPatch {
+export function parsePatch(raw: string): ParsedPatch {
+  const text = unfence(raw);
   if (looksLikeCodexPatch(text)) return parseCodexPatch(text);
   if (looksLikeUnifiedDiff(text)) return parseUnifiedDiff(text);
   throw errors.patchInvalid(

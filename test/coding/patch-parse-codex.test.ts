@@ -70,6 +70,11 @@ describe('Codex patch parser', () => {
     expect(p.ops).toEqual([{ kind: 'add', path: 'x', contents: '1\n' }]);
   });
 
+  it('ignores a Markdown code fence around the whole patch, for either format', () => {
+    expect(parsePatch('```\n*** Begin Patch\n*** Delete File: x\n*** End Patch\n```\n').ops).toEqual([{ kind: 'delete', path: 'x' }]);
+    expect(parsePatch('```diff\n--- a/x\n+++ /dev/null\n@@ -1 +0,0 @@\n-a\n```').ops).toEqual([{ kind: 'delete', path: 'x' }]);
+  });
+
   it('refuses a patch without its End Patch line', () => {
     expect(codeOf(() => parseCodexPatch('*** Begin Patch\n*** Add File: x\n+1'))).toBe(errors.patchInvalid.code);
   });

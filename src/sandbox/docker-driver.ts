@@ -158,7 +158,8 @@ export class DockerDriver extends LocalDriver {
     return Math.max(reaped, dirs);
   }
 
-  async close(): Promise<void> {
+  override async close(): Promise<void> {
+    await super.close();
     await this.api.close().catch(() => {});
   }
 }

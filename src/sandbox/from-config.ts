@@ -11,6 +11,9 @@ import { SandboxManager } from './manager.js';
 import { assertProcessDriverAllowed } from './process-driver.js';
 import { selectDriver } from './select.js';
 
+/** Prepared workdirs: enough to take the mount off the first call of steadily arriving rollouts. */
+const WARM_POOL = 2;
+
 export function instanceIdFor(dataDir: string): string {
   return `rft-${createHash('sha256').update(dataDir).digest('hex').slice(0, 12)}`;
 }
@@ -21,7 +24,7 @@ export async function createManagerFromConfig(config: AppConfig, log: Logger): P
   const instanceId = instanceIdFor(config.dataDir);
   // Not under the data dir: sandbox uids must be able to traverse every parent of their workspace.
   const sandboxesRoot = join(tmpdir(), 'rft-endpoints', instanceId);
-  const driver = await selectDriver(s.driver, { sandboxesRoot, instanceId, dockerImage: s.dockerImage, dockerSocket: s.dockerSocket });
+  const driver = await selectDriver(s.driver, { sandboxesRoot, instanceId, dockerImage: s.dockerImage, dockerSocket: s.dockerSocket, warmPool: WARM_POOL });
   if (driver.name === 'process') assertProcessDriverAllowed(config.host);
   const manager = new SandboxManager({
     driver,

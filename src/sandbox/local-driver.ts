@@ -1,7 +1,8 @@
 // What the bwrap, process and docker drivers share: workdirs under the sandboxes root, population
 // from the template, and reaping by directory. A driver only says how a command runs.
 import { LocalSandbox, type LocalDriverHooks } from './local-sandbox.js';
-import { createWorkdir, prepareRoot, reapWorkdirs, removeWorkdir, INSTANCE_LABEL, type Workdir } from './workdir.js';
+import { prepareRoot, reapWorkdirs, removeWorkdir, INSTANCE_LABEL, type Workdir } from './workdir.js';
+import { WorkdirPool } from './workdir-pool.js';
 import { populateWorkspace } from './workspace.js';
 import { killAllOf } from './uids.js';
 import type { Sandbox, SandboxDriver, SandboxSpec } from './types.js';
@@ -11,6 +12,8 @@ export interface LocalDriverOptions {
   sandboxesRoot: string;
   /** Names this server across restarts, so a new process reaps what a crashed one left. */
   instanceId: string;
+  /** Workdirs kept prepared for new rollouts (default 0); the server uses 2. */
+  warmPool?: number;
 }
 
 /**
@@ -25,8 +28,16 @@ export async function sweepUid(w: Workdir, alone: boolean): Promise<void> {
 export abstract class LocalDriver implements SandboxDriver {
   abstract readonly name: 'bwrap' | 'process' | 'docker';
   protected readonly live = new Set<string>();
+  private poolInstance: WorkdirPool | null = null;
+  private rootReady: Promise<void> | null = null;
 
   constructor(protected readonly opts: LocalDriverOptions) {}
+
+  // Lazy: `name` is a subclass field, not set yet while this constructor runs.
+  private get pool(): WorkdirPool {
+    this.poolInstance ??= new WorkdirPool(this.opts.sandboxesRoot, this.name, this.opts.warmPool ?? 0);
+    return this.poolInstance;
+  }
 
   abstract available(): Promise<boolean>;
 
@@ -34,9 +45,13 @@ export abstract class LocalDriver implements SandboxDriver {
   protected abstract hooks(w: Workdir, spec: SandboxSpec): Omit<LocalDriverHooks, 'onDestroy'> | Promise<Omit<LocalDriverHooks, 'onDestroy'>>;
 
   async create(spec: SandboxSpec): Promise<Sandbox> {
-    await prepareRoot(this.opts.sandboxesRoot);
-    const labels = { ...spec.labels, [INSTANCE_LABEL]: spec.labels[INSTANCE_LABEL] ?? this.opts.instanceId };
-    const w = await createWorkdir(this.opts.sandboxesRoot, this.name, { ...spec, labels });
+    this.rootReady ??= prepareRoot(this.opts.sandboxesRoot).catch((e: unknown) => {
+      this.rootReady = null;
+      throw e;
+    });
+    await this.rootReady;
+    const labels = { ...spec.labels, [INSTANCE_LABEL]: this.opts.instanceId };
+    const w = await this.pool.take({ ...spec, labels });
     this.live.add(w.meta.id);
     let hooks: Omit<LocalDriverHooks, 'onDestroy'>;
     try {
@@ -53,6 +68,11 @@ export abstract class LocalDriver implements SandboxDriver {
 
   /** Removes this instance's workdirs that no live sandbox of this process owns. */
   reapOrphans(): Promise<number> {
-    return reapWorkdirs(this.opts.sandboxesRoot, this.opts.instanceId, (id) => this.live.has(id));
+    return reapWorkdirs(this.opts.sandboxesRoot, this.opts.instanceId, (id) => this.live.has(id) || (this.poolInstance?.has(id) ?? false));
+  }
+
+  /** Removes the prepared workdirs (live sandboxes are their owners' to destroy). */
+  async close(): Promise<void> {
+    await this.poolInstance?.close();
   }
 }

@@ -12,6 +12,8 @@ export interface DriverOptions {
   instanceId: string;
   dockerImage?: string;
   dockerSocket?: string;
+  /** Workdirs kept prepared for new rollouts (see WorkdirPool). */
+  warmPool?: number;
 }
 
 async function dockerDriver(opts: DriverOptions): Promise<SandboxDriver> {
@@ -19,6 +21,7 @@ async function dockerDriver(opts: DriverOptions): Promise<SandboxDriver> {
   return new DockerDriver({
     sandboxesRoot: opts.sandboxesRoot,
     instanceId: opts.instanceId,
+    ...(opts.warmPool !== undefined ? { warmPool: opts.warmPool } : {}),
     image: opts.dockerImage ?? 'rft-endpoints-sandbox:latest',
     socketPath: opts.dockerSocket ?? '/var/run/docker.sock',
   });

@@ -24,6 +24,12 @@ export interface Workdir {
   meta: WorkdirMeta;
   dir: string;
   ws: string;
+  /** Size of the workspace tmpfs, when there is one. */
+  diskBytes?: number;
+}
+
+export async function writeMeta(w: Workdir): Promise<void> {
+  await writeFile(join(w.dir, 'meta.json'), JSON.stringify(w.meta), { mode: 0o600 });
 }
 
 export const INSTANCE_LABEL = 'rft-endpoints.instance';
@@ -61,7 +67,7 @@ export async function createWorkdir(root: string, driver: string, spec: SandboxS
     await removeWorkdir({ meta, dir, ws });
     throw errors.sandboxFailed(`could not create workspace: ${(e as Error).message}`);
   }
-  return { meta, dir, ws };
+  return { meta, dir, ws, ...(uid !== null && spec.limits.diskBytes ? { diskBytes: spec.limits.diskBytes } : {}) };
 }
 
 /** Kills what runs as the sandbox's uid, unmounts and deletes its directory, releases the uid. */

@@ -1,0 +1,45 @@
+import { afterEach, beforeEach, expect, it, describe } from 'vitest';
+import { readdir } from 'node:fs/promises';
+import { ProcessDriver } from '../../src/sandbox/process-driver.js';
+import { spec, tempRoot } from './helpers.js';
+
+const workdirs = async (root: string) => (await readdir(root).catch(() => [] as string[])).filter((d) => d.startsWith('sb_')).sort();
+
+async function until(cond: () => Promise<boolean>): Promise<void> {
+  for (let i = 0; i < 100 && !(await cond()); i++) await new Promise((r) => setTimeout(r, 20));
+}
+
+describe('warm workdir pool', () => {
+  let tmp: Awaited<ReturnType<typeof tempRoot>>;
+  let driver: ProcessDriver;
+  beforeEach(async () => {
+    tmp = await tempRoot();
+    driver = new ProcessDriver({ sandboxesRoot: tmp.root, instanceId: 'pool-test', warmPool: 2 });
+  });
+  afterEach(async () => {
+    await driver.close();
+    await tmp.cleanup();
+  });
+
+  it('prepares workdirs after the first creation and hands one to the next rollout', async () => {
+    const first = await driver.create(spec('trace_1'));
+    await until(async () => (await workdirs(tmp.root)).length === 3);
+    const pooled = (await workdirs(tmp.root)).filter((d) => d !== first.id);
+    expect(pooled).toHaveLength(2);
+    const second = await driver.create(spec('trace_2', { files: { 'a.txt': 'mine' } }));
+    expect(pooled).toContain(second.id);
+    expect((await second.readFile('a.txt')).toString()).toBe('mine');
+    expect(second.traceId).toBe('trace_2');
+    await first.destroy();
+    await second.destroy();
+  });
+
+  it('keeps pooled workdirs from being reaped and removes them on close', async () => {
+    const sb = await driver.create(spec('trace_1'));
+    await until(async () => (await workdirs(tmp.root)).length === 3);
+    expect(await driver.reapOrphans()).toBe(0);
+    await sb.destroy();
+    await driver.close();
+    expect(await workdirs(tmp.root)).toEqual([]);
+  });
+});

@@ -15,6 +15,16 @@ describe('coding example dataset', () => {
     expect(readFileSync(TRAIN_FILE, 'utf8')).toBe(toJsonl(await buildRows(await taskIds())));
   });
 
+  it('describes every parameter of every coding tool to the model', async () => {
+    const [row] = await buildRows(['roman']);
+    const tools = row?.tools as { function: { name: string; description: string; parameters: { properties: Record<string, { description?: string }> } } }[];
+    expect(tools.map((t) => t.function.name).sort()).toEqual(['apply_patch', 'list_files', 'read_file', 'search', 'shell', 'write_file']);
+    for (const t of tools) {
+      expect(t.function.description.length, t.function.name).toBeGreaterThan(20);
+      for (const [name, p] of Object.entries(t.function.parameters.properties)) expect(p.description, `${t.function.name}.${name}`).toBeTruthy();
+    }
+  });
+
   it('job.json names every tool of the rows and the unit_tests endpoint grader', async () => {
     const job = JSON.parse(readFileSync(join(repoRoot, 'examples/coding/job.json'), 'utf8'));
     const rft = job.method.reinforcement;

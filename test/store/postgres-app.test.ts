@@ -94,6 +94,27 @@ describeIf(unavailable === undefined, 'Postgres', unavailable ?? '')('two server
     expect(list.rollouts.find((r) => r.trace_id === trace)?.last_score).toBe(1);
   });
 
+  it('leaves a call running on one server alone when another replica boots, and interrupts it when its own replica restarts', async () => {
+    const slow = functionCall('echo', { text: 'survives', delay_ms: 1500 });
+    const running = post(a, '/tools', slow);
+    await new Promise((r) => setTimeout(r, 200));
+    const c = await replica('replica-c');
+    await c.close();
+    expect(((await (await running).json()) as { output: string }).output).toBe('survives');
+    expect((await record(b, slow.trace_id)).calls).toMatchObject([{ status: 'ok', output: 'survives' }]);
+
+    // replica-b "restarts" while b still runs the call: the record says interrupted, and b's late
+    // finish does not overwrite it.
+    const cut = functionCall('echo', { text: 'cut', delay_ms: 1500 });
+    const inFlight = post(b, '/tools', cut);
+    await new Promise((r) => setTimeout(r, 200));
+    const restartedB = await replica('replica-b');
+    await restartedB.close();
+    expect((await record(a, cut.trace_id)).calls).toMatchObject([{ status: 'interrupted' }]);
+    await (await inFlight).text();
+    expect((await record(a, cut.trace_id)).calls).toMatchObject([{ status: 'interrupted' }]);
+  });
+
   it('reports ready when the shared database takes writes', async () => {
     const res = await fetch(`${b.url}/readyz`);
     expect(res.status).toBe(200);

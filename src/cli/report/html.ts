@@ -15,7 +15,9 @@ function perRowChart(s: ReportStats): string {
   const rows = s.rows.map((r) => r.row);
   const f: Frame = { width: W, height: 320, xMin: Math.min(...rows) - 0.5, xMax: Math.max(...rows) + 0.5, yMin: lo, yMax: hi, xLabel: 'dataset row', yLabel: 'score' };
   // Tries of a row spread sideways a little so equal scores stay visible as several dots.
-  const tries: Point[] = s.rows.flatMap((r) => r.scores.map((y, i) => ({ x: r.row + (r.scores.length > 1 ? (i / (r.scores.length - 1) - 0.5) * 0.4 : 0), y })));
+  const tries: Point[] = s.rows.flatMap((r) =>
+    r.scores.map((y, i) => ({ x: r.row + (r.scores.length > 1 ? (i / (r.scores.length - 1) - 0.5) * 0.4 : 0), y, label: `row ${r.row}: ${fmt(y)}` })),
+  );
   const means: Point[] = s.rows.filter((r) => r.mean !== null).map((r) => ({ x: r.row, y: r.mean! }));
   const xTicks = rows.length <= 30 ? rows : undefined;
   return chart(f, dots(f, tries) + ticksAt(f, means, colors.accent) + legend(f, [{ label: 'one try', color: colors.primary }, { label: 'row mean', color: colors.accent }]), {

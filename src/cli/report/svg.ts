@@ -71,10 +71,17 @@ export function chart(f: Frame, body: string, opts: { xTicks?: number[]; title?:
 export interface Point {
   x: number;
   y: number;
+  /** Shown on hover. */
+  label?: string;
 }
 
 export function dots(f: Frame, pts: Point[], color = PALETTE[0]!, r = 3.5): string {
-  return pts.map((p) => `<circle cx="${n(scaleX(f, p.x))}" cy="${n(scaleY(f, p.y))}" r="${r}" fill="${color}" fill-opacity="0.55"/>`).join('');
+  return pts
+    .map((p) => {
+      const title = p.label ? `<title>${esc(p.label)}</title>` : '';
+      return `<circle cx="${n(scaleX(f, p.x))}" cy="${n(scaleY(f, p.y))}" r="${r}" fill="${color}" fill-opacity="0.55">${title}</circle>`;
+    })
+    .join('');
 }
 
 export function polyline(f: Frame, pts: Point[], color = PALETTE[0]!, dashed = false): string {

@@ -84,7 +84,7 @@ export interface ServerOptions {
 /** Adds --server, --key and --signing-secret (with their environment fallbacks) to a command. */
 export function withServerOptions(cmd: Command): Command {
   return cmd
-    .option('--server <url>', 'rft-endpoints server URL (env RFT_SERVER)', process.env.RFT_SERVER ?? 'http://127.0.0.1:8080')
+    .option('--server <url>', 'rft-endpoints server URL (env RFT_SERVER)', process.env.RFT_SERVER ?? 'http://127.0.0.1:8787')
     .option('--key <key>', 'API key sent as a bearer token (env RFT_API_KEY)')
     .option('--signing-secret <whsec>', 'sign requests with this Standard Webhooks secret instead (env RFT_SIGNING_SECRET)');
 }

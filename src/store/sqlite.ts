@@ -1,7 +1,8 @@
 // SQLite store (better-sqlite3, WAL). Every write is one short transaction, so a call's insert and
 // its budget charge commit together and parallel calls of a rollout can never overspend.
 import Database from 'better-sqlite3';
-import { mkdirSync } from 'node:fs';
+import { closeSync, fdatasync, mkdirSync, openSync } from 'node:fs';
+import { Checkpointer } from './checkpointer.js';
 import { dirname } from 'node:path';
 import type { BudgetUsage, CallStatus, GradeRecord, RecordedCall, RolloutSummary } from '../rollouts/types.js';
 import type {
@@ -180,14 +181,25 @@ export interface SqliteStoreOptions {
 /**
  * Group commit: writes run synchronously, each in its own savepoint, inside one open transaction
  * that commits on the next turn of the event loop, so one fsync covers every call that arrived
- * meanwhile. No promise resolves before the commit that holds its write (and reads wait for it
+ * meanwhile. No promise resolves before the commit that holds its write is durable (reads wait
  * too, since they may have seen uncommitted rows), so "acknowledged" still means "on disk".
+ *
+ * Nothing slow runs on the event loop: SQLite itself commits with synchronous=NORMAL (no fsync),
+ * and with sync 'full' the WAL is then fdatasync'ed on libuv's thread pool before the batch's
+ * promises resolve, which is the durability of synchronous=FULL. Checkpoints run in a worker
+ * thread (see checkpointer.ts).
  */
 export class SqliteStore implements Store {
   readonly kind = 'sqlite';
   private readonly db: Database.Database;
   private waiters: { resolve: () => void; reject: (e: Error) => void }[] = [];
   private commitScheduled = false;
+  private readonly fullSync: boolean;
+  private readonly path: string;
+  private walFd: number | undefined;
+  /** Settles when every commit so far is durable (the last fsync issued). */
+  private durable: Promise<void> = Promise.resolve();
+  private readonly checkpointer: Checkpointer | undefined;
   private readonly stmt;
   private readonly beginTx;
   private readonly importTx;
@@ -196,14 +208,20 @@ export class SqliteStore implements Store {
 
   constructor(opts: SqliteStoreOptions) {
     if (opts.path !== ':memory:') mkdirSync(dirname(opts.path), { recursive: true });
+    this.path = opts.path;
+    this.fullSync = opts.sync !== 'normal' && opts.path !== ':memory:';
     this.db = new Database(opts.path);
     this.db.pragma('journal_mode = WAL');
-    this.db.pragma(`synchronous = ${opts.sync === 'normal' ? 'NORMAL' : 'FULL'}`);
+    this.db.pragma('synchronous = NORMAL');
     this.db.pragma('busy_timeout = 5000');
     this.db.pragma('foreign_keys = ON');
-    // Fewer, larger checkpoints: a page rewritten by many calls is copied back once per checkpoint.
-    this.db.pragma('wal_autocheckpoint = 10000');
     this.db.pragma('cache_size = -65536');
+    // Keep the WAL from growing without bound once checkpointed.
+    this.db.pragma('journal_size_limit = 67108864');
+    if (opts.path !== ':memory:') {
+      this.db.pragma('wal_autocheckpoint = 0');
+      this.checkpointer = new Checkpointer(opts.path);
+    }
     this.db.exec(SCHEMA);
     const db = this.db;
     this.stmt = {
@@ -357,8 +375,18 @@ export class SqliteStore implements Store {
   }
 
   private settle<T>(value: T): Promise<T> {
-    if (!this.db.inTransaction) return Promise.resolve(value);
+    if (!this.db.inTransaction) return this.durable.then(() => value);
     return new Promise<T>((resolve, reject) => this.waiters.push({ resolve: () => resolve(value), reject }));
+  }
+
+  /** fdatasync of the WAL on the thread pool; chained so batches become durable in order. */
+  private syncWal(): Promise<void> {
+    if (!this.fullSync) return Promise.resolve();
+    this.walFd ??= openSync(`${this.path}-wal`, 'r');
+    const fd = this.walFd;
+    const previous = this.durable;
+    const mine = new Promise<void>((resolve, reject) => fdatasync(fd, (e) => (e ? reject(e) : resolve())));
+    return Promise.all([previous, mine]).then(() => undefined);
   }
 
   /**
@@ -408,7 +436,12 @@ export class SqliteStore implements Store {
       for (const w of waiters) w.reject(e as Error);
       return;
     }
-    for (const w of waiters) w.resolve();
+    const durable = this.syncWal();
+    this.durable = durable.catch(() => undefined);
+    durable.then(
+      () => waiters.forEach((w) => w.resolve()),
+      (e: Error) => waiters.forEach((w) => w.reject(e)),
+    );
   }
 
   private gradeParams(g: NewGrade): Record<string, unknown> {
@@ -557,6 +590,9 @@ export class SqliteStore implements Store {
   async close(): Promise<void> {
     if (!this.db.open) return;
     if (this.db.inTransaction) this.commit();
+    await this.durable;
+    await this.checkpointer?.stop();
     this.db.close();
+    if (this.walFd !== undefined) closeSync(this.walFd);
   }
 }

@@ -1,0 +1,52 @@
+// Moves SQLite's WAL checkpoints (page copies and fsyncs of the database file) off the event loop:
+// a worker thread with its own connection runs PASSIVE checkpoints, which never block the writer.
+import { createRequire } from 'node:module';
+import { Worker } from 'node:worker_threads';
+
+// Plain CommonJS so the worker needs no TypeScript loader (tsx, vitest) to start.
+const WORKER_SOURCE = `
+const { parentPort, workerData } = require('node:worker_threads');
+const Database = require(workerData.driver);
+let db;
+let stopped = false;
+try {
+  db = new Database(workerData.path, { fileMustExist: true });
+  db.pragma('busy_timeout = 1000');
+} catch (e) {
+  // The store was closed (and its directory removed) before this thread started: nothing to do.
+  stopped = true;
+}
+function tick() {
+  if (stopped) return;
+  try { db.pragma('wal_checkpoint(PASSIVE)'); } catch (e) { parentPort.postMessage({ error: String(e && e.message || e) }); }
+  setTimeout(tick, workerData.intervalMs);
+}
+parentPort.on('message', (m) => {
+  if (m === 'stop') { stopped = true; try { if (db) { db.pragma('wal_checkpoint(PASSIVE)'); db.close(); } } catch {} parentPort.postMessage('stopped'); }
+});
+tick();
+`;
+
+export class Checkpointer {
+  private readonly worker: Worker;
+
+  constructor(path: string, intervalMs = 500, onError: (msg: string) => void = () => {}) {
+    const driver = createRequire(import.meta.url).resolve('better-sqlite3');
+    this.worker = new Worker(WORKER_SOURCE, { eval: true, workerData: { path, intervalMs, driver } });
+    this.worker.on('message', (m: unknown) => {
+      if (m && typeof m === 'object' && 'error' in m) onError(String((m as { error: unknown }).error));
+    });
+    this.worker.on('error', (e) => onError(e.message));
+    this.worker.unref();
+  }
+
+  async stop(): Promise<void> {
+    const done = new Promise<void>((resolve) => {
+      this.worker.once('message', () => resolve());
+      this.worker.once('exit', () => resolve());
+    });
+    this.worker.postMessage('stop');
+    await Promise.race([done, new Promise((r) => setTimeout(r, 2000).unref())]);
+    await this.worker.terminate();
+  }
+}

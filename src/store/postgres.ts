@@ -40,6 +40,7 @@ export interface PostgresStoreOptions {
 
 const INT8_OID = 20;
 const DEFAULT_ORPHAN_AFTER_MS = 60 * 60_000;
+const KNOWN_ROLLOUTS_MAX = 100_000;
 
 /** The URL without its password, for messages. */
 function redactUrl(url: string): string {
@@ -62,6 +63,11 @@ interface BeginRow {
 
 export class PostgresStore implements Store {
   readonly kind = 'postgres';
+  /**
+   * Rollouts this replica has seen exist. Their row (up to 1 MB, sent with every call) is then not
+   * serialized and shipped again: rollouts are never deleted, so it could only be ignored.
+   */
+  private readonly knownRollouts = new Set<string>();
   private readonly t: { rollouts: string; calls: string; grades: string; webhookIds: string; beginCall: string };
 
   private constructor(
@@ -146,7 +152,7 @@ export class PostgresStore implements Store {
         input.argsHash,
         input.cost,
         input.budgetLimit,
-        input.item ? JSON.stringify(input.item) : null,
+        input.item && !this.knownRollouts.has(input.traceId) ? JSON.stringify(input.item) : null,
         encodeNullable(input.credential),
         input.now,
         encodeText(input.overBudgetOutput),
@@ -156,9 +162,15 @@ export class PostgresStore implements Store {
       'rft_begin_call',
     );
     const r = row!.r;
+    this.remember(input.traceId);
     const call = toCall(r.call);
     if (r.kind === 'existing' || r.kind === 'conflict') return { kind: r.kind, call };
     return { kind: r.kind, call, budget: { used: r.used!, limit: r.limit!, exceeded: r.exceeded! } };
+  }
+
+  private remember(traceId: string): void {
+    if (this.knownRollouts.size >= KNOWN_ROLLOUTS_MAX) this.knownRollouts.clear();
+    this.knownRollouts.add(traceId);
   }
 
   async finishCall(traceId: string, callId: string, r: FinishCallInput): Promise<void> {
@@ -193,11 +205,13 @@ export class PostgresStore implements Store {
   }
 
   async ensureRollout(traceId: string, item: Record<string, unknown> | null, budgetLimit: number, now: number): Promise<void> {
+    if (this.knownRollouts.has(traceId)) return;
     await this.rows(
       `INSERT INTO ${this.t.rollouts} (trace_id, created_at, updated_at, item, budget_limit) VALUES ($1, $2, $2, $3, $4)
        ON CONFLICT (trace_id) DO NOTHING`,
       [encodeText(traceId), now, item ? JSON.stringify(item) : null, budgetLimit],
     );
+    this.remember(traceId);
   }
 
   async findGrade(traceId: string, grader: string, version: string, sampleHash: string): Promise<GradeRecord | undefined> {

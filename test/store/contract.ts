@@ -67,6 +67,14 @@ export function storeContract(label: string, open: () => Promise<Store>): void {
       expect((await store.beginCall(begin('trace_l', 'c3', { budgetLimit: 100 }))).kind).toBe('over_budget');
     });
 
+    it('keeps the dataset row of the call that created the rollout', async () => {
+      const store = await fresh();
+      await store.beginCall(begin('trace_k', 'c1', { item: { v: 1 } }));
+      await store.beginCall(begin('trace_k', 'c2', { item: { v: 2 } }));
+      await store.ensureRollout('trace_k', { v: 3 }, 5, 0);
+      expect((await store.getRollout('trace_k'))?.item).toEqual({ v: 1 });
+    });
+
     it('charges fractional costs exactly', async () => {
       const store = await fresh();
       await store.beginCall(begin('trace_f', 'c1', { cost: 0.5, budgetLimit: 1 }));

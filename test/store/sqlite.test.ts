@@ -1,4 +1,4 @@
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it, onTestFinished } from 'vitest';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -6,13 +6,16 @@ import Database from 'better-sqlite3';
 import { SqliteStore } from '../../src/store/sqlite.js';
 import { begin, storeContract } from './contract.js';
 
-const dirs: string[] = [];
-afterEach(() => dirs.splice(0).forEach((d) => rmSync(d, { recursive: true, force: true })));
+/** A store in a fresh directory; closed, then its directory removed, when the test ends. */
 function open() {
   const dir = mkdtempSync(join(tmpdir(), 'rft-store-'));
-  dirs.push(dir);
   const path = join(dir, 'db.sqlite');
-  return { store: new SqliteStore({ path }), path };
+  const store = new SqliteStore({ path });
+  onTestFinished(async () => {
+    await store.close();
+    rmSync(dir, { recursive: true, force: true });
+  });
+  return { store, path };
 }
 
 storeContract('SqliteStore', async () => open().store);
@@ -24,6 +27,5 @@ describe('SqliteStore group commit', () => {
     const other = new Database(path, { readonly: true });
     expect(other.prepare('SELECT count(*) AS n FROM calls').get()).toEqual({ n: 20 });
     other.close();
-    await store.close();
   });
 });

@@ -3,7 +3,7 @@
 // exec, and over HTTP a new rollout's first `shell` call and a burst of new rollouts.
 // Run: node --import tsx bench/sandbox.ts [samples] [burst-rollouts]
 import { spawn } from 'node:child_process';
-import { readdir } from 'node:fs/promises';
+import { readdir, readFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
@@ -129,7 +129,11 @@ async function httpFigures(driver: 'bwrap' | 'process'): Promise<void> {
     while ((srv.app.rft.sandboxes?.stats().live ?? 0) > 0 && performance.now() - waitStart < 20_000) await new Promise((r) => setTimeout(r, 250));
     const after = srv.app.rft.sandboxes?.stats();
     const rootDir = join(tmpdir(), 'rft-endpoints', instanceIdFor(srv.dataDir));
-    const dirs = (await readdir(rootDir).catch(() => [] as string[])).filter((d) => d.startsWith('sb_')).length;
+    let dirs = 0;
+    for (const d of (await readdir(rootDir).catch(() => [] as string[])).filter((n) => n.startsWith('sb_'))) {
+      const meta = JSON.parse(await readFile(join(rootDir, d, 'meta.json'), 'utf8').catch(() => '{}')) as { traceId?: string };
+      if (meta.traceId !== '(pooled)') dirs++; // the warm pool's prepared workdirs are not sandboxes
+    }
     console.log(`         after the TTL (+${((performance.now() - waitStart) / 1000).toFixed(1)} s): live ${after?.live}, reaped ${after?.reaped}, sandbox dirs left under ${rootDir} ${dirs}`);
   } finally {
     await srv.close();

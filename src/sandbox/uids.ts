@@ -53,6 +53,7 @@ export async function killAllOf(uid: number): Promise<void> {
     const child = spawn('/bin/sh', ['-c', 'kill -9 -1 2>/dev/null; exit 0'], {
       uid,
       gid: uid,
+      cwd: '/',
       stdio: 'ignore',
       env: {},
     });

@@ -9,7 +9,7 @@
 //   improvement         cases newly passed minus cases broken, over the cases the template fails:
 //                       doing nothing scores 0.
 import { resolve } from 'node:path';
-import { defineGrader, errors, type GraderContext, type GraderResult, type Item } from '../src/index.js';
+import { defineGrader, errors, type GraderContext, type GraderResult, type Item, type Sandbox } from '../src/index.js';
 import { budgetPenalty } from '../src/grading/helpers.js';
 import { workspaceSource } from '../src/sandbox/workspace.js';
 import { readCases } from './_unit_tests/cases.js';
@@ -41,6 +41,28 @@ function options(item: Item, limit: number): Options {
   };
 }
 
+/** Tools whose successful calls prove the rollout's sandbox existed when they finished. */
+const SANDBOX_TOOLS = new Set(['shell', 'read_file', 'write_file', 'apply_patch', 'list_files', 'search']);
+
+/**
+ * Refuses to grade a workspace that was recreated from the template after the rollout worked in it
+ * (its sandbox expired, the server restarted, a regrade came after the grace period): that would
+ * score the untouched template as the agent's work. The workspace root's ctime changes only when
+ * entries are added to or removed from it, which happens in tool calls or at creation; so a root
+ * newer than the last successful sandbox call means a new sandbox.
+ */
+async function assertWorkspaceSurvived(ctx: GraderContext, sandbox: Sandbox): Promise<void> {
+  const calls = (await ctx.rollout.calls()).filter((c) => c.status === 'ok' && SANDBOX_TOOLS.has(c.tool) && c.finishedAt !== null);
+  if (calls.length === 0) return;
+  const lastMs = Math.max(...calls.map((c) => c.finishedAt as number));
+  const r = await sandbox.exec(['stat', '-c', '%Z', '.'], { timeoutMs: 10_000 });
+  const ctimeS = Number(r.stdout.trim());
+  if (r.exitCode !== 0 || !Number.isFinite(ctimeS)) return; // cannot tell: grade what is there
+  if (ctimeS * 1000 > lastMs + 2_000) {
+    throw errors.graderFailed('unit_tests', "the rollout's workspace no longer exists (its sandbox expired or the server restarted), so its work cannot be graded");
+  }
+}
+
 /** Newly passed minus newly failed, over the cases the template fails (1 when it fails none and none broke). */
 function improvement(results: CaseResult[], baseline: Set<string>): number {
   const open = results.filter((c) => !baseline.has(c.name));
@@ -66,8 +88,10 @@ export default defineGrader({
       throw errors.graderConfig('item.sandbox.template', 'improvement mode needs the template to measure the baseline');
     }
 
+    const rolloutSandbox = await ctx.sandbox();
+    await assertWorkspaceSurvived(ctx, rolloutSandbox);
     const outcome = await withTempDir(async (ws) => {
-      await (await ctx.sandbox()).copyOut(ws);
+      await rolloutSandbox.copyOut(ws);
       return runHiddenOn(ctx, ws, hiddenDir, cases);
     });
     const penalty = budgetPenalty(budget, { target: opts.target, floor: opts.floor });

@@ -7,7 +7,7 @@ import pino from 'pino';
 import unitTests from '../../graders/unit_tests.js';
 import applyPatch from '../../tools/apply_patch.js';
 import type { GraderContext, GraderResult } from '../../src/registry/define.js';
-import type { BudgetUsage } from '../../src/rollouts/types.js';
+import type { BudgetUsage, RecordedCall } from '../../src/rollouts/types.js';
 import type { Sandbox, SandboxDriver } from '../../src/sandbox/types.js';
 import { repoRoot } from '../helpers/server.js';
 import { runTool, sandboxSpec } from './helpers.js';
@@ -29,6 +29,7 @@ export async function grade(
   change: (sb: Sandbox) => Promise<unknown> = async () => {},
   budget: BudgetUsage = { used: 4, limit: 50, exceeded: false },
   itemExtra: Record<string, unknown> = {},
+  calls: RecordedCall[] = [],
 ): Promise<GraderResult> {
   const traceId = `trace_${randomUUID()}`;
   const item = { ...taskItem(id), ...itemExtra };
@@ -38,7 +39,7 @@ export async function grade(
     await change(rollout);
     const ctx: GraderContext = {
       traceId,
-      rollout: { traceId, item, calls: async () => [], budget: async () => budget },
+      rollout: { traceId, item, calls: async () => calls, budget: async () => budget },
       log: pino({ level: 'silent' }),
       signal: new AbortController().signal,
       sandbox: async () => rollout,
@@ -53,4 +54,12 @@ export async function grade(
   } finally {
     await Promise.allSettled(owned.map((s) => s.destroy()));
   }
+}
+
+/** A recorded successful call of a coding tool that finished at `finishedAt` (ms). */
+export function okCall(tool: string, finishedAt: number): RecordedCall {
+  return {
+    traceId: 't', callId: `call_${finishedAt}`, seq: 1, tool, arguments: '{}', argsHash: '', output: 'ok', status: 'ok', cost: 1,
+    credential: null, startedAt: finishedAt - 10, finishedAt, durationMs: 10, outputBytes: 2, truncated: false,
+  };
 }

@@ -5,7 +5,7 @@ import { describeIf } from '../helpers/require.js';
 import type { Sandbox, SandboxDriver } from '../../src/sandbox/types.js';
 import unitTests from '../../graders/unit_tests.js';
 import { driverCases, tempDirs } from './helpers.js';
-import { applySolution, grade, TASKS, tasksDir } from './grader-helpers.js';
+import { applySolution, grade, okCall, TASKS, tasksDir } from './grader-helpers.js';
 
 /** Writes a file into the rollout workspace as the agent's shell would. */
 const put = (sb: Sandbox, path: string, content: string) => sb.writeFile(path, content);
@@ -158,6 +158,17 @@ for (const d of driverCases) {
       expect(r.score).toBe(await baseline('orders'));
       expect(readFileSync(target, 'utf8')).toBe('outside\n');
       expect(existsSync(join(dirs.outside, 'cases.json'))).toBe(false);
+    }, 60_000);
+
+    it('refuses to grade a workspace recreated after the rollout worked in it', async () => {
+      // The rollout's last successful tool call finished a minute before this sandbox was made.
+      const calls = [okCall('apply_patch', Date.now() - 60_000)];
+      await expect(grade(driver, 'roman', undefined, budget, {}, calls)).rejects.toMatchObject({ code: 'RFT_ERR_GRADER_FAILED' });
+    }, 60_000);
+
+    it('grades a workspace that is still the one the rollout worked in', async () => {
+      const r = await grade(driver, 'roman', async () => {}, budget, {}, [okCall('shell', Date.now() + 1_000)]);
+      expect(r.score).toBe(await baseline('roman'));
     }, 60_000);
 
     it('refuses a row without a hidden tests folder', async () => {

@@ -78,6 +78,10 @@ export const errors = {
     { grader: name, known_graders: known },
   ]),
   notFound: define('RFT_ERR_NOT_FOUND', 404, (what: string) => [`${what} not found`]),
+  notGraded: define('RFT_ERR_NOT_GRADED', 409, (traceId: string) => [
+    `rollout ${traceId} was never graded, so there is no sample to re-score`,
+    { trace_id: traceId },
+  ]),
   callConflict: define('RFT_ERR_CALL_CONFLICT', 409, (callId: string) => [
     `call_id ${callId} was already used in this rollout with different arguments or tool`,
     { call_id: callId },

@@ -26,11 +26,19 @@ export function delta(r: RegradeReply): number | null {
   return a === null || a === undefined || b === null ? null : b - a;
 }
 
+function errorCode(text: string): string | undefined {
+  try {
+    return (JSON.parse(text) as { error?: { code?: string } }).error?.code;
+  } catch {
+    return undefined;
+  }
+}
+
 async function regradeOne(server: ServerClient, traceId: string, grader: string | undefined): Promise<RegradeRow> {
   const reply = await server.send('POST', `/v1/rollouts/${encodeURIComponent(traceId)}/regrade`, grader ? { grader } : {});
   if (reply.status === 200) return { traceId, outcome: 'regraded', reply: JSON.parse(reply.text) as RegradeReply };
   // A rollout the trainer never graded has no sample to re-score: not an error of this run.
-  if (reply.status === 404 && reply.text.includes('never graded')) return { traceId, outcome: 'not graded' };
+  if (reply.status === 409 && errorCode(reply.text) === 'RFT_ERR_NOT_GRADED') return { traceId, outcome: 'not graded' };
   return { traceId, outcome: 'failed', error: `${reply.status} ${reply.text.slice(0, 300)}` };
 }
 

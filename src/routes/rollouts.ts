@@ -43,7 +43,7 @@ export default async function rolloutRoutes(app: FastifyInstance): Promise<void>
     // The sample the trainer sent is the one to re-score: the latest endpoint grade's (or any grade's).
     const newestFirst = [...r.grades].reverse();
     const last = newestFirst.find((g) => g.source === 'endpoint') ?? newestFirst[0];
-    if (!last) throw errors.notFound(`a recorded sample for rollout ${r.traceId} (it was never graded)`);
+    if (!last) throw errors.notGraded(r.traceId);
     const name = body.data.grader ?? last.grader ?? defaultGraderName(app);
     const grader = registry.graders.get(name);
     if (!grader) throw errors.unknownGrader(name, [...registry.graders.keys()]);

@@ -65,6 +65,14 @@ describe('grader endpoint', () => {
     expect(res.json().error.code).toBe('RFT_ERR_BAD_REQUEST');
   });
 
+  it('refuses to re-grade a rollout that was never graded with its own code', async () => {
+    const c = functionCall('echo', { text: 'x' });
+    await post('/tools', c);
+    const res = await post(`/v1/rollouts/${c.trace_id}/regrade`, {});
+    expect(res.statusCode).toBe(409);
+    expect(res.json().error.code).toBe('RFT_ERR_NOT_GRADED');
+  });
+
   it('re-grades the stored sample and keeps both scores', async () => {
     const trace = newTrace();
     await post('/grade', { sample: sample('4.2'), item: { reference_answer: '4.2' }, trace_id: trace });

@@ -137,7 +137,7 @@ export function applyChunks(content: string, chunks: UpdateChunk[], file: string
       throw errors.patchConflict(
         file,
         hunk,
-        `${chunk.header}: these lines were not found${cursor > 0 ? ` after line ${cursor}` : ''}` +
+        `${chunk.header !== '@@' ? `${chunk.header}: ` : ''}these lines were not found${cursor > 0 ? ` after line ${cursor}` : ''}` +
           ` (read the file again and copy the lines exactly):\n${preview(chunk.oldLines)}`,
       );
     }

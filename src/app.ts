@@ -97,7 +97,7 @@ export async function buildApp(config: AppConfig, opts: BuildOptions = {}): Prom
     (await loadRegistry({
       toolsDir: config.toolsDir,
       gradersDir: config.gradersDir,
-      jsonGraderOptions: { openai: { ...(config.openai.baseURL ? { baseURL: config.openai.baseURL } : {}), ...(config.openai.apiKey ? { apiKey: config.openai.apiKey } : {}) } },
+      jsonGraderOptions: { openai: config.openai },
     }));
   const sandboxes = await createSandboxProvider(config, app.log as unknown as Logger);
   const ledger = new Ledger({

@@ -83,6 +83,9 @@ export const configSchema = z.object({
   RFT_DOCKER_SOCKET: z.string().default('/var/run/docker.sock'),
   OPENAI_BASE_URL: z.string().url().optional(),
   OPENAI_API_KEY: z.string().optional(),
+  RFT_MODEL_TIMEOUT_MS: int(100, 600_000).default(60_000),
+  RFT_MODEL_MAX_RETRIES: int(0, 10).default(2),
+  RFT_EMBEDDING_MODEL: z.string().min(1).optional(),
 });
 
 export type RawConfig = z.output<typeof configSchema>;
@@ -130,7 +133,16 @@ export interface AppConfig {
       maxOutputBytes: number;
     };
   };
-  openai: { baseURL: string | undefined; apiKey: string | undefined };
+  openai: ModelApiOptions;
+}
+
+/** The model API used by score_model, label_model and cosine graders (openai SDK options). */
+export interface ModelApiOptions {
+  baseURL?: string;
+  apiKey?: string;
+  timeoutMs: number;
+  maxRetries: number;
+  embeddingModel?: string;
 }
 
 const KNOWN = new Set(Object.keys(configSchema.shape));
@@ -206,7 +218,13 @@ export function loadConfig(
         maxOutputBytes: c.RFT_MAX_OUTPUT_BYTES,
       },
     },
-    openai: { baseURL: c.OPENAI_BASE_URL, apiKey: c.OPENAI_API_KEY },
+    openai: {
+      ...(c.OPENAI_BASE_URL ? { baseURL: c.OPENAI_BASE_URL } : {}),
+      ...(c.OPENAI_API_KEY ? { apiKey: c.OPENAI_API_KEY } : {}),
+      timeoutMs: c.RFT_MODEL_TIMEOUT_MS,
+      maxRetries: c.RFT_MODEL_MAX_RETRIES,
+      ...(c.RFT_EMBEDDING_MODEL ? { embeddingModel: c.RFT_EMBEDDING_MODEL } : {}),
+    },
   };
 }
 

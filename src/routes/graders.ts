@@ -2,10 +2,10 @@
 // for running a grader config locally (POST /v1/graders/run, /v1/graders/validate).
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { z } from 'zod';
-import { errors } from '../errors.js';
+import { errors, isRftError } from '../errors.js';
 import { gradeRequestSchema, sampleSchema } from '../protocol/wire.js';
 import { formatZodIssues } from '../rollouts/output.js';
-import { runGraderConfig, validateGraderConfig } from '../grading/index.js';
+import { runErrorReply, runGraderConfig, validateGraderConfig } from '../grading/index.js';
 import { defaultGraderName } from './discovery.js';
 
 const runRequestSchema = z.looseObject({
@@ -50,9 +50,13 @@ export default async function graderRoutes(app: FastifyInstance): Promise<void> 
     const ms = body.data.model_sample ?? body.data.sample ?? { output_text: '' };
     // OpenAI's endpoint takes model_sample as the output text; ours also takes a full sample object.
     const sample = typeof ms === 'string' ? { output_text: ms, output_json: tryJson(ms), output_tools: [], choices: [] } : ms;
-    return runGraderConfig(graderConfig, sample, body.data.item ?? {}, {
-      openai: { ...(config.openai.baseURL ? { baseURL: config.openai.baseURL } : {}), ...(config.openai.apiKey ? { apiKey: config.openai.apiKey } : {}) },
-    });
+    try {
+      return await runGraderConfig(graderConfig, sample, body.data.item ?? {}, { openai: config.openai });
+    } catch (e) {
+      // As OpenAI's endpoint does: a grader that fails to run is a reply with its error flags set.
+      if (isRftError(e)) return runErrorReply(graderConfig, e);
+      throw e;
+    }
   });
 }
 

@@ -1,27 +1,15 @@
 // The Sandbox.exec contract, the same on every driver present: what tools rely on.
-import { afterAll, beforeAll, expect, it } from 'vitest';
-import { selectDriver } from '../../src/sandbox/select.js';
-import type { Sandbox, SandboxDriver } from '../../src/sandbox/types.js';
+import { expect, it } from 'vitest';
+import type { Sandbox } from '../../src/sandbox/types.js';
 import { describeIf } from '../helpers/require.js';
-import { DOCKER_IMAGE, driversPresent, spec, tempRoot } from './helpers.js';
+import { driversPresent, driverWithSandbox, spec } from './helpers.js';
 
 const present = await driversPresent();
 
 for (const name of ['process', 'bwrap', 'docker'] as const) {
   describeIf(present[name], `exec on ${name}`, `${name} sandbox driver not available`)(`exec contract (${name})`, () => {
-    let tmp: Awaited<ReturnType<typeof tempRoot>>;
-    let driver: SandboxDriver;
-    let sb: Sandbox;
-    beforeAll(async () => {
-      tmp = await tempRoot();
-      driver = await selectDriver(name, { sandboxesRoot: tmp.root, instanceId: `exec-${process.pid}`, dockerImage: DOCKER_IMAGE });
-      sb = await driver.create(spec('trace_exec', { files: { 'sub/f.txt': 'in sub' } }));
-    });
-    afterAll(async () => {
-      await sb?.destroy();
-      await driver?.close?.();
-      await tmp.cleanup();
-    });
+    const ctx = driverWithSandbox(name, spec('trace_exec', { files: { 'sub/f.txt': 'in sub' } }));
+    const sb = { exec: (...a: Parameters<Sandbox['exec']>) => ctx.sb.exec(...a) };
 
     it('keeps stdout and stderr apart and reports the exit code', async () => {
       const r = await sb.exec('echo out; echo err >&2; exit 3');

@@ -2,8 +2,10 @@
 import { chmod, mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { afterAll, beforeAll } from 'vitest';
 import { defaultLimits } from '../../src/sandbox/limits.js';
-import type { SandboxLimits, SandboxSpec } from '../../src/sandbox/types.js';
+import { selectDriver } from '../../src/sandbox/select.js';
+import type { Sandbox, SandboxDriver, SandboxLimits, SandboxSpec } from '../../src/sandbox/types.js';
 
 export async function tempRoot(): Promise<{ root: string; cleanup(): Promise<void> }> {
   const base = await mkdtemp(join(tmpdir(), 'rft-sbtest-'));
@@ -40,4 +42,20 @@ export async function liveProcessesOf(uid: number): Promise<number[]> {
     if (m && Number(m[1]) === uid && !/^State:\s+Z/m.test(status)) pids.push(Number(name));
   }
   return pids;
+}
+
+/** Inside a describe: a driver and one sandbox made from `sandboxSpec`, set up before and removed after the suite. */
+export function driverWithSandbox(name: 'process' | 'bwrap' | 'docker', sandboxSpec: SandboxSpec): { driver: SandboxDriver; sb: Sandbox } {
+  const ctx = {} as { driver: SandboxDriver; sb: Sandbox; tmp: Awaited<ReturnType<typeof tempRoot>> };
+  beforeAll(async () => {
+    ctx.tmp = await tempRoot();
+    ctx.driver = await selectDriver(name, { sandboxesRoot: ctx.tmp.root, instanceId: `${name}-${process.pid}`, dockerImage: DOCKER_IMAGE });
+    ctx.sb = await ctx.driver.create(sandboxSpec);
+  });
+  afterAll(async () => {
+    await ctx.sb?.destroy();
+    await ctx.driver?.close?.();
+    await ctx.tmp?.cleanup();
+  });
+  return ctx;
 }

@@ -1,29 +1,17 @@
 // What a command sees inside the bwrap and docker sandboxes: an unprivileged user with no
 // capabilities, a read-only tree outside /workspace and /tmp, no network interface but loopback.
-import { afterAll, beforeAll, expect, it } from 'vitest';
+import { expect, it } from 'vitest';
 import { DockerApi } from '../../src/sandbox/docker-api.js';
-import { selectDriver } from '../../src/sandbox/select.js';
-import type { Sandbox, SandboxDriver } from '../../src/sandbox/types.js';
+import type { Sandbox } from '../../src/sandbox/types.js';
 import { describeIf } from '../helpers/require.js';
-import { DOCKER_IMAGE, driversPresent, spec, tempRoot } from './helpers.js';
+import { driversPresent, driverWithSandbox, spec } from './helpers.js';
 
 const present = await driversPresent();
 
 for (const name of ['bwrap', 'docker'] as const) {
   describeIf(present[name], `isolation on ${name}`, `${name} sandbox driver not available`)(`isolation (${name})`, () => {
-    let tmp: Awaited<ReturnType<typeof tempRoot>>;
-    let driver: SandboxDriver;
-    let sb: Sandbox;
-    beforeAll(async () => {
-      tmp = await tempRoot();
-      driver = await selectDriver(name, { sandboxesRoot: tmp.root, instanceId: `iso-${process.pid}`, dockerImage: DOCKER_IMAGE });
-      sb = await driver.create(spec('trace_iso', { labels: { 'rft-endpoints.trace_id': 'trace_iso' } }));
-    });
-    afterAll(async () => {
-      await sb?.destroy();
-      await driver?.close?.();
-      await tmp.cleanup();
-    });
+    const ctx = driverWithSandbox(name, spec('trace_iso', { labels: { 'rft-endpoints.trace_id': 'trace_iso' } }));
+    const sb = { exec: (...a: Parameters<Sandbox['exec']>) => ctx.sb.exec(...a), get id() { return ctx.sb.id; } };
 
     it('runs commands as a non-root user without capabilities', async () => {
       const r = await sb.exec("id -u; grep -E '^Cap(Eff|Prm|Bnd)' /proc/self/status | awk '{print $2}' | sort -u");
@@ -53,7 +41,7 @@ for (const name of ['bwrap', 'docker'] as const) {
           const filters = encodeURIComponent(JSON.stringify({ label: [`rft-endpoints.sandbox=${sb.id}`] }));
           const [c] = (await api.call<{ Id: string }[]>('GET', `/containers/json?filters=${filters}`)).body;
           const info = (await api.call<{ Config: { Labels: Record<string, string>; User: string }; HostConfig: Record<string, unknown> }>('GET', `/containers/${c?.Id}/json`)).body;
-          expect(info.Config.Labels).toMatchObject({ 'rft-endpoints.instance': `iso-${process.pid}`, 'rft-endpoints.trace_id': 'trace_iso' });
+          expect(info.Config.Labels).toMatchObject({ 'rft-endpoints.instance': `${name}-${process.pid}`, 'rft-endpoints.trace_id': 'trace_iso' });
           expect(Date.parse(info.Config.Labels['rft-endpoints.created_at'] ?? '')).toBeGreaterThan(0);
           expect(info.Config.User).not.toMatch(/^(0|root)(:|$)/);
           expect(info.HostConfig).toMatchObject({ NetworkMode: 'none', ReadonlyRootfs: true, CapDrop: ['ALL'], SecurityOpt: ['no-new-privileges'] });

@@ -58,6 +58,10 @@ export function bwrapArgs(i: BwrapArgsInput): string[] {
   const size = (n: number | undefined): string[] => (n ? ['--size', String(n)] : []);
   return [
     '--unshare-all',
+    // No nested user namespaces: they would hand the command a full capability set (inside its own
+    // namespace), which is kernel attack surface a coding task never needs.
+    '--unshare-user',
+    '--disable-userns',
     '--die-with-parent',
     '--new-session',
     '--hostname',

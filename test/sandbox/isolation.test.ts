@@ -30,6 +30,11 @@ for (const name of ['bwrap', 'docker'] as const) {
       expect(r.stdout.trim().split('\n')).toEqual(['lo']);
     });
 
+    it('refuses to create nested user namespaces', async () => {
+      const r = await sb.exec('unshare --user true && echo nested');
+      expect(r.stdout).not.toContain('nested');
+    });
+
     it('starts in /workspace, which the model sees as its working directory', async () => {
       expect((await sb.exec('pwd')).stdout).toBe('/workspace\n');
     });

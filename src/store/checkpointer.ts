@@ -45,6 +45,8 @@ export class Checkpointer {
       this.worker.once('message', () => resolve());
       this.worker.once('exit', () => resolve());
     });
+    // Unref'ed while running so it never holds the process open; ref'ed while we wait for it.
+    this.worker.ref();
     this.worker.postMessage('stop');
     await Promise.race([done, new Promise((r) => setTimeout(r, 2000).unref())]);
     await this.worker.terminate();

@@ -5,19 +5,9 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-need_pkgs=()
-command -v bwrap >/dev/null || need_pkgs+=(bubblewrap)
-command -v dockerd >/dev/null || need_pkgs+=(docker.io)
-command -v debootstrap >/dev/null || need_pkgs+=(debootstrap)
-command -v prlimit >/dev/null || need_pkgs+=(util-linux)
-command -v setpriv >/dev/null || need_pkgs+=(util-linux)
-if [ ${#need_pkgs[@]} -gt 0 ]; then
-  apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need_pkgs[@]}"
-fi
-
 # Safety rule of this project: dockerd never creates the default bridge (172.17.x) nor touches
-# iptables. This file must exist before dockerd first starts.
+# iptables. This file must exist before dockerd first starts, and so before docker.io is installed
+# (its postinst may start the daemon).
 mkdir -p /etc/docker
 want='{"bridge":"none","iptables":false,"ip-forward":false,"ip-masq":false}'
 if [ "$(cat /etc/docker/daemon.json 2>/dev/null)" != "$want" ]; then
@@ -28,6 +18,16 @@ if [ "$(cat /etc/docker/daemon.json 2>/dev/null)" != "$want" ]; then
   printf '%s\n' "$want" > /etc/docker/daemon.json
 fi
 
+need_pkgs=()
+command -v bwrap >/dev/null || need_pkgs+=(bubblewrap)
+command -v dockerd >/dev/null || need_pkgs+=(docker.io)
+command -v debootstrap >/dev/null || need_pkgs+=(debootstrap)
+command -v prlimit >/dev/null || need_pkgs+=(util-linux)
+if [ ${#need_pkgs[@]} -gt 0 ]; then
+  apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need_pkgs[@]}"
+fi
+
 if ! { [ -S /var/run/docker.sock ] && docker version >/dev/null 2>&1; }; then
   nohup dockerd >/var/log/dockerd.log 2>&1 &
   for _ in $(seq 1 100); do
@@ -35,6 +35,10 @@ if ! { [ -S /var/run/docker.sock ] && docker version >/dev/null 2>&1; }; then
     sleep 0.2
   done
   docker version >/dev/null 2>&1 || { echo "setup-sandbox: dockerd did not start, see /var/log/dockerd.log" >&2; exit 1; }
+fi
+if docker network ls --format '{{.Driver}}' | grep -qx bridge; then
+  echo "setup-sandbox: dockerd has a bridge network; it must run with /etc/docker/daemon.json as written above" >&2
+  exit 1
 fi
 
 if ! docker image inspect rft-endpoints-sandbox:latest >/dev/null 2>&1; then

@@ -58,6 +58,10 @@ export async function runServer(env: Record<string, string | undefined> = proces
     app.log.info({ signal }, 'shutting down');
     const force = setTimeout(() => process.exit(1), 30_000);
     force.unref();
+    // Keep-alive connections that were busy when closing began go idle later: close them then,
+    // or the server would wait for the keep-alive timeout before it can exit.
+    const sweep = setInterval(() => app.server.closeIdleConnections?.(), 100);
+    sweep.unref();
     app.close().then(
       () => process.exit(0),
       (e: unknown) => {

@@ -53,3 +53,23 @@ describe('durability across kill -9', () => {
     }
   }, 60_000);
 });
+
+describe('graceful shutdown', () => {
+  it('lets a running call finish and record on SIGTERM, then exits 0', async () => {
+    const server = await spawnServer(env);
+    const call = functionCall('echo', { text: 'finished', delay_ms: 1000 }, { trace_id: newTrace() });
+    const pending = post(server.url, call);
+    await new Promise((r) => setTimeout(r, 200));
+    const exited = server.stop('SIGTERM');
+    const reply = await pending;
+    expect(reply).toMatchObject({ status: 200, body: { output: 'finished' } });
+    expect(await exited).toBe(0);
+    const again = await spawnServer(env);
+    try {
+      const rec = await request(`${again.url}/v1/rollouts/${call.trace_id}`, { headers: { authorization: `Bearer ${KEY}` } });
+      expect(((await rec.body.json()) as { calls: { status: string }[] }).calls[0]!.status).toBe('ok');
+    } finally {
+      await again.stop();
+    }
+  }, 60_000);
+});

@@ -6,7 +6,6 @@ import type { SandboxLimits } from './types.js';
 
 export const defaultLimits: SandboxLimits = {
   cpuSeconds: 30,
-  // Address space, not RSS: Node needs about 1 GiB of reservations to start, Python far less.
   memoryBytes: 1024 * 1024 * 1024,
   maxProcesses: 64,
   maxFileBytes: 64 * 1024 * 1024,
@@ -18,11 +17,19 @@ export const defaultLimits: SandboxLimits = {
 /** Processes a driver itself needs under the sandbox uid (bwrap's outer process and its pid-1 reaper). */
 const DRIVER_PROCESSES = 4;
 
-/** `prlimit` arguments that apply `limits` to the program that follows them. */
+const GiB = 1024 * 1024 * 1024;
+
+/**
+ * `prlimit` arguments that apply `limits` to the program that follows them. Memory is RLIMIT_DATA
+ * (private writable memory: heap, anonymous mmap), which JIT runtimes live with: Node reserves about
+ * 1 GiB of PROT_NONE address space at start and dies under a 512 MiB RLIMIT_AS. RLIMIT_AS stays as a
+ * loose backstop (4x, at least 4 GiB) for what RLIMIT_DATA does not count, such as shared mappings.
+ */
 export function prlimitArgs(limits: SandboxLimits): string[] {
   return [
     `--cpu=${Math.max(1, Math.ceil(limits.cpuSeconds))}`,
-    `--as=${limits.memoryBytes}`,
+    `--data=${limits.memoryBytes}`,
+    `--as=${Math.max(4 * limits.memoryBytes, 4 * GiB)}`,
     `--nproc=${limits.maxProcesses + DRIVER_PROCESSES}`,
     `--fsize=${limits.maxFileBytes}`,
     '--core=0',

@@ -125,6 +125,16 @@ for (const name of ['process', 'bwrap', 'docker'] as DriverName[]) {
       });
     });
 
+    it('a JIT runtime starts under a small memory limit', async () => {
+      const small = await driver.create(spec(`trace_node_${name}`, { limits: { ...testLimits, memoryBytes: 256 * 1024 * 1024 } }));
+      try {
+        const r = await small.exec(['node', '-e', 'console.log("node ok")']);
+        expect(r.stdout).toBe('node ok\n');
+      } finally {
+        await small.destroy();
+      }
+    });
+
     it('a memory hog fails to get its memory', async () => {
       await contained(async (sb) => {
         const r = await sb.exec(['python3', '-c', 'x = bytearray(3 * 1024 ** 3); x[::4096] = b"y" * len(x[::4096]); print("allocated")']);

@@ -17,6 +17,7 @@ import type { Store } from '../src/store/types.js';
 const URL = process.env.RFT_TEST_DATABASE_URL ?? 'postgres://rft:rft@127.0.0.1:5432/rft';
 const CALLERS = 50;
 const PER_CALLER = Number(process.env.BENCH_CALLS ?? 100);
+const POOL = Number(process.env.BENCH_POOL ?? 10);
 
 type Shape = 'spread' | 'one rollout';
 
@@ -42,6 +43,9 @@ async function run(stores: Store[], shape: Shape, tag: string): Promise<number> 
   return (CALLERS * PER_CALLER) / ((performance.now() - t0) / 1000);
 }
 
+// SqliteStore.close() awaits its checkpoint worker, which is unref'd: with nothing else holding the
+// event loop, a plain script would exit (code 13) inside close(). Hold it until the end.
+const keepAlive = setInterval(() => undefined, 60_000);
 const dir = mkdtempSync(join(tmpdir(), 'rft-bench-store-'));
 const schema = `rft_bench_${randomBytes(4).toString('hex')}`;
 const results: { store: string; shape: Shape; perS: number }[] = [];
@@ -51,10 +55,10 @@ try {
     results.push({ store: 'sqlite', shape, perS: await run([sqlite], shape, 's') });
     await sqlite.close();
 
-    const one = await PostgresStore.open({ url: URL, schema, instanceId: 'bench-a', poolSize: 10 });
-    results.push({ store: 'postgres, 1 replica (pool 10)', shape, perS: await run([one], shape, `p1${shape[0]}`) });
-    const other = await PostgresStore.open({ url: URL, schema, instanceId: 'bench-b', poolSize: 10 });
-    results.push({ store: 'postgres, 2 replicas (pool 10 each)', shape, perS: await run([one, other], shape, `p2${shape[0]}`) });
+    const one = await PostgresStore.open({ url: URL, schema, instanceId: 'bench-a', poolSize: POOL });
+    results.push({ store: `postgres, 1 replica (pool ${POOL})`, shape, perS: await run([one], shape, `p1${shape[0]}`) });
+    const other = await PostgresStore.open({ url: URL, schema, instanceId: 'bench-b', poolSize: POOL });
+    results.push({ store: `postgres, 2 replicas (pool ${POOL} each)`, shape, perS: await run([one, other], shape, `p2${shape[0]}`) });
     await Promise.all([one.close(), other.close()]);
   }
 } finally {
@@ -73,3 +77,4 @@ for (const shape of ['spread', 'one rollout'] as const) {
     console.log(`  ${r.store.padEnd(38)} ${r.perS.toFixed(0).padStart(7)} /s   x${(r.perS / base).toFixed(2)} of sqlite`);
   }
 }
+clearInterval(keepAlive);

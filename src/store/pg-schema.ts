@@ -112,6 +112,25 @@ BEGIN
     'used', r.budget_used + p_cost, 'limit', r.budget_limit, 'exceeded', r.budget_exceeded);
 END
 $fn$;
+
+-- Several admissions of one rollout (queued on one replica while the previous one committed) in
+-- one transaction, in the given order: one commit instead of one per call. Returns their results.
+CREATE OR REPLACE FUNCTION ${s}.begin_calls(p_trace text, p_item text, p_owner text, p_calls json)
+RETURNS json LANGUAGE plpgsql AS $fn$
+DECLARE
+  e json;
+  results json[] := '{}';
+  first boolean := true;
+BEGIN
+  FOR e IN SELECT x.value FROM json_array_elements(p_calls) WITH ORDINALITY AS x(value, n) ORDER BY x.n LOOP
+    results := results || ${s}.begin_call(p_trace, e->>'call_id', e->>'tool', e->>'arguments', e->>'args_hash',
+      (e->>'cost')::double precision, (e->>'limit')::double precision, CASE WHEN first THEN p_item END,
+      e->>'credential', (e->>'now')::bigint, e->>'over', (e->>'over_bytes')::bigint, p_owner);
+    first := false;
+  END LOOP;
+  RETURN array_to_json(results);
+END
+$fn$;
 `;
 
 /**

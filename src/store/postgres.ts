@@ -8,6 +8,7 @@ import { errors } from '../errors.js';
 import type { BudgetUsage, GradeRecord, RecordedCall, RolloutSummary } from '../rollouts/types.js';
 import { budgetOf, toCall, toGrade, toSummary, type PgCallRow, type PgGradeRow, type PgRolloutRow } from './pg-rows.js';
 import { ensureSchema, quoteIdent } from './pg-schema.js';
+import { KeyedBatcher } from './keyed-batcher.js';
 import { decodeText, encodeNullable, encodeText } from './pg-text.js';
 import type {
   BeginCallInput,
@@ -68,7 +69,9 @@ export class PostgresStore implements Store {
    * serialized and shipped again: rollouts are never deleted, so it could only be ignored.
    */
   private readonly knownRollouts = new Set<string>();
-  private readonly t: { rollouts: string; calls: string; grades: string; webhookIds: string; beginCall: string };
+  private readonly t: { rollouts: string; calls: string; grades: string; webhookIds: string; beginCall: string; beginCalls: string };
+  /** Calls of one rollout that arrive while its previous admission commits go in one transaction. */
+  private readonly admissions = new KeyedBatcher<BeginCallInput, BeginCallResult>((key, inputs) => this.admit(key, inputs));
 
   private constructor(
     private readonly pool: pg.Pool,
@@ -83,6 +86,7 @@ export class PostgresStore implements Store {
       grades: `${s}.grades`,
       webhookIds: `${s}.webhook_ids`,
       beginCall: `${s}.begin_call`,
+      beginCalls: `${s}.begin_calls`,
     };
   }
 
@@ -141,31 +145,62 @@ export class PostgresStore implements Store {
     }
   }
 
-  async beginCall(input: BeginCallInput): Promise<BeginCallResult> {
-    const [row] = await this.rows<{ r: BeginRow }>(
-      `SELECT ${this.t.beginCall}($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13) AS r`,
-      [
-        encodeText(input.traceId),
-        encodeText(input.callId),
-        input.tool,
-        encodeText(input.arguments),
-        input.argsHash,
-        input.cost,
-        input.budgetLimit,
-        input.item && !this.knownRollouts.has(input.traceId) ? JSON.stringify(input.item) : null,
-        encodeNullable(input.credential),
-        input.now,
-        encodeText(input.overBudgetOutput),
-        Buffer.byteLength(input.overBudgetOutput),
-        this.instanceId,
-      ],
-      'rft_begin_call',
-    );
-    const r = row!.r;
-    this.remember(input.traceId);
-    const call = toCall(r.call);
-    if (r.kind === 'existing' || r.kind === 'conflict') return { kind: r.kind, call };
-    return { kind: r.kind, call, budget: { used: r.used!, limit: r.limit!, exceeded: r.exceeded! } };
+  beginCall(input: BeginCallInput): Promise<BeginCallResult> {
+    return this.admissions.run(input.traceId, input);
+  }
+
+  /** Admits calls of one rollout, in order, in one transaction (begin_call / begin_calls). */
+  private async admit(traceId: string, inputs: BeginCallInput[]): Promise<BeginCallResult[]> {
+    const first = inputs[0]!;
+    const item = first.item && !this.knownRollouts.has(traceId) ? JSON.stringify(first.item) : null;
+    let results: BeginRow[];
+    if (inputs.length === 1) {
+      const [row] = await this.rows<{ r: BeginRow }>(
+        `SELECT ${this.t.beginCall}($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13) AS r`,
+        [
+          encodeText(traceId),
+          encodeText(first.callId),
+          first.tool,
+          encodeText(first.arguments),
+          first.argsHash,
+          first.cost,
+          first.budgetLimit,
+          item,
+          encodeNullable(first.credential),
+          first.now,
+          encodeText(first.overBudgetOutput),
+          Buffer.byteLength(first.overBudgetOutput),
+          this.instanceId,
+        ],
+        'rft_begin_call',
+      );
+      results = [row!.r];
+    } else {
+      const calls = inputs.map((i) => ({
+        call_id: encodeText(i.callId),
+        tool: i.tool,
+        arguments: encodeText(i.arguments),
+        args_hash: i.argsHash,
+        cost: i.cost,
+        limit: i.budgetLimit,
+        credential: encodeNullable(i.credential),
+        now: i.now,
+        over: encodeText(i.overBudgetOutput),
+        over_bytes: Buffer.byteLength(i.overBudgetOutput),
+      }));
+      const [row] = await this.rows<{ r: BeginRow[] }>(
+        `SELECT ${this.t.beginCalls}($1, $2, $3, $4) AS r`,
+        [encodeText(traceId), item, this.instanceId, JSON.stringify(calls)],
+        'rft_begin_calls',
+      );
+      results = row!.r;
+    }
+    this.remember(traceId);
+    return results.map((r): BeginCallResult => {
+      const call = toCall(r.call);
+      if (r.kind === 'existing' || r.kind === 'conflict') return { kind: r.kind, call };
+      return { kind: r.kind, call, budget: { used: r.used!, limit: r.limit!, exceeded: r.exceeded! } };
+    });
   }
 
   private remember(traceId: string): void {

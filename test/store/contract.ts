@@ -91,6 +91,15 @@ export function storeContract(label: string, open: () => Promise<Store>): void {
       expect(await store.getBudget('trace_r', 0)).toMatchObject({ used: 1 });
     });
 
+    it('admits one of several simultaneous uses of one call id and answers the others with it', async () => {
+      const store = await fresh();
+      await store.beginCall(begin('trace_dup', 'c0'));
+      const results = await Promise.all([1, 2, 3].map(() => store.beginCall(begin('trace_dup', 'c1'))));
+      expect(results.map((r) => r.kind).sort()).toEqual(['existing', 'existing', 'started']);
+      expect(new Set(results.map((r) => r.call.seq))).toEqual(new Set([2]));
+      expect(await store.getBudget('trace_dup', 0)).toMatchObject({ used: 2 });
+    });
+
     it('records how a call finished, once: a second finish does not overwrite it', async () => {
       const store = await fresh();
       await store.beginCall(begin('trace_d', 'c1'));

@@ -4,7 +4,7 @@
 // contain are skipped for it by name, with the reason (see docs/sandbox.md).
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { existsSync } from 'node:fs';
-import { chmod, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { chmod, lstat, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { createServer, type Server } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -195,6 +195,22 @@ for (const name of ['process', 'bwrap', 'docker'] as DriverName[]) {
         expect(existsSync('/tmp/escaped')).toBe(false);
         expect(await readFile(join(dataDir, 'rft.sqlite'), 'utf8')).toBe('server-data-secret');
       });
+    });
+
+    it('copyOut copies planted symlinks as links, never what they point to', async () => {
+      const out = await mkdtemp(join(tmpdir(), 'rft-abuse-copyout-'));
+      try {
+        await contained(async (sb) => {
+          await sb.exec(`echo mine > mine.txt; ln -s ${dataDir}/rft.sqlite db; ln -s / hostroot`);
+          await sb.copyOut(out);
+          expect(await readFile(join(out, 'mine.txt'), 'utf8')).toBe('mine\n');
+          expect((await lstat(join(out, 'db'))).isSymbolicLink()).toBe(true);
+          expect((await lstat(join(out, 'hostroot'))).isSymbolicLink()).toBe(true);
+        });
+      } finally {
+        await rm(out, { recursive: true, force: true });
+      }
+      expect(await readFile(join(dataDir, 'rft.sqlite'), 'utf8')).toBe('server-data-secret');
     });
 
     it.skipIf(gap('root'))(title("one rollout cannot read another's workspace", gap('root')), async () => {

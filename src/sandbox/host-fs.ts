@@ -94,8 +94,18 @@ export class HostWorkspace {
     }
   }
 
-  readFile(path: string): Promise<Buffer> {
-    return this.withFile(path, O_RDONLY, null, (fh) => fh.readFile());
+  readFile(path: string, opts: { maxBytes?: number } = {}): Promise<Buffer> {
+    return this.withFile(path, O_RDONLY, null, async (fh) => {
+      if (opts.maxBytes === undefined) return fh.readFile();
+      const buf = Buffer.alloc(Math.max(0, Math.min(opts.maxBytes, (await fh.stat()).size)));
+      let got = 0;
+      while (got < buf.length) {
+        const { bytesRead } = await fh.read(buf, got, buf.length - got, got);
+        if (bytesRead === 0) break;
+        got += bytesRead;
+      }
+      return buf.subarray(0, got);
+    });
   }
 
   writeFile(path: string, data: string | Buffer): Promise<void> {

@@ -100,8 +100,8 @@ export class LocalSandbox implements Sandbox {
     }
   }
 
-  readFile(path: string): Promise<Buffer> {
-    return this.files.readFile(path);
+  readFile(path: string, opts?: { maxBytes?: number }): Promise<Buffer> {
+    return this.files.readFile(path, opts);
   }
 
   writeFile(path: string, data: string | Buffer): Promise<void> {

@@ -40,8 +40,8 @@ export class TrackedSandbox implements Sandbox {
   exec(command: string | string[], opts?: ExecOptions): Promise<ExecResult> {
     return this.use(() => this.inner.exec(command, opts));
   }
-  readFile(path: string): Promise<Buffer> {
-    return this.use(() => this.inner.readFile(path));
+  readFile(path: string, opts?: { maxBytes?: number }): Promise<Buffer> {
+    return this.use(() => this.inner.readFile(path, opts));
   }
   writeFile(path: string, data: string | Buffer): Promise<void> {
     return this.use(() => this.inner.writeFile(path, data));

@@ -52,7 +52,8 @@ export interface Sandbox {
   /** argv runs as is; a string runs under `sh -c`. Never throws for the command's own failure. */
   exec(command: string | string[], opts?: ExecOptions): Promise<ExecResult>;
   /** Paths are relative to the workspace root; escapes (.., absolute, symlinks) fail with RFT_ERR_PATH_ESCAPE. */
-  readFile(path: string): Promise<Buffer>;
+  /** With `maxBytes`, reads at most that many bytes from the start (a 256 MiB file need not fill the server's memory). */
+  readFile(path: string, opts?: { maxBytes?: number }): Promise<Buffer>;
   writeFile(path: string, data: string | Buffer): Promise<void>;
   listFiles(path?: string, opts?: { maxDepth?: number; maxEntries?: number }): Promise<FileEntry[]>;
   /** Copies the whole workspace into a host directory (for grading in a fresh sandbox). */

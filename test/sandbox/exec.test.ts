@@ -53,6 +53,12 @@ for (const name of ['process', 'bwrap', 'docker'] as const) {
       expect(r.exitCode === 0).toBe(false);
     });
 
+    it('reads a file whole, or only its first bytes when asked', async () => {
+      await ctx.sb.exec('seq 1 100000 > big.txt');
+      expect((await ctx.sb.readFile('big.txt')).length).toBe(588895);
+      expect((await ctx.sb.readFile('big.txt', { maxBytes: 6 })).toString()).toBe('1\n2\n3\n');
+    });
+
     it('keeps answering after a killed command', async () => {
       await sb.exec('sleep 10', { timeoutMs: 100 });
       expect((await sb.exec('echo fine')).stdout).toBe('fine\n');

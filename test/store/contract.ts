@@ -163,6 +163,17 @@ export function storeContract(label: string, open: () => Promise<Store>): void {
       expect((await store.listGrades('trace_g')).map((g) => g.error)).toEqual([null, 'grader crashed']);
     });
 
+    it('keeps scores and durations to the last bit, whichever way the rollout is read', async () => {
+      const store = await fresh();
+      await store.beginCall(begin('trace_n', 'c1'));
+      await store.finishCall('trace_n', 'c1', { ...finished, output: 'x', durationMs: 1234.5678901234567 });
+      await store.insertGrade(grade('trace_n', { score: 0.1 + 0.2, durationMs: 1e-7, subscores: { a: 1 / 3 } }));
+      const r = await store.getRollout('trace_n');
+      expect(r?.callsList[0]?.durationMs).toBe(1234.5678901234567);
+      expect(r?.grades[0]).toMatchObject({ score: 0.30000000000000004, durationMs: 1e-7, subscores: { a: 1 / 3 } });
+      expect(r?.lastScore).toBe(0.30000000000000004);
+    });
+
     it('finds the newest ok grade for the same grader version and sample only', async () => {
       const store = await fresh();
       await store.insertGrade(grade('trace_h', { score: 0.1 }));

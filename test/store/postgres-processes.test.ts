@@ -1,0 +1,75 @@
+// Two real server processes (the `serve` CLI) on one Postgres schema, as two replicas would run:
+// the budget holds across processes, and a replica killed with -9 and restarted interrupts only
+// the call it was running, not the one running on the other replica.
+import { afterAll, expect, it } from 'vitest';
+import { request } from 'undici';
+import { fixtureGraders, fixtureTools, functionCall, newTrace } from '../helpers/fixtures.js';
+import { spawnServer, type ChildServer } from '../helpers/child-server.js';
+import { describeIf } from '../helpers/require.js';
+import { databaseUrl, dropSchema, postgresUnavailable, randomSchema } from './postgres-db.js';
+
+const KEY = 'postgres-processes-key-0123456789';
+const unavailable = await postgresUnavailable();
+const schema = randomSchema();
+const started: ChildServer[] = [];
+
+const replica = async (id: string) => {
+  const s = await spawnServer({
+    RFT_STORE: 'postgres', RFT_DATABASE_URL: databaseUrl, RFT_PG_SCHEMA: schema, RFT_INSTANCE_ID: id,
+    RFT_API_KEYS: `t:${KEY}`, RFT_TOOLS_DIR: fixtureTools, RFT_GRADERS_DIR: fixtureGraders, RFT_TOOL_BUDGET: '10', RFT_RATE_LIMIT: '0',
+  });
+  started.push(s);
+  return s;
+};
+
+async function post(url: string, body: unknown) {
+  const res = await request(`${url}/tools`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${KEY}`, 'content-type': 'application/json' },
+    body: JSON.stringify(body),
+  });
+  return { status: res.statusCode, body: (await res.body.json()) as { output: string } };
+}
+
+async function calls(url: string, trace: string) {
+  const res = await request(`${url}/v1/rollouts/${trace}`, { headers: { authorization: `Bearer ${KEY}` } });
+  return ((await res.body.json()) as { calls: { call_id: string; status: string; output: string }[] }).calls;
+}
+
+describeIf(unavailable === undefined, 'Postgres', unavailable ?? '')('two server processes sharing one Postgres database', () => {
+  afterAll(async () => {
+    await Promise.all(started.map((s) => s.stop('SIGKILL')));
+    await dropSchema(schema);
+  });
+
+  it('runs exactly 10 of 50 parallel calls split across the two processes with budget 10', async () => {
+    const [a, b] = await Promise.all([replica('proc-a'), replica('proc-b')]);
+    const trace = newTrace();
+    const batch = Array.from({ length: 50 }, (_, i) => functionCall('echo', { text: `c${i}` }, { trace_id: trace }));
+    const replies = await Promise.all(batch.map((c, i) => post((i % 2 ? a : b).url, c)));
+    expect(replies.map((r) => r.status)).toEqual(Array(50).fill(200));
+    expect(replies.filter((r) => /^c\d+$/.test(r.body.output))).toHaveLength(10);
+    const recorded = await calls(a.url, trace);
+    expect(recorded.filter((c) => c.status === 'ok')).toHaveLength(10);
+    expect(recorded.filter((c) => c.status === 'budget_exceeded')).toHaveLength(40);
+    await Promise.all([a.stop(), b.stop()]);
+  }, 60_000);
+
+  it('interrupts only the killed process\'s call when it restarts, while the other process finishes its own', async () => {
+    const [a, b] = await Promise.all([replica('proc-c'), replica('proc-d')]);
+    const onA = functionCall('echo', { text: 'killed', delay_ms: 5000 });
+    const onB = functionCall('echo', { text: 'survives', delay_ms: 4000 });
+    const pendingA = post(a.url, onA).catch((e: Error) => e);
+    const pendingB = post(b.url, onB);
+    await new Promise((r) => setTimeout(r, 300));
+    await a.stop('SIGKILL');
+    expect(await pendingA).toBeInstanceOf(Error);
+
+    const restartedA = await replica('proc-c');
+    expect(restartedA.stdout()).toMatch(/"interrupted":1,.*marked interrupted/);
+    expect(await calls(restartedA.url, onA.trace_id)).toMatchObject([{ call_id: onA.call_id, status: 'interrupted' }]);
+    expect((await pendingB).body.output).toBe('survives');
+    expect(await calls(restartedA.url, onB.trace_id)).toMatchObject([{ call_id: onB.call_id, status: 'ok', output: 'survives' }]);
+    await Promise.all([restartedA.stop(), b.stop()]);
+  }, 60_000);
+});

@@ -90,6 +90,16 @@ export class DockerDriver extends LocalDriver {
     return { execute: (e) => this.execIn(id, uid, e), beforeRemove: remove };
   }
 
+  /**
+   * Restarts the container if its init is gone (killed from outside, OOM), so the rollout goes on with
+   * its workspace instead of failing every further call. One inspect per exec: cheap next to the exec.
+   */
+  private async ensureRunning(container: string): Promise<void> {
+    const info = await this.api.call<{ State?: { Running?: boolean } }>('GET', `/containers/${container}/json`);
+    if (info.body.State?.Running) return;
+    await this.api.call('POST', `/containers/${container}/start`, undefined, [304]);
+  }
+
   /** Kills every process of the exec uid: from the host when we are root (cheap), else from inside. */
   private async killExecs(container: string, uid: number): Promise<void> {
     if (canSwitchUid()) return killAllOf(uid);
@@ -114,14 +124,12 @@ export class DockerDriver extends LocalDriver {
     e.signal?.addEventListener('abort', stop, { once: true });
     try {
       const env = Object.entries({ PATH: SANDBOX_PATH, HOME: WORKSPACE_MOUNT, LANG: 'C.UTF-8', TMPDIR: '/tmp', ...e.env }).map(([k, v]) => `${k}=${v}`);
-      const out = await dockerExec(
-        this.api,
-        { container, argv: e.argv, env, workingDir: [WORKSPACE_MOUNT, ...e.cwd].join('/'), user: `${uid}:${uid}`, stdin: e.stdin, maxOutputBytes: e.maxOutputBytes },
-        stop,
-        async () => {
-          if (e.alone() && canSwitchUid()) await killAllOf(uid);
-        },
-      );
+      const req = { container, argv: e.argv, env, workingDir: [WORKSPACE_MOUNT, ...e.cwd].join('/'), user: `${uid}:${uid}`, stdin: e.stdin, maxOutputBytes: e.maxOutputBytes };
+      const sweep = async (): Promise<void> => {
+        if (e.alone() && canSwitchUid()) await killAllOf(uid);
+      };
+      await this.ensureRunning(container);
+      const out = await dockerExec(this.api, req, stop, sweep);
       // As with bwrap, nothing outlives its exec: background jobs and setsid daemons go too.
       if (kill) await kill;
       else if (e.alone() && canSwitchUid()) await killAllOf(uid);

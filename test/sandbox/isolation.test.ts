@@ -40,6 +40,20 @@ for (const name of ['bwrap', 'docker'] as const) {
     });
 
     if (name === 'docker') {
+      it('restarts a container whose init died and keeps the workspace', async () => {
+        await ctx.sb.writeFile('kept.txt', 'still here');
+        const api = new DockerApi('/var/run/docker.sock');
+        try {
+          const filters = encodeURIComponent(JSON.stringify({ label: [`rft-endpoints.sandbox=${ctx.sb.id}`] }));
+          const [c] = (await api.call<{ Id: string }[]>('GET', `/containers/json?filters=${filters}`)).body;
+          await api.call('POST', `/containers/${c?.Id}/kill`);
+        } finally {
+          await api.close();
+        }
+        const r = await ctx.sb.exec('cat kept.txt');
+        expect(r.stdout).toBe('still here');
+      });
+
       it('labels the container with the instance, trace id and creation time, and configures it locked down', async () => {
         const api = new DockerApi('/var/run/docker.sock');
         try {

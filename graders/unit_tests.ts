@@ -8,7 +8,6 @@
 //                       earns what the untouched template passes;
 //   improvement         cases newly passed minus cases broken, over the cases the template fails:
 //                       doing nothing scores 0.
-import { resolve } from 'node:path';
 import { defineGrader, errors, type GraderContext, type GraderResult, type Item, type Sandbox } from '../src/index.js';
 import { budgetPenalty } from '../src/grading/helpers.js';
 import { workspaceSource } from '../src/sandbox/workspace.js';
@@ -18,8 +17,7 @@ import type { CaseResult } from './_unit_tests/run.js';
 
 /** Where `item.sandbox.*` folders live: the server's templates root when the context says so. */
 function templatesRoot(ctx: GraderContext): string {
-  const fromCtx = (ctx as GraderContext & { templatesRoot?: string }).templatesRoot;
-  return fromCtx ?? resolve(process.env.RFT_SANDBOX_TEMPLATES ?? 'examples');
+  return ctx.templatesRoot;
 }
 
 interface Options {

@@ -115,6 +115,7 @@ export async function buildApp(config: AppConfig, opts: BuildOptions = {}): Prom
     sandboxes,
     defaultBudget: config.toolBudget,
     timeoutMs: config.graderTimeoutMs,
+    templatesRoot: config.sandbox.templatesRoot,
     log: app.log as unknown as Logger,
     shutdown: shutdown.signal,
   });

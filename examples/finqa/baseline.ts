@@ -45,7 +45,7 @@ for (const row of rows) {
   const answer = await shortcut(row);
   const r = await answerMatch.handler(
     { sample: { output_text: answer }, item: row, traceId: 'trace_baseline' },
-    { traceId: 'trace_baseline', rollout: { traceId: 'trace_baseline', item: row, calls: async () => [], budget }, log, signal, sandbox: noSandbox, freshSandbox: noSandbox },
+    { traceId: 'trace_baseline', rollout: { traceId: 'trace_baseline', item: row, calls: async () => [], budget }, log, signal, templatesRoot: 'examples', sandbox: noSandbox, freshSandbox: noSandbox },
   );
   const score = typeof r === 'number' ? r : r.score;
   byKind.set(row.kind, [...(byKind.get(row.kind) ?? []), score]);

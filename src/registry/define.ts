@@ -64,6 +64,8 @@ export interface GraderContext {
   signal: AbortSignal;
   /** The rollout's sandbox if one exists, or a new one from the row's template (never null when sandboxes are enabled). */
   sandbox(): Promise<Sandbox>;
+  /** Root folder of `item.sandbox.template` and `item.sandbox.hidden` (RFT_SANDBOX_TEMPLATES). */
+  templatesRoot: string;
   /** A fresh sandbox owned by this grading run (e.g. for hidden tests); destroyed when grading ends. */
   freshSandbox(opts?: { templateDir?: string; files?: Record<string, string> }): Promise<Sandbox>;
 }

@@ -21,6 +21,7 @@ export interface GradingOptions {
   sandboxes: SandboxProvider | undefined;
   defaultBudget: number;
   timeoutMs: number;
+  templatesRoot: string;
   log: Logger;
   shutdown: AbortSignal;
 }
@@ -90,6 +91,7 @@ export class GradingService {
       rollout: this.o.ledger.rolloutView(traceId, input.item),
       log,
       signal,
+      templatesRoot: this.o.templatesRoot,
       sandbox: () => (this.o.sandboxes ? this.o.sandboxes.acquire(traceId, input.item, signal) : Promise.reject(noSandboxes())),
       freshSandbox: async (opts = {}) => {
         if (!this.o.sandboxes) throw noSandboxes();

@@ -42,6 +42,7 @@ export async function grade(
       rollout: { traceId, item, calls: async () => calls, budget: async () => budget },
       log: pino({ level: 'silent' }),
       signal: new AbortController().signal,
+      templatesRoot: join(repoRoot, 'examples'),
       sandbox: async () => rollout,
       freshSandbox: async (opts = {}) => {
         const sb = await driver.create(sandboxSpec(traceId, opts));

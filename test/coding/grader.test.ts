@@ -172,7 +172,7 @@ for (const d of driverCases) {
     }, 60_000);
 
     it('refuses a row without a hidden tests folder', async () => {
-      const ctx = { sandbox: async () => { throw new Error('unused'); } } as unknown as Parameters<typeof unitTests.handler>[1];
+      const ctx = { templatesRoot: join(tasksDir, '../..'), sandbox: async () => { throw new Error('unused'); } } as unknown as Parameters<typeof unitTests.handler>[1];
       await expect(
         Promise.resolve(unitTests.handler({ sample: {}, item: { sandbox: { template: 'coding/tasks/roman/workspace' } }, traceId: 't' }, ctx)),
       ).rejects.toMatchObject({ code: 'RFT_ERR_GRADER_CONFIG' });

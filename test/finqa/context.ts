@@ -27,6 +27,7 @@ export function graderContext(budget: BudgetUsage = { used: 3, limit: 12, exceed
     rollout: rollout(budget),
     log: pino({ level: 'silent' }),
     signal: new AbortController().signal,
+    templatesRoot: 'examples',
     sandbox: noSandbox,
     freshSandbox: noSandbox,
   };

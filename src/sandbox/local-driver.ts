@@ -1,5 +1,6 @@
 // What the bwrap, process and docker drivers share: workdirs under the sandboxes root, population
 // from the template, and reaping by directory. A driver only says how a command runs.
+import { rmdir } from 'node:fs/promises';
 import { LocalSandbox, type LocalDriverHooks } from './local-sandbox.js';
 import { prepareRoot, reapWorkdirs, removeWorkdir, INSTANCE_LABEL, type Workdir } from './workdir.js';
 import { WorkdirPool } from './workdir-pool.js';
@@ -71,8 +72,10 @@ export abstract class LocalDriver implements SandboxDriver {
     return reapWorkdirs(this.opts.sandboxesRoot, this.opts.instanceId, (id) => this.live.has(id) || (this.poolInstance?.has(id) ?? false));
   }
 
-  /** Removes the prepared workdirs (live sandboxes are their owners' to destroy). */
+  /** Removes the prepared workdirs (live sandboxes are their owners' to destroy), and the root if empty. */
   async close(): Promise<void> {
     await this.poolInstance?.close();
+    this.rootReady = null;
+    await rmdir(this.opts.sandboxesRoot).catch(() => {}); // still holds live or orphaned workdirs: keep it
   }
 }

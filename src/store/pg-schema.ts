@@ -90,7 +90,7 @@ BEGIN
   IF FOUND THEN
     RETURN json_build_object(
       'kind', CASE WHEN c.args_hash = p_hash AND c.tool = p_tool THEN 'existing' ELSE 'conflict' END,
-      'call', row_to_json(c));
+      'call', row_to_json(c), 'used', r.budget_used, 'limit', r.budget_limit, 'exceeded', r.budget_exceeded);
   END IF;
   IF r.budget_used + p_cost > r.budget_limit THEN
     INSERT INTO ${s}.calls (trace_id, call_id, seq, tool, arguments, args_hash, output, status, cost, credential,

@@ -9,6 +9,7 @@ import type { BudgetUsage, GradeRecord, RecordedCall, RolloutSummary } from '../
 import { budgetOf, toCall, toGrade, toSummary, type PgCallRow, type PgGradeRow, type PgRolloutRow } from './pg-rows.js';
 import { ensureSchema, quoteIdent } from './pg-schema.js';
 import { KeyedBatcher } from './keyed-batcher.js';
+import { isTransient, retryOnce } from './pg-retry.js';
 import { decodeText, encodeNullable, encodeText } from './pg-text.js';
 import type {
   BeginCallInput,
@@ -129,6 +130,11 @@ export class PostgresStore implements Store {
     return res.rows;
   }
 
+  /** rows() for statements that are safe to repeat (reads, and writes that a repeat leaves as they are). */
+  private idempotent<R extends pg.QueryResultRow>(text: string, values: unknown[] = [], name?: string): Promise<R[]> {
+    return retryOnce(() => this.rows<R>(text, values, name));
+  }
+
   /** Runs fn in one transaction on one connection. */
   private async tx<T>(fn: (c: pg.PoolClient) => Promise<T>): Promise<T> {
     const client = await this.pool.connect();
@@ -149,11 +155,47 @@ export class PostgresStore implements Store {
     return this.admissions.run(input.traceId, input);
   }
 
-  /** Admits calls of one rollout, in order, in one transaction (begin_call / begin_calls). */
+  /**
+   * Admits calls of one rollout, in order, in one transaction. If the reply is lost (the connection
+   * broke, possibly after the commit), the admission is sent again: a call found running, started by
+   * this replica at this very attempt's time, was admitted by the lost attempt and is still ours to
+   * run. Without that, its call id would stay "running" for good and every retry would wait on it.
+   */
   private async admit(traceId: string, inputs: BeginCallInput[]): Promise<BeginCallResult[]> {
+    let rows: BeginRow[];
+    let retried = false;
+    try {
+      rows = await this.admitOnce(traceId, inputs);
+    } catch (e) {
+      if (!isTransient(e)) throw e;
+      rows = await this.admitOnce(traceId, inputs);
+      retried = true;
+    }
+    this.remember(traceId);
+    const reclaimed = new Set<string>();
+    return rows.map((r, i): BeginCallResult => {
+      const call = toCall(r.call);
+      const input = inputs[i]!;
+      const ours =
+        retried &&
+        r.kind === 'existing' &&
+        r.call.status === 'running' &&
+        r.call.owner === this.instanceId &&
+        r.call.started_at === input.now &&
+        !reclaimed.has(input.callId);
+      if (ours) {
+        reclaimed.add(input.callId);
+        return { kind: 'started', call, budget: { used: r.used!, limit: r.limit!, exceeded: r.exceeded! } };
+      }
+      if (r.kind === 'existing' || r.kind === 'conflict') return { kind: r.kind, call };
+      return { kind: r.kind, call, budget: { used: r.used!, limit: r.limit!, exceeded: r.exceeded! } };
+    });
+  }
+
+  /** One round trip: begin_call for one call, begin_calls for several. */
+  private async admitOnce(traceId: string, inputs: BeginCallInput[]): Promise<BeginRow[]> {
     const first = inputs[0]!;
     const item = first.item && !this.knownRollouts.has(traceId) ? JSON.stringify(first.item) : null;
-    let results: BeginRow[];
     if (inputs.length === 1) {
       const [row] = await this.rows<{ r: BeginRow }>(
         `SELECT ${this.t.beginCall}($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13) AS r`,
@@ -174,33 +216,26 @@ export class PostgresStore implements Store {
         ],
         'rft_begin_call',
       );
-      results = [row!.r];
-    } else {
-      const calls = inputs.map((i) => ({
-        call_id: encodeText(i.callId),
-        tool: i.tool,
-        arguments: encodeText(i.arguments),
-        args_hash: i.argsHash,
-        cost: i.cost,
-        limit: i.budgetLimit,
-        credential: encodeNullable(i.credential),
-        now: i.now,
-        over: encodeText(i.overBudgetOutput),
-        over_bytes: Buffer.byteLength(i.overBudgetOutput),
-      }));
-      const [row] = await this.rows<{ r: BeginRow[] }>(
-        `SELECT ${this.t.beginCalls}($1, $2, $3, $4) AS r`,
-        [encodeText(traceId), item, this.instanceId, JSON.stringify(calls)],
-        'rft_begin_calls',
-      );
-      results = row!.r;
+      return [row!.r];
     }
-    this.remember(traceId);
-    return results.map((r): BeginCallResult => {
-      const call = toCall(r.call);
-      if (r.kind === 'existing' || r.kind === 'conflict') return { kind: r.kind, call };
-      return { kind: r.kind, call, budget: { used: r.used!, limit: r.limit!, exceeded: r.exceeded! } };
-    });
+    const calls = inputs.map((i) => ({
+      call_id: encodeText(i.callId),
+      tool: i.tool,
+      arguments: encodeText(i.arguments),
+      args_hash: i.argsHash,
+      cost: i.cost,
+      limit: i.budgetLimit,
+      credential: encodeNullable(i.credential),
+      now: i.now,
+      over: encodeText(i.overBudgetOutput),
+      over_bytes: Buffer.byteLength(i.overBudgetOutput),
+    }));
+    const [row] = await this.rows<{ r: BeginRow[] }>(
+      `SELECT ${this.t.beginCalls}($1, $2, $3, $4) AS r`,
+      [encodeText(traceId), item, this.instanceId, JSON.stringify(calls)],
+      'rft_begin_calls',
+    );
+    return row!.r;
   }
 
   private remember(traceId: string): void {
@@ -209,7 +244,7 @@ export class PostgresStore implements Store {
   }
 
   async finishCall(traceId: string, callId: string, r: FinishCallInput): Promise<void> {
-    await this.rows(
+    await this.idempotent(
       `UPDATE ${this.t.calls} SET output = $1, status = $2, finished_at = $3, duration_ms = $4, output_bytes = $5, truncated = $6
        WHERE trace_id = $7 AND call_id = $8 AND status = 'running'`,
       [encodeText(r.output), r.status, r.finishedAt, r.durationMs, r.outputBytes, r.truncated, encodeText(traceId), encodeText(callId)],
@@ -218,7 +253,7 @@ export class PostgresStore implements Store {
   }
 
   async getCall(traceId: string, callId: string): Promise<RecordedCall | undefined> {
-    const [r] = await this.rows<PgCallRow>(
+    const [r] = await this.idempotent<PgCallRow>(
       `SELECT * FROM ${this.t.calls} WHERE trace_id = $1 AND call_id = $2`,
       [encodeText(traceId), encodeText(callId)],
       'rft_get_call',
@@ -227,12 +262,12 @@ export class PostgresStore implements Store {
   }
 
   async listCalls(traceId: string): Promise<RecordedCall[]> {
-    const rows = await this.rows<PgCallRow>(`SELECT * FROM ${this.t.calls} WHERE trace_id = $1 ORDER BY seq`, [encodeText(traceId)]);
+    const rows = await this.idempotent<PgCallRow>(`SELECT * FROM ${this.t.calls} WHERE trace_id = $1 ORDER BY seq`, [encodeText(traceId)]);
     return rows.map(toCall);
   }
 
   async getBudget(traceId: string, defaultLimit: number): Promise<BudgetUsage> {
-    const [r] = await this.rows<PgRolloutRow>(
+    const [r] = await this.idempotent<PgRolloutRow>(
       `SELECT budget_used, budget_limit, budget_exceeded FROM ${this.t.rollouts} WHERE trace_id = $1`,
       [encodeText(traceId)],
     );
@@ -241,7 +276,7 @@ export class PostgresStore implements Store {
 
   async ensureRollout(traceId: string, item: Record<string, unknown> | null, budgetLimit: number, now: number): Promise<void> {
     if (this.knownRollouts.has(traceId)) return;
-    await this.rows(
+    await this.idempotent(
       `INSERT INTO ${this.t.rollouts} (trace_id, created_at, updated_at, item, budget_limit) VALUES ($1, $2, $2, $3, $4)
        ON CONFLICT (trace_id) DO NOTHING`,
       [encodeText(traceId), now, item ? JSON.stringify(item) : null, budgetLimit],
@@ -250,7 +285,7 @@ export class PostgresStore implements Store {
   }
 
   async findGrade(traceId: string, grader: string, version: string, sampleHash: string): Promise<GradeRecord | undefined> {
-    const [r] = await this.rows<PgGradeRow>(
+    const [r] = await this.idempotent<PgGradeRow>(
       `SELECT * FROM ${this.t.grades} WHERE trace_id = $1 AND grader = $2 AND grader_version = $3 AND sample_hash = $4 AND status = 'ok'
        ORDER BY id DESC LIMIT 1`,
       [encodeText(traceId), grader, version, sampleHash],
@@ -299,7 +334,7 @@ export class PostgresStore implements Store {
   }
 
   async listGrades(traceId: string): Promise<GradeWithSample[]> {
-    const rows = await this.rows<PgGradeRow>(`SELECT * FROM ${this.t.grades} WHERE trace_id = $1 ORDER BY id`, [encodeText(traceId)]);
+    const rows = await this.idempotent<PgGradeRow>(`SELECT * FROM ${this.t.grades} WHERE trace_id = $1 ORDER BY id`, [encodeText(traceId)]);
     return rows.map(toGrade);
   }
 
@@ -317,7 +352,7 @@ export class PostgresStore implements Store {
       where.push(`updated_at >= $${params.length}`);
     }
     params.push(q.limit + 1);
-    const rows = await this.rows<PgRolloutRow>(
+    const rows = await this.idempotent<PgRolloutRow>(
       `SELECT r.*, (SELECT count(*) FROM ${this.t.calls} c WHERE c.trace_id = r.trace_id) AS calls FROM ${this.t.rollouts} r
        ${where.length ? 'WHERE ' + where.join(' AND ') : ''} ORDER BY created_at DESC, trace_id DESC LIMIT $${params.length}`,
       params,
@@ -331,7 +366,7 @@ export class PostgresStore implements Store {
 
   async getRollout(traceId: string) {
     // One statement, so the rollout, its calls and its grades come from one snapshot.
-    const [r] = await this.rows<PgRolloutRow & { calls_list: PgCallRow[]; grades_list: PgGradeRow[] }>(
+    const [r] = await this.idempotent<PgRolloutRow & { calls_list: PgCallRow[]; grades_list: PgGradeRow[] }>(
       `SELECT r.*,
          (SELECT coalesce(json_agg(c ORDER BY c.seq), '[]') FROM ${this.t.calls} c WHERE c.trace_id = r.trace_id) AS calls_list,
          (SELECT coalesce(json_agg(g ORDER BY g.id), '[]') FROM ${this.t.grades} g WHERE g.trace_id = r.trace_id) AS grades_list
@@ -417,16 +452,16 @@ export class PostgresStore implements Store {
   }
 
   async markInterrupted(output: string, now: number): Promise<number> {
-    const res = await this.pool.query(
+    const res = await retryOnce(() => this.pool.query(
       `UPDATE ${this.t.calls} SET status = 'interrupted', output = $1, finished_at = $2
        WHERE status = 'running' AND (owner = $3 OR started_at < $4)`,
       [encodeText(output), now, this.instanceId, now - this.orphanAfterMs],
-    );
+    ));
     return res.rowCount ?? 0;
   }
 
   async ping(): Promise<void> {
-    await this.rows(
+    await this.idempotent(
       `INSERT INTO ${this.t.webhookIds} (id, expires_at) VALUES ('__readyz__', 0) ON CONFLICT (id) DO UPDATE SET expires_at = 0`,
     );
   }

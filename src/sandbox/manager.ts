@@ -78,7 +78,8 @@ export class SandboxManager {
   acquire(traceId: string, item: Item, signal?: AbortSignal): Promise<Sandbox> {
     if (this.closed) return Promise.reject(errors.sandboxClosed());
     const existing = this.entries.get(traceId);
-    if (existing && !existing.sandbox?.isDestroyed) {
+    // A destroyed sandbox, or a creation every caller abandoned, is as good as none.
+    if (existing && !existing.sandbox?.isDestroyed && !existing.abandon.signal.aborted) {
       if (existing.sandbox) {
         existing.sandbox.lastUsed = Date.now();
         return Promise.resolve(existing.sandbox);
@@ -198,20 +199,23 @@ export class SandboxManager {
     if (this.sweeping) return 0; // a slow sweep must not overlap the next tick
     this.sweeping = true;
     try {
-      const idle = [...this.entries]
-        .filter(([, e]) => e.sandbox && e.sandbox.inflight === 0 && now - e.sandbox.lastUsed >= this.opts.ttlMs)
-        .map(([traceId]) => traceId);
+      const isIdle = (sb: TrackedSandbox | undefined): sb is TrackedSandbox => !!sb && sb.inflight === 0 && now - sb.lastUsed >= this.opts.ttlMs;
+      const idle: (() => Promise<boolean>)[] = [
+        ...[...this.entries].filter(([, e]) => isIdle(e.sandbox)).map(([traceId]) => () => this.destroy(traceId)),
+        // An ephemeral sandbox is its caller's to destroy; one a crashed grader forgot still expires.
+        ...[...this.ephemeral].filter(isIdle).map((sb) => () => sb.destroy().then(() => true, () => false)),
+      ];
       let done = 0;
       const worker = async (): Promise<void> => {
-        for (let t = idle.pop(); t !== undefined; t = idle.pop()) {
-          if (await this.destroy(t)) {
+        for (let job = idle.pop(); job !== undefined; job = idle.pop()) {
+          if (await job()) {
             done++;
             this.reaped++;
-            this.opts.log?.info({ trace_id: t }, 'sandbox idle past its TTL: destroyed');
           }
         }
       };
       await Promise.all(Array.from({ length: SWEEP_PARALLELISM }, worker));
+      if (done > 0) this.opts.log?.info({ destroyed: done }, 'sandboxes idle past their TTL destroyed');
       return done;
     } finally {
       this.sweeping = false;

@@ -127,6 +127,27 @@ describe('SandboxManager', () => {
     expect(m.stats()).toMatchObject({ live: 0, reaped: 1 });
   });
 
+  it('expires an ephemeral sandbox its owner never destroyed', async () => {
+    const m = await manager({ ttlMs: 150, sweepIntervalMs: 50 });
+    const eph = await m.createEphemeral({ traceId: 't1' });
+    const dir = await workspaceOf(eph);
+    await sleep(400);
+    expect(existsSync(dir)).toBe(false);
+    expect(m.stats().live).toBe(0);
+  });
+
+  it('starts a fresh creation for a caller arriving after every earlier caller gave up', async () => {
+    const m = await manager({ cap: 1 });
+    await m.acquire('t1', {});
+    const ac = new AbortController();
+    const first = m.acquire('t2', {}, ac.signal);
+    ac.abort(new Error('gone'));
+    await expect(first).rejects.toThrow('gone');
+    const late = m.acquire('t2', {});
+    await m.destroy('t1');
+    await expect(late).resolves.toMatchObject({ traceId: 't2' });
+  });
+
   it('keeps a sandbox that is in use past the TTL', async () => {
     const m = await manager({ ttlMs: 150, sweepIntervalMs: 50 });
     const sb = await m.acquire('t1', {});

@@ -102,6 +102,8 @@ interface RolloutRow {
   calls?: number;
 }
 
+type LedgerRow = Pick<RolloutRow, 'budget_limit' | 'budget_used' | 'budget_exceeded' | 'next_seq'>;
+
 interface GradeRow {
   id: number;
   trace_id: string;
@@ -226,6 +228,10 @@ export class SqliteStore implements Store {
     const db = this.db;
     this.stmt = {
       getRollout: db.prepare<[string], RolloutRow>('SELECT * FROM rollouts WHERE trace_id = ?'),
+      // The hot path never reads the row (item, up to 1 MB): only the ledger columns.
+      getLedger: db.prepare<[string], LedgerRow>(
+        'SELECT budget_limit, budget_used, budget_exceeded, next_seq FROM rollouts WHERE trace_id = ?',
+      ),
       insertRollout: db.prepare(
         'INSERT OR IGNORE INTO rollouts (trace_id, created_at, updated_at, item, budget_limit) VALUES (?, ?, ?, ?, ?)',
       ),
@@ -272,11 +278,11 @@ export class SqliteStore implements Store {
 
     // These run inside write(), i.e. in a savepoint of the batch transaction.
     this.beginTx = (input: BeginCallInput): BeginCallResult => {
-      let r = this.stmt.getRollout.get(input.traceId);
+      let r = this.stmt.getLedger.get(input.traceId);
       if (!r) {
         // The row (up to 1 MB) is serialized once, when its rollout starts.
         this.stmt.insertRollout.run(input.traceId, input.now, input.now, input.item ? JSON.stringify(input.item) : null, input.budgetLimit);
-        r = this.stmt.getRollout.get(input.traceId)!;
+        r = { budget_limit: input.budgetLimit, budget_used: 0, budget_exceeded: 0, next_seq: 1 };
       } else {
         const existing = this.stmt.getCall.get(input.traceId, input.callId);
         if (existing) {
@@ -330,7 +336,7 @@ export class SqliteStore implements Store {
     };
 
     this.importTx = (r: ImportedRollout): 'imported' | 'exists' => {
-      if (this.stmt.getRollout.get(r.traceId)) return 'exists';
+      if (this.stmt.getLedger.get(r.traceId)) return 'exists';
       this.stmt.insertRollout.run(r.traceId, r.createdAt, r.updatedAt, r.item ? JSON.stringify(r.item) : null, r.budget.limit);
       db.prepare('UPDATE rollouts SET budget_used = ?, budget_exceeded = ?, next_seq = ? WHERE trace_id = ?').run(
         r.budget.used,
@@ -486,7 +492,7 @@ export class SqliteStore implements Store {
 
   getBudget(traceId: string, defaultLimit: number): Promise<BudgetUsage> {
     return this.read(() => {
-      const r = this.stmt.getRollout.get(traceId);
+      const r = this.stmt.getLedger.get(traceId);
       return r ? budgetOf(r) : { used: 0, limit: defaultLimit, exceeded: false };
     });
   }

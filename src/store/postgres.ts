@@ -344,6 +344,8 @@ export class PostgresStore implements Store {
     if (q.cursor) {
       // Same cursor as SQLite: base64url of "<created_at>|<trace_id>" of the page's last row.
       const [at, id] = Buffer.from(q.cursor, 'base64url').toString().split('|', 2);
+      // A cursor this store never issued matches nothing (as in SQLite), rather than a bigint error.
+      if (!Number.isSafeInteger(Number(at)) || at === '') return { rollouts: [], nextCursor: null };
       params.push(Number(at), encodeText(id ?? ''));
       where.push(`(created_at < $${params.length - 1} OR (created_at = $${params.length - 1} AND trace_id < $${params.length}))`);
     }

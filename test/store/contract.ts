@@ -198,6 +198,14 @@ export function storeContract(label: string, open: () => Promise<Store>): void {
       expect(third).toEqual({ rollouts: [expect.objectContaining({ traceId: 'd' })], nextCursor: null });
     });
 
+    it('answers a cursor it never issued with an empty page', async () => {
+      const store = await fresh();
+      await store.ensureRollout('a', null, 5, 10);
+      for (const cursor of ['garbage', Buffer.from('x|y').toString('base64url')]) {
+        expect(await store.listRollouts({ limit: 5, cursor })).toEqual({ rollouts: [], nextCursor: null });
+      }
+    });
+
     it('lists only rollouts updated since the given time, with call counts, budget and last score', async () => {
       const store = await fresh();
       await store.ensureRollout('old', null, 5, 100);

@@ -5,6 +5,7 @@ import { hostname } from 'node:os';
 import { resolve } from 'node:path';
 import { z } from 'zod';
 import { errors } from './errors.js';
+import type { SandboxLimits } from './sandbox/types.js';
 
 const int = (min: number, max = Number.MAX_SAFE_INTEGER) => z.coerce.number().int().min(min).max(max);
 const bool = z.union([z.boolean(), z.enum(['1', '0', 'true', 'false', 'yes', 'no'])]).transform((v) => v === true || v === '1' || v === 'true' || v === 'yes');
@@ -124,14 +125,7 @@ export interface AppConfig {
     templatesRoot: string;
     dockerImage: string;
     dockerSocket: string;
-    limits: {
-      cpuSeconds: number;
-      memoryBytes: number;
-      maxProcesses: number;
-      maxFileBytes: number;
-      wallTimeoutMs: number;
-      maxOutputBytes: number;
-    };
+    limits: SandboxLimits;
   };
   openai: ModelApiOptions;
 }

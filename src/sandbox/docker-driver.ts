@@ -91,13 +91,14 @@ export class DockerDriver extends LocalDriver {
   }
 
   /**
-   * Restarts the container if its init is gone (killed from outside, OOM), so the rollout goes on with
-   * its workspace instead of failing every further call. One inspect per exec: cheap next to the exec.
+   * After a failed exec: restarts the container if its init is gone (killed from outside, OOM), so the
+   * rollout goes on with its workspace instead of failing every further call. True if it restarted.
    */
-  private async ensureRunning(container: string): Promise<void> {
-    const info = await this.api.call<{ State?: { Running?: boolean } }>('GET', `/containers/${container}/json`);
-    if (info.body.State?.Running) return;
+  private async restartIfStopped(container: string): Promise<boolean> {
+    const info = await this.api.call<{ State?: { Running?: boolean } }>('GET', `/containers/${container}/json`).catch(() => null);
+    if (!info || info.body.State?.Running) return false;
     await this.api.call('POST', `/containers/${container}/start`, undefined, [304]);
+    return true;
   }
 
   /** Kills every process of the exec uid: from the host when we are root (cheap), else from inside. */
@@ -128,8 +129,12 @@ export class DockerDriver extends LocalDriver {
       const sweep = async (): Promise<void> => {
         if (e.alone() && canSwitchUid()) await killAllOf(uid);
       };
-      await this.ensureRunning(container);
-      const out = await dockerExec(this.api, req, stop, sweep);
+      const out = await dockerExec(this.api, req, stop, sweep).catch(async (err: unknown) => {
+        // Retried only when Docker refused to create the exec (409: not running), so nothing ran twice.
+        const refused = err instanceof Error && err.message.includes(`/containers/${container}/exec: 409`);
+        if (!refused || !(await this.restartIfStopped(container))) throw err;
+        return dockerExec(this.api, req, stop, sweep);
+      });
       // As with bwrap, nothing outlives its exec: background jobs and setsid daemons go too.
       if (kill) await kill;
       else if (e.alone() && canSwitchUid()) await killAllOf(uid);

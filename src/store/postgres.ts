@@ -100,6 +100,8 @@ export class PostgresStore implements Store {
       max: opts.poolSize ?? 10,
       connectionTimeoutMillis: 10_000,
       idleTimeoutMillis: 30_000,
+      // Idle connections alone do not keep the process alive (a CLI, or a boot that failed later).
+      allowExitOnIdle: true,
       // A stuck statement or lock wait becomes an error (503, the trainer retries) instead of a hang.
       statement_timeout: 60_000,
       idle_in_transaction_session_timeout: 60_000,

@@ -2,6 +2,7 @@
 import Fastify, { LogController, type FastifyInstance, type FastifyServerOptions } from 'fastify';
 import rateLimit from '@fastify/rate-limit';
 import { serializerCompiler, validatorCompiler } from '@fastify/type-provider-zod';
+import { setMaxListeners } from 'node:events';
 import { readFileSync } from 'node:fs';
 import type { Logger } from 'pino';
 import type { AppConfig } from './config.js';
@@ -85,6 +86,8 @@ export async function buildApp(config: AppConfig, opts: BuildOptions = {}): Prom
     onIdleError: (err) => app.log.warn({ err }, 'idle store connection failed; the pool replaces it'),
   });
   const shutdown = new AbortController();
+  // Every in-flight call that uses ctx.signal listens to it: hundreds at once is normal.
+  setMaxListeners(0, shutdown.signal);
   let localKey: Services['localKey'];
   const keys = [...config.apiKeys];
   if (keys.length === 0 && config.signingSecrets.length === 0 && config.autoKey) {

@@ -69,7 +69,8 @@ export const configSchema = z.object({
   /** full: fsync every commit (survives power loss); normal: survives kill -9, not power loss. */
   RFT_SQLITE_SYNC: z.enum(['full', 'normal']).default('full'),
   RFT_SANDBOX: z.enum(['auto', 'bwrap', 'docker', 'process', 'none']).default('auto'),
-  RFT_SANDBOX_CAP: int(1).default(64),
+  // An idle bwrap sandbox costs a directory and a uid; lower this for Docker.
+  RFT_SANDBOX_CAP: int(1).default(256),
   RFT_SANDBOX_QUEUE: int(0).default(2000),
   RFT_SANDBOX_QUEUE_TIMEOUT_MS: int(0).default(120_000),
   RFT_SANDBOX_TTL_MS: int(1000).default(30 * 60_000),
@@ -79,6 +80,7 @@ export const configSchema = z.object({
   RFT_SANDBOX_CPU_SECONDS: int(1).default(60),
   RFT_SANDBOX_PIDS: int(8).default(128),
   RFT_SANDBOX_FILE_MB: int(1).default(64),
+  RFT_SANDBOX_DISK_MB: int(1).default(256),
   RFT_SANDBOX_EXEC_TIMEOUT_MS: int(100).default(30_000),
   RFT_DOCKER_IMAGE: z.string().default('rft-endpoints-sandbox:latest'),
   RFT_DOCKER_SOCKET: z.string().default('/var/run/docker.sock'),
@@ -208,6 +210,7 @@ export function loadConfig(
         memoryBytes: c.RFT_SANDBOX_MEMORY_MB * 1024 * 1024,
         maxProcesses: c.RFT_SANDBOX_PIDS,
         maxFileBytes: c.RFT_SANDBOX_FILE_MB * 1024 * 1024,
+        diskBytes: c.RFT_SANDBOX_DISK_MB * 1024 * 1024,
         wallTimeoutMs: c.RFT_SANDBOX_EXEC_TIMEOUT_MS,
         maxOutputBytes: c.RFT_MAX_OUTPUT_BYTES,
       },

@@ -95,14 +95,18 @@ export async function buildApp(config: AppConfig, opts: BuildOptions = {}): Prom
     keys.push({ label: 'local', key: localKey.key });
   }
   const auth = new Authenticator(keys, config.signingSecrets, store);
-  const registry =
-    opts.registry ??
-    (await loadRegistry({
-      toolsDir: config.toolsDir,
-      gradersDir: config.gradersDir,
-      jsonGraderOptions: { openai: config.openai },
-    }));
-  const sandboxes = await createSandboxProvider(config, app.log as unknown as Logger);
+  let registry: Registry;
+  let sandboxes: SandboxProvider | undefined;
+  try {
+    registry =
+      opts.registry ??
+      (await loadRegistry({ toolsDir: config.toolsDir, gradersDir: config.gradersDir, jsonGraderOptions: { openai: config.openai } }));
+    sandboxes = await createSandboxProvider(config, app.log as unknown as Logger);
+  } catch (e) {
+    // A boot that stops here must not leave the store (its threads, its pool) open.
+    await store.close();
+    throw e;
+  }
   const ledger = new Ledger({
     store,
     sandboxes,

@@ -44,7 +44,7 @@ export interface TaskRow {
   tools: unknown[];
   sandbox: { template: string; hidden: string };
   tool_budget: number;
-  unit_tests: { budget_target: number };
+  unit_tests: { mode: 'improvement' | 'fraction'; budget_target: number };
 }
 
 const codingTools = (): unknown[] => {
@@ -95,7 +95,8 @@ export async function buildRows(ids: string[]): Promise<TaskRow[]> {
       tools,
       sandbox: { template: `coding/tasks/${id}/workspace`, hidden: `coding/tasks/${id}/hidden` },
       tool_budget: TOOL_BUDGET,
-      unit_tests: { budget_target: BUDGET_TARGET },
+      // improvement: doing nothing scores 0 (what training needs); fraction credits what the template already passes.
+      unit_tests: { mode: 'improvement', budget_target: BUDGET_TARGET },
     });
   }
   return rows;

@@ -63,14 +63,22 @@ for (const d of driverCases.filter((c) => c.name !== 'process')) {
       expect(out).toMatch(/^Error: stats\.py: hunk 1: /);
     }, 60_000);
 
-    it('an untouched rollout scores between 0 and 1', async () => {
+    it('an untouched rollout scores between 0 and 1 in fraction mode', async () => {
       const traceId = `trace_${randomUUID()}`;
-      const item = row('intervals');
+      const item = { ...row('intervals'), unit_tests: { ...(row('intervals').unit_tests as object), mode: 'fraction' } };
       await call(traceId, item, 'list_files', {});
       const g = await gradeRollout(traceId, item);
       expect(g.status).toBe(200);
       expect(g.json.score).toBeGreaterThan(0);
       expect(g.json.score).toBeLessThan(1);
+    }, 120_000);
+
+    it('an untouched rollout scores 0 with the shipped rows (improvement mode)', async () => {
+      const traceId = `trace_${randomUUID()}`;
+      const item = row('intervals');
+      await call(traceId, item, 'list_files', {});
+      const g = await gradeRollout(traceId, item);
+      expect(g).toEqual({ status: 200, json: { score: 0 } });
     }, 120_000);
   });
 }

@@ -1,6 +1,7 @@
 // Runs the real CLI (`rft-endpoints serve`) as a child process, for tests that kill it.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { join } from 'node:path';
+import { request } from 'undici';
 import { repoRoot } from './server.js';
 
 export interface ChildServer {
@@ -49,4 +50,14 @@ export async function spawnServer(env: Record<string, string>, timeoutMs = 20_00
         proc.kill(signal);
       }),
   };
+}
+
+/** POST a function_call to a server's /tools over real HTTP with a bearer key. */
+export async function postToolCall(url: string, key: string, body: unknown): Promise<{ status: number; body: { output: string } }> {
+  const res = await request(`${url}/tools`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
+    body: JSON.stringify(body),
+  });
+  return { status: res.statusCode, body: (await res.body.json()) as { output: string } };
 }

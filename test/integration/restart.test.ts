@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { request } from 'undici';
 import { fixtureGraders, fixtureTools, functionCall, newTrace } from '../helpers/fixtures.js';
-import { spawnServer } from '../helpers/child-server.js';
+import { postToolCall, spawnServer } from '../helpers/child-server.js';
 
 const KEY = 'restart-test-key-0123456789';
 const dataDir = mkdtempSync(join(tmpdir(), 'rft-restart-'));
@@ -12,14 +12,7 @@ afterAll(() => rmSync(dataDir, { recursive: true, force: true }));
 
 const env = { RFT_DATA_DIR: dataDir, RFT_API_KEYS: `t:${KEY}`, RFT_TOOLS_DIR: fixtureTools, RFT_GRADERS_DIR: fixtureGraders };
 
-async function post(url: string, body: unknown) {
-  const res = await request(`${url}/tools`, {
-    method: 'POST',
-    headers: { authorization: `Bearer ${KEY}`, 'content-type': 'application/json' },
-    body: JSON.stringify(body),
-  });
-  return { status: res.statusCode, body: (await res.body.json()) as { output: string } };
-}
+const post = (url: string, body: unknown) => postToolCall(url, KEY, body);
 
 describe('durability across kill -9', () => {
   it('keeps every acknowledged call and marks the in-flight one interrupted, never running it again', async () => {

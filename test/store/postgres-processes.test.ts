@@ -4,7 +4,7 @@
 import { afterAll, expect, it } from 'vitest';
 import { request } from 'undici';
 import { fixtureGraders, fixtureTools, functionCall, newTrace } from '../helpers/fixtures.js';
-import { spawnServer, type ChildServer } from '../helpers/child-server.js';
+import { postToolCall, spawnServer, type ChildServer } from '../helpers/child-server.js';
 import { describeIf } from '../helpers/require.js';
 import { databaseUrl, dropSchema, postgresUnavailable, randomSchema } from './postgres-db.js';
 
@@ -22,14 +22,7 @@ const replica = async (id: string) => {
   return s;
 };
 
-async function post(url: string, body: unknown) {
-  const res = await request(`${url}/tools`, {
-    method: 'POST',
-    headers: { authorization: `Bearer ${KEY}`, 'content-type': 'application/json' },
-    body: JSON.stringify(body),
-  });
-  return { status: res.statusCode, body: (await res.body.json()) as { output: string } };
-}
+const post = (url: string, body: unknown) => postToolCall(url, KEY, body);
 
 async function calls(url: string, trace: string) {
   const res = await request(`${url}/v1/rollouts/${trace}`, { headers: { authorization: `Bearer ${KEY}` } });

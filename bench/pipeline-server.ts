@@ -1,14 +1,23 @@
 // Child process for bench/pipeline.ts: either the full server with the noop tool, or a bare
-for (const sig of ["SIGINT", "SIGTERM"] as const) process.on(sig, () => process.exit(0));
 // Fastify route answering the same JSON. Prints its URL on stdout.
 import Fastify from 'fastify';
-import { mkdtempSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { buildApp } from '../src/app.js';
 import { loadConfig } from '../src/config.js';
 
 const mode = process.argv[2];
+const dataDir = mkdtempSync(join(tmpdir(), 'rft-bench-'));
+let close = async () => {};
+for (const sig of ['SIGINT', 'SIGTERM'] as const) {
+  process.on(sig, () => {
+    void close().finally(() => {
+      rmSync(dataDir, { recursive: true, force: true });
+      process.exit(0);
+    });
+  });
+}
 if (mode === 'bare') {
   const app = Fastify({ logger: false });
   app.post('/tools', async (req) => {
@@ -20,7 +29,7 @@ if (mode === 'bare') {
   process.stdout.write(`http://127.0.0.1:${typeof a === 'object' && a ? a.port : 0}\n`);
 } else {
   const config = loadConfig({
-    RFT_DATA_DIR: mkdtempSync(join(tmpdir(), 'rft-bench-')),
+    RFT_DATA_DIR: dataDir,
     RFT_API_KEYS: 'bench:bench-key-0123456789abcdef',
     RFT_TOOLS_DIR: join(import.meta.dirname, 'units/tools'),
     RFT_GRADERS_DIR: join(import.meta.dirname, 'units/graders'),
@@ -30,6 +39,7 @@ if (mode === 'bare') {
     RFT_SQLITE_SYNC: mode === 'full-normal' ? 'normal' : 'full',
   });
   const app = await buildApp(config);
+  close = () => app.close();
   await app.listen({ host: '127.0.0.1', port: 0 });
   const a = app.server.address();
   process.stdout.write(`http://127.0.0.1:${typeof a === 'object' && a ? a.port : 0}\n`);

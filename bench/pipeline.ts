@@ -46,7 +46,8 @@ console.log(`\nno-op tool call, ${connections} connections, ${seconds} s each (2
 console.log('route                               req/s     p50 ms    p99 ms   errors   rps ratio  p99 ratio');
 for (const r of [bare, full, normal]) {
   const label = { bare: 'bare Fastify route', full: 'full pipeline (SQLite sync=FULL)', 'full-normal': 'full pipeline (SQLite sync=NORMAL)' }[r.mode]!;
-  console.log(`${label.padEnd(34)}${fmt(r.rps)}${fmt(r.p50)}${fmt(r.p99)}${String(r.errors).padStart(9)}${fmt(r.rps / bare.rps)}x${fmt(r.p99 / Math.max(bare.p99, 1))}x`);
+  const ratio = (x: number) => x.toFixed(2).padStart(9);
+  console.log(`${label.padEnd(34)}${fmt(r.rps)}${fmt(r.p50)}${fmt(r.p99)}${String(r.errors).padStart(9)}${ratio(r.rps / bare.rps)}x${ratio(r.p99 / Math.max(bare.p99, 1))}x`);
 }
 console.log('\ntarget: full pipeline >= 0.5x the bare route throughput, p99 <= 2x');
 process.exit(0);

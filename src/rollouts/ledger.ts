@@ -191,6 +191,9 @@ export class Ledger {
     // The logger child and the abort signal are built only if the handler uses them: most calls do not.
     let ac: AbortController | undefined;
     let log: Logger | undefined;
+    let rollout: RolloutView | undefined;
+    // eslint-disable-next-line @typescript-eslint/no-this-alias -- read by the context's lazy getters
+    const ledger = this;
     const rootLog = this.o.log;
     const shutdown = this.o.shutdown;
     const onShutdown = () => ac?.abort(shutdown.reason);
@@ -199,7 +202,9 @@ export class Ledger {
       traceId: input.traceId,
       callId: input.callId,
       item: input.item,
-      rollout: this.rolloutView(input.traceId, input.item, input.callId),
+      get rollout() {
+        return (rollout ??= ledger.rolloutView(input.traceId, input.item, input.callId));
+      },
       get log() {
         return (log ??= rootLog.child({ trace_id: input.traceId, call_id: input.callId, tool: def.name }));
       },
@@ -217,16 +222,22 @@ export class Ledger {
       },
     };
 
+    // One promise for "the handler settles or the timeout fires", whichever is first.
     let timer: NodeJS.Timeout | undefined;
-    const timeout = new Promise<'timeout'>((resolve) => {
-      timer = setTimeout(() => {
-        ac?.abort(new Error(`timed out after ${timeoutMs} ms`));
-        resolve('timeout');
-      }, timeoutMs);
-    });
+    const TIMED_OUT = Symbol('timeout');
     try {
-      const result = await Promise.race([Promise.resolve().then(() => def.handler(parsed.data, ctx)), timeout]);
-      if (result === 'timeout') return done(`Error: tool "${def.name}" timed out after ${timeoutMs} ms.`, 'timeout');
+      const result = await new Promise<unknown>((resolve, reject) => {
+        timer = setTimeout(() => {
+          ac?.abort(new Error(`timed out after ${timeoutMs} ms`));
+          resolve(TIMED_OUT);
+        }, timeoutMs);
+        try {
+          Promise.resolve(def.handler(parsed.data, ctx)).then(resolve, reject);
+        } catch (e) {
+          reject(e as Error);
+        }
+      });
+      if (result === TIMED_OUT) return done(`Error: tool "${def.name}" timed out after ${timeoutMs} ms.`, 'timeout');
       return done(typeof result === 'string' ? result : (JSON.stringify(result) ?? 'null'), 'ok');
     } catch (e) {
       const msg = e instanceof Error ? e.message : String(e);

@@ -3,56 +3,13 @@
 import type { BudgetUsage, CallStatus, GradeRecord, RecordedCall, RolloutSummary } from '../rollouts/types.js';
 import { decodeNullable, decodeText } from './pg-text.js';
 import type { GradeWithSample } from './types.js';
+import type { CallRowShape, GradeRow, RolloutRowShape } from './rows.js';
 
-export interface PgCallRow {
-  trace_id: string;
-  call_id: string;
-  seq: number;
-  tool: string;
-  arguments: string;
-  args_hash: string;
-  output: string | null;
-  status: string;
-  cost: number;
-  credential: string | null;
-  started_at: number;
-  finished_at: number | null;
-  duration_ms: number | null;
-  output_bytes: number | null;
-  truncated: boolean;
+export interface PgCallRow extends CallRowShape<boolean> {
   owner: string | null;
 }
-
-export interface PgRolloutRow {
-  trace_id: string;
-  created_at: number;
-  updated_at: number;
-  item: string | null;
-  budget_limit: number;
-  budget_used: number;
-  budget_exceeded: boolean;
-  next_seq: number;
-  last_score: number | null;
-  calls?: number;
-}
-
-export interface PgGradeRow {
-  id: number;
-  trace_id: string;
-  grader: string;
-  grader_version: string;
-  sample_hash: string;
-  sample: string;
-  status: string;
-  score: number | null;
-  subscores: string | null;
-  explanation: string | null;
-  error: string | null;
-  credential: string | null;
-  source: string;
-  created_at: number;
-  duration_ms: number;
-}
+export type PgRolloutRow = RolloutRowShape<boolean>;
+export type PgGradeRow = GradeRow;
 
 export const toCall = (r: PgCallRow): RecordedCall => ({
   traceId: decodeText(r.trace_id),

@@ -3,6 +3,7 @@
 import Database from 'better-sqlite3';
 import { closeSync, fdatasync, mkdirSync, openSync } from 'node:fs';
 import { Checkpointer } from './checkpointer.js';
+import type { CallRowShape, GradeRow, RolloutRowShape } from './rows.js';
 import { dirname } from 'node:path';
 import type { BudgetUsage, CallStatus, GradeRecord, RecordedCall, RolloutSummary } from '../rollouts/types.js';
 import type {
@@ -71,56 +72,10 @@ CREATE TABLE IF NOT EXISTS webhook_ids (
 ) WITHOUT ROWID;
 `;
 
-interface CallRow {
-  trace_id: string;
-  call_id: string;
-  seq: number;
-  tool: string;
-  arguments: string;
-  args_hash: string;
-  output: string | null;
-  status: string;
-  cost: number;
-  credential: string | null;
-  started_at: number;
-  finished_at: number | null;
-  duration_ms: number | null;
-  output_bytes: number | null;
-  truncated: number;
-}
-
-interface RolloutRow {
-  trace_id: string;
-  created_at: number;
-  updated_at: number;
-  item: string | null;
-  budget_limit: number;
-  budget_used: number;
-  budget_exceeded: number;
-  next_seq: number;
-  last_score: number | null;
-  calls?: number;
-}
+type CallRow = CallRowShape<number>;
+type RolloutRow = RolloutRowShape<number>;
 
 type LedgerRow = Pick<RolloutRow, 'budget_limit' | 'budget_used' | 'budget_exceeded' | 'next_seq'>;
-
-interface GradeRow {
-  id: number;
-  trace_id: string;
-  grader: string;
-  grader_version: string;
-  sample_hash: string;
-  sample: string;
-  status: string;
-  score: number | null;
-  subscores: string | null;
-  explanation: string | null;
-  error: string | null;
-  credential: string | null;
-  source: string;
-  created_at: number;
-  duration_ms: number;
-}
 
 const toCall = (r: CallRow): RecordedCall => ({
   traceId: r.trace_id,

@@ -28,7 +28,11 @@ if [ ${#need_pkgs[@]} -gt 0 ]; then
   DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need_pkgs[@]}"
 fi
 
+# A dockerd that is not answering: if none is alive (zombies do not count), its pid file is stale
+# and would stop the new one from starting.
+live_dockerd() { ps -C dockerd -o stat= 2>/dev/null | grep -qv '^Z'; }
 if ! { [ -S /var/run/docker.sock ] && docker version >/dev/null 2>&1; }; then
+  if ! live_dockerd; then rm -f /var/run/docker.pid /var/run/docker/containerd/containerd.pid; fi
   nohup dockerd >/var/log/dockerd.log 2>&1 &
   for _ in $(seq 1 100); do
     docker version >/dev/null 2>&1 && break

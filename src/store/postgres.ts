@@ -277,11 +277,14 @@ export class PostgresStore implements Store {
   }
 
   async ensureRollout(traceId: string, item: Record<string, unknown> | null, budgetLimit: number, now: number): Promise<void> {
-    if (this.knownRollouts.has(traceId)) return;
+    const row = item && Object.keys(item).length > 0 ? JSON.stringify(item) : null;
+    if (this.knownRollouts.has(traceId) && row === null) return;
+    // See Store.ensureRollout: a non-empty row fills a rollout whose tool calls carried none.
     await this.idempotent(
-      `INSERT INTO ${this.t.rollouts} (trace_id, created_at, updated_at, item, budget_limit) VALUES ($1, $2, $2, $3, $4)
-       ON CONFLICT (trace_id) DO NOTHING`,
-      [encodeText(traceId), now, item ? JSON.stringify(item) : null, budgetLimit],
+      `INSERT INTO ${this.t.rollouts} AS r (trace_id, created_at, updated_at, item, budget_limit) VALUES ($1, $2, $2, $3, $4)
+       ON CONFLICT (trace_id) DO UPDATE SET item = EXCLUDED.item
+       WHERE EXCLUDED.item IS NOT NULL AND (r.item IS NULL OR r.item = '{}')`,
+      [encodeText(traceId), now, row ?? (item ? JSON.stringify(item) : null), budgetLimit],
     );
     this.remember(traceId);
   }

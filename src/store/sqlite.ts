@@ -187,6 +187,11 @@ export class SqliteStore implements Store {
       getLedger: db.prepare<[string], LedgerRow>(
         'SELECT budget_limit, budget_used, budget_exceeded, next_seq FROM rollouts WHERE trace_id = ?',
       ),
+      fillRollout: db.prepare(
+        `INSERT INTO rollouts (trace_id, created_at, updated_at, item, budget_limit) VALUES (?, ?, ?, ?, ?)
+         ON CONFLICT (trace_id) DO UPDATE SET item = excluded.item
+         WHERE excluded.item IS NOT NULL AND excluded.item <> '{}' AND (rollouts.item IS NULL OR rollouts.item = '{}')`,
+      ),
       insertRollout: db.prepare(
         'INSERT OR IGNORE INTO rollouts (trace_id, created_at, updated_at, item, budget_limit) VALUES (?, ?, ?, ?, ?)',
       ),
@@ -454,8 +459,8 @@ export class SqliteStore implements Store {
 
   ensureRollout(traceId: string, item: Record<string, unknown> | null, budgetLimit: number, now: number): Promise<void> {
     return this.write(() => {
-      this.stmt.insertRollout.run(traceId, now, now, item ? JSON.stringify(item) : null, budgetLimit);
-    });
+      this.stmt.fillRollout.run(traceId, now, now, item ? JSON.stringify(item) : null, budgetLimit);
+    }, true);
   }
 
   findGrade(traceId: string, grader: string, version: string, sampleHash: string): Promise<GradeRecord | undefined> {

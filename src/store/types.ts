@@ -67,7 +67,11 @@ export interface Store {
   listCalls(traceId: string): Promise<RecordedCall[]>;
   /** The rollout's budget, or the given default if the rollout has no call yet. */
   getBudget(traceId: string, defaultLimit: number): Promise<BudgetUsage>;
-  /** Creates the rollout row if absent (a grader call for a rollout with no tool call). */
+  /**
+   * Creates the rollout row if absent (a grader call for a rollout with no tool call), and records
+   * `item` if the rollout has none or an empty one: the trainer may send `item: {}` with tool calls,
+   * while the grader call carries the full row (which regrade needs). A non-empty row is kept.
+   */
   ensureRollout(traceId: string, item: Record<string, unknown> | null, budgetLimit: number, now: number): Promise<void>;
 
   findGrade(traceId: string, grader: string, graderVersion: string, sampleHash: string): Promise<GradeRecord | undefined>;

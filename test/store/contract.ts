@@ -132,6 +132,15 @@ export function storeContract(label: string, open: () => Promise<Store>): void {
       expect(await store.getRollout('trace_e')).toMatchObject({ item: { a: 1 }, budgetLimit: 4, createdAt: 500, calls: 0 });
     });
 
+    it('takes the dataset row from a grade when the tool calls carried an empty one', async () => {
+      const store = await fresh();
+      await store.beginCall(begin('trace_empty', 'c1', { item: {} }));
+      await store.ensureRollout('trace_empty', { reference_answer: '42' }, 4, 500);
+      expect((await store.getRollout('trace_empty'))?.item).toEqual({ reference_answer: '42' });
+      await store.ensureRollout('trace_empty', { reference_answer: 'other' }, 4, 600);
+      expect((await store.getRollout('trace_empty'))?.item).toEqual({ reference_answer: '42' });
+    });
+
     it('interrupts calls left running, and only those', async () => {
       const store = await fresh();
       await store.beginCall(begin('trace_i', 'running'));

@@ -139,7 +139,7 @@ export class Ledger {
         break;
     }
 
-    const run = () => this.execute(tool, input, args, begin.call.seq);
+    const run = () => this.execute(tool, input, args);
     const outcome = def.serial ? await this.serially(input.traceId, run) : await run();
     try {
       await store.finishCall(input.traceId, input.callId, {
@@ -173,7 +173,6 @@ export class Ledger {
     tool: LoadedTool,
     input: ToolCallInput,
     args: { value: unknown; error?: string },
-    _seq: number,
   ): Promise<{ output: string; status: Exclude<CallStatus, 'running'>; durationMs: number; outputBytes: number; truncated: boolean }> {
     const def = tool.def;
     const started = performance.now();

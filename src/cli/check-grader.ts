@@ -3,7 +3,7 @@
 // with a fresh trace id per probe, for each dataset row:
 //   (a) no-op: an empty answer with no tool calls must score about 0 (reward hacking guard);
 //   (b) reference: the row's reference answer should score about 1;
-//   (c) repeatable: the same sample graded again gives the same score (spread over --repeats);
+//   (c) repeatable: the same sample (the reference, else the no-op) graded again gives the same score;
 //   (d) continuity: near-miss answers (digits, words, units changed) get several distinct scores,
 //       so the grader gives partial credit the trainer can climb.
 // Exits 1 when a check fails its threshold.
@@ -126,15 +126,20 @@ export async function runCheckGrader(opts: CheckGraderOptions): Promise<CheckRep
         continuity: null,
       };
       const ref = referenceText(item, field);
-      if (ref !== null) {
-        const first = await grade(item, ref);
-        report.reference = { ...first, pass: first.score !== null && first.score >= thresholds.referenceMin };
+      // Repeatability is checked on the reference answer, or on the no-op answer for rows without one.
+      const repeatOf = async (text: string, first: { score: number | null }) => {
         const scores = [first];
-        for (let r = 1; r < repeats; r++) scores.push(await grade(item, ref));
+        for (let r = 1; r < repeats; r++) scores.push(await grade(item, text));
         const ok = scores.every((s) => s.score !== null);
         const values = scores.map((s) => s.score ?? Number.NaN);
         const spread = ok ? Math.max(...values) - Math.min(...values) : null;
         report.repeat = { scores: values, spread, pass: spread !== null && spread <= thresholds.spreadMax };
+      };
+      if (ref === null) await repeatOf('', noop);
+      if (ref !== null) {
+        const first = await grade(item, ref);
+        report.reference = { ...first, pass: first.score !== null && first.score >= thresholds.referenceMin };
+        await repeatOf(ref, first);
         const probes: Array<{ kind: string; what: string; score: number | null }> = [];
         for (const p of perturbations(ref)) probes.push({ kind: p.kind, what: p.what, score: (await grade(item, p.text)).score });
         const distinct = new Set(

@@ -61,6 +61,12 @@ describe('check-grader', () => {
     expect(r.summary.noop.passed).toBe(2);
   });
 
+  it('still checks repeatability on the no-op answer for rows without a reference', async () => {
+    const r = await runCheckGrader({ dataset: dataset(), grader: 'fuzzy', env, referenceField: 'gold', repeats: 3 });
+    expect(r.summary.repeat).toEqual({ passed: 2, failed: 0, skipped: 0 });
+    expect(r.rows[0]?.repeat?.scores).toHaveLength(3);
+  });
+
   it('refuses a grader the server does not serve', async () => {
     const e = await rejected(runCheckGrader({ dataset: dataset(), grader: 'nope', env }));
     expect(e.code).toBe('RFT_ERR_UNKNOWN_GRADER');

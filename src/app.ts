@@ -136,15 +136,15 @@ export async function buildApp(config: AppConfig, opts: BuildOptions = {}): Prom
     await store.close();
   });
 
-  // Keep the exact bytes: signatures are computed over the raw body.
+  // Keep the exact bytes: signatures are computed over the raw body. Parsing is Fastify's own
+  // (secure-json-parse), which refuses __proto__ keys.
+  const parseJson = app.getDefaultJsonParser('error', 'ignore');
   app.addContentTypeParser('application/json', { parseAs: 'buffer' }, (req, body: Buffer, done) => {
     req.rawBody = body;
     if (body.length === 0) return done(null, undefined);
-    try {
-      done(null, JSON.parse(body.toString('utf8')) as unknown);
-    } catch {
-      done(errors.badRequest('request body is not valid JSON'), undefined);
-    }
+    void parseJson(req, body.toString('utf8'), (err: Error | null, value?: unknown) =>
+      err ? done(errors.badRequest('request body is not valid JSON (or carries a __proto__ key)'), undefined) : done(null, value),
+    );
   });
 
   app.addHook('preValidation', async (req) => {

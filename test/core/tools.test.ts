@@ -54,6 +54,13 @@ describe('POST /tools', () => {
     expect(res.json().error.code).toBe('RFT_ERR_BAD_REQUEST');
   });
 
+  it('refuses a body carrying a __proto__ key with 400', async () => {
+    const body = JSON.stringify(functionCall('echo', { text: 'x' })).replace('{', '{"__proto__":{"polluted":true},');
+    const res = await s.app.inject({ method: 'POST', url: '/tools', headers: { ...bearer(s.key), 'content-type': 'application/json' }, payload: body });
+    expect(res.statusCode).toBe(400);
+    expect(res.json().error.code).toBe('RFT_ERR_BAD_REQUEST');
+  });
+
   it('answers invalid JSON arguments with 200 and a readable output, without running the tool', async () => {
     const call = functionCall('echo', '{"text": "unterminated');
     const res = await post('/tools', call);

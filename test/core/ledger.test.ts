@@ -2,6 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { bearer, functionCall, newTrace, startFixtureServer } from '../helpers/fixtures.js';
 import type { TestServer } from '../helpers/server.js';
 import { runs } from '../fixtures/units/tools/echo.js';
+import { steps } from '../fixtures/units/tools/serial_step.js';
 
 let s: TestServer;
 beforeAll(async () => {
@@ -71,6 +72,21 @@ describe('ledger', () => {
     const rec = await record(trace);
     expect(rec.calls[1]).toMatchObject({ status: 'budget_exceeded', cost: 0 });
     expect(rec.budget).toEqual({ used: 1, limit: 2, exceeded: true });
+  });
+
+  it('runs serial tools of one rollout one at a time, in arrival order, while other tools run alongside', async () => {
+    const trace = newTrace();
+    const a = post(functionCall('serial_step', { name: 'a', delay_ms: 150 }, { trace_id: trace }));
+    const b = post(functionCall('serial_step', { name: 'b', delay_ms: 10 }, { trace_id: trace }));
+    const free = post(functionCall('echo', { text: 'free' }, { trace_id: trace }));
+    const c = post(functionCall('serial_step', { name: 'c', delay_ms: 10 }, { trace_id: trace }));
+    const [ra, rb, rf, rc] = await Promise.all([a, b, free, c]);
+    expect([ra, rb, rf, rc].map((r) => r.json().output)).toEqual(['a', 'b', 'free', 'c']);
+    expect(steps.get(trace)).toEqual(['start a', 'end a', 'start b', 'end b', 'start c', 'end c']);
+    // The unrelated tool did not wait behind the 150 ms serial call.
+    const rec = await record(trace);
+    const echo = rec.calls.find((x: { tool: string }) => x.tool === 'echo');
+    expect(Date.parse(echo.finished_at)).toBeLessThan(Date.parse(rec.calls.find((x: { call_id: string; tool: string }) => x.tool === 'serial_step').finished_at));
   });
 
   it('records the credential label on every call', async () => {

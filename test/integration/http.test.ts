@@ -26,18 +26,33 @@ describe('over real HTTP', () => {
     expect(await res.body.json()).toEqual({ type: 'function_call_output', call_id: call.call_id, id: call.id, output: 'over the wire' });
   });
 
-  it('rate-limits per credential with 429 and Retry-After', async () => {
+  it('rate-limits per credential with 429 and Retry-After, leaving other keys alone', async () => {
+    const other = await startFixtureServer({ env: { RFT_RATE_LIMIT: '5', RFT_API_KEYS: 'a:key-a-0123456789abcdef,b:key-b-0123456789abcdef' } });
+    try {
+      const get = async (key: string) => {
+        const res = await request(`${other.url}/v1/tools`, { headers: { authorization: `Bearer ${key}` } });
+        await res.body.dump();
+        return res;
+      };
+      for (let i = 0; i < 5; i++) expect((await get('key-a-0123456789abcdef')).statusCode).toBe(200);
+      const limited = await get('key-a-0123456789abcdef');
+      expect(limited.statusCode).toBe(429);
+      expect(Number(limited.headers['retry-after'])).toBeGreaterThan(0);
+      // Same client address, another credential: its own budget of requests.
+      expect((await get('key-b-0123456789abcdef')).statusCode).toBe(200);
+    } finally {
+      await other.close();
+    }
+  });
+
+  it('answers 429 with a coded JSON body', async () => {
     let last;
     for (let i = 0; i < 6; i++) {
       last = await request(`${s.url}/v1/tools`, { headers: { authorization: `Bearer ${s.key}` } });
-      await last.body.dump();
+      if (i < 5) await last.body.dump();
     }
     expect(last!.statusCode).toBe(429);
-    expect(Number(last!.headers['retry-after'])).toBeGreaterThan(0);
-    // Another credential (here: none, keyed separately) is not affected by this key's limit.
-    const anon = await request(`${s.url}/v1/tools`);
-    expect(anon.statusCode).toBe(401);
-    await anon.body.dump();
+    expect(((await last!.body.json()) as { error: { code: string } }).error.code).toBe('RFT_ERR_RATE_LIMITED');
   });
 });
 

@@ -1,6 +1,7 @@
 // Benchmark: a no-op tool call through the full pipeline (auth, ledger begin+finish in SQLite,
 // budget, record) against a bare Fastify route returning the same JSON, 50 connections each,
-// servers in child processes, autocannon here. Run: node --import tsx bench/pipeline.ts [seconds]
+// servers in child processes, autocannon here. Also the same no-op declared readOnly (its start
+// is not waited on; its result is). Run: node --import tsx bench/pipeline.ts [seconds]
 import autocannon from 'autocannon';
 import { spawn } from 'node:child_process';
 import { once } from 'node:events';
@@ -15,13 +16,13 @@ async function start(mode: string) {
   return { url: line.toString().trim(), proc };
 }
 
-async function run(mode: string) {
+async function run(mode: string, tool = 'noop') {
   const { url, proc } = await start(mode);
   let n = 0;
   const body = () => {
     n++;
     // ten calls per rollout, unique call ids: every request is a real new call, never a replay
-    return JSON.stringify({ type: 'function_call', id: `fc_${n}`, call_id: `call_${n}`, name: 'noop', arguments: '{"q":"x"}', trace_id: `trace_bench_${Math.floor(n / 10)}`, item: {} });
+    return JSON.stringify({ type: 'function_call', id: `fc_${n}`, call_id: `call_${n}`, name: tool, arguments: '{"q":"x"}', trace_id: `trace_bench_${Math.floor(n / 10)}`, item: {} });
   };
   const opts = {
     url: `${url}/tools`,
@@ -41,11 +42,13 @@ async function run(mode: string) {
 const bare = await run('bare');
 const full = await run('full');
 const normal = await run('full-normal');
+const readOnly = await run('full', 'noop_read');
 const fmt = (x: number) => x.toFixed(1).padStart(9);
 console.log(`\nno-op tool call, ${connections} connections, ${seconds} s each (2 cores)\n`);
 console.log('route                               req/s     p50 ms    p99 ms   errors   rps ratio  p99 ratio');
-for (const r of [bare, full, normal]) {
-  const label = { bare: 'bare Fastify route', full: 'full pipeline (SQLite sync=FULL)', 'full-normal': 'full pipeline (SQLite sync=NORMAL)' }[r.mode]!;
+const labels = ['bare Fastify route', 'full pipeline (SQLite sync=FULL)', 'full pipeline (SQLite sync=NORMAL)', 'read-only tool (sync=FULL)'];
+for (const [i, r] of [bare, full, normal, readOnly].entries()) {
+  const label = labels[i]!;
   const ratio = (x: number) => x.toFixed(2).padStart(9);
   console.log(`${label.padEnd(34)}${fmt(r.rps)}${fmt(r.p50)}${fmt(r.p99)}${String(r.errors).padStart(9)}${ratio(r.rps / bare.rps)}x${ratio(r.p99 / Math.max(bare.p99, 1))}x`);
 }

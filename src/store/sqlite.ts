@@ -359,7 +359,7 @@ export class SqliteStore implements Store {
    * Runs fn in a savepoint of the open batch transaction (so a failing write leaves no trace in the
    * batch); resolves once the batch is committed. `single` marks a lone statement, atomic by itself.
    */
-  private write<T>(fn: () => T, single = false): Promise<T> {
+  private write<T>(fn: () => T, single = false, waitForDisk = true): Promise<T> {
     if (!this.db.open) return Promise.reject(new Error('store is closed'));
     if (!this.db.inTransaction) this.db.exec('BEGIN IMMEDIATE');
     if (!this.commitScheduled) {
@@ -372,7 +372,7 @@ export class SqliteStore implements Store {
     } catch (e) {
       return Promise.reject(e as Error);
     }
-    return this.settle(value);
+    return waitForDisk ? this.settle(value) : Promise.resolve(value);
   }
 
   private savepoint<T>(fn: () => T): T {
@@ -430,12 +430,17 @@ export class SqliteStore implements Store {
   }
 
   beginCall(input: BeginCallInput): Promise<BeginCallResult> {
-    return this.write(() => this.beginTx(input));
+    return this.write(() => this.beginTx(input), false, input.durable !== false);
   }
 
   finishCall(traceId: string, callId: string, r: FinishCallInput): Promise<void> {
     return this.write(() => {
-      this.stmt.finishCall.run(r.output, r.status, r.finishedAt, r.durationMs, r.outputBytes, r.truncated ? 1 : 0, traceId, callId);
+      const done = this.stmt.finishCall.run(r.output, r.status, r.finishedAt, r.durationMs, r.outputBytes, r.truncated ? 1 : 0, traceId, callId);
+      // A start that was answered before reaching the disk (read-only tools) and then lost with a
+      // failed commit: the result must not be acknowledged as recorded.
+      if (done.changes === 0 && !this.stmt.getCall.get(traceId, callId)) {
+        throw new Error(`call ${callId} of ${traceId} is not recorded as running`);
+      }
     }, true);
   }
 

@@ -17,6 +17,12 @@ export interface BeginCallInput {
   now: number;
   /** Output recorded when the budget is spent (the call then does not run). */
   overBudgetOutput: string;
+  /**
+   * false: answer as soon as the decision is made, before it is on disk (read-only tools). The
+   * budget decision is the same; finishCall then fails if the start was never recorded. A store may
+   * ignore it (Postgres commits each admission anyway).
+   */
+  durable?: boolean;
 }
 
 export type BeginCallResult =
@@ -62,6 +68,7 @@ export interface ImportedRollout {
 export interface Store {
   readonly kind: string;
   beginCall(input: BeginCallInput): Promise<BeginCallResult>;
+  /** Records a started call's result. A store that honours `durable: false` rejects it if that start was lost. */
   finishCall(traceId: string, callId: string, result: FinishCallInput): Promise<void>;
   getCall(traceId: string, callId: string): Promise<RecordedCall | undefined>;
   listCalls(traceId: string): Promise<RecordedCall[]>;

@@ -3,6 +3,7 @@ import { bearer, functionCall, newTrace, startFixtureServer } from '../helpers/f
 import type { TestServer } from '../helpers/server.js';
 import { runs } from '../fixtures/units/tools/echo.js';
 import { steps } from '../fixtures/units/tools/serial_step.js';
+import { peeks } from '../fixtures/units/tools/peek.js';
 
 let s: TestServer;
 beforeAll(async () => {
@@ -87,6 +88,18 @@ describe('ledger', () => {
     const rec = await record(trace);
     const echo = rec.calls.find((x: { tool: string }) => x.tool === 'echo');
     expect(Date.parse(echo.finished_at)).toBeLessThan(Date.parse(rec.calls.find((x: { call_id: string; tool: string }) => x.tool === 'serial_step').finished_at));
+  });
+
+  it('records and replays a read-only tool like any other, charging its budget once', async () => {
+    const call = functionCall('peek', { key: 'k' });
+    const first = await post(call);
+    const again = await post(call);
+    expect(first.json().output).toBe('value of k');
+    expect(again.json()).toEqual(first.json());
+    expect(peeks.get(call.trace_id)).toBe(1);
+    const rec = await record(call.trace_id);
+    expect(rec.calls).toMatchObject([{ call_id: call.call_id, status: 'ok', output: 'value of k' }]);
+    expect(rec.budget.used).toBe(1);
   });
 
   it('records the credential label on every call', async () => {

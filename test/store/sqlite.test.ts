@@ -29,3 +29,41 @@ describe('SqliteStore group commit', () => {
     other.close();
   });
 });
+
+describe('SqliteStore, starts of read-only calls (durable: false)', () => {
+  it('answers a non-durable start before its commit, and its finish only once both are on disk', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'rft-store-ro-'));
+    try {
+      const path = join(dir, 'db.sqlite');
+      const store = new SqliteStore({ path });
+      const other = new Database(path, { readonly: true });
+      const count = () => (other.prepare('SELECT count(*) AS n FROM calls').get() as { n: number }).n;
+      const started = await store.beginCall({ ...roBegin, durable: false });
+      expect(started.kind).toBe('started');
+      expect(count()).toBe(0);
+      await store.finishCall('trace_ro', 'c1', { output: 'ok', status: 'ok', finishedAt: 2, durationMs: 1, outputBytes: 2, truncated: false });
+      expect(other.prepare('SELECT status, output FROM calls').get()).toEqual({ status: 'ok', output: 'ok' });
+      other.close();
+      await store.close();
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('refuses to finish a call it has no running record of', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'rft-store-ro-'));
+    try {
+      const store = new SqliteStore({ path: join(dir, 'db.sqlite') });
+      await expect(
+        store.finishCall('trace_ro', 'never', { output: 'ok', status: 'ok', finishedAt: 2, durationMs: 1, outputBytes: 2, truncated: false }),
+      ).rejects.toThrow(/not recorded as running/);
+      await store.close();
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});
+
+const roBegin = {
+  traceId: 'trace_ro', callId: 'c1', tool: 't', arguments: '{}', argsHash: 'h', cost: 1, budgetLimit: 5, item: null, credential: null, now: 1, overBudgetOutput: 'spent',
+};

@@ -4,10 +4,11 @@
 // why faking a pass does not work).
 //
 // Modes (`item.unit_tests.mode`):
-//   fraction (default)  the fraction of cases passed: partial credit, but doing nothing already
-//                       earns what the untouched template passes;
 //   improvement         cases newly passed minus cases broken, over the cases the template fails:
-//                       doing nothing scores 0.
+//                       doing nothing scores 0 (the default for rows with a template);
+//   fraction            the fraction of cases passed: partial credit, but doing nothing already
+//                       earns what the untouched template passes (the default without a template,
+//                       where there is no baseline to improve on).
 import { defineGrader, errors, type GraderContext, type GraderResult, type Item, type Sandbox } from '../src/index.js';
 import { budgetPenalty } from '../src/grading/helpers.js';
 import { workspaceSource } from '../src/sandbox/workspace.js';
@@ -26,6 +27,11 @@ interface Options {
   floor: number;
 }
 
+function hasTemplate(item: Item): boolean {
+  const sb = item['sandbox'];
+  return !!sb && typeof sb === 'object' && typeof (sb as { template?: unknown }).template === 'string';
+}
+
 /** Settings a row may carry in `item.unit_tests`; the default budget target is half the budget. */
 function options(item: Item, limit: number): Options {
   const o = (item['unit_tests'] ?? {}) as { mode?: unknown; budget_target?: unknown; budget_floor?: unknown };
@@ -33,7 +39,8 @@ function options(item: Item, limit: number): Options {
     throw errors.graderConfig('item.unit_tests.mode', 'must be "fraction" or "improvement"');
   }
   return {
-    mode: o.mode ?? 'fraction',
+    // Doing nothing must not pay: improve on the template whenever there is one to measure.
+    mode: o.mode ?? (hasTemplate(item) ? 'improvement' : 'fraction'),
     target: typeof o.budget_target === 'number' ? o.budget_target : Number.isFinite(limit) ? Math.ceil(limit / 2) : 20,
     floor: typeof o.budget_floor === 'number' ? o.budget_floor : 0.5,
   };

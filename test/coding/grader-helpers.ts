@@ -15,8 +15,10 @@ import { runTool, sandboxSpec } from './helpers.js';
 export const TASKS = ['roman', 'inventory', 'stats', 'slugify', 'intervals', 'orders', 'duration'] as const;
 export const tasksDir = join(repoRoot, 'examples/coding/tasks');
 
+/** A task's row in `fraction` mode (the tests below check partial credit on the untouched template). */
 export const taskItem = (id: string) => ({
   sandbox: { template: `coding/tasks/${id}/workspace`, hidden: `coding/tasks/${id}/hidden` },
+  unit_tests: { mode: 'fraction' },
 });
 
 export async function applySolution(sb: Sandbox, id: string): Promise<void> {

@@ -57,6 +57,12 @@ for (const d of driverCases) {
       expect(fixed.score).toBe(1);
     }, 60_000);
 
+    it('grades a row with a template and no mode in improvement mode, so doing nothing scores 0', async () => {
+      const none = await grade(driver, 'stats', undefined, budget, { unit_tests: {} });
+      expect(none.score).toBe(0);
+      expect(none.subscores?.improvement).toBe(0);
+    }, 60_000);
+
     it('in improvement mode counts newly passed cases and takes off the ones a change broke', async () => {
       // Fixing only to_roman passes 4 of the 7 cases the template fails, and breaks the round trip.
       const r = await grade(

@@ -1,5 +1,7 @@
 // The tables' rows as the SQL drivers return them, shared by the SQLite and Postgres stores. `B` is
 // how a driver returns booleans (SQLite: 0/1, Postgres: true/false).
+import type { BudgetUsage, CallStatus, GradeRecord, RecordedCall, RolloutSummary } from '../rollouts/types.js';
+import type { GradeWithSample } from './types.js';
 
 export interface CallRowShape<B> {
   trace_id: string;
@@ -48,4 +50,68 @@ export interface GradeRow {
   source: string;
   created_at: number;
   duration_ms: number;
+}
+
+/** How a driver's values become the store's: text as stored (Postgres NUL-encodes), booleans. */
+export interface RowCodec<B> {
+  text: (s: string) => string;
+  bool: (b: B) => boolean;
+}
+
+const nullable = (text: (s: string) => string) => (s: string | null) => (s === null ? null : text(s));
+
+/** Row-to-record mappers for one driver; both stores map the same columns the same way. */
+export function rowMappers<B>({ text, bool }: RowCodec<B>) {
+  const opt = nullable(text);
+  return {
+    toCall: (r: CallRowShape<B>): RecordedCall => ({
+      traceId: text(r.trace_id),
+      callId: text(r.call_id),
+      seq: r.seq,
+      tool: r.tool,
+      arguments: text(r.arguments),
+      argsHash: r.args_hash,
+      output: opt(r.output),
+      status: r.status as CallStatus,
+      cost: r.cost,
+      credential: opt(r.credential),
+      startedAt: r.started_at,
+      finishedAt: r.finished_at,
+      durationMs: r.duration_ms,
+      outputBytes: r.output_bytes,
+      truncated: bool(r.truncated),
+    }),
+    toGrade: (r: GradeRow): GradeWithSample => ({
+      id: r.id,
+      traceId: text(r.trace_id),
+      grader: r.grader,
+      graderVersion: r.grader_version,
+      sampleHash: r.sample_hash,
+      sample: JSON.parse(r.sample) as unknown,
+      status: r.status as GradeRecord['status'],
+      score: r.score,
+      subscores: r.subscores ? (JSON.parse(r.subscores) as Record<string, number>) : null,
+      explanation: opt(r.explanation),
+      error: opt(r.error),
+      credential: opt(r.credential),
+      source: r.source,
+      createdAt: r.created_at,
+      durationMs: r.duration_ms,
+    }),
+    toSummary: (r: RolloutRowShape<B>): RolloutSummary => ({
+      traceId: text(r.trace_id),
+      createdAt: r.created_at,
+      updatedAt: r.updated_at,
+      budgetLimit: r.budget_limit,
+      budgetUsed: r.budget_used,
+      budgetExceeded: bool(r.budget_exceeded),
+      calls: r.calls ?? 0,
+      lastScore: r.last_score,
+    }),
+    budgetOf: (r: Pick<RolloutRowShape<B>, 'budget_used' | 'budget_limit' | 'budget_exceeded'>): BudgetUsage => ({
+      used: r.budget_used,
+      limit: r.budget_limit,
+      exceeded: bool(r.budget_exceeded),
+    }),
+  };
 }

@@ -3,9 +3,9 @@
 import Database from 'better-sqlite3';
 import { closeSync, fdatasync, mkdirSync, openSync } from 'node:fs';
 import { Checkpointer } from './checkpointer.js';
-import type { CallRowShape, GradeRow, RolloutRowShape } from './rows.js';
+import { rowMappers, type CallRowShape, type GradeRow, type RolloutRowShape } from './rows.js';
 import { dirname } from 'node:path';
-import type { BudgetUsage, CallStatus, GradeRecord, RecordedCall, RolloutSummary } from '../rollouts/types.js';
+import type { BudgetUsage, GradeRecord, RecordedCall, RolloutSummary } from '../rollouts/types.js';
 import type {
   BeginCallInput,
   BeginCallResult,
@@ -77,58 +77,7 @@ type RolloutRow = RolloutRowShape<number>;
 
 type LedgerRow = Pick<RolloutRow, 'budget_limit' | 'budget_used' | 'budget_exceeded' | 'next_seq'>;
 
-const toCall = (r: CallRow): RecordedCall => ({
-  traceId: r.trace_id,
-  callId: r.call_id,
-  seq: r.seq,
-  tool: r.tool,
-  arguments: r.arguments,
-  argsHash: r.args_hash,
-  output: r.output,
-  status: r.status as CallStatus,
-  cost: r.cost,
-  credential: r.credential,
-  startedAt: r.started_at,
-  finishedAt: r.finished_at,
-  durationMs: r.duration_ms,
-  outputBytes: r.output_bytes,
-  truncated: r.truncated === 1,
-});
-
-const toGrade = (r: GradeRow): GradeWithSample => ({
-  id: r.id,
-  traceId: r.trace_id,
-  grader: r.grader,
-  graderVersion: r.grader_version,
-  sampleHash: r.sample_hash,
-  sample: JSON.parse(r.sample) as unknown,
-  status: r.status as GradeRecord['status'],
-  score: r.score,
-  subscores: r.subscores ? (JSON.parse(r.subscores) as Record<string, number>) : null,
-  explanation: r.explanation,
-  error: r.error,
-  credential: r.credential,
-  source: r.source,
-  createdAt: r.created_at,
-  durationMs: r.duration_ms,
-});
-
-const toSummary = (r: RolloutRow): RolloutSummary => ({
-  traceId: r.trace_id,
-  createdAt: r.created_at,
-  updatedAt: r.updated_at,
-  budgetLimit: r.budget_limit,
-  budgetUsed: r.budget_used,
-  budgetExceeded: r.budget_exceeded === 1,
-  calls: r.calls ?? 0,
-  lastScore: r.last_score,
-});
-
-const budgetOf = (r: Pick<RolloutRow, 'budget_used' | 'budget_limit' | 'budget_exceeded'>): BudgetUsage => ({
-  used: r.budget_used,
-  limit: r.budget_limit,
-  exceeded: r.budget_exceeded === 1,
-});
+const { toCall, toGrade, toSummary, budgetOf } = rowMappers<number>({ text: (t) => t, bool: (b) => b === 1 });
 
 export interface SqliteStoreOptions {
   path: string;

@@ -1,14 +1,14 @@
 // POST /tools (dispatch on the body's `name`) and POST /tools/:name: the trainer's tool calls.
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { errors } from '../errors.js';
-import { functionCallSchema, type FunctionCallOutput } from '../protocol/wire.js';
+import { parseFunctionCall, type FunctionCallOutput } from '../protocol/wire.js';
 import { formatZodIssues } from '../rollouts/output.js';
 
 export default async function toolRoutes(app: FastifyInstance): Promise<void> {
   const { registry, ledger } = app.rft;
 
   async function handle(req: FastifyRequest, nameFromPath: string | undefined): Promise<FunctionCallOutput> {
-    const parsed = functionCallSchema.safeParse(req.body);
+    const parsed = parseFunctionCall(req.body);
     if (!parsed.success) throw errors.badRequest(`malformed function_call: ${formatZodIssues(parsed.error.issues)}`);
     const body = parsed.data;
     const name = nameFromPath ?? body.name;

@@ -77,6 +77,8 @@ export async function buildApp(config: AppConfig, opts: BuildOptions = {}): Prom
     // One line per tool call and grade (with trace_id) is logged by the routes; generic request lines only when debugging.
     logController: new LogController({ disableRequestLogging: config.logLevel !== 'debug' && config.logLevel !== 'trace' }),
     requestIdHeader: 'x-request-id',
+    // A silent logger needs no per-request child (it would only carry the request id).
+    childLoggerFactory: (logger, bindings, childOpts) => (logger.level === 'silent' ? logger : logger.child(bindings, childOpts)),
     ...(config.tls ? { https: { cert: readFileSync(config.tls.cert), key: readFileSync(config.tls.key) } } : {}),
   }) as unknown as FastifyInstance;
   app.setValidatorCompiler(validatorCompiler);
@@ -136,20 +138,46 @@ export async function buildApp(config: AppConfig, opts: BuildOptions = {}): Prom
     await store.close();
   });
 
-  // Keep the exact bytes: signatures are computed over the raw body. Parsing is Fastify's own
-  // (secure-json-parse), which refuses __proto__ keys.
+  // Keep the exact bytes: signatures are computed over the raw body. A body that could carry a
+  // __proto__ key (spelled out or with \u escapes) goes through Fastify's own parser
+  // (secure-json-parse), which refuses it; any other body is plain JSON.parse, which is all that
+  // parser does for it anyway, minus its regex scan of the whole body.
   const parseJson = app.getDefaultJsonParser('error', 'ignore');
+  const refuse = () => errors.badRequest('request body is not valid JSON (or carries a __proto__ key)');
   app.addContentTypeParser('application/json', { parseAs: 'buffer' }, (req, body: Buffer, done) => {
     req.rawBody = body;
     if (body.length === 0) return done(null, undefined);
-    void parseJson(req, body.toString('utf8'), (err: Error | null, value?: unknown) =>
-      err ? done(errors.badRequest('request body is not valid JSON (or carries a __proto__ key)'), undefined) : done(null, value),
-    );
+    const text = body.toString('utf8');
+    if (text.indexOf('__proto__') === -1 && text.indexOf('\\u') === -1) {
+      let value: unknown;
+      try {
+        value = JSON.parse(text);
+      } catch {
+        return done(refuse(), undefined);
+      }
+      return done(null, value);
+    }
+    void parseJson(req, text, (err: Error | null, value?: unknown) => (err ? done(refuse(), undefined) : done(null, value)));
   });
 
-  app.addHook('preValidation', async (req) => {
-    if (req.routeOptions.config.public) return;
-    req.credential = await auth.authenticate(req.headers, req.rawBody);
+  // Callback style: a key is checked without a promise; only a signature waits on the store.
+  app.addHook('preValidation', (req, _reply, done) => {
+    if (req.routeOptions.config.public) return done();
+    let credential: Credential | Promise<Credential>;
+    try {
+      credential = auth.authenticate(req.headers, req.rawBody);
+    } catch (e) {
+      return done(e as Error);
+    }
+    if (credential instanceof Promise) {
+      credential.then((c) => {
+        req.credential = c;
+        done();
+      }, done);
+    } else {
+      req.credential = credential;
+      done();
+    }
   });
 
   if (config.rateLimit.max > 0) {

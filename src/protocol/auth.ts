@@ -14,6 +14,11 @@ export interface Credential {
 
 const digest = (s: string | Buffer) => createHash('sha256').update(s).digest();
 
+function header(headers: Record<string, string | string[] | undefined>, name: string): string | undefined {
+  const v = headers[name];
+  return Array.isArray(v) ? v[0] : v;
+}
+
 export class Authenticator {
   private readonly keys: { label: string; digest: Buffer }[];
   private readonly secrets: Buffer[];
@@ -38,22 +43,24 @@ export class Authenticator {
     return this.keys.length + this.secrets.length > 0;
   }
 
-  async authenticate(headers: Record<string, string | string[] | undefined>, rawBody: Buffer | undefined): Promise<Credential> {
-    const one = (h: string) => {
-      const v = headers[h];
-      return Array.isArray(v) ? v[0] : v;
-    };
-    const signature = one('webhook-signature');
+  /**
+   * The caller's credential, or a coded 401 thrown. A key is checked synchronously (no promise on
+   * the hot path); a signature returns a promise, since its webhook-id is recorded in the store.
+   */
+  authenticate(headers: Record<string, string | string[] | undefined>, rawBody: Buffer | undefined): Credential | Promise<Credential> {
+    const signature = header(headers, 'webhook-signature');
     if (signature !== undefined && this.secrets.length > 0) {
-      const id = one('webhook-id');
+      const id = header(headers, 'webhook-id');
       const nowMs = this.now();
-      const k = verifyWebhook(this.secrets, { id, timestamp: one('webhook-timestamp'), signature }, rawBody ?? Buffer.alloc(0), Math.floor(nowMs / 1000));
-      // Remember the id for twice the tolerance: a replay is rejected for as long as its timestamp could pass.
-      const fresh = await this.store.rememberWebhookId(id!, nowMs + 2 * WEBHOOK_TOLERANCE_S * 1000, nowMs);
-      if (!fresh) throw errors.signatureReplay(id!);
-      return { label: `signing-secret-${k + 1}`, method: 'signature' };
+      let k: number;
+      try {
+        k = verifyWebhook(this.secrets, { id, timestamp: header(headers, 'webhook-timestamp'), signature }, rawBody ?? Buffer.alloc(0), Math.floor(nowMs / 1000));
+      } catch (e) {
+        return Promise.reject(e as Error);
+      }
+      return this.rememberSignature(id!, k, nowMs);
     }
-    const auth = one('authorization');
+    const auth = header(headers, 'authorization');
     if (auth === undefined) {
       if (signature !== undefined) throw errors.signatureInvalid('this server has no signing secret configured');
       throw errors.authMissing();
@@ -72,6 +79,13 @@ export class Authenticator {
     if (found === undefined) throw errors.authInvalid();
     this.verified.set(token, found);
     return { label: found, method: 'key' };
+  }
+
+  private async rememberSignature(id: string, k: number, nowMs: number): Promise<Credential> {
+    // Remember the id for twice the tolerance: a replay is rejected for as long as its timestamp could pass.
+    const fresh = await this.store.rememberWebhookId(id, nowMs + 2 * WEBHOOK_TOLERANCE_S * 1000, nowMs);
+    if (!fresh) throw errors.signatureReplay(id);
+    return { label: `signing-secret-${k + 1}`, method: 'signature' };
   }
 }
 

@@ -61,6 +61,17 @@ describe('POST /tools', () => {
     expect(res.json().error.code).toBe('RFT_ERR_BAD_REQUEST');
   });
 
+  it('refuses a __proto__ key spelled with \\u escapes too, and accepts escapes elsewhere', async () => {
+    const body = JSON.stringify(functionCall('echo', { text: 'x' })).replace('{', '{"\\u005f_proto__":{"polluted":true},');
+    const bad = await s.app.inject({ method: 'POST', url: '/tools', headers: { ...bearer(s.key), 'content-type': 'application/json' }, payload: body });
+    expect(bad.statusCode).toBe(400);
+    // Python's json.dumps escapes non-ASCII by default: such a body is an ordinary call.
+    const escaped = JSON.stringify(functionCall('echo', { text: 'caf\u00e9' })).replace('caf\u00e9', 'caf\\\\u00e9');
+    const ok = await s.app.inject({ method: 'POST', url: '/tools', headers: { ...bearer(s.key), 'content-type': 'application/json' }, payload: escaped });
+    expect(ok.statusCode).toBe(200);
+    expect(ok.json().output).toBe('caf\u00e9');
+  });
+
   it('answers invalid JSON arguments with 200 and a readable output, without running the tool', async () => {
     const call = functionCall('echo', '{"text": "unterminated');
     const res = await post('/tools', call);

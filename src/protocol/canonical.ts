@@ -1,6 +1,6 @@
 // Canonical JSON (sorted keys, no whitespace) and its hash: how a retried call or grade is
 // recognised as "the same" whatever the key order the caller used.
-import { createHash } from 'node:crypto';
+import { hash } from 'node:crypto';
 
 export function canonicalJson(value: unknown): string {
   return JSON.stringify(sortKeys(value));
@@ -16,8 +16,9 @@ function sortKeys(v: unknown): unknown {
   return v;
 }
 
+/** SHA-256 (hex) of the parts, each followed by a NUL byte. One-shot: no Hash object per call. */
 export function sha256(...parts: string[]): string {
-  const h = createHash('sha256');
-  for (const p of parts) h.update(p).update('\0');
-  return h.digest('hex');
+  let s = '';
+  for (const p of parts) s += p + '\0';
+  return hash('sha256', s, 'hex');
 }

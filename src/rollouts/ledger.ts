@@ -8,6 +8,7 @@ import { canonicalJson, sha256 } from '../protocol/canonical.js';
 import type { Item } from '../protocol/wire.js';
 import type { LoadedTool } from '../registry/loader.js';
 import type { RolloutView, ToolContext } from '../registry/define.js';
+import type { Sandbox } from '../sandbox/types.js';
 import type { Store } from '../store/types.js';
 import type { CallStatus, RecordedCall } from './types.js';
 import type { SandboxProvider } from './sandbox-provider.js';
@@ -140,8 +141,9 @@ export class Ledger {
         break;
     }
 
-    const run = () => this.execute(tool, input, args);
-    const outcome = def.serial ? await this.serially(input.traceId, run) : await run();
+    const outcome = def.serial
+      ? await this.serially(input.traceId, () => this.execute(tool, input, args))
+      : await this.execute(tool, input, args);
     try {
       await store.finishCall(input.traceId, input.callId, {
         output: outcome.output,
@@ -174,78 +176,34 @@ export class Ledger {
     tool: LoadedTool,
     input: ToolCallInput,
     args: { value: unknown; error?: string },
-  ): Promise<{ output: string; status: Exclude<CallStatus, 'running'>; durationMs: number; outputBytes: number; truncated: boolean }> {
+  ): Promise<Executed> {
     const def = tool.def;
     const started = performance.now();
     const maxBytes = def.maxOutputBytes ?? this.o.defaultMaxOutputBytes;
-    const done = (raw: string, status: Exclude<CallStatus, 'running'>) => {
-      const t = truncateOutput(raw, maxBytes);
-      return { output: t.output, status, durationMs: performance.now() - started, outputBytes: t.originalBytes, truncated: t.truncated };
-    };
-
-    if (args.error) return done(`Error: ${args.error}. Send arguments as a JSON object matching the "${def.name}" schema.`, 'invalid_arguments');
+    if (args.error) {
+      return executed(`Error: ${args.error}. Send arguments as a JSON object matching the "${def.name}" schema.`, 'invalid_arguments', started, maxBytes);
+    }
     const parsed = def.parameters.safeParse(args.value);
-    if (!parsed.success) return done(`Error: invalid arguments for "${def.name}": ${formatZodIssues(parsed.error.issues)}`, 'invalid_arguments');
-
+    if (!parsed.success) {
+      return executed(`Error: invalid arguments for "${def.name}": ${formatZodIssues(parsed.error.issues)}`, 'invalid_arguments', started, maxBytes);
+    }
     const timeoutMs = def.timeoutMs ?? this.o.defaultTimeoutMs;
-    // The logger child and the abort signal are built only if the handler uses them: most calls do not.
-    let ac: AbortController | undefined;
-    let log: Logger | undefined;
-    let rollout: RolloutView | undefined;
-    // eslint-disable-next-line @typescript-eslint/no-this-alias -- read by the context's lazy getters
-    const ledger = this;
-    const rootLog = this.o.log;
-    const shutdown = this.o.shutdown;
-    const onShutdown = () => ac?.abort(shutdown.reason);
-    const sandboxes = this.o.sandboxes;
-    const ctx: ToolContext = {
-      traceId: input.traceId,
-      callId: input.callId,
-      item: input.item,
-      get rollout() {
-        return (rollout ??= ledger.rolloutView(input.traceId, input.item, input.callId));
-      },
-      get log() {
-        return (log ??= rootLog.child({ trace_id: input.traceId, call_id: input.callId, tool: def.name }));
-      },
-      get signal() {
-        if (!ac) {
-          ac = new AbortController();
-          if (shutdown.aborted) ac.abort(shutdown.reason);
-          else shutdown.addEventListener('abort', onShutdown, { once: true });
-        }
-        return ac.signal;
-      },
-      sandbox() {
-        if (!sandboxes) return Promise.reject(errors.sandboxUnavailable('sandboxes are disabled on this server (RFT_SANDBOX=none)'));
-        return sandboxes.acquire(input.traceId, input.item, ctx.signal);
-      },
-    };
-
-    // One promise for "the handler settles or the timeout fires", whichever is first.
-    let timer: NodeJS.Timeout | undefined;
-    const TIMED_OUT = Symbol('timeout');
+    const ctx = new CallContext(this, this.o, input, def.name);
     try {
-      const result = await new Promise<unknown>((resolve, reject) => {
-        timer = setTimeout(() => {
-          ac?.abort(new Error(`timed out after ${timeoutMs} ms`));
-          resolve(TIMED_OUT);
-        }, timeoutMs);
-        try {
-          Promise.resolve(def.handler(parsed.data, ctx)).then(resolve, reject);
-        } catch (e) {
-          reject(e as Error);
-        }
-      });
-      if (result === TIMED_OUT) return done(`Error: tool "${def.name}" timed out after ${timeoutMs} ms.`, 'timeout');
-      return done(typeof result === 'string' ? result : (JSON.stringify(result) ?? 'null'), 'ok');
+      let result = def.handler(parsed.data, ctx);
+      // A handler that returned synchronously cannot have outlived its timeout (the timer could
+      // not have fired before it returned), so only a promise is raced against the clock.
+      if (isThenable(result)) {
+        result = await raceTimeout(result, timeoutMs, ctx);
+        if (result === TIMED_OUT) return executed(`Error: tool "${def.name}" timed out after ${timeoutMs} ms.`, 'timeout', started, maxBytes);
+      }
+      return executed(typeof result === 'string' ? result : (JSON.stringify(result) ?? 'null'), 'ok', started, maxBytes);
     } catch (e) {
       const msg = e instanceof Error ? e.message : String(e);
       ctx.log.info({ err: e }, 'tool handler threw');
-      return done(`Error: ${msg}`, 'tool_error');
+      return executed(`Error: ${msg}`, 'tool_error', started, maxBytes);
     } finally {
-      clearTimeout(timer);
-      if (ac) shutdown.removeEventListener('abort', onShutdown);
+      ctx.dispose();
     }
   }
 
@@ -264,5 +222,92 @@ export class Ledger {
 
   async markInterruptedAtBoot(): Promise<number> {
     return this.o.store.markInterrupted(INTERRUPTED_OUTPUT, Date.now());
+  }
+}
+
+type Executed = { output: string; status: Exclude<CallStatus, 'running'>; durationMs: number; outputBytes: number; truncated: boolean };
+
+function executed(raw: string, status: Exclude<CallStatus, 'running'>, started: number, maxBytes: number): Executed {
+  const t = truncateOutput(raw, maxBytes);
+  return { output: t.output, status, durationMs: performance.now() - started, outputBytes: t.originalBytes, truncated: t.truncated };
+}
+
+const TIMED_OUT = Symbol('timeout');
+
+function isThenable(v: unknown): v is PromiseLike<unknown> {
+  return typeof v === 'object' && v !== null && typeof (v as { then?: unknown }).then === 'function';
+}
+
+/** The handler's promise or TIMED_OUT, whichever settles first; the timeout aborts ctx.signal. */
+function raceTimeout(p: PromiseLike<unknown>, timeoutMs: number, ctx: CallContext): Promise<unknown> {
+  let timer: NodeJS.Timeout | undefined;
+  return new Promise<unknown>((resolve, reject) => {
+    timer = setTimeout(() => {
+      ctx.abort(new Error(`timed out after ${timeoutMs} ms`));
+      resolve(TIMED_OUT);
+    }, timeoutMs);
+    p.then(resolve, reject);
+  }).finally(() => clearTimeout(timer));
+}
+
+/**
+ * A tool call's ctx. The logger child, the abort signal and the rollout view are built only when
+ * the handler reads them (most calls do not), and the getters live on the prototype, so a call
+ * costs one small object.
+ */
+class CallContext implements ToolContext {
+  readonly traceId: string;
+  readonly callId: string;
+  readonly item: Item;
+  private ac: AbortController | undefined;
+  private logger: Logger | undefined;
+  private view: RolloutView | undefined;
+  private onShutdown: (() => void) | undefined;
+
+  constructor(
+    private readonly ledger: Ledger,
+    private readonly o: LedgerOptions,
+    input: ToolCallInput,
+    private readonly tool: string,
+  ) {
+    this.traceId = input.traceId;
+    this.callId = input.callId;
+    this.item = input.item;
+  }
+
+  get rollout(): RolloutView {
+    return (this.view ??= this.ledger.rolloutView(this.traceId, this.item, this.callId));
+  }
+
+  get log(): Logger {
+    return (this.logger ??= this.o.log.child({ trace_id: this.traceId, call_id: this.callId, tool: this.tool }));
+  }
+
+  get signal(): AbortSignal {
+    if (!this.ac) {
+      this.ac = new AbortController();
+      const shutdown = this.o.shutdown;
+      if (shutdown.aborted) this.ac.abort(shutdown.reason);
+      else {
+        const ac = this.ac;
+        this.onShutdown = () => ac.abort(shutdown.reason);
+        shutdown.addEventListener('abort', this.onShutdown, { once: true });
+      }
+    }
+    return this.ac.signal;
+  }
+
+  sandbox(): Promise<Sandbox> {
+    const sandboxes = this.o.sandboxes;
+    if (!sandboxes) return Promise.reject(errors.sandboxUnavailable('sandboxes are disabled on this server (RFT_SANDBOX=none)'));
+    return sandboxes.acquire(this.traceId, this.item, this.signal);
+  }
+
+  abort(reason: Error): void {
+    this.ac?.abort(reason);
+  }
+
+  dispose(): void {
+    if (this.onShutdown) this.o.shutdown.removeEventListener('abort', this.onShutdown);
   }
 }

@@ -21,7 +21,7 @@ export async function createStore(config: AppConfig, instanceId: string, opts: C
       ...(opts.onIdleError ? { onIdleError: opts.onIdleError } : {}),
     });
   }
-  return new SqliteStore({ path: join(config.dataDir, 'rft.sqlite'), sync: c.sync });
+  return new SqliteStore({ path: join(config.dataDir, 'rft.sqlite'), sync: c.sync, writer: c.writer });
 }
 
 export type { Store } from './types.js';

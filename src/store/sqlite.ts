@@ -1,8 +1,12 @@
-// SQLite store (better-sqlite3, WAL). Every write is one short transaction, so a call's insert and
-// its budget charge commit together and parallel calls of a rollout can never overspend.
+// SQLite store (better-sqlite3, WAL), for one server process. Writes go to a writer thread
+// (sqlite-writer.ts) that commits each turn's writes as one transaction; a call's insert and its
+// budget charge are one unit of that transaction, so they land together or not at all. The budget
+// decision itself is made here, on the event loop, from an in-memory ledger of recent rollouts
+// (loaded from the database on a miss), so parallel calls of a rollout can never overspend.
 import Database from 'better-sqlite3';
-import { closeSync, fdatasync, mkdirSync, openSync } from 'node:fs';
+import { mkdirSync } from 'node:fs';
 import { Checkpointer } from './checkpointer.js';
+import { REQUIRE_FAILED, SqliteWriter, type Op, type Unit, type UnitResult, type WriterMode, type WriterStatement } from './sqlite-writer.js';
 import { rowMappers, type CallRowShape, type GradeRow, type RolloutRowShape } from './rows.js';
 import { dirname } from 'node:path';
 import type { BudgetUsage, GradeRecord, RecordedCall, RolloutSummary } from '../rollouts/types.js';
@@ -82,363 +86,405 @@ const { toCall, toGrade, toSummary, budgetOf } = rowMappers<number>({ text: (t) 
 export interface SqliteStoreOptions {
   path: string;
   sync?: 'full' | 'normal';
+  /** Rollouts whose ledger (budget, next seq, call ids) is kept in memory; older ones are reloaded. */
+  ledgerCacheSize?: number;
+  /** Where commits run: a writer thread, or the event loop at the end of each turn (see sqlite-writer.ts). */
+  writer?: WriterMode;
 }
 
+/** The writer's statements, by index (positional parameters: binding by name costs on the hot path). */
+const W = {
+  insertRollout: 0,
+  charge: 1,
+  refuse: 2,
+  insertCall: 3,
+  finishCall: 4,
+  requireCall: 5,
+  fillRollout: 6,
+  insertGrade: 7,
+  setScore: 8,
+  touch: 9,
+  rememberId: 10,
+  purgeIds: 11,
+  interrupt: 12,
+  ping: 13,
+  importRollout: 14,
+  importLedger: 15,
+} as const;
+
+const WRITES: WriterStatement[] = [
+  { sql: 'INSERT OR IGNORE INTO rollouts (trace_id, created_at, updated_at, item, budget_limit) VALUES (?, ?, ?, ?, ?)' },
+  { sql: 'UPDATE rollouts SET budget_used = budget_used + ?, next_seq = next_seq + 1, updated_at = ? WHERE trace_id = ?' },
+  { sql: 'UPDATE rollouts SET budget_exceeded = 1, next_seq = next_seq + 1, updated_at = ? WHERE trace_id = ?' },
+  {
+    sql: `INSERT INTO calls (trace_id, call_id, seq, tool, arguments, args_hash, output, status, cost, credential, started_at,
+            finished_at, duration_ms, output_bytes, truncated) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+  },
+  {
+    sql: `UPDATE calls SET output = ?, status = ?, finished_at = ?, duration_ms = ?, output_bytes = ?, truncated = ?
+          WHERE trace_id = ? AND call_id = ? AND status = 'running'`,
+  },
+  // A finish that changed nothing is fine if the call is recorded (already finished or interrupted);
+  // a call with no record at all (its start lost with a failed commit) must not be acknowledged.
+  { sql: 'SELECT 1 FROM calls WHERE trace_id = ? AND call_id = ?', require: true },
+  {
+    sql: `INSERT INTO rollouts (trace_id, created_at, updated_at, item, budget_limit) VALUES (?, ?, ?, ?, ?)
+          ON CONFLICT (trace_id) DO UPDATE SET item = excluded.item
+          WHERE excluded.item IS NOT NULL AND excluded.item <> '{}' AND (rollouts.item IS NULL OR rollouts.item = '{}')`,
+  },
+  {
+    sql: `INSERT INTO grades (trace_id, grader, grader_version, sample_hash, sample, status, score, subscores, explanation, error,
+            credential, source, created_at, duration_ms) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+  },
+  { sql: 'UPDATE rollouts SET last_score = ?, updated_at = ? WHERE trace_id = ?' },
+  { sql: 'UPDATE rollouts SET updated_at = ? WHERE trace_id = ?' },
+  // New id, or an expired entry refreshed: one change. A live entry (a replay): none.
+  {
+    sql: `INSERT INTO webhook_ids (id, expires_at) VALUES (?, ?)
+          ON CONFLICT (id) DO UPDATE SET expires_at = excluded.expires_at WHERE webhook_ids.expires_at <= ?`,
+  },
+  { sql: 'DELETE FROM webhook_ids WHERE expires_at <= ?' },
+  { sql: `UPDATE calls SET status = 'interrupted', output = ?, finished_at = ? WHERE status = 'running'` },
+  { sql: 'INSERT OR REPLACE INTO webhook_ids (id, expires_at) VALUES (?, ?)' },
+  { sql: 'INSERT INTO rollouts (trace_id, created_at, updated_at, item, budget_limit) VALUES (?, ?, ?, ?, ?)' },
+  { sql: 'UPDATE rollouts SET budget_used = ?, budget_exceeded = ?, next_seq = ? WHERE trace_id = ?' },
+];
+
+/** A rollout's ledger as the writes submitted so far leave it (committed or not yet). */
+interface LedgerState {
+  limit: number;
+  used: number;
+  exceeded: boolean;
+  nextSeq: number;
+  /** Every call id of the rollout, with what recognises a retry as the same call. */
+  calls: Map<string, { tool: string; argsHash: string }>;
+}
+
+const callParams = (c: RecordedCall): unknown[] => [
+  c.traceId, c.callId, c.seq, c.tool, c.arguments, c.argsHash, c.output, c.status, c.cost, c.credential, c.startedAt,
+  c.finishedAt, c.durationMs, c.outputBytes, c.truncated ? 1 : 0,
+];
+
 /**
- * Group commit: writes run synchronously, each in its own savepoint, inside one open transaction
- * that commits on the next turn of the event loop, so one fsync covers every call that arrived
- * meanwhile. No promise resolves before the commit that holds its write is durable (reads wait
- * too, since they may have seen uncommitted rows), so "acknowledged" still means "on disk".
+ * Durability: no write's promise resolves before the writer has committed it (and, with sync
+ * 'full', fdatasync'ed the WAL), so "acknowledged" means "on disk". Reads use this thread's own
+ * connection and first wait until every write submitted before them is answered, so a read sees
+ * everything written before it. Checkpoints run in another thread (checkpointer.ts).
  *
- * Nothing slow runs on the event loop: SQLite itself commits with synchronous=NORMAL (no fsync),
- * and with sync 'full' the WAL is then fdatasync'ed on libuv's thread pool before the batch's
- * promises resolve, which is the durability of synchronous=FULL. Checkpoints run in a worker
- * thread (see checkpointer.ts).
+ * The in-memory ledger is exact because this process is the database's only writer: a rollout's
+ * state is loaded from the database only while none of its writes is outstanding, and dropped
+ * (to be reloaded) after any of its writes fails.
  */
 export class SqliteStore implements Store {
   readonly kind = 'sqlite';
   private readonly db: Database.Database;
-  private waiters: { resolve: () => void; reject: (e: Error) => void }[] = [];
-  private commitScheduled = false;
-  private readonly fullSync: boolean;
-  private readonly path: string;
-  private walFd: number | undefined;
-  /** Settles when every commit so far is durable (the last fsync issued). */
-  private durable: Promise<void> = Promise.resolve();
-  private readonly checkpointer: Checkpointer | undefined;
+  private readonly writer: SqliteWriter;
+  private readonly checkpointer: Checkpointer;
   private readonly stmt;
-  private readonly beginTx;
-  private readonly importTx;
-  /** One prepared savepoint wrapper, reused: building a transaction function per write is costly. */
-  private readonly inSavepoint: (fn: () => unknown) => unknown;
+  private readonly ledgers = new Map<string, LedgerState>();
+  /** Writes submitted and not yet answered, per rollout. */
+  private readonly pending = new Map<string, number>();
+  /** Rollouts with a refused write among the outstanding ones. */
+  private readonly failed = new Set<string>();
+  private readonly idleWaiters = new Map<string, (() => void)[]>();
+  private readonly cacheSize: number;
 
   constructor(opts: SqliteStoreOptions) {
-    if (opts.path !== ':memory:') mkdirSync(dirname(opts.path), { recursive: true });
-    this.path = opts.path;
-    this.fullSync = opts.sync !== 'normal' && opts.path !== ':memory:';
+    if (opts.path === ':memory:') throw new Error('the SQLite store needs a file (its writer thread opens it too)');
+    mkdirSync(dirname(opts.path), { recursive: true });
+    this.cacheSize = opts.ledgerCacheSize ?? 4096;
     this.db = new Database(opts.path);
     this.db.pragma('journal_mode = WAL');
     this.db.pragma('synchronous = NORMAL');
     this.db.pragma('busy_timeout = 5000');
-    this.db.pragma('foreign_keys = ON');
-    this.db.pragma('cache_size = -65536');
-    // Keep the WAL from growing without bound once checkpointed.
-    this.db.pragma('journal_size_limit = 67108864');
-    if (opts.path !== ':memory:') {
-      this.db.pragma('wal_autocheckpoint = 0');
-      this.checkpointer = new Checkpointer(opts.path);
-    }
+    this.db.pragma('wal_autocheckpoint = 0');
     this.db.exec(SCHEMA);
+    this.writer = new SqliteWriter(opts.path, WRITES, opts.sync !== 'normal', opts.writer ?? 'inline', this.db);
+    this.writer.onSettled = (traceId, failed) => this.settled(traceId, failed);
+    this.checkpointer = new Checkpointer(opts.path);
     const db = this.db;
     this.stmt = {
       getRollout: db.prepare<[string], RolloutRow>('SELECT * FROM rollouts WHERE trace_id = ?'),
-      // The hot path never reads the row (item, up to 1 MB): only the ledger columns.
+      // Only the ledger columns, never the row (item, up to 1 MB).
       getLedger: db.prepare<[string], LedgerRow>(
         'SELECT budget_limit, budget_used, budget_exceeded, next_seq FROM rollouts WHERE trace_id = ?',
       ),
-      fillRollout: db.prepare(
-        `INSERT INTO rollouts (trace_id, created_at, updated_at, item, budget_limit) VALUES (?, ?, ?, ?, ?)
-         ON CONFLICT (trace_id) DO UPDATE SET item = excluded.item
-         WHERE excluded.item IS NOT NULL AND excluded.item <> '{}' AND (rollouts.item IS NULL OR rollouts.item = '{}')`,
+      ledgerCalls: db.prepare<[string], { call_id: string; tool: string; args_hash: string }>(
+        'SELECT call_id, tool, args_hash FROM calls WHERE trace_id = ?',
       ),
-      insertRollout: db.prepare(
-        'INSERT OR IGNORE INTO rollouts (trace_id, created_at, updated_at, item, budget_limit) VALUES (?, ?, ?, ?, ?)',
-      ),
-      charge: db.prepare(
-        'UPDATE rollouts SET budget_used = budget_used + ?, next_seq = next_seq + 1, updated_at = ? WHERE trace_id = ?',
-      ),
-      refuse: db.prepare('UPDATE rollouts SET budget_exceeded = 1, next_seq = next_seq + 1, updated_at = ? WHERE trace_id = ?'),
       getCall: db.prepare<[string, string], CallRow>('SELECT * FROM calls WHERE trace_id = ? AND call_id = ?'),
       listCalls: db.prepare<[string], CallRow>('SELECT * FROM calls WHERE trace_id = ? ORDER BY seq'),
-      // Positional parameters: binding by name costs several microseconds per call on the hot path.
-      insertCall: db.prepare<unknown[]>(
-        `INSERT INTO calls (trace_id, call_id, seq, tool, arguments, args_hash, output, status, cost, credential, started_at,
-           finished_at, duration_ms, output_bytes, truncated) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-      ),
-      finishCall: db.prepare(
-        `UPDATE calls SET output = ?, status = ?, finished_at = ?, duration_ms = ?, output_bytes = ?, truncated = ?
-         WHERE trace_id = ? AND call_id = ? AND status = 'running'`,
-      ),
-      touch: db.prepare('UPDATE rollouts SET updated_at = ? WHERE trace_id = ?'),
       findGrade: db.prepare<[string, string, string, string], GradeRow>(
         `SELECT * FROM grades WHERE trace_id = ? AND grader = ? AND grader_version = ? AND sample_hash = ? AND status = 'ok'
          ORDER BY id DESC LIMIT 1`,
       ),
-      insertGrade: db.prepare(
-        `INSERT INTO grades (trace_id, grader, grader_version, sample_hash, sample, status, score, subscores, explanation, error,
-           credential, source, created_at, duration_ms)
-         VALUES (@trace_id, @grader, @grader_version, @sample_hash, @sample, @status, @score, @subscores, @explanation, @error,
-           @credential, @source, @created_at, @duration_ms)`,
-      ),
-      setScore: db.prepare('UPDATE rollouts SET last_score = ?, updated_at = ? WHERE trace_id = ?'),
       listGrades: db.prepare<[string], GradeRow>('SELECT * FROM grades WHERE trace_id = ? ORDER BY id'),
       gradeById: db.prepare<[number], GradeRow>('SELECT * FROM grades WHERE id = ?'),
-      countCalls: db.prepare<[string], { n: number }>('SELECT count(*) AS n FROM calls WHERE trace_id = ?'),
-      rememberId: db.prepare('INSERT OR IGNORE INTO webhook_ids (id, expires_at) VALUES (?, ?)'),
-      refreshExpiredId: db.prepare('UPDATE webhook_ids SET expires_at = ? WHERE id = ? AND expires_at <= ?'),
-      purgeIds: db.prepare('DELETE FROM webhook_ids WHERE expires_at <= ?'),
-      interrupt: db.prepare(
-        `UPDATE calls SET status = 'interrupted', output = ?, finished_at = ? WHERE status = 'running'`,
-      ),
-      ping: db.prepare('INSERT OR REPLACE INTO webhook_ids (id, expires_at) VALUES (?, ?)'),
-    };
-
-    this.inSavepoint = db.transaction((fn: () => unknown) => fn());
-
-    // These run inside write(), i.e. in a savepoint of the batch transaction.
-    this.beginTx = (input: BeginCallInput): BeginCallResult => {
-      let r = this.stmt.getLedger.get(input.traceId);
-      if (!r) {
-        // The row (up to 1 MB) is serialized once, when its rollout starts.
-        this.stmt.insertRollout.run(input.traceId, input.now, input.now, input.item ? JSON.stringify(input.item) : null, input.budgetLimit);
-        r = { budget_limit: input.budgetLimit, budget_used: 0, budget_exceeded: 0, next_seq: 1 };
-      } else {
-        const existing = this.stmt.getCall.get(input.traceId, input.callId);
-        if (existing) {
-          const call = toCall(existing);
-          const same = existing.args_hash === input.argsHash && existing.tool === input.tool;
-          return same ? { kind: 'existing', call } : { kind: 'conflict', call };
-        }
-      }
-      const base = {
-        trace_id: input.traceId,
-        call_id: input.callId,
-        seq: r.next_seq,
-        tool: input.tool,
-        arguments: input.arguments,
-        args_hash: input.argsHash,
-        credential: input.credential,
-        started_at: input.now,
-      };
-      if (r.budget_used + input.cost > r.budget_limit) {
-        const row: CallRow = {
-          ...base,
-          output: input.overBudgetOutput,
-          status: 'budget_exceeded',
-          cost: 0,
-          finished_at: input.now,
-          duration_ms: 0,
-          output_bytes: Buffer.byteLength(input.overBudgetOutput),
-          truncated: 0,
-        };
-        this.insertCallRow(row);
-        this.stmt.refuse.run(input.now, input.traceId);
-        return { kind: 'over_budget', call: toCall(row), budget: { used: r.budget_used, limit: r.budget_limit, exceeded: true } };
-      }
-      const row: CallRow = {
-        ...base,
-        output: null,
-        status: 'running',
-        cost: input.cost,
-        finished_at: null,
-        duration_ms: null,
-        output_bytes: null,
-        truncated: 0,
-      };
-      this.insertCallRow(row);
-      this.stmt.charge.run(input.cost, input.now, input.traceId);
-      return {
-        kind: 'started',
-        call: toCall(row),
-        budget: { used: r.budget_used + input.cost, limit: r.budget_limit, exceeded: r.budget_exceeded === 1 },
-      };
-    };
-
-    this.importTx = (r: ImportedRollout): 'imported' | 'exists' => {
-      if (this.stmt.getLedger.get(r.traceId)) return 'exists';
-      this.stmt.insertRollout.run(r.traceId, r.createdAt, r.updatedAt, r.item ? JSON.stringify(r.item) : null, r.budget.limit);
-      db.prepare('UPDATE rollouts SET budget_used = ?, budget_exceeded = ?, next_seq = ? WHERE trace_id = ?').run(
-        r.budget.used,
-        r.budget.exceeded ? 1 : 0,
-        r.calls.reduce((m, c) => Math.max(m, c.seq), 0) + 1,
-        r.traceId,
-      );
-      for (const c of r.calls) {
-        this.insertCallRow({
-          trace_id: r.traceId,
-          call_id: c.callId,
-          seq: c.seq,
-          tool: c.tool,
-          arguments: c.arguments,
-          args_hash: c.argsHash,
-          output: c.output,
-          status: c.status,
-          cost: c.cost,
-          credential: c.credential,
-          started_at: c.startedAt,
-          finished_at: c.finishedAt,
-          duration_ms: c.durationMs,
-          output_bytes: c.outputBytes,
-          truncated: c.truncated ? 1 : 0,
-        });
-      }
-      let last: number | null = null;
-      for (const g of r.grades) {
-        this.stmt.insertGrade.run(this.gradeParams({ ...g, traceId: r.traceId }));
-        if (g.status === 'ok') last = g.score;
-      }
-      if (last !== null) this.stmt.setScore.run(last, r.updatedAt, r.traceId);
-      return 'imported';
     };
   }
 
-  private insertCallRow(r: CallRow): void {
-    this.stmt.insertCall.run(
-      r.trace_id, r.call_id, r.seq, r.tool, r.arguments, r.args_hash, r.output, r.status, r.cost, r.credential, r.started_at,
-      r.finished_at, r.duration_ms, r.output_bytes, r.truncated,
-    );
+  // ---- writes ------------------------------------------------------------------------------
+
+  /** Settles when the rollout has no outstanding write (at once if it has none). */
+  private whenIdle(traceId: string): Promise<void> {
+    if (!this.pending.has(traceId)) return Promise.resolve();
+    return new Promise<void>((resolve) => {
+      const list = this.idleWaiters.get(traceId);
+      if (list) list.push(resolve);
+      else this.idleWaiters.set(traceId, [resolve]);
+    });
   }
 
-  private settle<T>(value: T): Promise<T> {
-    if (!this.db.inTransaction) return this.durable.then(() => value);
-    return new Promise<T>((resolve, reject) => this.waiters.push({ resolve: () => resolve(value), reject }));
-  }
-
-  /** fdatasync of the WAL on the thread pool; chained so batches become durable in order. */
-  private syncWal(): Promise<void> {
-    if (!this.fullSync) return Promise.resolve();
-    this.walFd ??= openSync(`${this.path}-wal`, 'r');
-    const fd = this.walFd;
-    const previous = this.durable;
-    const mine = new Promise<void>((resolve, reject) => fdatasync(fd, (e) => (e ? reject(e) : resolve())));
-    return Promise.all([previous, mine]).then(() => undefined);
+  /** A rollout's write was answered: count it down; a refused one drops its in-memory ledger. */
+  private settled(traceId: string, failed: boolean): void {
+    if (failed) this.failed.add(traceId);
+    const n = (this.pending.get(traceId) ?? 1) - 1;
+    if (n > 0) {
+      this.pending.set(traceId, n);
+      return;
+    }
+    this.pending.delete(traceId);
+    // A refused write may have left the in-memory ledger ahead of the database: reload it.
+    if (this.failed.delete(traceId)) this.ledgers.delete(traceId);
+    const waiters = this.idleWaiters.get(traceId);
+    if (waiters) {
+      this.idleWaiters.delete(traceId);
+      for (const w of waiters) w();
+    }
   }
 
   /**
-   * Runs fn in a savepoint of the open batch transaction (so a failing write leaves no trace in the
-   * batch); resolves once the batch is committed. `single` marks a lone statement, atomic by itself.
+   * Submits a unit; one for a rollout (traceId) is counted as outstanding for it until answered.
+   * Resolves to `value` if given, else to the unit's result.
    */
-  private write<T>(fn: () => T, single = false, waitForDisk = true): Promise<T> {
-    if (!this.db.open) return Promise.reject(new Error('store is closed'));
-    if (!this.db.inTransaction) this.db.exec('BEGIN IMMEDIATE');
-    if (!this.commitScheduled) {
-      this.commitScheduled = true;
-      setImmediate(() => this.commit());
-    }
-    let value: T;
-    try {
-      value = single ? fn() : this.savepoint(fn);
-    } catch (e) {
-      return Promise.reject(e as Error);
-    }
-    return waitForDisk ? this.settle(value) : Promise.resolve(value);
-  }
-
-  private savepoint<T>(fn: () => T): T {
-    return this.inSavepoint(fn) as T;
-  }
-
-  private read<T>(fn: () => T): Promise<T> {
-    try {
-      return this.settle(fn());
-    } catch (e) {
-      return Promise.reject(e as Error);
-    }
-  }
-
-  private commit(): void {
-    this.commitScheduled = false;
-    const waiters = this.waiters;
-    this.waiters = [];
-    if (!this.db.open || !this.db.inTransaction) {
-      for (const w of waiters) w.reject(new Error('store is closed'));
-      return;
-    }
-    try {
-      this.db.exec('COMMIT');
-    } catch (e) {
-      if (this.db.inTransaction) this.db.exec('ROLLBACK');
-      for (const w of waiters) w.reject(e as Error);
-      return;
-    }
-    const durable = this.syncWal();
-    this.durable = durable.catch(() => undefined);
-    durable.then(
-      () => waiters.forEach((w) => w.resolve()),
-      (e: Error) => waiters.forEach((w) => w.reject(e)),
-    );
-  }
-
-  private gradeParams(g: NewGrade): Record<string, unknown> {
-    return {
-      trace_id: g.traceId,
-      grader: g.grader,
-      grader_version: g.graderVersion,
-      sample_hash: g.sampleHash,
-      sample: JSON.stringify(g.sample ?? null),
-      status: g.status,
-      score: g.score,
-      subscores: g.subscores ? JSON.stringify(g.subscores) : null,
-      explanation: g.explanation,
-      error: g.error,
-      credential: g.credential,
-      source: g.source,
-      created_at: g.createdAt,
-      duration_ms: g.durationMs,
-    };
+  private submit<T = UnitResult>(traceId: string | undefined, unit: Unit, early = false, value?: T): Promise<T> {
+    if (traceId !== undefined) this.pending.set(traceId, (this.pending.get(traceId) ?? 0) + 1);
+    const tag = traceId === undefined ? {} : { tag: traceId };
+    return (value === undefined ? this.writer.submit(unit, { early, ...tag }) : this.writer.submit(unit, { early, ...tag, value })) as Promise<T>;
   }
 
   beginCall(input: BeginCallInput): Promise<BeginCallResult> {
-    return this.write(() => this.beginTx(input), false, input.durable !== false);
+    const { traceId } = input;
+    let st = this.ledgers.get(traceId);
+    if (this.failed.has(traceId)) {
+      // A write of this rollout was refused: decide from the database once the others are answered.
+      return this.whenIdle(traceId).then(() => this.beginCall(input));
+    }
+    const ops: Unit = [];
+    if (st) {
+      // Most recently used last: eviction takes the oldest first.
+      this.ledgers.delete(traceId);
+      this.ledgers.set(traceId, st);
+    } else {
+      if (this.pending.has(traceId)) return this.whenIdle(traceId).then(() => this.beginCall(input));
+      let loaded: LedgerState | undefined;
+      try {
+        loaded = this.loadLedger(traceId);
+      } catch (e) {
+        return Promise.reject(e as Error);
+      }
+      if (!loaded) {
+        // The row (up to 1 MB) is serialized once, when its rollout starts.
+        ops.push([W.insertRollout, [traceId, input.now, input.now, input.item ? JSON.stringify(input.item) : null, input.budgetLimit]]);
+        loaded = { limit: input.budgetLimit, used: 0, exceeded: false, nextSeq: 1, calls: new Map() };
+      }
+      st = loaded;
+      this.ledgers.set(traceId, st);
+      this.evict();
+    }
+
+    const known = st.calls.get(input.callId);
+    if (known) {
+      const same = known.argsHash === input.argsHash && known.tool === input.tool;
+      return this.readAfterWrites(() => {
+        const row = this.stmt.getCall.get(traceId, input.callId);
+        if (!row) throw new Error(`call ${input.callId} of ${traceId} is not recorded`);
+        const call = toCall(row);
+        return same ? { kind: 'existing', call } : { kind: 'conflict', call };
+      });
+    }
+
+    const seq = st.nextSeq++;
+    st.calls.set(input.callId, { tool: input.tool, argsHash: input.argsHash });
+    const over = st.used + input.cost > st.limit;
+    const call: RecordedCall = {
+      traceId,
+      callId: input.callId,
+      seq,
+      tool: input.tool,
+      arguments: input.arguments,
+      argsHash: input.argsHash,
+      output: over ? input.overBudgetOutput : null,
+      status: over ? 'budget_exceeded' : 'running',
+      cost: over ? 0 : input.cost,
+      credential: input.credential,
+      startedAt: input.now,
+      finishedAt: over ? input.now : null,
+      durationMs: over ? 0 : null,
+      outputBytes: over ? Buffer.byteLength(input.overBudgetOutput) : null,
+      truncated: false,
+    };
+    ops.push([W.insertCall, callParams(call)]);
+    let result: BeginCallResult;
+    if (over) {
+      ops.push([W.refuse, [input.now, traceId]]);
+      result = { kind: 'over_budget', call, budget: { used: st.used, limit: st.limit, exceeded: true } };
+      st.exceeded = true;
+    } else {
+      ops.push([W.charge, [input.cost, input.now, traceId]]);
+      st.used += input.cost;
+      result = { kind: 'started', call, budget: { used: st.used, limit: st.limit, exceeded: st.exceeded } };
+    }
+    // A start is answered once committed (it survives a crash of this process: after a restart it
+    // is `interrupted`, never run again); its fsync comes with the result's. A refusal is a result.
+    const written = this.submit(traceId, ops, result.kind === 'started', result);
+    if (input.durable === false) {
+      // Answered now; a lost start makes the finish fail (see requireCall).
+      written.catch(() => undefined);
+      return Promise.resolve(result);
+    }
+    return written;
   }
 
-  finishCall(traceId: string, callId: string, r: FinishCallInput): Promise<void> {
-    return this.write(() => {
-      const done = this.stmt.finishCall.run(r.output, r.status, r.finishedAt, r.durationMs, r.outputBytes, r.truncated ? 1 : 0, traceId, callId);
-      // A start that was answered before reaching the disk (read-only tools) and then lost with a
-      // failed commit: the result must not be acknowledged as recorded.
-      if (done.changes === 0 && !this.stmt.getCall.get(traceId, callId)) {
-        throw new Error(`call ${callId} of ${traceId} is not recorded as running`);
-      }
-    }, true);
+  /** The rollout's ledger from the database (only called while none of its writes is outstanding). */
+  private loadLedger(traceId: string): LedgerState | undefined {
+    const r = this.stmt.getLedger.get(traceId);
+    if (!r) return undefined;
+    const calls = new Map<string, { tool: string; argsHash: string }>();
+    for (const c of this.stmt.ledgerCalls.all(traceId)) calls.set(c.call_id, { tool: c.tool, argsHash: c.args_hash });
+    return { limit: r.budget_limit, used: r.budget_used, exceeded: r.budget_exceeded === 1, nextSeq: r.next_seq, calls };
+  }
+
+  private evict(): void {
+    if (this.ledgers.size <= this.cacheSize) return;
+    let scanned = 0;
+    for (const traceId of this.ledgers.keys()) {
+      if (this.ledgers.size <= this.cacheSize || scanned++ > 64) break;
+      // An entry with outstanding writes is ahead of the database: it cannot be reloaded yet.
+      if (!this.pending.has(traceId)) this.ledgers.delete(traceId);
+    }
+  }
+
+  async finishCall(traceId: string, callId: string, r: FinishCallInput): Promise<void> {
+    try {
+      await this.submit(
+        traceId,
+        [
+          [W.finishCall, [r.output, r.status, r.finishedAt, r.durationMs, r.outputBytes, r.truncated ? 1 : 0, traceId, callId]],
+          [W.requireCall, [traceId, callId]],
+        ],
+      );
+    } catch (e) {
+      if ((e as Error).message === REQUIRE_FAILED) throw new Error(`call ${callId} of ${traceId} is not recorded as running`);
+      throw e;
+    }
+  }
+
+  async ensureRollout(traceId: string, item: Record<string, unknown> | null, budgetLimit: number, now: number): Promise<void> {
+    await this.submit(traceId, [[W.fillRollout, [traceId, now, now, item ? JSON.stringify(item) : null, budgetLimit]]]);
+  }
+
+  async insertGrade(g: NewGrade): Promise<GradeRecord> {
+    const ops: Op[] = [
+      [
+        W.insertGrade,
+        [
+          g.traceId, g.grader, g.graderVersion, g.sampleHash, JSON.stringify(g.sample ?? null), g.status, g.score,
+          g.subscores ? JSON.stringify(g.subscores) : null, g.explanation, g.error, g.credential, g.source, g.createdAt, g.durationMs,
+        ],
+      ],
+      g.status === 'ok' ? [W.setScore, [g.score, g.createdAt, g.traceId]] : [W.touch, [g.createdAt, g.traceId]],
+    ];
+    const [, id] = await this.submit(g.traceId, ops);
+    return toGrade(this.stmt.gradeById.get(id)!);
+  }
+
+  async importRollout(r: ImportedRollout): Promise<'imported' | 'exists'> {
+    await this.writer.settled();
+    if (this.ledgers.has(r.traceId) || this.pending.has(r.traceId) || this.stmt.getLedger.get(r.traceId)) return 'exists';
+    const ops: Unit = [
+      [W.importRollout, [r.traceId, r.createdAt, r.updatedAt, r.item ? JSON.stringify(r.item) : null, r.budget.limit]],
+      [W.importLedger, [r.budget.used, r.budget.exceeded ? 1 : 0, r.calls.reduce((m, c) => Math.max(m, c.seq), 0) + 1, r.traceId]],
+    ];
+    for (const c of r.calls) {
+      ops.push([W.insertCall, callParams({ ...c, traceId: r.traceId })]);
+    }
+    let last: number | null = null;
+    for (const g of r.grades) {
+      ops.push([
+        W.insertGrade,
+        [
+          r.traceId, g.grader, g.graderVersion, g.sampleHash, JSON.stringify(g.sample ?? null), g.status, g.score,
+          g.subscores ? JSON.stringify(g.subscores) : null, g.explanation, g.error, g.credential, g.source, g.createdAt, g.durationMs,
+        ],
+      ]);
+      if (g.status === 'ok') last = g.score;
+    }
+    if (last !== null) ops.push([W.setScore, [last, r.updatedAt, r.traceId]]);
+    try {
+      await this.submit(r.traceId, ops);
+    } catch (e) {
+      // Two imports of one rollout at once: the second finds the row the first wrote.
+      if (/SQLITE_CONSTRAINT/.test((e as Error).message) && this.stmt.getLedger.get(r.traceId)) return 'exists';
+      throw e;
+    }
+    return 'imported';
+  }
+
+  async rememberWebhookId(id: string, expiresAt: number, now: number): Promise<boolean> {
+    const ops: Unit = [[W.rememberId, [id, expiresAt, now]]];
+    if (Math.random() < 0.01) ops.push([W.purgeIds, [now]]);
+    const [changes] = await this.submit(undefined, ops);
+    return changes === 1;
+  }
+
+  async markInterrupted(output: string, now: number): Promise<number> {
+    const [changes] = await this.submit(undefined, [[W.interrupt, [output, now]]]);
+    return changes;
+  }
+
+  async ping(): Promise<void> {
+    await this.submit(undefined, [[W.ping, ['__readyz__', 0]]]);
+  }
+
+  // ---- reads -------------------------------------------------------------------------------
+
+  /** Runs a read once every write submitted before it is answered: a read sees what was written. */
+  private readAfterWrites<T>(fn: () => T): Promise<T> {
+    return this.writer.settled().then(fn);
   }
 
   getCall(traceId: string, callId: string): Promise<RecordedCall | undefined> {
-    return this.read(() => {
+    return this.readAfterWrites(() => {
       const r = this.stmt.getCall.get(traceId, callId);
       return r ? toCall(r) : undefined;
     });
   }
 
   listCalls(traceId: string): Promise<RecordedCall[]> {
-    return this.read(() => this.stmt.listCalls.all(traceId).map(toCall));
+    return this.readAfterWrites(() => this.stmt.listCalls.all(traceId).map(toCall));
   }
 
   getBudget(traceId: string, defaultLimit: number): Promise<BudgetUsage> {
-    return this.read(() => {
+    return this.readAfterWrites(() => {
       const r = this.stmt.getLedger.get(traceId);
       return r ? budgetOf(r) : { used: 0, limit: defaultLimit, exceeded: false };
     });
   }
 
-  ensureRollout(traceId: string, item: Record<string, unknown> | null, budgetLimit: number, now: number): Promise<void> {
-    return this.write(() => {
-      this.stmt.fillRollout.run(traceId, now, now, item ? JSON.stringify(item) : null, budgetLimit);
-    }, true);
-  }
-
   findGrade(traceId: string, grader: string, version: string, sampleHash: string): Promise<GradeRecord | undefined> {
-    return this.read(() => {
+    return this.readAfterWrites(() => {
       const r = this.stmt.findGrade.get(traceId, grader, version, sampleHash);
       return r ? toGrade(r) : undefined;
     });
   }
 
-  insertGrade(g: NewGrade): Promise<GradeRecord> {
-    return this.write(() => {
-      const info = this.stmt.insertGrade.run(this.gradeParams(g));
-      if (g.status === 'ok') this.stmt.setScore.run(g.score, g.createdAt, g.traceId);
-      else this.stmt.touch.run(g.createdAt, g.traceId);
-      return toGrade(this.stmt.gradeById.get(Number(info.lastInsertRowid))!);
-    });
-  }
-
   listGrades(traceId: string): Promise<GradeWithSample[]> {
-    return this.read(() => this.stmt.listGrades.all(traceId).map(toGrade));
+    return this.readAfterWrites(() => this.stmt.listGrades.all(traceId).map(toGrade));
   }
 
   listRollouts(q: ListRolloutsQuery): Promise<{ rollouts: RolloutSummary[]; nextCursor: string | null }> {
-    return this.read(() => this.listRolloutsNow(q));
+    return this.readAfterWrites(() => this.listRolloutsNow(q));
   }
 
   private listRolloutsNow(q: ListRolloutsQuery): { rollouts: RolloutSummary[]; nextCursor: string | null } {
@@ -467,7 +513,7 @@ export class SqliteStore implements Store {
   }
 
   getRollout(traceId: string) {
-    return this.read(() => this.getRolloutNow(traceId));
+    return this.readAfterWrites(() => this.getRolloutNow(traceId));
   }
 
   private getRolloutNow(traceId: string) {
@@ -482,37 +528,10 @@ export class SqliteStore implements Store {
     };
   }
 
-  importRollout(r: ImportedRollout): Promise<'imported' | 'exists'> {
-    return this.write(() => this.importTx(r));
-  }
-
-  rememberWebhookId(id: string, expiresAt: number, now: number): Promise<boolean> {
-    return this.write(() => {
-      if (this.stmt.rememberId.run(id, expiresAt).changes === 1) {
-        if (Math.random() < 0.01) this.stmt.purgeIds.run(now);
-        return true;
-      }
-      // Present: it is a replay unless the earlier entry has expired.
-      return this.stmt.refreshExpiredId.run(expiresAt, id, now).changes === 1;
-    });
-  }
-
-  markInterrupted(output: string, now: number): Promise<number> {
-    return this.write(() => this.stmt.interrupt.run(output, now).changes);
-  }
-
-  ping(): Promise<void> {
-    return this.write(() => {
-      this.stmt.ping.run('__readyz__', 0);
-    });
-  }
-
   async close(): Promise<void> {
     if (!this.db.open) return;
-    if (this.db.inTransaction) this.commit();
-    await this.durable;
-    await this.checkpointer?.stop();
+    await this.writer.close();
+    await this.checkpointer.stop();
     this.db.close();
-    if (this.walFd !== undefined) closeSync(this.walFd);
   }
 }

@@ -28,6 +28,12 @@ describe('configuration', () => {
     expect(c).toMatchObject({ port: 8787, host: '127.0.0.1', toolBudget: 50, maxOutputBytes: 16384, apiKeys: [], autoKey: true });
   });
 
+  it('picks the SQLite durability and writer, refusing other values by name', () => {
+    expect(loadConfig({}).store).toEqual({ kind: 'sqlite', sync: 'full', writer: 'inline' });
+    expect(loadConfig({ RFT_SQLITE_SYNC: 'normal', RFT_SQLITE_WRITER: 'thread' }).store).toEqual({ kind: 'sqlite', sync: 'normal', writer: 'thread' });
+    expect(() => loadConfig({ RFT_SQLITE_WRITER: 'worker' })).toThrow(/RFT_SQLITE_WRITER/);
+  });
+
   it('parses labelled and bare keys and whsec secrets', () => {
     const c = loadConfig({ RFT_API_KEYS: 'trainer:abcdefghijklmnop0, qrstuvwxyz0123456', RFT_SIGNING_SECRETS: 'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw' });
     expect(c.apiKeys).toEqual([{ label: 'trainer', key: 'abcdefghijklmnop0' }, { label: 'key2', key: 'qrstuvwxyz0123456' }]);

@@ -4,13 +4,14 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { SqliteStore } from '../../src/store/sqlite.js';
+import type { WriterMode } from '../../src/store/sqlite-writer.js';
 import { begin, storeContract } from './contract.js';
 
 /** A store in a fresh directory; closed, then its directory removed, when the test ends. */
-function open() {
+function open(writer: WriterMode = 'inline', sync: 'full' | 'normal' = 'full') {
   const dir = mkdtempSync(join(tmpdir(), 'rft-store-'));
   const path = join(dir, 'db.sqlite');
-  const store = new SqliteStore({ path });
+  const store = new SqliteStore({ path, writer, sync });
   onTestFinished(async () => {
     await store.close();
     rmSync(dir, { recursive: true, force: true });
@@ -18,17 +19,74 @@ function open() {
   return { store, path };
 }
 
-storeContract('SqliteStore', async () => open().store);
+storeContract('SqliteStore (inline writer)', async () => open('inline').store);
+storeContract('SqliteStore (writer thread)', async () => open('thread').store);
+storeContract('SqliteStore (inline writer, sync normal)', async () => open('inline', 'normal').store);
 
-describe('SqliteStore group commit', () => {
+describe.each(['inline', 'thread'] as const)('SqliteStore group commit (%s writer)', (writer) => {
   it('has every write of a batch on disk, visible to another connection, once its promise resolves', async () => {
-    const { store, path } = open();
-    await Promise.all(Array.from({ length: 20 }, (_, i) => store.beginCall(begin(`trace_${i % 3}`, `c${i}`))));
+    const { store, path } = open(writer);
+    await Promise.all(Array.from({ length: 20 }, (_, i) => store.beginCall(begin(`trace_${i % 3}`, `c${i}`, { budgetLimit: 100 }))));
     const other = new Database(path, { readonly: true });
     expect(other.prepare('SELECT count(*) AS n FROM calls').get()).toEqual({ n: 20 });
+    await Promise.all(Array.from({ length: 20 }, (_, i) => store.finishCall(`trace_${i % 3}`, `c${i}`, done)));
+    expect(other.prepare(`SELECT count(*) AS n FROM calls WHERE status = 'ok'`).get()).toEqual({ n: 20 });
+    other.close();
+  });
+
+  it('commits many turns of writes in order, each reply after its own commit', async () => {
+    const { store, path } = open(writer);
+    const other = new Database(path, { readonly: true });
+    const seen: number[] = [];
+    for (let turn = 0; turn < 5; turn++) {
+      await Promise.all(Array.from({ length: 30 }, (_, i) => store.beginCall(begin(`trace_t${i}`, `c${turn}`, { budgetLimit: 100 }))));
+      seen.push((other.prepare('SELECT count(*) AS n FROM calls').get() as { n: number }).n);
+    }
+    expect(seen).toEqual([30, 60, 90, 120, 150]);
     other.close();
   });
 });
+
+describe('SqliteStore in-memory ledger', () => {
+  it('reloads an evicted rollout exactly: budget, next seq, and its call ids (retries and conflicts)', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'rft-store-lru-'));
+    onTestFinished(() => rmSync(dir, { recursive: true, force: true }));
+    const store = new SqliteStore({ path: join(dir, 'db.sqlite'), ledgerCacheSize: 2 });
+    onTestFinished(() => store.close());
+    await store.beginCall(begin('trace_old', 'c1', { budgetLimit: 3, argsHash: 'h1' }));
+    await store.beginCall(begin('trace_old', 'c2', { budgetLimit: 3, argsHash: 'h2' }));
+    // Three other rollouts push trace_old out of a cache of two.
+    for (const t of ['trace_p', 'trace_q', 'trace_r']) await store.beginCall(begin(t, 'c1'));
+    expect(await store.beginCall(begin('trace_old', 'c1', { argsHash: 'h1' }))).toMatchObject({ kind: 'existing', call: { seq: 1 } });
+    expect(await store.beginCall(begin('trace_old', 'c2', { argsHash: 'other' }))).toMatchObject({ kind: 'conflict' });
+    expect(await store.beginCall(begin('trace_old', 'c3'))).toMatchObject({ kind: 'started', call: { seq: 3 }, budget: { used: 3, limit: 3 } });
+    expect(await store.beginCall(begin('trace_old', 'c4'))).toMatchObject({ kind: 'over_budget', call: { seq: 4 } });
+    expect(await store.getBudget('trace_old', 0)).toEqual({ used: 3, limit: 3, exceeded: true });
+  });
+
+  it('refuses a start the database rejects, keeps the batch around it, and then decides from the database', async () => {
+    const { store, path } = open();
+    await store.beginCall(begin('trace_w', 'c1'));
+    // Another writer (which this store does not expect) records c2 behind its back.
+    const other = new Database(path);
+    other
+      .prepare(
+        `INSERT INTO calls (trace_id, call_id, seq, tool, arguments, args_hash, output, status, cost, started_at)
+         VALUES ('trace_w', 'c2', 2, 't', '{}', 'h', 'theirs', 'ok', 1, 1)`,
+      )
+      .run();
+    other.close();
+    const [mine, neighbour] = await Promise.allSettled([store.beginCall(begin('trace_w', 'c2')), store.beginCall(begin('trace_n', 'c1'))]);
+    expect(mine.status).toBe('rejected');
+    expect(neighbour).toMatchObject({ status: 'fulfilled', value: { kind: 'started' } });
+    // Nothing half-written: the refused start charged nothing; the ledger is reloaded and sees c2.
+    expect(await store.getBudget('trace_w', 0)).toMatchObject({ used: 1 });
+    expect(await store.beginCall(begin('trace_w', 'c2'))).toMatchObject({ kind: 'existing', call: { output: 'theirs' } });
+    expect(await store.beginCall(begin('trace_w', 'c3'))).toMatchObject({ kind: 'started', budget: { used: 2 } });
+  });
+});
+
+const done = { output: 'ok', status: 'ok' as const, finishedAt: 2, durationMs: 1, outputBytes: 2, truncated: false };
 
 describe('SqliteStore, starts of read-only calls (durable: false)', () => {
   it('answers a non-durable start before its commit, and its finish only once both are on disk', async () => {

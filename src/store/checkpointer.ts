@@ -16,10 +16,17 @@ try {
   // The store was closed (and its directory removed) before this thread started: nothing to do.
   stopped = true;
 }
+// Under sustained writes a checkpoint rarely ends with the WAL fully copied (frames keep coming),
+// and the WAL only starts over from its beginning when one does: so while the WAL is long, passes
+// follow each other closely until one catches up between two commits, and the WAL is reused.
 function tick() {
   if (stopped) return;
-  try { db.pragma('wal_checkpoint(PASSIVE)'); } catch (e) { parentPort.postMessage({ error: String(e && e.message || e) }); }
-  setTimeout(tick, workerData.intervalMs);
+  let soon = false;
+  try {
+    const [r] = db.pragma('wal_checkpoint(PASSIVE)');
+    soon = r.log >= workerData.longWalFrames;
+  } catch (e) { parentPort.postMessage({ error: String(e && e.message || e) }); }
+  setTimeout(tick, soon ? workerData.catchUpMs : workerData.intervalMs);
 }
 parentPort.on('message', (m) => {
   if (m === 'stop') { stopped = true; try { if (db) { db.pragma('wal_checkpoint(PASSIVE)'); db.close(); } } catch {} parentPort.postMessage('stopped'); }
@@ -30,9 +37,13 @@ tick();
 export class Checkpointer {
   private readonly worker: Worker;
 
-  constructor(path: string, intervalMs = 500, onError: (msg: string) => void = () => {}) {
+  /**
+   * intervalMs: between passes; catchUpMs: between passes while the WAL holds longWalFrames or more
+   * (4 KiB each), until it starts over.
+   */
+  constructor(path: string, intervalMs = 500, onError: (msg: string) => void = () => {}, catchUpMs = 2, longWalFrames = 4096) {
     const driver = createRequire(import.meta.url).resolve('better-sqlite3');
-    this.worker = new Worker(WORKER_SOURCE, { eval: true, workerData: { path, intervalMs, driver } });
+    this.worker = new Worker(WORKER_SOURCE, { eval: true, workerData: { path, intervalMs, driver, catchUpMs, longWalFrames } });
     this.worker.on('message', (m: unknown) => {
       if (m && typeof m === 'object' && 'error' in m) onError(String((m as { error: unknown }).error));
     });

@@ -263,6 +263,8 @@ export class SqliteWriter {
   private tail: Promise<void> = Promise.resolve();
   private tailResolve: (() => void) | undefined;
   private refed = false;
+  private paused = false;
+  private onDrained: (() => void) | undefined;
 
   /** `db`: the connection the inline engine writes with (the thread opens its own). */
   constructor(path: string, statements: readonly WriterStatement[], fullSync: boolean, mode: WriterMode, db: unknown) {
@@ -313,7 +315,26 @@ export class SqliteWriter {
     return this.tail;
   }
 
+  /**
+   * Holds commits (the checkpointer's last pass needs a WAL nobody appends to): calls `paused` once
+   * every batch sent has been answered, and returns the function that lets commits go again. Units
+   * submitted meanwhile wait, and go as one batch after.
+   */
+  pause(paused: () => void): () => void {
+    this.paused = true;
+    if (this.inFlight.size === 0) paused();
+    else this.onDrained = paused;
+    return () => {
+      this.onDrained = undefined;
+      if (!this.paused) return;
+      this.paused = false;
+      if (this.scheduled) setImmediate(() => this.flush());
+    };
+  }
+
   private flush(): void {
+    // Paused: stay scheduled; the release flushes.
+    if (this.paused) return;
     this.scheduled = false;
     const done = this.tailResolve;
     const batches: { id: number; units: Unit[]; early: boolean }[] = [];
@@ -370,6 +391,11 @@ export class SqliteWriter {
       }
       batch.done?.();
     }
+    if (this.inFlight.size === 0 && this.onDrained) {
+      const paused = this.onDrained;
+      this.onDrained = undefined;
+      paused();
+    }
     if (this.inFlight.size === 0 && this.refed && !this.scheduled) {
       this.worker?.unref();
       this.refed = false;
@@ -391,6 +417,7 @@ export class SqliteWriter {
   /** Sends what is queued, waits for every answer, then closes the writer's connection. */
   async close(): Promise<void> {
     if (this.closed) return;
+    this.paused = false;
     if (this.scheduled) this.flush();
     await this.tail;
     this.closed = true;

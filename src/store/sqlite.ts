@@ -201,7 +201,7 @@ export class SqliteStore implements Store {
     this.db.exec(SCHEMA);
     this.writer = new SqliteWriter(opts.path, WRITES, opts.sync !== 'normal', opts.writer ?? 'inline', this.db);
     this.writer.onSettled = (traceId, failed) => this.settled(traceId, failed);
-    this.checkpointer = new Checkpointer(opts.path);
+    this.checkpointer = new Checkpointer(opts.path, { pauseWriter: (paused) => this.writer.pause(paused) });
     const db = this.db;
     this.stmt = {
       getRollout: db.prepare<[string], RolloutRow>('SELECT * FROM rollouts WHERE trace_id = ?'),

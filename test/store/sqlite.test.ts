@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { SqliteStore } from '../../src/store/sqlite.js';
-import type { WriterMode } from '../../src/store/sqlite-writer.js';
+import { SqliteWriter, type WriterMode } from '../../src/store/sqlite-writer.js';
 import { begin, storeContract } from './contract.js';
 
 /** A store in a fresh directory; closed, then its directory removed, when the test ends. */
@@ -125,3 +125,37 @@ describe('SqliteStore, starts of read-only calls (durable: false)', () => {
 const roBegin = {
   traceId: 'trace_ro', callId: 'c1', tool: 't', arguments: '{}', argsHash: 'h', cost: 1, budgetLimit: 5, item: null, credential: null, now: 1, overBudgetOutput: 'spent',
 };
+
+describe.each(['inline', 'thread'] as const)('SqliteWriter holds (%s)', (mode) => {
+  it('commits nothing while held, answers once released, and reports held only when idle', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'rft-writer-'));
+    onTestFinished(() => rmSync(dir, { recursive: true, force: true }));
+    const path = join(dir, 'db.sqlite');
+    const db = new Database(path);
+    db.pragma('journal_mode = WAL');
+    db.exec('CREATE TABLE t (v INTEGER)');
+    const writer = new SqliteWriter(path, [{ sql: 'INSERT INTO t (v) VALUES (?)' }], true, mode, db);
+    onTestFinished(async () => {
+      await writer.close();
+      db.close();
+    });
+    const count = () => (db.prepare('SELECT count(*) AS n FROM t').get() as { n: number }).n;
+    await writer.submit([[0, [1]]]);
+    // A unit sent and not yet answered: held only once it is.
+    const inFlight = writer.submit([[0, [2]]]);
+    await new Promise((r) => setImmediate(r));
+    let heldAt = -1;
+    const release = writer.pause(() => (heldAt = count()));
+    await inFlight;
+    expect(heldAt).toBe(2);
+    let answered = false;
+    const later = writer.submit([[0, [3]]]).then(() => (answered = true));
+    await new Promise((r) => setTimeout(r, 50));
+    expect(answered).toBe(false);
+    expect(count()).toBe(2);
+    release();
+    await later;
+    expect(count()).toBe(3);
+    await writer.settled();
+  });
+});

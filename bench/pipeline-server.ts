@@ -1,5 +1,6 @@
-// Child process for bench/pipeline.ts: either the full server with the noop tool, or a bare
-// Fastify route answering the same JSON. Prints its URL on stdout.
+// Child process for bench/pipeline.ts: either the full server with the noop tools (mode
+// full[:normal][:thread]), or a bare Fastify route answering the same JSON (mode bare). Prints its
+// URL on stdout.
 import Fastify from 'fastify';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -28,6 +29,8 @@ if (mode === 'bare') {
   const a = app.server.address();
   process.stdout.write(`http://127.0.0.1:${typeof a === 'object' && a ? a.port : 0}\n`);
 } else {
+  // mode: full[:normal][:thread] (the SQLite sync level and writer; defaults full and inline)
+  const opts = mode?.split(':') ?? [];
   const config = loadConfig({
     RFT_DATA_DIR: dataDir,
     RFT_API_KEYS: 'bench:bench-key-0123456789abcdef',
@@ -36,7 +39,8 @@ if (mode === 'bare') {
     RFT_LOG_LEVEL: 'silent',
     RFT_SANDBOX: 'none',
     RFT_RATE_LIMIT: '0',
-    RFT_SQLITE_SYNC: mode === 'full-normal' ? 'normal' : 'full',
+    RFT_SQLITE_SYNC: opts.includes('normal') ? 'normal' : 'full',
+    RFT_SQLITE_WRITER: opts.includes('thread') ? 'thread' : 'inline',
   });
   const app = await buildApp(config);
   close = () => app.close();

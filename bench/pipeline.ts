@@ -1,14 +1,30 @@
-// Benchmark: a no-op tool call through the full pipeline (auth, ledger begin+finish in SQLite,
+// Benchmark: a no-op tool call through the full pipeline (auth, ledger begin + finish in SQLite,
 // budget, record) against a bare Fastify route returning the same JSON, 50 connections each,
-// servers in child processes, autocannon here. Also the same no-op declared readOnly (its start
-// is not waited on; its result is). Run: node --import tsx bench/pipeline.ts [seconds]
+// servers in child processes, autocannon here. Rows: the default (SQLite sync=full, inline
+// writer), sync=normal, the writer thread, and the no-op declared readOnly (its start is not
+// waited on; its result is). Also prints the CPU each request costs the server and the client
+// (from /proc), and the WAL fdatasync latency of this disk alone, which bound the figures.
+//
+//   node --import tsx bench/pipeline.ts [seconds]
 import autocannon from 'autocannon';
 import { spawn } from 'node:child_process';
 import { once } from 'node:events';
+import { closeSync, fdatasyncSync, mkdtempSync, openSync, readFileSync, rmSync, writeSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
 const seconds = Number(process.argv[2] ?? 10);
 const connections = 50;
+
+/** CPU time (user + system) of a process so far, in seconds; NaN where /proc is missing. */
+function cpuSeconds(pid: number | 'self'): number {
+  try {
+    const f = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
+    return (Number(f[11]) + Number(f[12])) / 100;
+  } catch {
+    return NaN;
+  }
+}
 
 async function start(mode: string) {
   const proc = spawn(process.execPath, ['--import', 'tsx', join(import.meta.dirname, 'pipeline-server.ts'), mode], { stdio: ['ignore', 'pipe', 'inherit'] });
@@ -16,7 +32,17 @@ async function start(mode: string) {
   return { url: line.toString().trim(), proc };
 }
 
-async function run(mode: string, tool = 'noop') {
+interface Row {
+  label: string;
+  rps: number;
+  p50: number;
+  p99: number;
+  errors: number;
+  serverUs: number;
+  clientUs: number;
+}
+
+async function run(label: string, mode: string, tool = 'noop'): Promise<Row> {
   const { url, proc } = await start(mode);
   let n = 0;
   const body = () => {
@@ -33,24 +59,60 @@ async function run(mode: string, tool = 'noop') {
     requests: [{ setupRequest: (req: autocannon.Request) => ({ ...req, body: body() }) }],
   };
   await autocannon({ ...opts, duration: 2 }); // warm-up
+  const s0 = cpuSeconds(proc.pid!);
+  const c0 = cpuSeconds('self');
   const r = await autocannon(opts);
+  const us = (cpu: number) => (cpu * 1e6) / r.requests.total;
+  const row = {
+    label,
+    rps: r.requests.average,
+    p50: r.latency.p50,
+    p99: r.latency.p99,
+    errors: r.errors + r.timeouts + r.non2xx,
+    serverUs: us(cpuSeconds(proc.pid!) - s0),
+    clientUs: us(cpuSeconds('self') - c0),
+  };
   proc.kill('SIGTERM');
-  const errors = r.errors + r.timeouts + r.non2xx;
-  return { mode, rps: r.requests.average, p50: r.latency.p50, p99: r.latency.p99, errors };
+  await once(proc, 'exit');
+  return row;
 }
 
-const bare = await run('bare');
-const full = await run('full');
-const normal = await run('full-normal');
-const readOnly = await run('full', 'noop_read');
-const fmt = (x: number) => x.toFixed(1).padStart(9);
-console.log(`\nno-op tool call, ${connections} connections, ${seconds} s each (2 cores)\n`);
-console.log('route                               req/s     p50 ms    p99 ms   errors   rps ratio  p99 ratio');
-const labels = ['bare Fastify route', 'full pipeline (SQLite sync=FULL)', 'full pipeline (SQLite sync=NORMAL)', 'read-only tool (sync=FULL)'];
-for (const [i, r] of [bare, full, normal, readOnly].entries()) {
-  const label = labels[i]!;
-  const ratio = (x: number) => x.toFixed(2).padStart(9);
-  console.log(`${label.padEnd(34)}${fmt(r.rps)}${fmt(r.p50)}${fmt(r.p99)}${String(r.errors).padStart(9)}${ratio(r.rps / bare.rps)}x${ratio(r.p99 / Math.max(bare.p99, 1))}x`);
+/** fdatasync after a 4 KiB append, this disk alone (no load): the floor of a sync=full reply. */
+function fsyncFloorMs(): number {
+  const dir = mkdtempSync(join(tmpdir(), 'rft-bench-fsync-'));
+  try {
+    const fd = openSync(join(dir, 'f'), 'w');
+    const page = Buffer.alloc(4096, 1);
+    const t: number[] = [];
+    for (let i = 0; i < 200; i++) {
+      writeSync(fd, page);
+      const t0 = performance.now();
+      fdatasyncSync(fd);
+      t.push(performance.now() - t0);
+    }
+    closeSync(fd);
+    return t.sort((a, b) => a - b)[100]!;
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
 }
-console.log('\ntarget: full pipeline >= 0.5x the bare route throughput, p99 <= 2x');
+
+const rows = [
+  await run('bare Fastify route', 'bare'),
+  await run('full pipeline (default: sync=full)', 'full'),
+  await run('full pipeline, sync=normal', 'full:normal'),
+  await run('full pipeline, writer thread', 'full:thread'),
+  await run('read-only tool (sync=full)', 'full', 'noop_read'),
+];
+const bare = rows[0]!;
+const fmt = (x: number, d = 1) => x.toFixed(d).padStart(9);
+console.log(`\nno-op tool call, ${connections} connections, ${seconds} s each (2 cores; server and autocannon share them)\n`);
+console.log('route                                 req/s   p50 ms   p99 ms  errors  rps ratio p99 ratio  server us/req client us/req');
+for (const r of rows) {
+  console.log(
+    `${r.label.padEnd(35)}${fmt(r.rps, 0)}${fmt(r.p50)}${fmt(r.p99)}${String(r.errors).padStart(8)}${fmt(r.rps / bare.rps, 2)}x${fmt(r.p99 / Math.max(bare.p99, 1), 2)}x${fmt(r.serverUs)}${fmt(r.clientUs)}`,
+  );
+}
+console.log(`\nfdatasync of a 4 KiB append on this disk, unloaded: p50 ${fsyncFloorMs().toFixed(2)} ms`);
+console.log('target: full pipeline >= 0.5x the bare route throughput, p99 <= 2x');
 process.exit(0);

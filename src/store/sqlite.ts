@@ -34,6 +34,12 @@ CREATE TABLE IF NOT EXISTS rollouts (
   last_score REAL
 );
 CREATE INDEX IF NOT EXISTS rollouts_created ON rollouts (created_at DESC, trace_id DESC);
+-- The dataset row, apart: SQLite rewrites a whole row on UPDATE, and the rollouts row is updated
+-- on every call (its budget). Databases made before this table keep their items in rollouts.item.
+CREATE TABLE IF NOT EXISTS rollout_items (
+  trace_id TEXT PRIMARY KEY,
+  item TEXT NOT NULL
+);
 CREATE TABLE IF NOT EXISTS calls (
   trace_id TEXT NOT NULL,
   call_id TEXT NOT NULL,
@@ -77,6 +83,10 @@ CREATE TABLE IF NOT EXISTS webhook_ids (
 `;
 
 type CallRow = CallRowShape<number>;
+
+/** The rollouts columns a summary needs (never the item: up to 1 MB). */
+const SUMMARY_COLUMNS =
+  'r.trace_id, r.created_at, r.updated_at, r.budget_limit, r.budget_used, r.budget_exceeded, r.next_seq, r.last_score';
 type RolloutRow = RolloutRowShape<number>;
 
 type LedgerRow = Pick<RolloutRow, 'budget_limit' | 'budget_used' | 'budget_exceeded' | 'next_seq'>;
@@ -110,6 +120,8 @@ const W = {
   ping: 13,
   importRollout: 14,
   importLedger: 15,
+  insertItem: 16,
+  fillItem: 17,
 } as const;
 
 const WRITES: WriterStatement[] = [
@@ -127,11 +139,8 @@ const WRITES: WriterStatement[] = [
   // A finish that changed nothing is fine if the call is recorded (already finished or interrupted);
   // a call with no record at all (its start lost with a failed commit) must not be acknowledged.
   { sql: 'SELECT 1 FROM calls WHERE trace_id = ? AND call_id = ?', require: true },
-  {
-    sql: `INSERT INTO rollouts (trace_id, created_at, updated_at, item, budget_limit) VALUES (?, ?, ?, ?, ?)
-          ON CONFLICT (trace_id) DO UPDATE SET item = excluded.item
-          WHERE excluded.item IS NOT NULL AND excluded.item <> '{}' AND (rollouts.item IS NULL OR rollouts.item = '{}')`,
-  },
+  // The rollout row if absent (a grade for a rollout with no call); fillItem then records its item.
+  { sql: 'INSERT OR IGNORE INTO rollouts (trace_id, created_at, updated_at, item, budget_limit) VALUES (?, ?, ?, NULL, ?)' },
   {
     sql: `INSERT INTO grades (trace_id, grader, grader_version, sample_hash, sample, status, score, subscores, explanation, error,
             credential, source, created_at, duration_ms) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
@@ -148,6 +157,16 @@ const WRITES: WriterStatement[] = [
   { sql: 'INSERT OR REPLACE INTO webhook_ids (id, expires_at) VALUES (?, ?)' },
   { sql: 'INSERT INTO rollouts (trace_id, created_at, updated_at, item, budget_limit) VALUES (?, ?, ?, ?, ?)' },
   { sql: 'UPDATE rollouts SET budget_used = ?, budget_exceeded = ?, next_seq = ? WHERE trace_id = ?' },
+  { sql: 'INSERT OR IGNORE INTO rollout_items (trace_id, item) VALUES (?, ?)' },
+  // Records the item unless the rollout has a non-empty one (here, or in an older database's
+  // rollouts.item): params trace, item, item, trace.
+  {
+    sql: `INSERT INTO rollout_items (trace_id, item)
+            SELECT ?, ? WHERE ? IS NOT NULL AND NOT EXISTS (
+              SELECT 1 FROM rollouts WHERE trace_id = ? AND item IS NOT NULL AND item <> '{}')
+          ON CONFLICT (trace_id) DO UPDATE SET item = excluded.item
+          WHERE excluded.item <> '{}' AND rollout_items.item = '{}'`,
+  },
 ];
 
 /** A rollout's ledger as the writes submitted so far leave it (committed or not yet). */
@@ -204,7 +223,10 @@ export class SqliteStore implements Store {
     this.checkpointer = new Checkpointer(opts.path, { pauseWriter: (paused) => this.writer.pause(paused) });
     const db = this.db;
     this.stmt = {
-      getRollout: db.prepare<[string], RolloutRow>('SELECT * FROM rollouts WHERE trace_id = ?'),
+      getRollout: db.prepare<[string], RolloutRow>(
+        `SELECT ${SUMMARY_COLUMNS}, coalesce(i.item, r.item) AS item FROM rollouts r
+         LEFT JOIN rollout_items i ON i.trace_id = r.trace_id WHERE r.trace_id = ?`,
+      ),
       // Only the ledger columns, never the row (item, up to 1 MB).
       getLedger: db.prepare<[string], LedgerRow>(
         'SELECT budget_limit, budget_used, budget_exceeded, next_seq FROM rollouts WHERE trace_id = ?',
@@ -285,7 +307,8 @@ export class SqliteStore implements Store {
       }
       if (!loaded) {
         // The row (up to 1 MB) is serialized once, when its rollout starts.
-        ops.push([W.insertRollout, [traceId, input.now, input.now, input.item ? JSON.stringify(input.item) : null, input.budgetLimit]]);
+        ops.push([W.insertRollout, [traceId, input.now, input.now, null, input.budgetLimit]]);
+        if (input.item) ops.push([W.insertItem, [traceId, JSON.stringify(input.item)]]);
         loaded = { limit: input.budgetLimit, used: 0, exceeded: false, nextSeq: 1, calls: new Map() };
       }
       st = loaded;
@@ -381,7 +404,11 @@ export class SqliteStore implements Store {
   }
 
   async ensureRollout(traceId: string, item: Record<string, unknown> | null, budgetLimit: number, now: number): Promise<void> {
-    await this.submit(traceId, [[W.fillRollout, [traceId, now, now, item ? JSON.stringify(item) : null, budgetLimit]]]);
+    const text = item ? JSON.stringify(item) : null;
+    await this.submit(traceId, [
+      [W.fillRollout, [traceId, now, now, budgetLimit]],
+      [W.fillItem, [traceId, text, text, traceId]],
+    ]);
   }
 
   async insertGrade(g: NewGrade): Promise<GradeRecord> {
@@ -403,7 +430,8 @@ export class SqliteStore implements Store {
     await this.writer.settled();
     if (this.ledgers.has(r.traceId) || this.pending.has(r.traceId) || this.stmt.getLedger.get(r.traceId)) return 'exists';
     const ops: Unit = [
-      [W.importRollout, [r.traceId, r.createdAt, r.updatedAt, r.item ? JSON.stringify(r.item) : null, r.budget.limit]],
+      [W.importRollout, [r.traceId, r.createdAt, r.updatedAt, null, r.budget.limit]],
+      ...(r.item ? [[W.insertItem, [r.traceId, JSON.stringify(r.item)]] as Op] : []),
       [W.importLedger, [r.budget.used, r.budget.exceeded ? 1 : 0, r.calls.reduce((m, c) => Math.max(m, c.seq), 0) + 1, r.traceId]],
     ];
     for (const c of r.calls) {
@@ -501,7 +529,7 @@ export class SqliteStore implements Store {
     }
     const rows = this.db
       .prepare<unknown[], RolloutRow>(
-        `SELECT r.*, (SELECT count(*) FROM calls c WHERE c.trace_id = r.trace_id) AS calls FROM rollouts r
+        `SELECT ${SUMMARY_COLUMNS}, (SELECT count(*) FROM calls c WHERE c.trace_id = r.trace_id) AS calls FROM rollouts r
          ${where.length ? 'WHERE ' + where.join(' AND ') : ''} ORDER BY created_at DESC, trace_id DESC LIMIT ?`,
       )
       .all(...params, q.limit + 1);

@@ -159,3 +159,40 @@ describe.each(['inline', 'thread'] as const)('SqliteWriter holds (%s)', (mode) =
     await writer.settled();
   });
 });
+
+describe('SqliteStore, dataset rows apart from the ledger row', () => {
+  it('keeps a new rollout item in rollout_items, so the per-call budget update does not rewrite it', async () => {
+    const { store, path } = open();
+    const item = { messages: [{ role: 'user', content: 'q'.repeat(20_000) }] };
+    await store.beginCall(begin('trace_big', 'c1', { item }));
+    await store.beginCall(begin('trace_big', 'c2', { item }));
+    const other = new Database(path, { readonly: true });
+    expect(other.prepare('SELECT item FROM rollouts WHERE trace_id = ?').get('trace_big')).toEqual({ item: null });
+    expect(JSON.parse((other.prepare('SELECT item FROM rollout_items WHERE trace_id = ?').get('trace_big') as { item: string }).item)).toEqual(item);
+    other.close();
+    expect((await store.getRollout('trace_big'))?.item).toEqual(item);
+    expect((await store.listRollouts({ limit: 10 })).rollouts[0]).toMatchObject({ traceId: 'trace_big', budgetUsed: 2, calls: 2 });
+  });
+
+  it('reads and keeps items of a database made before rollout_items (in rollouts.item)', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'rft-store-legacy-'));
+    onTestFinished(() => rmSync(dir, { recursive: true, force: true }));
+    const path = join(dir, 'db.sqlite');
+    const first = new SqliteStore({ path });
+    await first.close();
+    // What an older version wrote: the item in the rollouts row, no rollout_items entry.
+    const legacy = new Database(path);
+    legacy.prepare(`INSERT INTO rollouts (trace_id, created_at, updated_at, item, budget_limit) VALUES ('trace_old', 1, 1, ?, 5)`).run('{"q":"old row"}');
+    legacy.prepare(`INSERT INTO rollouts (trace_id, created_at, updated_at, item, budget_limit) VALUES ('trace_empty', 1, 1, '{}', 5)`).run();
+    legacy.close();
+    const store = new SqliteStore({ path });
+    onTestFinished(() => store.close());
+    expect((await store.getRollout('trace_old'))?.item).toEqual({ q: 'old row' });
+    // A grade's row does not replace a non-empty one, wherever it is kept; it fills an empty one.
+    await store.ensureRollout('trace_old', { q: 'other' }, 5, 2);
+    await store.ensureRollout('trace_empty', { q: 'filled' }, 5, 2);
+    expect((await store.getRollout('trace_old'))?.item).toEqual({ q: 'old row' });
+    expect((await store.getRollout('trace_empty'))?.item).toEqual({ q: 'filled' });
+    expect(await store.beginCall(begin('trace_old', 'c1'))).toMatchObject({ kind: 'started', call: { seq: 1 } });
+  });
+});

@@ -3,7 +3,8 @@
 // servers in child processes, autocannon here. Rows: the default (SQLite sync=full, inline
 // writer), sync=normal, the writer thread, and the no-op declared readOnly (its start is not
 // waited on; its result is). Also prints the CPU each request costs the server and the client
-// (from /proc), and the WAL fdatasync latency of this disk alone, which bound the figures.
+// (from /proc), and the WAL fdatasync latency of this disk alone, which bound the figures. Last,
+// both routes again with an 8 KB dataset row in every call.
 //
 //   node --import tsx bench/pipeline.ts [seconds]
 import autocannon from 'autocannon';
@@ -34,6 +35,7 @@ async function start(mode: string) {
 
 interface Row {
   label: string;
+  itemBytes: number;
   rps: number;
   p50: number;
   p99: number;
@@ -42,13 +44,15 @@ interface Row {
   clientUs: number;
 }
 
-async function run(label: string, mode: string, tool = 'noop'): Promise<Row> {
+async function run(label: string, mode: string, tool = 'noop', itemBytes = 0): Promise<Row> {
   const { url, proc } = await start(mode);
+  // The trainer may send the dataset row with every call: `itemBytes` of it, or `{}`.
+  const item = itemBytes > 0 ? { messages: [{ role: 'user', content: 'x'.repeat(itemBytes) }] } : {};
   let n = 0;
   const body = () => {
     n++;
     // ten calls per rollout, unique call ids: every request is a real new call, never a replay
-    return JSON.stringify({ type: 'function_call', id: `fc_${n}`, call_id: `call_${n}`, name: tool, arguments: '{"q":"x"}', trace_id: `trace_bench_${Math.floor(n / 10)}`, item: {} });
+    return JSON.stringify({ type: 'function_call', id: `fc_${n}`, call_id: `call_${n}`, name: tool, arguments: '{"q":"x"}', trace_id: `trace_bench_${Math.floor(n / 10)}`, item });
   };
   const opts = {
     url: `${url}/tools`,
@@ -65,6 +69,7 @@ async function run(label: string, mode: string, tool = 'noop'): Promise<Row> {
   const us = (cpu: number) => (cpu * 1e6) / r.requests.total;
   const row = {
     label,
+    itemBytes,
     rps: r.requests.average,
     p50: r.latency.p50,
     p99: r.latency.p99,
@@ -103,12 +108,15 @@ const rows = [
   await run('full pipeline, sync=normal', 'full:normal'),
   await run('full pipeline, writer thread', 'full:thread'),
   await run('read-only tool (sync=full)', 'full', 'noop_read'),
+  await run('bare, 8 KB dataset row per call', 'bare', 'noop', 8000),
+  await run('full pipeline, 8 KB row per call', 'full', 'noop', 8000),
 ];
-const bare = rows[0]!;
 const fmt = (x: number, d = 1) => x.toFixed(d).padStart(9);
 console.log(`\nno-op tool call, ${connections} connections, ${seconds} s each (2 cores; server and autocannon share them)\n`);
 console.log('route                                 req/s   p50 ms   p99 ms  errors  rps ratio p99 ratio  server us/req client us/req');
 for (const r of rows) {
+  // Each row against the bare route with the same body.
+  const bare = rows.find((b) => b.label.startsWith('bare') && b.itemBytes === r.itemBytes)!;
   console.log(
     `${r.label.padEnd(35)}${fmt(r.rps, 0)}${fmt(r.p50)}${fmt(r.p99)}${String(r.errors).padStart(8)}${fmt(r.rps / bare.rps, 2)}x${fmt(r.p99 / Math.max(bare.p99, 1), 2)}x${fmt(r.serverUs)}${fmt(r.clientUs)}`,
   );

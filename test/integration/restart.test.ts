@@ -10,12 +10,14 @@ const KEY = 'restart-test-key-0123456789';
 const dataDir = mkdtempSync(join(tmpdir(), 'rft-restart-'));
 afterAll(() => rmSync(dataDir, { recursive: true, force: true }));
 
-const env = { RFT_DATA_DIR: dataDir, RFT_API_KEYS: `t:${KEY}`, RFT_TOOLS_DIR: fixtureTools, RFT_GRADERS_DIR: fixtureGraders };
+const baseEnv = { RFT_API_KEYS: `t:${KEY}`, RFT_TOOLS_DIR: fixtureTools, RFT_GRADERS_DIR: fixtureGraders };
+const env = { ...baseEnv, RFT_DATA_DIR: dataDir };
 
 const post = (url: string, body: unknown) => postToolCall(url, KEY, body);
 
-describe('durability across kill -9', () => {
+describe.each(['inline', 'thread'])('durability across kill -9 (RFT_SQLITE_WRITER=%s)', (writer) => {
   it('keeps every acknowledged call and marks the in-flight one interrupted, never running it again', async () => {
+    const env = { ...baseEnv, RFT_DATA_DIR: mkdtempSync(join(dataDir, `${writer}-`)), RFT_SQLITE_WRITER: writer };
     const server = await spawnServer(env);
     const trace = newTrace();
     const calls = Array.from({ length: 40 }, (_, i) => functionCall('echo', { text: `ack-${i}` }, { trace_id: trace }));

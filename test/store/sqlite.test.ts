@@ -196,3 +196,23 @@ describe('SqliteStore, dataset rows apart from the ledger row', () => {
     expect(await store.beginCall(begin('trace_old', 'c1'))).toMatchObject({ kind: 'started', call: { seq: 1 } });
   });
 });
+
+describe('SqliteWriter thread failure', () => {
+  it('refuses every later write with a clear error once its thread is gone (nothing is half-acknowledged)', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'rft-writer-dead-'));
+    onTestFinished(() => rmSync(dir, { recursive: true, force: true }));
+    const path = join(dir, 'db.sqlite');
+    const db = new Database(path);
+    db.pragma('journal_mode = WAL');
+    db.exec('CREATE TABLE t (v INTEGER)');
+    const writer = new SqliteWriter(path, [{ sql: 'INSERT INTO t (v) VALUES (?)' }], true, 'thread', db);
+    onTestFinished(async () => {
+      await writer.close();
+      db.close();
+    });
+    await writer.submit([[0, [1]]]);
+    await (writer as unknown as { worker: { terminate(): Promise<number> } }).worker.terminate();
+    await expect(writer.submit([[0, [2]]])).rejects.toThrow(/SQLite writer thread exited/);
+    expect((db.prepare('SELECT count(*) AS n FROM t').get() as { n: number }).n).toBe(1);
+  });
+});

@@ -126,20 +126,25 @@ const roBegin = {
   traceId: 'trace_ro', callId: 'c1', tool: 't', arguments: '{}', argsHash: 'h', cost: 1, budgetLimit: 5, item: null, credential: null, now: 1, overBudgetOutput: 'spent',
 };
 
+/** A writer of one statement (INSERT INTO t) on a fresh database; count() reads t's rows. */
+function tableWriter(mode: WriterMode) {
+  const dir = mkdtempSync(join(tmpdir(), 'rft-writer-'));
+  const path = join(dir, 'db.sqlite');
+  const db = new Database(path);
+  db.pragma('journal_mode = WAL');
+  db.exec('CREATE TABLE t (v INTEGER)');
+  const writer = new SqliteWriter(path, [{ sql: 'INSERT INTO t (v) VALUES (?)' }], true, mode, db);
+  onTestFinished(async () => {
+    await writer.close();
+    db.close();
+    rmSync(dir, { recursive: true, force: true });
+  });
+  return { writer, count: () => (db.prepare('SELECT count(*) AS n FROM t').get() as { n: number }).n };
+}
+
 describe.each(['inline', 'thread'] as const)('SqliteWriter holds (%s)', (mode) => {
   it('commits nothing while held, answers once released, and reports held only when idle', async () => {
-    const dir = mkdtempSync(join(tmpdir(), 'rft-writer-'));
-    onTestFinished(() => rmSync(dir, { recursive: true, force: true }));
-    const path = join(dir, 'db.sqlite');
-    const db = new Database(path);
-    db.pragma('journal_mode = WAL');
-    db.exec('CREATE TABLE t (v INTEGER)');
-    const writer = new SqliteWriter(path, [{ sql: 'INSERT INTO t (v) VALUES (?)' }], true, mode, db);
-    onTestFinished(async () => {
-      await writer.close();
-      db.close();
-    });
-    const count = () => (db.prepare('SELECT count(*) AS n FROM t').get() as { n: number }).n;
+    const { writer, count } = tableWriter(mode);
     await writer.submit([[0, [1]]]);
     // A unit sent and not yet answered: held only once it is.
     const inFlight = writer.submit([[0, [2]]]);
@@ -199,20 +204,10 @@ describe('SqliteStore, dataset rows apart from the ledger row', () => {
 
 describe('SqliteWriter thread failure', () => {
   it('refuses every later write with a clear error once its thread is gone (nothing is half-acknowledged)', async () => {
-    const dir = mkdtempSync(join(tmpdir(), 'rft-writer-dead-'));
-    onTestFinished(() => rmSync(dir, { recursive: true, force: true }));
-    const path = join(dir, 'db.sqlite');
-    const db = new Database(path);
-    db.pragma('journal_mode = WAL');
-    db.exec('CREATE TABLE t (v INTEGER)');
-    const writer = new SqliteWriter(path, [{ sql: 'INSERT INTO t (v) VALUES (?)' }], true, 'thread', db);
-    onTestFinished(async () => {
-      await writer.close();
-      db.close();
-    });
+    const { writer, count } = tableWriter('thread');
     await writer.submit([[0, [1]]]);
     await (writer as unknown as { worker: { terminate(): Promise<number> } }).worker.terminate();
     await expect(writer.submit([[0, [2]]])).rejects.toThrow(/SQLite writer thread exited/);
-    expect((db.prepare('SELECT count(*) AS n FROM t').get() as { n: number }).n).toBe(1);
+    expect(count()).toBe(1);
   });
 });

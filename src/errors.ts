@@ -182,6 +182,10 @@ export const errors = {
     `cannot open the store at ${where}: ${why}`,
     { where },
   ]),
+  storeInUse: define('RFT_ERR_STORE_IN_USE', 500, (path: string) => [
+    `${path} is in use by another rft-endpoints process: one server per SQLite data dir (RFT_STORE=postgres for several replicas)`,
+    { path },
+  ]),
   internal: define('RFT_ERR_INTERNAL', 500, (msg: string) => [msg]),
 } as const;
 

@@ -5,6 +5,7 @@
 // (loaded from the database on a miss), so parallel calls of a rollout can never overspend.
 import Database from 'better-sqlite3';
 import { mkdirSync } from 'node:fs';
+import { errors } from '../errors.js';
 import { Checkpointer } from './checkpointer.js';
 import { REQUIRE_FAILED, SqliteWriter, type Op, type Unit, type UnitResult, type WriterMode, type WriterStatement } from './sqlite-writer.js';
 import { rowMappers, type CallRowShape, type GradeRow, type RolloutRowShape } from './rows.js';
@@ -207,11 +208,14 @@ export class SqliteStore implements Store {
   private readonly failed = new Set<string>();
   private readonly idleWaiters = new Map<string, (() => void)[]>();
   private readonly cacheSize: number;
+  /** Held for the store's life: the in-memory ledger is exact only with one writer process. */
+  private readonly lock: Database.Database;
 
   constructor(opts: SqliteStoreOptions) {
     if (opts.path === ':memory:') throw new Error('the SQLite store needs a file (its writer thread opens it too)');
     mkdirSync(dirname(opts.path), { recursive: true });
     this.cacheSize = opts.ledgerCacheSize ?? 4096;
+    this.lock = takeLock(`${opts.path}.lock`, opts.path);
     this.db = new Database(opts.path);
     this.db.pragma('journal_mode = WAL');
     this.db.pragma('synchronous = NORMAL');
@@ -561,5 +565,24 @@ export class SqliteStore implements Store {
     await this.writer.close();
     await this.checkpointer.stop();
     this.db.close();
+    this.lock.close();
+  }
+}
+
+/**
+ * An exclusive lock on a small side file, kept until closed (or the process dies: the lock is the
+ * operating system's). A second process, or a second store in this one, is refused.
+ */
+function takeLock(lockPath: string, storePath: string): Database.Database {
+  const lock = new Database(lockPath);
+  try {
+    lock.pragma('busy_timeout = 0');
+    lock.pragma('locking_mode = EXCLUSIVE');
+    lock.exec('BEGIN EXCLUSIVE; COMMIT');
+    return lock;
+  } catch (e) {
+    lock.close();
+    if ((e as { code?: string }).code === 'SQLITE_BUSY') throw errors.storeInUse(storePath);
+    throw e;
   }
 }

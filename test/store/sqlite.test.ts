@@ -3,9 +3,14 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
+import { spawnSync } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
 import { SqliteStore } from '../../src/store/sqlite.js';
 import { SqliteWriter, type WriterMode } from '../../src/store/sqlite-writer.js';
 import { begin, storeContract } from './contract.js';
+
+const repoRoot = fileURLToPath(new URL('../..', import.meta.url));
+const storeModule = new URL('../../src/store/sqlite.ts', import.meta.url).href;
 
 /** A store in a fresh directory; closed, then its directory removed, when the test ends. */
 function open(writer: WriterMode = 'inline', sync: 'full' | 'normal' = 'full') {
@@ -209,5 +214,33 @@ describe('SqliteWriter thread failure', () => {
     await (writer as unknown as { worker: { terminate(): Promise<number> } }).worker.terminate();
     await expect(writer.submit([[0, [2]]])).rejects.toThrow(/SQLite writer thread exited/);
     expect(count()).toBe(1);
+  });
+});
+
+describe('SqliteStore, one writer process', () => {
+  it('refuses a second store on the same file with a coded error, and allows one after the first closes', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'rft-store-lock-'));
+    onTestFinished(() => rmSync(dir, { recursive: true, force: true }));
+    const path = join(dir, 'db.sqlite');
+    const first = new SqliteStore({ path });
+    let code: string | undefined;
+    try {
+      new SqliteStore({ path });
+    } catch (e) {
+      code = (e as { code?: string }).code;
+    }
+    expect(code).toBe('RFT_ERR_STORE_IN_USE');
+    // Another process too (the lock is the operating system's, not this process's).
+    const child = spawnSync(
+      process.execPath,
+      ['--import', 'tsx', '-e', `import('${storeModule}').then(({ SqliteStore }) => new SqliteStore({ path: ${JSON.stringify(path)} })).catch((e) => { console.log(e.code); process.exit(3); })`],
+      { encoding: 'utf8', cwd: repoRoot },
+    );
+    expect({ status: child.status, out: child.stdout.trim() }).toEqual({ status: 3, out: 'RFT_ERR_STORE_IN_USE' });
+    await first.beginCall(begin('trace_lock', 'c1'));
+    await first.close();
+    const second = new SqliteStore({ path });
+    onTestFinished(() => second.close());
+    expect(await second.getCall('trace_lock', 'c1')).toMatchObject({ status: 'running' });
   });
 });

@@ -305,6 +305,10 @@ export class SqliteWriter {
       this.scheduled = true;
       this.tail = new Promise<void>((r) => (this.tailResolve = r));
       setImmediate(() => this.flush());
+      // Inline: a second flush in the same check phase takes what the first one's answers led to
+      // (a synchronous tool's result, submitted from the microtasks between the two), so a fast
+      // call starts, runs and records in one turn of the event loop instead of two.
+      if (this.engine) setImmediate(() => this.followUp());
     }
     const waiters = early ? this.earlyWaiters : this.waiters;
     return new Promise((resolve, reject) => waiters.push({ resolve, reject, value: opts.value, tag: opts.tag }));
@@ -332,11 +336,16 @@ export class SqliteWriter {
     };
   }
 
+  private followUp(): void {
+    if (this.batch.length > 0 || this.earlyBatch.length > 0) this.flush();
+  }
+
   private flush(): void {
     // Paused: stay scheduled; the release flushes.
     if (this.paused) return;
     this.scheduled = false;
     const done = this.tailResolve;
+    this.tailResolve = undefined;
     const batches: { id: number; units: Unit[]; early: boolean }[] = [];
     const early = this.earlyBatch.length > 0 ? this.track(batches, this.earlyBatch, this.earlyWaiters, true) : undefined;
     const late = this.batch.length > 0 ? this.track(batches, this.batch, this.waiters, false) : undefined;

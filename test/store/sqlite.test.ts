@@ -132,13 +132,13 @@ const roBegin = {
 };
 
 /** A writer of one statement (INSERT INTO t) on a fresh database; count() reads t's rows. */
-function tableWriter(mode: WriterMode) {
+function tableWriter(mode: WriterMode, fullSync = true) {
   const dir = mkdtempSync(join(tmpdir(), 'rft-writer-'));
   const path = join(dir, 'db.sqlite');
   const db = new Database(path);
   db.pragma('journal_mode = WAL');
   db.exec('CREATE TABLE t (v INTEGER)');
-  const writer = new SqliteWriter(path, [{ sql: 'INSERT INTO t (v) VALUES (?)' }], true, mode, db);
+  const writer = new SqliteWriter(path, [{ sql: 'INSERT INTO t (v) VALUES (?)' }], fullSync, mode, db);
   onTestFinished(async () => {
     await writer.close();
     db.close();
@@ -242,5 +242,26 @@ describe('SqliteStore, one writer process', () => {
     const second = new SqliteStore({ path });
     onTestFinished(() => second.close());
     expect(await second.getCall('trace_lock', 'c1')).toMatchObject({ status: 'running' });
+  });
+});
+
+describe('SqliteWriter, inline', () => {
+  it('commits what an answer leads to (a fast tool result) in the same turn of the event loop', async () => {
+    const { writer, count } = tableWriter('inline', false);
+    const order: string[] = [];
+    const second = new Promise<void>((resolve) => {
+      void writer.submit([[0, [1]]]).then(() => {
+        void writer.submit([[0, [2]]]).then(() => {
+          order.push('second committed');
+          resolve();
+        });
+      });
+    });
+    // Queued after the writer's flushes of this turn: runs before anything of the next turn.
+    setImmediate(() => order.push('end of the turn'));
+    await second;
+    await new Promise((r) => setImmediate(r));
+    expect(order).toEqual(['second committed', 'end of the turn']);
+    expect(count()).toBe(2);
   });
 });

@@ -33,10 +33,12 @@ CREATE TABLE IF NOT EXISTS rollouts (
   budget_exceeded INTEGER NOT NULL DEFAULT 0,
   next_seq INTEGER NOT NULL DEFAULT 1,
   last_score REAL
-);
+) WITHOUT ROWID;
 CREATE INDEX IF NOT EXISTS rollouts_created ON rollouts (created_at DESC, trace_id DESC);
 -- The dataset row, apart: SQLite rewrites a whole row on UPDATE, and the rollouts row is updated
--- on every call (its budget). Databases made before this table keep their items in rollouts.item.
+-- on every call (its budget); rollouts.item only says '{}' (the trainer sent an empty row), so the
+-- rollouts row stays small (hence WITHOUT ROWID: one B-tree, not a table and an index). Databases
+-- made before this table keep their items in rollouts.item (and their rowid table).
 CREATE TABLE IF NOT EXISTS rollout_items (
   trace_id TEXT PRIMARY KEY,
   item TEXT NOT NULL
@@ -141,7 +143,7 @@ const WRITES: WriterStatement[] = [
   // a call with no record at all (its start lost with a failed commit) must not be acknowledged.
   { sql: 'SELECT 1 FROM calls WHERE trace_id = ? AND call_id = ?', require: true },
   // The rollout row if absent (a grade for a rollout with no call); fillItem then records its item.
-  { sql: 'INSERT OR IGNORE INTO rollouts (trace_id, created_at, updated_at, item, budget_limit) VALUES (?, ?, ?, NULL, ?)' },
+  { sql: 'INSERT OR IGNORE INTO rollouts (trace_id, created_at, updated_at, item, budget_limit) VALUES (?, ?, ?, ?, ?)' },
   {
     sql: `INSERT INTO grades (trace_id, grader, grader_version, sample_hash, sample, status, score, subscores, explanation, error,
             credential, source, created_at, duration_ms) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
@@ -178,6 +180,13 @@ interface LedgerState {
   nextSeq: number;
   /** Every call id of the rollout, with what recognises a retry as the same call. */
   calls: Map<string, { tool: string; argsHash: string }>;
+}
+
+/** Where a dataset row goes: an empty one inline in the rollouts row ('{}'), any other in rollout_items. */
+function itemColumns(item: Record<string, unknown> | null): { inline: '{}' | null; apart: string | null } {
+  if (!item) return { inline: null, apart: null };
+  const text = JSON.stringify(item);
+  return text === '{}' ? { inline: '{}', apart: null } : { inline: null, apart: text };
 }
 
 const callParams = (c: RecordedCall): unknown[] => [
@@ -311,8 +320,9 @@ export class SqliteStore implements Store {
       }
       if (!loaded) {
         // The row (up to 1 MB) is serialized once, when its rollout starts.
-        ops.push([W.insertRollout, [traceId, input.now, input.now, null, input.budgetLimit]]);
-        if (input.item) ops.push([W.insertItem, [traceId, JSON.stringify(input.item)]]);
+        const item = itemColumns(input.item);
+        ops.push([W.insertRollout, [traceId, input.now, input.now, item.inline, input.budgetLimit]]);
+        if (item.apart !== null) ops.push([W.insertItem, [traceId, item.apart]]);
         loaded = { limit: input.budgetLimit, used: 0, exceeded: false, nextSeq: 1, calls: new Map() };
       }
       st = loaded;
@@ -408,11 +418,10 @@ export class SqliteStore implements Store {
   }
 
   async ensureRollout(traceId: string, item: Record<string, unknown> | null, budgetLimit: number, now: number): Promise<void> {
-    const text = item ? JSON.stringify(item) : null;
-    await this.submit(traceId, [
-      [W.fillRollout, [traceId, now, now, budgetLimit]],
-      [W.fillItem, [traceId, text, text, traceId]],
-    ]);
+    const { inline, apart } = itemColumns(item);
+    const ops: Unit = [[W.fillRollout, [traceId, now, now, inline, budgetLimit]]];
+    if (apart !== null) ops.push([W.fillItem, [traceId, apart, apart, traceId]]);
+    await this.submit(traceId, ops);
   }
 
   async insertGrade(g: NewGrade): Promise<GradeRecord> {
@@ -433,9 +442,10 @@ export class SqliteStore implements Store {
   async importRollout(r: ImportedRollout): Promise<'imported' | 'exists'> {
     await this.writer.settled();
     if (this.ledgers.has(r.traceId) || this.pending.has(r.traceId) || this.stmt.getLedger.get(r.traceId)) return 'exists';
+    const item = itemColumns(r.item);
     const ops: Unit = [
-      [W.importRollout, [r.traceId, r.createdAt, r.updatedAt, null, r.budget.limit]],
-      ...(r.item ? [[W.insertItem, [r.traceId, JSON.stringify(r.item)]] as Op] : []),
+      [W.importRollout, [r.traceId, r.createdAt, r.updatedAt, item.inline, r.budget.limit]],
+      ...(item.apart !== null ? [[W.insertItem, [r.traceId, item.apart]] as Op] : []),
       [W.importLedger, [r.budget.used, r.budget.exceeded ? 1 : 0, r.calls.reduce((m, c) => Math.max(m, c.seq), 0) + 1, r.traceId]],
     ];
     for (const c of r.calls) {

@@ -587,6 +587,7 @@ function takeLock(lockPath: string, storePath: string): Database.Database {
   const lock = new Database(lockPath);
   try {
     lock.pragma('busy_timeout = 0');
+    lock.pragma('journal_mode = OFF');
     lock.pragma('locking_mode = EXCLUSIVE');
     lock.exec('BEGIN EXCLUSIVE; COMMIT');
     return lock;

@@ -1,7 +1,7 @@
-// The SQLite store's writer: a worker thread with its own connection that executes batches of
-// writes, commits each batch as one transaction, fsyncs the WAL (sync 'full'), then acknowledges.
-// The event loop only builds small arrays and posts one message per turn; statements, page writes,
-// commits and fsyncs all happen on the writer's thread.
+// The SQLite store's writer: it collects a turn's writes, commits them as one transaction, fsyncs
+// the WAL (sync 'full', on the thread pool) and then answers. The same engine runs either inline,
+// at the end of the event-loop turn on the store's own connection (default), or in a worker thread
+// with its own connection, the event loop then only posting one JSON message per batch.
 //
 // A unit is the writes that must land together (a call's insert and its budget charge): a list of
 // ops [statement index, positional params]. A unit answers [changes, lastInsertRowid] of its first
@@ -214,8 +214,8 @@ type EngineFactory = (
 ) => Engine;
 
 /**
- * fdatasyncs in flight at once (of libuv's 4 pool threads): two measured 12% more calls/s than one
- * on a 2-core machine (bench/pipeline.ts), four no more than two.
+ * fdatasyncs in flight at once (of libuv's 4 pool threads): two measured about 10% more calls/s than
+ * one on a 2-core machine (bench/pipeline.ts), four no more than two.
  */
 const MAX_SYNCS = 2;
 let inlineFactory: EngineFactory | undefined;

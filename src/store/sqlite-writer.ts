@@ -296,8 +296,11 @@ export class SqliteWriter {
   submit(unit: Unit, opts: SubmitOptions<never> & { value?: undefined }): Promise<UnitResult>;
   submit<T>(unit: Unit, opts: SubmitOptions<T> & { value: T }): Promise<T>;
   submit(unit: Unit, opts: SubmitOptions<unknown> = {}): Promise<unknown> {
-    if (this.broken) return Promise.reject(this.broken);
-    if (this.closed) return Promise.reject(new Error('store is closed'));
+    if (this.broken || this.closed) {
+      // Refused at once: still answered, so a caller counting outstanding units counts it down.
+      if (opts.tag !== undefined) this.onSettled?.(opts.tag, true);
+      return Promise.reject(this.broken ?? new Error('store is closed'));
+    }
     const early = opts.early === true;
     if (early) this.earlyBatch.push(unit);
     else this.batch.push(unit);

@@ -265,3 +265,21 @@ describe('SqliteWriter, inline', () => {
     expect(count()).toBe(2);
   });
 });
+
+describe('SqliteStore with a dead writer thread', () => {
+  it('answers every call with an error instead of waiting forever', async () => {
+    const { store } = open('thread');
+    await store.beginCall(begin('trace_dead', 'c1'));
+    const writer = (store as unknown as { writer: { worker: { terminate(): Promise<number> } } }).writer;
+    await writer.worker.terminate();
+    const soon = <T>(p: Promise<T>) => Promise.race([p, new Promise((_, reject) => setTimeout(() => reject(new Error('hung')), 2000))]);
+    for (const call of [begin('trace_dead', 'c2'), begin('trace_new', 'c1'), begin('trace_new', 'c2')]) {
+      await expect(soon(store.beginCall(call))).rejects.toThrow(/writer thread exited/);
+    }
+    // A refused write of a rollout the ledger has not loaded must not leave it waiting for that write.
+    await expect(soon(store.ensureRollout('trace_graded', { q: 1 }, 5, 1))).rejects.toThrow(/writer thread exited/);
+    await expect(soon(store.beginCall(begin('trace_graded', 'c1')))).rejects.toThrow(/writer thread exited/);
+    await expect(soon(store.finishCall('trace_dead', 'c1', done))).rejects.toThrow(/writer thread exited/);
+    await expect(soon(store.ping())).rejects.toThrow(/writer thread exited/);
+  });
+});

@@ -375,8 +375,9 @@ export class SqliteStore implements Store {
     // A start is answered once committed (it survives a crash of this process: after a restart it
     // is `interrupted`, never run again); its fsync comes with the result's. A refusal is a result.
     const written = this.submit(traceId, ops, result.kind === 'started', result);
-    if (input.durable === false) {
-      // Answered now; a lost start makes the finish fail (see requireCall).
+    if (input.durable === false && result.kind === 'started') {
+      // Answered now; a lost start makes the finish fail (see requireCall). A refusal is a reply:
+      // it waits for its write like any other.
       written.catch(() => undefined);
       return Promise.resolve(result);
     }

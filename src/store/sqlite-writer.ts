@@ -214,8 +214,9 @@ type EngineFactory = (
 ) => Engine;
 
 /**
- * fdatasyncs in flight at once (of libuv's 4 pool threads): two measured about 10% more calls/s than
- * one on a 2-core machine (bench/pipeline.ts), four no more than two.
+ * fdatasyncs in flight at once (of libuv's 4 pool threads). Two measured about 10% more calls/s than
+ * one on a 2-core machine (bench/pipeline.ts) before the same-turn flush; since it, one to four
+ * measure the same within noise. Two leaves pool threads for file work (sandboxes, reads).
  */
 const MAX_SYNCS = 2;
 let inlineFactory: EngineFactory | undefined;

@@ -8,6 +8,7 @@
 // left by the earlier passes), after which the next commit starts the WAL over.
 import { createRequire } from 'node:module';
 import { Worker } from 'node:worker_threads';
+import { stopWorker } from './stop-worker.js';
 
 // Plain CommonJS so the worker needs no TypeScript loader (tsx, vitest) to start.
 const WORKER_SOURCE = `
@@ -129,15 +130,7 @@ export class Checkpointer {
   }
 
   async stop(): Promise<void> {
-    const done = new Promise<void>((resolve) => {
-      this.worker.on('message', (m) => m === 'stopped' && resolve());
-      this.worker.once('exit', () => resolve());
-    });
-    // Unref'ed while running so it never holds the process open; ref'ed while we wait for it.
-    this.worker.ref();
-    this.worker.postMessage('stop');
-    await Promise.race([done, new Promise((r) => setTimeout(r, 2000).unref())]);
+    await stopWorker(this.worker, 'stop', 'stopped', 2000);
     this.resume();
-    await this.worker.terminate();
   }
 }

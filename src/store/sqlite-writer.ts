@@ -10,6 +10,7 @@
 import * as fs from 'node:fs';
 import { createRequire } from 'node:module';
 import { Worker } from 'node:worker_threads';
+import { stopWorker } from './stop-worker.js';
 
 /** [statement index, positional parameters]. */
 export type Op = [number, unknown[]];
@@ -231,13 +232,13 @@ interface Waiter {
   tag: string | undefined;
 }
 
-export interface SubmitOptions<T> {
+export interface SubmitOptions {
   /** Answer once committed, before the fsync (see submit). */
   early?: boolean;
-  /** Resolve to this instead of the unit's result. */
-  value?: T;
+  /** Resolve to this instead of the unit's result, if given. */
+  value?: unknown;
   /** Reported to onSettled when the unit is answered (the store counts a rollout's outstanding writes). */
-  tag?: string;
+  tag?: string | undefined;
 }
 
 /**
@@ -293,10 +294,7 @@ export class SqliteWriter {
    * fsynced. `early`: resolves once committed, before the fsync (it then survives a crash of this
    * process, not a power loss; the fsync that follows covers it).
    */
-  submit(unit: Unit): Promise<UnitResult>;
-  submit(unit: Unit, opts: SubmitOptions<never> & { value?: undefined }): Promise<UnitResult>;
-  submit<T>(unit: Unit, opts: SubmitOptions<T> & { value: T }): Promise<T>;
-  submit(unit: Unit, opts: SubmitOptions<unknown> = {}): Promise<unknown> {
+  submit<T = UnitResult>(unit: Unit, opts: SubmitOptions = {}): Promise<T> {
     if (this.broken || this.closed) {
       // Refused at once: still answered, so a caller counting outstanding units counts it down.
       if (opts.tag !== undefined) this.onSettled?.(opts.tag, true);
@@ -315,7 +313,9 @@ export class SqliteWriter {
       if (this.engine) setImmediate(() => this.followUp());
     }
     const waiters = early ? this.earlyWaiters : this.waiters;
-    return new Promise((resolve, reject) => waiters.push({ resolve, reject, value: opts.value, tag: opts.tag }));
+    return new Promise<T>((resolve, reject) =>
+      waiters.push({ resolve: resolve as (r: unknown) => void, reject, value: opts.value, tag: opts.tag }),
+    );
   }
 
   /** Resolves when everything submitted before this call has been answered (committed or refused). */
@@ -444,13 +444,6 @@ export class SqliteWriter {
       await worker.terminate();
       return;
     }
-    worker.ref();
-    const exited = new Promise<void>((resolve) => {
-      worker.once('message', () => resolve());
-      worker.once('exit', () => resolve());
-    });
-    worker.postMessage('close');
-    await Promise.race([exited, new Promise((r) => setTimeout(r, 5000).unref())]);
-    await worker.terminate();
+    await stopWorker(worker, 'close', 'closed', 5000);
   }
 }

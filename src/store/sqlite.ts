@@ -105,72 +105,56 @@ export interface SqliteStoreOptions {
   writer?: WriterMode;
 }
 
-/** The writer's statements, by index (positional parameters: binding by name costs on the hot path). */
-const W = {
-  insertRollout: 0,
-  charge: 1,
-  refuse: 2,
-  insertCall: 3,
-  finishCall: 4,
-  requireCall: 5,
-  fillRollout: 6,
-  insertGrade: 7,
-  setScore: 8,
-  touch: 9,
-  rememberId: 10,
-  purgeIds: 11,
-  interrupt: 12,
-  ping: 13,
-  importRollout: 14,
-  importLedger: 15,
-  insertItem: 16,
-  fillItem: 17,
-} as const;
-
-const WRITES: WriterStatement[] = [
-  { sql: 'INSERT OR IGNORE INTO rollouts (trace_id, created_at, updated_at, item, budget_limit) VALUES (?, ?, ?, ?, ?)' },
-  { sql: 'UPDATE rollouts SET budget_used = budget_used + ?, next_seq = next_seq + 1, updated_at = ? WHERE trace_id = ?' },
-  { sql: 'UPDATE rollouts SET budget_exceeded = 1, next_seq = next_seq + 1, updated_at = ? WHERE trace_id = ?' },
-  {
+/**
+ * The writer's statements, by name (positional parameters: binding by name costs on the hot path).
+ * Units name them by index (W below), which follows this object's order.
+ */
+const WRITE_STATEMENTS = {
+  // A rollout row if absent (its first call, or a grade for a rollout with no call).
+  insertRollout: { sql: 'INSERT OR IGNORE INTO rollouts (trace_id, created_at, updated_at, item, budget_limit) VALUES (?, ?, ?, ?, ?)' },
+  charge: { sql: 'UPDATE rollouts SET budget_used = budget_used + ?, next_seq = next_seq + 1, updated_at = ? WHERE trace_id = ?' },
+  refuse: { sql: 'UPDATE rollouts SET budget_exceeded = 1, next_seq = next_seq + 1, updated_at = ? WHERE trace_id = ?' },
+  insertCall: {
     sql: `INSERT INTO calls (trace_id, call_id, seq, tool, arguments, args_hash, output, status, cost, credential, started_at,
             finished_at, duration_ms, output_bytes, truncated) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
   },
-  {
+  finishCall: {
     sql: `UPDATE calls SET output = ?, status = ?, finished_at = ?, duration_ms = ?, output_bytes = ?, truncated = ?
           WHERE trace_id = ? AND call_id = ? AND status = 'running'`,
   },
   // A finish that changed nothing is fine if the call is recorded (already finished or interrupted);
   // a call with no record at all (its start lost with a failed commit) must not be acknowledged.
-  { sql: 'SELECT 1 FROM calls WHERE trace_id = ? AND call_id = ?', require: true },
-  // The rollout row if absent (a grade for a rollout with no call); fillItem then records its item.
-  { sql: 'INSERT OR IGNORE INTO rollouts (trace_id, created_at, updated_at, item, budget_limit) VALUES (?, ?, ?, ?, ?)' },
-  {
+  requireCall: { sql: 'SELECT 1 FROM calls WHERE trace_id = ? AND call_id = ?', require: true },
+  insertGrade: {
     sql: `INSERT INTO grades (trace_id, grader, grader_version, sample_hash, sample, status, score, subscores, explanation, error,
             credential, source, created_at, duration_ms) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
   },
-  { sql: 'UPDATE rollouts SET last_score = ?, updated_at = ? WHERE trace_id = ?' },
-  { sql: 'UPDATE rollouts SET updated_at = ? WHERE trace_id = ?' },
+  setScore: { sql: 'UPDATE rollouts SET last_score = ?, updated_at = ? WHERE trace_id = ?' },
+  touch: { sql: 'UPDATE rollouts SET updated_at = ? WHERE trace_id = ?' },
   // New id, or an expired entry refreshed: one change. A live entry (a replay): none.
-  {
+  rememberId: {
     sql: `INSERT INTO webhook_ids (id, expires_at) VALUES (?, ?)
           ON CONFLICT (id) DO UPDATE SET expires_at = excluded.expires_at WHERE webhook_ids.expires_at <= ?`,
   },
-  { sql: 'DELETE FROM webhook_ids WHERE expires_at <= ?' },
-  { sql: `UPDATE calls SET status = 'interrupted', output = ?, finished_at = ? WHERE status = 'running'` },
-  { sql: 'INSERT OR REPLACE INTO webhook_ids (id, expires_at) VALUES (?, ?)' },
-  { sql: 'INSERT INTO rollouts (trace_id, created_at, updated_at, item, budget_limit) VALUES (?, ?, ?, ?, ?)' },
-  { sql: 'UPDATE rollouts SET budget_used = ?, budget_exceeded = ?, next_seq = ? WHERE trace_id = ?' },
-  { sql: 'INSERT OR IGNORE INTO rollout_items (trace_id, item) VALUES (?, ?)' },
+  purgeIds: { sql: 'DELETE FROM webhook_ids WHERE expires_at <= ?' },
+  interrupt: { sql: `UPDATE calls SET status = 'interrupted', output = ?, finished_at = ? WHERE status = 'running'` },
+  ping: { sql: 'INSERT OR REPLACE INTO webhook_ids (id, expires_at) VALUES (?, ?)' },
+  importRollout: { sql: 'INSERT INTO rollouts (trace_id, created_at, updated_at, item, budget_limit) VALUES (?, ?, ?, ?, ?)' },
+  importLedger: { sql: 'UPDATE rollouts SET budget_used = ?, budget_exceeded = ?, next_seq = ? WHERE trace_id = ?' },
+  insertItem: { sql: 'INSERT OR IGNORE INTO rollout_items (trace_id, item) VALUES (?, ?)' },
   // Records the item unless the rollout has a non-empty one (here, or in an older database's
   // rollouts.item): params trace, item, item, trace.
-  {
+  fillItem: {
     sql: `INSERT INTO rollout_items (trace_id, item)
             SELECT ?, ? WHERE ? IS NOT NULL AND NOT EXISTS (
               SELECT 1 FROM rollouts WHERE trace_id = ? AND item IS NOT NULL AND item <> '{}')
           ON CONFLICT (trace_id) DO UPDATE SET item = excluded.item
           WHERE excluded.item <> '{}' AND rollout_items.item = '{}'`,
   },
-];
+} satisfies Record<string, WriterStatement>;
+
+const WRITES: WriterStatement[] = Object.values(WRITE_STATEMENTS);
+const W = Object.fromEntries(Object.keys(WRITE_STATEMENTS).map((name, i) => [name, i])) as Record<keyof typeof WRITE_STATEMENTS, number>;
 
 /** A rollout's ledger as the writes submitted so far leave it (committed or not yet). */
 interface LedgerState {
@@ -188,6 +172,11 @@ function itemColumns(item: Record<string, unknown> | null): { inline: '{}' | nul
   const text = JSON.stringify(item);
   return text === '{}' ? { inline: '{}', apart: null } : { inline: null, apart: text };
 }
+
+const gradeParams = (traceId: string, g: Omit<NewGrade, 'traceId'>): unknown[] => [
+  traceId, g.grader, g.graderVersion, g.sampleHash, JSON.stringify(g.sample ?? null), g.status, g.score,
+  g.subscores ? JSON.stringify(g.subscores) : null, g.explanation, g.error, g.credential, g.source, g.createdAt, g.durationMs,
+];
 
 const callParams = (c: RecordedCall): unknown[] => [
   c.traceId, c.callId, c.seq, c.tool, c.arguments, c.argsHash, c.output, c.status, c.cost, c.credential, c.startedAt,
@@ -221,15 +210,15 @@ export class SqliteStore implements Store {
   private readonly lock: Database.Database;
 
   constructor(opts: SqliteStoreOptions) {
-    if (opts.path === ':memory:') throw new Error('the SQLite store needs a file (its writer thread opens it too)');
+    if (opts.path === ':memory:') throw new Error('the SQLite store needs a file (its checkpointer and lock open it too)');
     mkdirSync(dirname(opts.path), { recursive: true });
     this.cacheSize = opts.ledgerCacheSize ?? 4096;
     this.lock = takeLock(`${opts.path}.lock`, opts.path);
     this.db = new Database(opts.path);
+    // The writer's engine sets what commits need (synchronous, checkpoints, cache) on the
+    // connection it writes with: this one when inline, its own in the thread.
     this.db.pragma('journal_mode = WAL');
-    this.db.pragma('synchronous = NORMAL');
     this.db.pragma('busy_timeout = 5000');
-    this.db.pragma('wal_autocheckpoint = 0');
     this.db.exec(SCHEMA);
     this.writer = new SqliteWriter(opts.path, WRITES, opts.sync !== 'normal', opts.writer ?? 'inline', this.db);
     this.writer.onSettled = (traceId, failed) => this.settled(traceId, failed);
@@ -294,8 +283,7 @@ export class SqliteStore implements Store {
    */
   private submit<T = UnitResult>(traceId: string | undefined, unit: Unit, early = false, value?: T): Promise<T> {
     if (traceId !== undefined) this.pending.set(traceId, (this.pending.get(traceId) ?? 0) + 1);
-    const tag = traceId === undefined ? {} : { tag: traceId };
-    return (value === undefined ? this.writer.submit(unit, { early, ...tag }) : this.writer.submit(unit, { early, ...tag, value })) as Promise<T>;
+    return this.writer.submit<T>(unit, { early, tag: traceId, value });
   }
 
   beginCall(input: BeginCallInput): Promise<BeginCallResult> {
@@ -420,20 +408,14 @@ export class SqliteStore implements Store {
 
   async ensureRollout(traceId: string, item: Record<string, unknown> | null, budgetLimit: number, now: number): Promise<void> {
     const { inline, apart } = itemColumns(item);
-    const ops: Unit = [[W.fillRollout, [traceId, now, now, inline, budgetLimit]]];
+    const ops: Unit = [[W.insertRollout, [traceId, now, now, inline, budgetLimit]]];
     if (apart !== null) ops.push([W.fillItem, [traceId, apart, apart, traceId]]);
     await this.submit(traceId, ops);
   }
 
   async insertGrade(g: NewGrade): Promise<GradeRecord> {
-    const ops: Op[] = [
-      [
-        W.insertGrade,
-        [
-          g.traceId, g.grader, g.graderVersion, g.sampleHash, JSON.stringify(g.sample ?? null), g.status, g.score,
-          g.subscores ? JSON.stringify(g.subscores) : null, g.explanation, g.error, g.credential, g.source, g.createdAt, g.durationMs,
-        ],
-      ],
+    const ops: Unit = [
+      [W.insertGrade, gradeParams(g.traceId, g)],
       g.status === 'ok' ? [W.setScore, [g.score, g.createdAt, g.traceId]] : [W.touch, [g.createdAt, g.traceId]],
     ];
     const [, id] = await this.submit(g.traceId, ops);
@@ -454,13 +436,7 @@ export class SqliteStore implements Store {
     }
     let last: number | null = null;
     for (const g of r.grades) {
-      ops.push([
-        W.insertGrade,
-        [
-          r.traceId, g.grader, g.graderVersion, g.sampleHash, JSON.stringify(g.sample ?? null), g.status, g.score,
-          g.subscores ? JSON.stringify(g.subscores) : null, g.explanation, g.error, g.credential, g.source, g.createdAt, g.durationMs,
-        ],
-      ]);
+      ops.push([W.insertGrade, gradeParams(r.traceId, g)]);
       if (g.status === 'ok') last = g.score;
     }
     if (last !== null) ops.push([W.setScore, [last, r.updatedAt, r.traceId]]);

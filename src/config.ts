@@ -66,7 +66,7 @@ export const configSchema = z.object({
   RFT_PG_POOL_SIZE: int(1, 1000).default(10),
   /** This replica's id, stable across its restarts (Postgres: a booting replica interrupts only its own calls). */
   RFT_INSTANCE_ID: z.string().min(1).max(200).optional(),
-  /** full: fsync every commit (survives power loss); normal: survives kill -9, not power loss. */
+  /** full: every reply's writes are fsynced first (survives power loss); normal: committed only (survives kill -9). */
   RFT_SQLITE_SYNC: z.enum(['full', 'normal']).default('full'),
   /** inline: commits at the end of each event-loop turn; thread: in a writer thread (many cores). */
   RFT_SQLITE_WRITER: z.enum(['inline', 'thread']).default('inline'),

@@ -9,7 +9,7 @@ import type { Item } from '../protocol/wire.js';
 import type { LoadedTool } from '../registry/loader.js';
 import type { RolloutView, ToolContext } from '../registry/define.js';
 import type { Sandbox } from '../sandbox/types.js';
-import type { Store } from '../store/types.js';
+import type { FinishCallInput, Store } from '../store/types.js';
 import type { CallStatus, RecordedCall } from './types.js';
 import type { SandboxProvider } from './sandbox-provider.js';
 import { formatZodIssues, truncateOutput } from './output.js';
@@ -225,7 +225,8 @@ export class Ledger {
   }
 }
 
-type Executed = { output: string; status: Exclude<CallStatus, 'running'>; durationMs: number; outputBytes: number; truncated: boolean };
+/** A handler's outcome: what finishCall records, but the finish time. */
+type Executed = Omit<FinishCallInput, 'finishedAt'>;
 
 function executed(raw: string, status: Exclude<CallStatus, 'running'>, started: number, maxBytes: number): Executed {
   const t = truncateOutput(raw, maxBytes);

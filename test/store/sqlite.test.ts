@@ -12,15 +12,18 @@ import { begin, storeContract } from './contract.js';
 const repoRoot = fileURLToPath(new URL('../..', import.meta.url));
 const storeModule = new URL('../../src/store/sqlite.ts', import.meta.url).href;
 
-/** A store in a fresh directory; closed, then its directory removed, when the test ends. */
-function open(writer: WriterMode = 'inline', sync: 'full' | 'normal' = 'full') {
+/** A database path in a fresh directory, removed when the test ends. */
+function scratchPath(): string {
   const dir = mkdtempSync(join(tmpdir(), 'rft-store-'));
-  const path = join(dir, 'db.sqlite');
+  onTestFinished(() => rmSync(dir, { recursive: true, force: true }));
+  return join(dir, 'db.sqlite');
+}
+
+/** A store on a fresh database, closed when the test ends. */
+function open(writer: WriterMode = 'inline', sync: 'full' | 'normal' = 'full') {
+  const path = scratchPath();
   const store = new SqliteStore({ path, writer, sync });
-  onTestFinished(async () => {
-    await store.close();
-    rmSync(dir, { recursive: true, force: true });
-  });
+  onTestFinished(() => store.close());
   return { store, path };
 }
 
@@ -54,9 +57,7 @@ describe.each(['inline', 'thread'] as const)('SqliteStore group commit (%s write
 
 describe('SqliteStore in-memory ledger', () => {
   it('reloads an evicted rollout exactly: budget, next seq, and its call ids (retries and conflicts)', async () => {
-    const dir = mkdtempSync(join(tmpdir(), 'rft-store-lru-'));
-    onTestFinished(() => rmSync(dir, { recursive: true, force: true }));
-    const store = new SqliteStore({ path: join(dir, 'db.sqlite'), ledgerCacheSize: 2 });
+    const store = new SqliteStore({ path: scratchPath(), ledgerCacheSize: 2 });
     onTestFinished(() => store.close());
     await store.beginCall(begin('trace_old', 'c1', { budgetLimit: 3, argsHash: 'h1' }));
     await store.beginCall(begin('trace_old', 'c2', { budgetLimit: 3, argsHash: 'h2' }));
@@ -133,8 +134,7 @@ const roBegin = {
 
 /** A writer of one statement (INSERT INTO t) on a fresh database; count() reads t's rows. */
 function tableWriter(mode: WriterMode, fullSync = true) {
-  const dir = mkdtempSync(join(tmpdir(), 'rft-writer-'));
-  const path = join(dir, 'db.sqlite');
+  const path = scratchPath();
   const db = new Database(path);
   db.pragma('journal_mode = WAL');
   db.exec('CREATE TABLE t (v INTEGER)');
@@ -142,7 +142,6 @@ function tableWriter(mode: WriterMode, fullSync = true) {
   onTestFinished(async () => {
     await writer.close();
     db.close();
-    rmSync(dir, { recursive: true, force: true });
   });
   return { writer, count: () => (db.prepare('SELECT count(*) AS n FROM t').get() as { n: number }).n };
 }
@@ -185,9 +184,7 @@ describe('SqliteStore, dataset rows apart from the ledger row', () => {
   });
 
   it('reads and keeps items of a database made before rollout_items (in rollouts.item)', async () => {
-    const dir = mkdtempSync(join(tmpdir(), 'rft-store-legacy-'));
-    onTestFinished(() => rmSync(dir, { recursive: true, force: true }));
-    const path = join(dir, 'db.sqlite');
+    const path = scratchPath();
     const first = new SqliteStore({ path });
     await first.close();
     // What an older version wrote: the item in the rollouts row, no rollout_items entry.
@@ -219,9 +216,7 @@ describe('SqliteWriter thread failure', () => {
 
 describe('SqliteStore, one writer process', () => {
   it('refuses a second store on the same file with a coded error, and allows one after the first closes', async () => {
-    const dir = mkdtempSync(join(tmpdir(), 'rft-store-lock-'));
-    onTestFinished(() => rmSync(dir, { recursive: true, force: true }));
-    const path = join(dir, 'db.sqlite');
+    const path = scratchPath();
     const first = new SqliteStore({ path });
     let code: string | undefined;
     try {

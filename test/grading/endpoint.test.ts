@@ -2,16 +2,9 @@ import { describe, expect, it } from 'vitest';
 import { validateGraderConfig } from '../../src/grading/config.js';
 import { configVersion, graderFromConfig } from '../../src/grading/endpoint.js';
 import type { GraderContext } from '../../src/registry/define.js';
+import { comboGraderConfig } from '../helpers/fixtures.js';
 
-const config = validateGraderConfig({
-  type: 'multi',
-  name: 'combo',
-  graders: {
-    exact: { type: 'string_check', name: 'exact', input: '{{sample.output_text}}', reference: '{{item.reference_answer}}', operation: 'eq' },
-    fuzzy: { type: 'text_similarity', name: 'fuzzy', input: '{{sample.output_text}}', reference: '{{item.reference_answer}}', evaluation_metric: 'fuzzy_match' },
-  },
-  calculate_output: '0.5 * exact + 0.5 * fuzzy',
-});
+const config = validateGraderConfig(comboGraderConfig);
 
 // The handler of a config grader only reads ctx.signal; the rest of the context is not reached.
 const ctx = { signal: new AbortController().signal } as unknown as GraderContext;

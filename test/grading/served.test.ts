@@ -4,6 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startFakeOpenAI, type FakeOpenAI } from '../helpers/fake-openai.js';
+import { comboGraderConfig } from '../helpers/fixtures.js';
 import { startTestServer, type TestServer } from '../helpers/server.js';
 
 let dir: string;
@@ -25,18 +26,7 @@ beforeAll(async () => {
       input: [{ role: 'user', content: '{{sample.output_text}} vs {{item.reference_answer}}' }],
     }),
   );
-  writeFileSync(
-    join(dir, 'graders', 'combo.json'),
-    JSON.stringify({
-      type: 'multi',
-      name: 'combo',
-      graders: {
-        exact: { type: 'string_check', name: 'exact', input: '{{sample.output_text}}', reference: '{{item.reference_answer}}', operation: 'eq' },
-        fuzzy: { type: 'text_similarity', name: 'fuzzy', input: '{{sample.output_text}}', reference: '{{item.reference_answer}}', evaluation_metric: 'fuzzy_match' },
-      },
-      calculate_output: '0.5 * exact + 0.5 * fuzzy',
-    }),
-  );
+  writeFileSync(join(dir, 'graders', 'combo.json'), JSON.stringify(comboGraderConfig));
   server = await startTestServer({
     gradersDir: join(dir, 'graders'),
     toolsDir: join(dir, 'tools'),

@@ -27,3 +27,14 @@ export function functionCall(name: string, args: unknown, over: Record<string, u
 }
 
 export const bearer = (key: string) => ({ authorization: `Bearer ${key}` });
+
+/** A `multi` grader config (exact match and fuzzy match, half each), as a JSON grader file would hold it. */
+export const comboGraderConfig = {
+  type: 'multi',
+  name: 'combo',
+  graders: {
+    exact: { type: 'string_check', name: 'exact', input: '{{sample.output_text}}', reference: '{{item.reference_answer}}', operation: 'eq' },
+    fuzzy: { type: 'text_similarity', name: 'fuzzy', input: '{{sample.output_text}}', reference: '{{item.reference_answer}}', evaluation_metric: 'fuzzy_match' },
+  },
+  calculate_output: '0.5 * exact + 0.5 * fuzzy',
+};

@@ -36,7 +36,10 @@ describe('warm workdir pool', () => {
 
   it('keeps pooled workdirs from being reaped and removes them on close', async () => {
     const sb = await driver.create(spec('trace_1'));
-    await until(async () => (await workdirs(tmp.root)).length === 3);
+    // Wait for the refill to finish, not only for its directories to appear: a workdir still being
+    // prepared is not pooled yet (the reaper runs at boot, before any refill, in the server).
+    const refilling = () => (driver as unknown as { poolInstance: { filling: Promise<void> | null } }).poolInstance.filling !== null;
+    await until(async () => (await workdirs(tmp.root)).length === 3 && !refilling());
     expect(await driver.reapOrphans()).toBe(0);
     await sb.destroy();
     await driver.close();

@@ -1,5 +1,6 @@
 // The SQLite store's writer: it collects a turn's writes, commits them as one transaction, fsyncs
-// the WAL (sync 'full', on the thread pool) and then answers. The same engine runs either inline,
+// the WAL (sync 'full': inline, in the syncer thread of wal-syncer.ts; in the writer thread, on
+// libuv's pool) and then answers. The same engine runs either inline,
 // at the end of the event-loop turn on the store's own connection (default), or in a worker thread
 // with its own connection, the event loop then only posting one JSON message per batch.
 //
@@ -11,11 +12,14 @@ import * as fs from 'node:fs';
 import { createRequire } from 'node:module';
 import { Worker } from 'node:worker_threads';
 import { stopWorker } from './stop-worker.js';
+import { WalSyncer } from './wal-syncer.js';
 
 /** [statement index, positional parameters]. */
 export type Op = [number, unknown[]];
 export type Unit = Op[];
 export type UnitResult = [changes: number, lastInsertRowid: number];
+/** A batch answered: its id, and each unit's result or error message. */
+type Ack = [number, (UnitResult | string)[]];
 
 /** What a `require` statement that finds no row throws (after a write that changed nothing). */
 export const REQUIRE_FAILED = 'RFT_REQUIRE_FAILED';
@@ -32,6 +36,7 @@ export interface WriterStatement {
 // The engine: plain JavaScript in a string, so it runs both in the worker (which then needs no
 // TypeScript loader such as tsx or vitest to start) and, compiled once with new Function, on the
 // event loop itself ('inline'). It commits batches and answers them through `answer(acks)`.
+// With opts.syncer (inline) the fsyncs are that thread's; else each is an fs.fdatasync on libuv's pool.
 const ENGINE_SOURCE = `
 function createEngine(db, fs, statements, opts, answer) {
   db.pragma('synchronous = NORMAL');
@@ -117,7 +122,17 @@ function createEngine(db, fs, statements, opts, answer) {
       (b.early || !opts.fullSync ? early : unsynced).push(ack);
     }
     if (early.length > 0) answer(early);
-    syncWal();
+    if (opts.syncer) {
+      if (unsynced.length > 0) {
+        opts.syncer.push(unsynced, syncedGroups);
+        unsynced = [];
+      }
+    } else syncWal();
+  }
+
+  // Answers from opts.syncer (the inline writer's fsync thread): the acks of each commit covered.
+  function syncedGroups(groups, e) {
+    synced(groups.length === 1 ? groups[0] : groups.flat(), e);
   }
 
   // Group fsync on the thread pool, so commits go on meanwhile: each fdatasync covers every
@@ -210,14 +225,15 @@ type EngineFactory = (
   db: unknown,
   fs: unknown,
   statements: readonly WriterStatement[],
-  opts: { path: string; fullSync: boolean; maxSyncs: number },
-  answer: (acks: [number, (UnitResult | string)[]][]) => void,
+  opts: { path: string; fullSync: boolean; maxSyncs: number; syncer?: WalSyncer<Ack[]> | undefined },
+  answer: (acks: Ack[]) => void,
 ) => Engine;
 
 /**
- * fdatasyncs in flight at once (of libuv's 4 pool threads). Two measured about 10% more calls/s than
- * one on a 2-core machine (bench/pipeline.ts) before the same-turn flush; since it, one to four
- * measure the same within noise. Two leaves pool threads for file work (sandboxes, reads).
+ * The writer thread's fdatasyncs in flight at once (of libuv's 4 pool threads). Two measured about
+ * 10% more calls/s than one on a 2-core machine (bench/pipeline.ts); two leaves pool threads for
+ * file work (sandboxes, reads). The inline writer hands its fsyncs to a WalSyncer instead: each
+ * fs.fdatasync cost the event loop 10-35 us of thread wake-up (+10% calls/s without it).
  */
 const MAX_SYNCS = 2;
 let inlineFactory: EngineFactory | undefined;
@@ -251,6 +267,8 @@ export type WriterMode = 'thread' | 'inline';
 export class SqliteWriter {
   private readonly worker: Worker | undefined;
   private readonly engine: Engine | undefined;
+  /** The inline engine's fsync thread (sync 'full'). */
+  private readonly syncer: WalSyncer<Ack[]> | undefined;
   /** This turn's units: answered once durable, and (early) answered once committed. */
   private batch: Unit[] = [];
   private waiters: Waiter[] = [];
@@ -271,14 +289,16 @@ export class SqliteWriter {
   /** `db`: the connection the inline engine writes with (the thread opens its own). */
   constructor(path: string, statements: readonly WriterStatement[], fullSync: boolean, mode: WriterMode, db: unknown) {
     if (mode === 'inline') {
-      this.engine = engineFactory()(db, fs, statements, { path, fullSync, maxSyncs: MAX_SYNCS }, (acks) => this.onAcks(acks));
+      this.syncer = fullSync ? new WalSyncer<Ack[]>(`${path}-wal`) : undefined;
+      const opts = { path, fullSync, maxSyncs: MAX_SYNCS, syncer: this.syncer };
+      this.engine = engineFactory()(db, fs, statements, opts, (acks) => this.onAcks(acks));
       return;
     }
     const driver = createRequire(import.meta.url).resolve('better-sqlite3');
     this.worker = new Worker(WORKER_SOURCE, { eval: true, workerData: { path, statements, fullSync, driver, maxSyncs: MAX_SYNCS } });
     this.worker.unref();
     this.worker.on('message', (m: unknown) => {
-      if (typeof m === 'string' && m !== 'closed') this.onAcks(JSON.parse(m) as [number, (UnitResult | string)[]][]);
+      if (typeof m === 'string' && m !== 'closed') this.onAcks(JSON.parse(m) as Ack[]);
     });
     this.worker.on('error', (e) => this.fail(e));
     this.worker.on('exit', (code) => {
@@ -388,7 +408,7 @@ export class SqliteWriter {
     return batch;
   }
 
-  private onAcks(acks: [number, (UnitResult | string)[]][]): void {
+  private onAcks(acks: Ack[]): void {
     for (const [id, results] of acks) {
       const batch = this.inFlight.get(id);
       if (!batch) continue;
@@ -437,6 +457,7 @@ export class SqliteWriter {
     if (this.engine) {
       const engine = this.engine;
       await new Promise<void>((resolve) => engine.close(resolve));
+      await this.syncer?.close();
       return;
     }
     const worker = this.worker!;

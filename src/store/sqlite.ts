@@ -1,5 +1,6 @@
-// SQLite store (better-sqlite3, WAL), for one server process. Writes go to a writer thread
-// (sqlite-writer.ts) that commits each turn's writes as one transaction; a call's insert and its
+// SQLite store (better-sqlite3, WAL), for one server process. Writes go to the writer
+// (sqlite-writer.ts: at the end of each event-loop turn by default, or in a thread of its own),
+// which commits each turn's writes as one transaction; a call's insert and its
 // budget charge are one unit of that transaction, so they land together or not at all. The budget
 // decision itself is made here, on the event loop, from an in-memory ledger of recent rollouts
 // (loaded from the database on a miss), so parallel calls of a rollout can never overspend.
@@ -187,7 +188,8 @@ const callParams = (c: RecordedCall): unknown[] => [
  * Durability: no write's promise resolves before the writer has committed it (and, with sync
  * 'full', fdatasync'ed the WAL), so "acknowledged" means "on disk". Reads use this thread's own
  * connection and first wait until every write submitted before them is answered, so a read sees
- * everything written before it. Checkpoints run in another thread (checkpointer.ts).
+ * everything written before it. Checkpoints run in another thread (checkpointer.ts), and so do the
+ * inline writer's fsyncs (wal-syncer.ts).
  *
  * The in-memory ledger is exact because this process is the database's only writer: a rollout's
  * state is loaded from the database only while none of its writes is outstanding, and dropped

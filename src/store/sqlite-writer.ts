@@ -124,16 +124,14 @@ function createEngine(db, fs, statements, opts, answer) {
     if (early.length > 0) answer(early);
     if (opts.syncer) {
       if (unsynced.length > 0) {
-        opts.syncer.push(unsynced, syncedGroups);
+        opts.syncer.push(unsynced);
         unsynced = [];
       }
     } else syncWal();
   }
 
   // Answers from opts.syncer (the inline writer's fsync thread): the acks of each commit covered.
-  function syncedGroups(groups, e) {
-    synced(groups.length === 1 ? groups[0] : groups.flat(), e);
-  }
+  if (opts.syncer) opts.syncer.onCovered = (groups, e) => synced(groups.length === 1 ? groups[0] : groups.flat(), e);
 
   // Group fsync on the thread pool, so commits go on meanwhile: each fdatasync covers every
   // commit before it began. Up to opts.maxSyncs run at once (one more starts as soon as there is
@@ -233,7 +231,7 @@ type EngineFactory = (
  * The writer thread's fdatasyncs in flight at once (of libuv's 4 pool threads). Two measured about
  * 10% more calls/s than one on a 2-core machine (bench/pipeline.ts); two leaves pool threads for
  * file work (sandboxes, reads). The inline writer hands its fsyncs to a WalSyncer instead: each
- * fs.fdatasync cost the event loop 10-35 us of thread wake-up (+10% calls/s without it).
+ * fs.fdatasync cost the event loop 10-35 us of thread wake-up (0-10% more calls/s without it, A/B).
  */
 const MAX_SYNCS = 2;
 let inlineFactory: EngineFactory | undefined;

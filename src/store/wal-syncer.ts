@@ -8,6 +8,7 @@
 // Each fdatasync covers every commit counted before it began.
 import * as fs from 'node:fs';
 import { Worker } from 'node:worker_threads';
+import { stopWorker } from './stop-worker.js';
 
 /** Shared Int32 slots. */
 const COMMITTED = 0;
@@ -45,23 +46,26 @@ if (fd !== undefined) fs.closeSync(fd);
 parentPort.postMessage('stopped');
 `;
 
-type Done<T> = (covered: T[], error: Error | null) => void;
-
 /**
- * `push(x, done)` after a commit: `done([x, ...], null)` once an fdatasync begun after it has ended
+ * `push(x)` after a commit: onCovered([x, ...], null) once an fdatasync begun after it has ended
  * (or with the error it failed with). Answers come in commit order.
  */
 export class WalSyncer<T> {
   private readonly shared = new Int32Array(new SharedArrayBuffer(16));
   private readonly worker: Worker;
   /** Commits not yet covered: their counter value and what to answer. */
-  private pending: { seq: number; item: T; done: Done<T> }[] = [];
+  private pending: { seq: number; item: T }[] = [];
   private seq = 0;
   private refed = false;
   /** The thread died: each later commit gets an fdatasync of its own on libuv's pool. */
   private fallbackFd: number | undefined;
+  /** fdatasyncs on the pool not yet ended (after the thread died). */
+  private inPool = 0;
   private dead = false;
   private onDrained: (() => void) | undefined;
+
+  /** Called with the items of the commits an fdatasync covered. */
+  onCovered: ((items: T[], error: Error | null) => void) | undefined;
 
   constructor(private readonly walPath: string) {
     this.worker = new Worker(WORKER_SOURCE, { eval: true, workerData: { shared: this.shared.buffer, path: walPath } });
@@ -77,10 +81,10 @@ export class WalSyncer<T> {
     this.worker.on('exit', () => this.died());
   }
 
-  push(item: T, done: Done<T>): void {
-    if (this.dead) return this.syncOnPool(item, done);
+  push(item: T): void {
+    if (this.dead) return this.syncOnPool(item);
     const seq = ++this.seq;
-    this.pending.push({ seq, item, done });
+    this.pending.push({ seq, item });
     // Answers outstanding keep the process alive (as a pending fs request would).
     if (!this.refed) {
       this.worker.ref();
@@ -90,19 +94,12 @@ export class WalSyncer<T> {
     if (Atomics.load(this.shared, SLEEPING) === 1) Atomics.notify(this.shared, COMMITTED);
   }
 
-  /** Answers every commit counted up to `upTo`, grouped by callback. */
+  /** Answers every commit counted up to `upTo`. */
   private covered(upTo: number, error: Error | null): void {
     let n = 0;
     while (n < this.pending.length && this.pending[n]!.seq <= upTo) n++;
     if (n === 0) return;
-    const answered = this.pending.splice(0, n);
-    let from = 0;
-    for (let k = 1; k <= answered.length; k++) {
-      if (k === answered.length || answered[k]!.done !== answered[from]!.done) {
-        answered[from]!.done(answered.slice(from, k).map((p) => p.item), error);
-        from = k;
-      }
-    }
+    this.onCovered?.(this.pending.splice(0, n).map((p) => p.item), error);
     if (this.pending.length === 0) this.drained();
   }
 
@@ -121,15 +118,14 @@ export class WalSyncer<T> {
     this.dead = true;
     const left = this.pending;
     this.pending = [];
-    for (const p of left) this.syncOnPool(p.item, p.done);
+    for (const p of left) this.syncOnPool(p.item);
     if (left.length === 0) this.drained();
   }
 
-  private inPool = 0;
-  private syncOnPool(item: T, done: Done<T>): void {
+  private syncOnPool(item: T): void {
     this.inPool++;
     const end = (e: Error | null) => {
-      done([item], e);
+      this.onCovered?.([item], e);
       if (--this.inPool === 0 && this.pending.length === 0) this.drained();
     };
     try {
@@ -144,16 +140,16 @@ export class WalSyncer<T> {
   async close(): Promise<void> {
     if (this.pending.length > 0 || this.inPool > 0) await new Promise<void>((r) => (this.onDrained = r));
     if (!this.dead) {
-      const stopped = new Promise<void>((resolve) => {
-        this.worker.on('message', (m) => m === 'stopped' && resolve());
-        this.worker.once('exit', () => resolve());
-      });
       this.dead = true;
-      Atomics.store(this.shared, STOP, 1);
-      Atomics.notify(this.shared, COMMITTED);
-      this.worker.ref();
-      await Promise.race([stopped, new Promise((r) => setTimeout(r, 5000).unref())]);
-      await this.worker.terminate();
+      await stopWorker(
+        this.worker,
+        () => {
+          Atomics.store(this.shared, STOP, 1);
+          Atomics.notify(this.shared, COMMITTED);
+        },
+        'stopped',
+        5000,
+      );
     }
     if (this.fallbackFd !== undefined) fs.closeSync(this.fallbackFd);
     this.fallbackFd = undefined;

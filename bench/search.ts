@@ -4,7 +4,7 @@
 //
 //   node --import tsx bench/search.ts
 import { fileURLToPath } from 'node:url';
-import { Bm25Index, loadCorpus, tokenize, type Bm25Document } from '../src/search/index.js';
+import { Bm25Index, loadCorpus, tokenize, type Bm25Document } from '../tools/_lib/search/index.js';
 
 const QUERIES = [
   'Halvorsen second quarter 2025 revenue',

@@ -11,6 +11,6 @@ export type {
   RolloutView,
 } from './registry/define.js';
 export type { Sandbox, ExecOptions, ExecResult, FileEntry } from './sandbox/types.js';
-export type { BudgetUsage, RecordedCall, CallStatus } from './rollouts/types.js';
+export type { BudgetUsage, RecordedCall, CallStatus } from './store/records.js';
 export type { Sample, Item } from './protocol/wire.js';
 export { RftError, errors } from './errors.js';

@@ -4,7 +4,7 @@
 import { z } from 'zod';
 import { defineTool, type Sandbox } from '../src/index.js';
 import { errors, isRftError } from '../src/errors.js';
-import { parsePatch, planPatch, type FileChange } from '../src/patch/index.js';
+import { parsePatch, planPatch, type FileChange } from './_lib/patch/index.js';
 
 async function readOrNull(sandbox: Sandbox, path: string): Promise<string | null> {
   try {

@@ -2,7 +2,7 @@
 // flood the model.
 import { z } from 'zod';
 import { defineTool } from '../src/index.js';
-import { workspacePath } from '../src/patch/index.js';
+import { workspacePath } from './_lib/patch/index.js';
 import { humanBytes } from './_lib/text.js';
 
 const MAX_ENTRIES = 300;

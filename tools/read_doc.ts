@@ -1,7 +1,7 @@
 // Reads one document a page at a time: pages keep each output short enough for the model to use.
 import { z } from 'zod';
 import { defineTool, errors } from '../src/index.js';
-import { closestIds, paginate } from '../src/search/index.js';
+import { closestIds, paginate } from './_lib/search/index.js';
 import { finqaCorpus } from './_lib/finqa-corpus.js';
 
 /** About a screenful; whole lines only, so a table row is never split across pages. */

@@ -3,7 +3,7 @@
 import { z } from 'zod';
 import { defineTool } from '../src/index.js';
 import { errors } from '../src/errors.js';
-import { workspacePath } from '../src/patch/index.js';
+import { workspacePath } from './_lib/patch/index.js';
 import { clipLine, humanBytes, looksBinary } from './_lib/text.js';
 
 const MAX_LINES = 400;

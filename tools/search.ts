@@ -5,7 +5,7 @@ import { posix } from 'node:path';
 import { z } from 'zod';
 import { defineTool, type Sandbox } from '../src/index.js';
 import { errors } from '../src/errors.js';
-import { workspacePath } from '../src/patch/index.js';
+import { workspacePath } from './_lib/patch/index.js';
 import { clipLine } from './_lib/text.js';
 
 const DEFAULT_RESULTS = 50;

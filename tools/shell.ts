@@ -2,7 +2,7 @@
 // is an observation for the model, never a thrown error.
 import { z } from 'zod';
 import { defineTool } from '../src/index.js';
-import { workspacePath } from '../src/patch/index.js';
+import { workspacePath } from './_lib/patch/index.js';
 import { clip } from './_lib/text.js';
 
 const DEFAULT_TIMEOUT_MS = 30_000;

@@ -2,7 +2,7 @@
 // cheaper and safer, but a model sometimes needs to write a new file from scratch.
 import { z } from 'zod';
 import { defineTool } from '../src/index.js';
-import { workspacePath } from '../src/patch/index.js';
+import { workspacePath } from './_lib/patch/index.js';
 
 export default defineTool({
   name: 'write_file',

@@ -11,7 +11,7 @@ import { readdir, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { chatCompletionsTools, checkTool, type LoadedTool } from '../../src/registry/loader.js';
-import { parsePatch, planPatch } from '../../src/patch/index.js';
+import { parsePatch, planPatch } from '../../tools/_lib/patch/index.js';
 import { readCases } from '../../graders/_unit_tests/cases.js';
 import applyPatch from '../../tools/apply_patch.js';
 import listFiles from '../../tools/list_files.js';

@@ -9,7 +9,7 @@ import { readFile, writeFile } from 'node:fs/promises';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { extractNumbers } from '../../src/grading/index.js';
 import { chatCompletionsTools, checkTool, type LoadedTool } from '../../src/registry/loader.js';
-import { loadCorpus, type Corpus } from '../../src/search/index.js';
+import { loadCorpus, type Corpus } from '../../tools/_lib/search/index.js';
 import { parseReference, scoreNumber } from '../../graders/_lib/score-number.js';
 import listDocs from '../../tools/list_docs.js';
 import readDoc from '../../tools/read_doc.js';

@@ -1,6 +1,6 @@
 // `rft-endpoints keys create`: a new static key and the snippet to paste into the job.
 import type { Command } from 'commander';
-import { generateKey } from '../protocol/auth.js';
+import { generateKey } from '../authentication/authenticator.js';
 
 export function register(program: Command): void {
   const keys = program.command('keys').description('manage API keys');

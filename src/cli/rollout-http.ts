@@ -5,7 +5,7 @@ import { randomUUID } from 'node:crypto';
 import type { Command } from 'commander';
 import { Agent, request } from 'undici';
 import { errors } from '../errors.js';
-import { signWebhook } from '../protocol/webhooks.js';
+import { signWebhook } from '../authentication/webhooks.js';
 
 export interface ServerAuth {
   key?: string;

@@ -2,7 +2,7 @@
 // (see the wire contract, section 6), so every helper here is continuous where it can be: a
 // slightly worse answer gets a slightly lower score, never a cliff.
 import { errors } from '../errors.js';
-import type { BudgetUsage } from '../rollouts/types.js';
+import type { BudgetUsage } from '../store/records.js';
 
 export { parseNumber, extractNumbers } from './numbers.js';
 export type { ParsedNumber, FoundNumber } from './numbers.js';

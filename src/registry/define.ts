@@ -2,7 +2,7 @@
 import type { z } from 'zod';
 import type { Logger } from 'pino';
 import type { Item, Sample } from '../protocol/wire.js';
-import type { BudgetUsage, RecordedCall } from '../rollouts/types.js';
+import type { BudgetUsage, RecordedCall } from '../store/records.js';
 import type { Sandbox } from '../sandbox/types.js';
 
 /** What a tool or grader knows about the rollout it serves. */

@@ -4,7 +4,7 @@ import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { z } from 'zod';
 import { errors, isRftError } from '../errors.js';
 import { gradeRequestSchema, sampleSchema } from '../protocol/wire.js';
-import { formatZodIssues } from '../rollouts/output.js';
+import { formatZodIssues } from '../ledger/output.js';
 import { runErrorReply, runGraderConfig, validateGraderConfig } from '../grading/index.js';
 import { defaultGraderName } from './discovery.js';
 

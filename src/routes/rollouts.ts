@@ -2,8 +2,8 @@
 import type { FastifyInstance } from 'fastify';
 import { z } from 'zod';
 import { errors } from '../errors.js';
-import { formatZodIssues } from '../rollouts/output.js';
-import { rolloutFromJson, rolloutToJson, summaryToJson } from '../rollouts/json.js';
+import { formatZodIssues } from '../ledger/output.js';
+import { rolloutFromJson, rolloutToJson, summaryToJson } from '../protocol/record-json.js';
 import { defaultGraderName } from './discovery.js';
 
 const listQuery = z.object({

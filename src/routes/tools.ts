@@ -2,7 +2,7 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { errors } from '../errors.js';
 import { parseFunctionCall, type FunctionCallOutput } from '../protocol/wire.js';
-import { formatZodIssues } from '../rollouts/output.js';
+import { formatZodIssues } from '../ledger/output.js';
 
 export default async function toolRoutes(app: FastifyInstance): Promise<void> {
   const { registry, ledger } = app.rft;

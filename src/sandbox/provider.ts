@@ -2,7 +2,7 @@
 // RFT_SANDBOX=none never touches the drivers.
 import type { Logger } from 'pino';
 import type { AppConfig } from '../config.js';
-import type { SandboxProvider } from '../rollouts/sandbox-provider.js';
+import type { SandboxProvider } from '../ledger/sandbox-provider.js';
 
 export async function createSandboxProvider(config: AppConfig, log: Logger): Promise<SandboxProvider | undefined> {
   if (config.sandbox.driver === 'none') return undefined;

@@ -5,7 +5,7 @@
 // only the calls it started itself (calls.owner).
 import pg from 'pg';
 import { errors } from '../errors.js';
-import type { BudgetUsage, GradeRecord, RecordedCall, RolloutSummary } from '../rollouts/types.js';
+import type { BudgetUsage, GradeRecord, RecordedCall, RolloutSummary } from './records.js';
 import { budgetOf, toCall, toGrade, toSummary, type PgCallRow, type PgGradeRow, type PgRolloutRow } from './pg-rows.js';
 import { ensureSchema, quoteIdent } from './pg-schema.js';
 import { KeyedBatcher } from './keyed-batcher.js';

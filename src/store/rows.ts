@@ -1,6 +1,6 @@
 // The tables' rows as the SQL drivers return them, shared by the SQLite and Postgres stores. `B` is
 // how a driver returns booleans (SQLite: 0/1, Postgres: true/false).
-import type { BudgetUsage, CallStatus, GradeRecord, RecordedCall, RolloutSummary } from '../rollouts/types.js';
+import type { BudgetUsage, CallStatus, GradeRecord, RecordedCall, RolloutSummary } from './records.js';
 import type { GradeWithSample } from './types.js';
 
 export interface CallRowShape<B> {

@@ -11,7 +11,7 @@ import { Checkpointer } from './checkpointer.js';
 import { REQUIRE_FAILED, SqliteWriter, type Op, type Unit, type UnitResult, type WriterMode, type WriterStatement } from './sqlite-writer.js';
 import { rowMappers, type CallRowShape, type GradeRow, type RolloutRowShape } from './rows.js';
 import { dirname } from 'node:path';
-import type { BudgetUsage, GradeRecord, RecordedCall, RolloutSummary } from '../rollouts/types.js';
+import type { BudgetUsage, GradeRecord, RecordedCall, RolloutSummary } from './records.js';
 import type {
   BeginCallInput,
   BeginCallResult,

@@ -1,6 +1,6 @@
 // The Store: everything durable. SQLite (one process) is the default; the interface is async and
 // free of SQLite types so a Postgres implementation (many replicas) can stand behind it.
-import type { BudgetUsage, CallStatus, GradeRecord, RecordedCall, RolloutRecord, RolloutSummary } from '../rollouts/types.js';
+import type { BudgetUsage, CallStatus, GradeRecord, RecordedCall, RolloutRecord, RolloutSummary } from './records.js';
 
 export interface BeginCallInput {
   traceId: string;

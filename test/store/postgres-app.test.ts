@@ -5,7 +5,7 @@ import { randomUUID } from 'node:crypto';
 import { bearer, fixtureGraders, fixtureTools, functionCall, newTrace } from '../helpers/fixtures.js';
 import { describeIf } from '../helpers/require.js';
 import { startTestServer, type TestServer } from '../helpers/server.js';
-import { signWebhook } from '../../src/protocol/webhooks.js';
+import { signWebhook } from '../../src/authentication/webhooks.js';
 import { runs } from '../fixtures/units/tools/echo.js';
 import { databaseUrl, dropSchema, postgresUnavailable, randomSchema } from './postgres-db.js';
 

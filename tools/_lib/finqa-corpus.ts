@@ -2,7 +2,7 @@
 // or a test can point FINQA_DOCS_DIR elsewhere; the default is the example corpus in this repo.
 import { existsSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
-import { corpusFor, type Corpus } from '../../src/search/index.js';
+import { corpusFor, type Corpus } from './search/index.js';
 
 // From tools/_lib/ in the source tree; one level more from dist/tools/_lib/ after `npm run build`
 // (tsc does not copy the .md documents into dist/).

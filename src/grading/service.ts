@@ -1,0 +1,155 @@
+// Runs a grader for a finished rollout. A retried grade for the same (trace_id, grader version,
+// sample) returns the recorded score; a failure is recorded and answered 5xx so the trainer drops
+// the rollout instead of training on a false zero.
+import type { Logger } from 'pino';
+import { randomUUID } from 'node:crypto';
+import { errors, isRftError, type RftError } from '../errors.js';
+import { canonicalJson, sha256 } from '../protocol/canonical.js';
+import type { Item, Sample } from '../protocol/wire.js';
+import type { GraderContext, GraderResult } from '../registry/define.js';
+import type { LoadedGrader } from '../registry/loader.js';
+import type { Sandbox } from '../sandbox/types.js';
+import type { Store } from '../store/types.js';
+import type { Ledger } from '../ledger/ledger.js';
+import { budgetFromItem } from '../ledger/ledger.js';
+import type { SandboxProvider } from '../ledger/sandbox-provider.js';
+import type { GradeRecord } from '../store/records.js';
+
+export interface GradingOptions {
+  store: Store;
+  ledger: Ledger;
+  sandboxes: SandboxProvider | undefined;
+  defaultBudget: number;
+  timeoutMs: number;
+  templatesRoot: string;
+  log: Logger;
+  shutdown: AbortSignal;
+}
+
+export interface GradeInput {
+  sample: Sample;
+  item: Item;
+  traceId: string | undefined;
+  credential: string | null;
+  /** 'endpoint' for the trainer's call; 'regrade', 'check', 'run' for the others. */
+  source: string;
+  /** Re-run even if this exact grade is recorded (regrade). */
+  force?: boolean;
+}
+
+export interface GradeOutcome {
+  record: GradeRecord;
+  replayed: boolean;
+}
+
+const EXPLANATION_MAX = 2000;
+
+/** Checks what a grader returned: finite, inside its range, subscores finite. Throws a coded error. */
+export function normalizeGraderResult(g: LoadedGrader, raw: unknown): GraderResult {
+  const r: Partial<GraderResult> =
+    typeof raw === 'number' ? { score: raw } : raw && typeof raw === 'object' ? (raw as Partial<GraderResult>) : {};
+  const name = g.def.name;
+  if (typeof r.score !== 'number') throw errors.graderBadScore(name, `expected a number or { score }, got ${JSON.stringify(raw)?.slice(0, 100)}`);
+  if (!Number.isFinite(r.score)) throw errors.graderBadScore(name, `score is ${r.score}`);
+  const [lo, hi] = g.range;
+  if (r.score < lo || r.score > hi) throw errors.graderBadScore(name, `score ${r.score} is outside the declared range [${lo}, ${hi}]`);
+  const out: GraderResult = { score: r.score };
+  if (r.subscores !== undefined) {
+    if (!r.subscores || typeof r.subscores !== 'object') throw errors.graderBadScore(name, 'subscores must be an object of numbers');
+    for (const [k, v] of Object.entries(r.subscores)) {
+      if (typeof v !== 'number' || !Number.isFinite(v)) throw errors.graderBadScore(name, `subscore "${k}" is ${String(v)}`);
+    }
+    out.subscores = r.subscores;
+  }
+  if (r.explanation !== undefined) out.explanation = String(r.explanation).slice(0, EXPLANATION_MAX);
+  return out;
+}
+
+export class GradingService {
+  constructor(private readonly o: GradingOptions) {}
+
+  async grade(g: LoadedGrader, input: GradeInput): Promise<GradeOutcome> {
+    const { store } = this.o;
+    const traceId = input.traceId ?? `grade_${randomUUID()}`;
+    const sampleHash = sha256(canonicalJson(input.sample));
+    if (!input.force) {
+      const prior = await store.findGrade(traceId, g.def.name, g.version, sampleHash).catch((e: Error) => {
+        throw errors.store(e.message);
+      });
+      if (prior) return { record: prior, replayed: true };
+    }
+    await store.ensureRollout(traceId, input.item, budgetFromItem(input.item, this.o.defaultBudget), Date.now());
+
+    const started = performance.now();
+    const ac = new AbortController();
+    const signal = AbortSignal.any([ac.signal, this.o.shutdown]);
+    const owned: Sandbox[] = [];
+    const log = this.o.log.child({ trace_id: traceId, grader: g.def.name });
+    const noSandboxes = () => errors.sandboxUnavailable('sandboxes are disabled on this server (RFT_SANDBOX=none)');
+    const ctx: GraderContext = {
+      traceId,
+      rollout: this.o.ledger.rolloutView(traceId, input.item),
+      log,
+      signal,
+      templatesRoot: this.o.templatesRoot,
+      sandbox: () => (this.o.sandboxes ? this.o.sandboxes.acquire(traceId, input.item, signal) : Promise.reject(noSandboxes())),
+      freshSandbox: async (opts = {}) => {
+        if (!this.o.sandboxes) throw noSandboxes();
+        const sb = await this.o.sandboxes.createEphemeral({ traceId, ...opts }, signal);
+        owned.push(sb);
+        return sb;
+      },
+    };
+
+    let result: GraderResult | undefined;
+    let failure: RftError | undefined;
+    let timer: NodeJS.Timeout | undefined;
+    try {
+      const timeout = new Promise<never>((_, reject) => {
+        timer = setTimeout(() => {
+          ac.abort(new Error('grader timed out'));
+          reject(errors.graderFailed(g.def.name, `timed out after ${this.o.timeoutMs} ms`));
+        }, this.o.timeoutMs);
+      });
+      const raw = await Promise.race([
+        Promise.resolve().then(() => g.def.handler({ sample: input.sample, item: input.item, traceId }, ctx)),
+        timeout,
+      ]);
+      result = normalizeGraderResult(g, raw);
+    } catch (e) {
+      // Always a 5xx to the trainer: a grader that cannot score must make it drop the rollout.
+      failure =
+        isRftError(e) && e.statusCode >= 500
+          ? e
+          : errors.graderFailed(g.def.name, isRftError(e) ? `${e.code}: ${e.message}` : e instanceof Error ? e.message : String(e));
+      log.warn({ err: e }, 'grader failed');
+    } finally {
+      clearTimeout(timer);
+      await Promise.allSettled(owned.map((s) => s.destroy()));
+    }
+
+    const record = await store
+      .insertGrade({
+        traceId,
+        grader: g.def.name,
+        graderVersion: g.version,
+        sampleHash,
+        sample: input.sample,
+        status: failure ? 'error' : 'ok',
+        score: result ? result.score : null,
+        subscores: result?.subscores ?? null,
+        explanation: result?.explanation ?? null,
+        error: failure ? `${failure.code}: ${failure.message}` : null,
+        credential: input.credential,
+        source: input.source,
+        createdAt: Date.now(),
+        durationMs: performance.now() - started,
+      })
+      .catch((e: Error) => {
+        throw errors.store(e.message);
+      });
+    if (failure) throw failure;
+    if (input.source === 'endpoint') this.o.sandboxes?.graded(traceId);
+    return { record, replayed: false };
+  }
+}

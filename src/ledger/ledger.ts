@@ -1,0 +1,314 @@
+// The ledger runs each tool call exactly once per (trace_id, call_id): the store's begin
+// transaction decides (run / replay / refuse / conflict) and charges the budget atomically; this
+// module adds what a transaction cannot: waiting for a duplicate that is still running, and
+// per-rollout ordering of serial tools.
+import type { Logger } from 'pino';
+import { errors, isRftError } from '../errors.js';
+import { canonicalJson, sha256 } from '../protocol/canonical.js';
+import type { Item } from '../protocol/wire.js';
+import type { LoadedTool } from '../registry/loader.js';
+import type { RolloutView, ToolContext } from '../registry/define.js';
+import type { Sandbox } from '../sandbox/types.js';
+import type { FinishCallInput, Store } from '../store/types.js';
+import type { CallStatus, RecordedCall } from '../store/records.js';
+import type { SandboxProvider } from './sandbox-provider.js';
+import { formatZodIssues, truncateOutput } from './output.js';
+
+export interface LedgerOptions {
+  store: Store;
+  sandboxes: SandboxProvider | undefined;
+  defaultBudget: number;
+  defaultTimeoutMs: number;
+  defaultMaxOutputBytes: number;
+  log: Logger;
+  /** Aborted at shutdown: running handlers see it through ctx.signal. */
+  shutdown: AbortSignal;
+}
+
+export interface ToolCallInput {
+  traceId: string;
+  callId: string;
+  /** The raw `arguments` field: a JSON string or an object. */
+  arguments: unknown;
+  item: Item;
+  credential: string | null;
+}
+
+export interface ToolCallOutcome {
+  output: string;
+  status: CallStatus;
+  /** true when this reply is a recorded result, not a new run. */
+  replayed: boolean;
+  seq: number;
+}
+
+const WAIT_POLL_MS = 25;
+
+export function budgetFromItem(item: Item, fallback: number): number {
+  const b = item.tool_budget;
+  return typeof b === 'number' && Number.isInteger(b) && b >= 0 ? b : fallback;
+}
+
+export const INTERRUPTED_OUTPUT =
+  'Error: this tool call was interrupted by a server restart and was not completed. It will not be run again; ' +
+  'call the tool again with a new call id if you still need it.';
+
+export class Ledger {
+  private readonly inflight = new Map<string, Promise<ToolCallOutcome>>();
+  private readonly serialTails = new Map<string, Promise<unknown>>();
+
+  constructor(private readonly o: LedgerOptions) {}
+
+  rolloutView(traceId: string, item: Item, excludeCallId?: string): RolloutView {
+    const { store, defaultBudget } = this.o;
+    return {
+      traceId,
+      item,
+      calls: async () => (await store.listCalls(traceId)).filter((c) => c.callId !== excludeCallId),
+      budget: () => store.getBudget(traceId, budgetFromItem(item, defaultBudget)),
+    };
+  }
+
+  async call(tool: LoadedTool, input: ToolCallInput): Promise<ToolCallOutcome> {
+    const key = `${input.traceId}\0${input.callId}`;
+    const running = this.inflight.get(key);
+    if (running) {
+      // Same process, same call, still running: wait for it, but still check it is the same call.
+      const outcome = await running;
+      await this.assertSameCall(tool, input);
+      return { ...outcome, replayed: true };
+    }
+    const p = this.callOnce(tool, input);
+    this.inflight.set(key, p);
+    try {
+      return await p;
+    } finally {
+      this.inflight.delete(key);
+    }
+  }
+
+  private parseArguments(raw: unknown): { canonical: string; value: unknown; error?: string } {
+    if (raw === undefined || raw === null || raw === '') return { canonical: '{}', value: {} };
+    if (typeof raw !== 'string') return { canonical: canonicalJson(raw), value: raw };
+    try {
+      const value: unknown = JSON.parse(raw);
+      return { canonical: canonicalJson(value), value };
+    } catch (e) {
+      return { canonical: raw, value: undefined, error: `arguments are not valid JSON (${(e as Error).message})` };
+    }
+  }
+
+  private async assertSameCall(tool: LoadedTool, input: ToolCallInput): Promise<void> {
+    const args = this.parseArguments(input.arguments);
+    const recorded = await this.o.store.getCall(input.traceId, input.callId);
+    if (recorded && recorded.argsHash !== sha256(tool.def.name, args.canonical)) throw errors.callConflict(input.callId);
+  }
+
+  private async callOnce(tool: LoadedTool, input: ToolCallInput): Promise<ToolCallOutcome> {
+    const { store } = this.o;
+    const def = tool.def;
+    const args = this.parseArguments(input.arguments);
+    const cost = def.cost ?? 1;
+    const limit = budgetFromItem(input.item, this.o.defaultBudget);
+    let begin;
+    try {
+      begin = await store.beginCall({
+        traceId: input.traceId,
+        callId: input.callId,
+        tool: def.name,
+        arguments: args.canonical,
+        argsHash: sha256(def.name, args.canonical),
+        cost,
+        budgetLimit: limit,
+        item: input.item,
+        credential: input.credential,
+        now: Date.now(),
+        durable: def.readOnly !== true,
+        overBudgetOutput: `Tool budget exhausted: this rollout may use ${limit} tool-call unit(s) and has no budget left for "${def.name}" (cost ${cost}). The tool was not run. Give your final answer with what you have.`,
+      });
+    } catch (e) {
+      throw isRftError(e) ? e : errors.store((e as Error).message);
+    }
+
+    switch (begin.kind) {
+      case 'conflict':
+        throw errors.callConflict(input.callId);
+      case 'existing':
+        return this.replay(begin.call, def.timeoutMs ?? this.o.defaultTimeoutMs);
+      case 'over_budget':
+        return { output: begin.call.output ?? '', status: 'budget_exceeded', replayed: false, seq: begin.call.seq };
+      case 'started':
+        break;
+    }
+
+    const outcome = def.serial
+      ? await this.serially(input.traceId, () => this.execute(tool, input, args))
+      : await this.execute(tool, input, args);
+    try {
+      await store.finishCall(input.traceId, input.callId, {
+        output: outcome.output,
+        status: outcome.status,
+        finishedAt: Date.now(),
+        durationMs: outcome.durationMs,
+        outputBytes: outcome.outputBytes,
+        truncated: outcome.truncated,
+      });
+    } catch (e) {
+      throw errors.store((e as Error).message);
+    }
+    return { output: outcome.output, status: outcome.status, replayed: false, seq: begin.call.seq };
+  }
+
+  /** Runs fn after every serial call of this rollout that arrived before it. */
+  private async serially<T>(traceId: string, fn: () => Promise<T>): Promise<T> {
+    const prev = this.serialTails.get(traceId) ?? Promise.resolve();
+    const mine = prev.then(fn, fn);
+    const tail = mine.catch(() => undefined);
+    this.serialTails.set(traceId, tail);
+    try {
+      return await mine;
+    } finally {
+      if (this.serialTails.get(traceId) === tail) this.serialTails.delete(traceId);
+    }
+  }
+
+  private async execute(
+    tool: LoadedTool,
+    input: ToolCallInput,
+    args: { value: unknown; error?: string },
+  ): Promise<Executed> {
+    const def = tool.def;
+    const started = performance.now();
+    const maxBytes = def.maxOutputBytes ?? this.o.defaultMaxOutputBytes;
+    if (args.error) {
+      return executed(`Error: ${args.error}. Send arguments as a JSON object matching the "${def.name}" schema.`, 'invalid_arguments', started, maxBytes);
+    }
+    const parsed = def.parameters.safeParse(args.value);
+    if (!parsed.success) {
+      return executed(`Error: invalid arguments for "${def.name}": ${formatZodIssues(parsed.error.issues)}`, 'invalid_arguments', started, maxBytes);
+    }
+    const timeoutMs = def.timeoutMs ?? this.o.defaultTimeoutMs;
+    const ctx = new CallContext(this, this.o, input, def.name);
+    try {
+      let result = def.handler(parsed.data, ctx);
+      // A handler that returned synchronously cannot have outlived its timeout (the timer could
+      // not have fired before it returned), so only a promise is raced against the clock.
+      if (isThenable(result)) {
+        result = await raceTimeout(result, timeoutMs, ctx);
+        if (result === TIMED_OUT) return executed(`Error: tool "${def.name}" timed out after ${timeoutMs} ms.`, 'timeout', started, maxBytes);
+      }
+      return executed(typeof result === 'string' ? result : (JSON.stringify(result) ?? 'null'), 'ok', started, maxBytes);
+    } catch (e) {
+      const msg = e instanceof Error ? e.message : String(e);
+      ctx.log.info({ err: e }, 'tool handler threw');
+      return executed(`Error: ${msg}`, 'tool_error', started, maxBytes);
+    } finally {
+      ctx.dispose();
+    }
+  }
+
+  /** A call id seen before: return what was recorded, waiting if it is still running elsewhere. */
+  private async replay(call: RecordedCall, timeoutMs: number): Promise<ToolCallOutcome> {
+    const deadline = Date.now() + timeoutMs + 5_000;
+    let c: RecordedCall | undefined = call;
+    while (c && c.status === 'running') {
+      if (Date.now() > deadline || this.o.shutdown.aborted) throw errors.store(`call ${call.callId} is still running`);
+      await new Promise((r) => setTimeout(r, WAIT_POLL_MS));
+      c = await this.o.store.getCall(call.traceId, call.callId);
+    }
+    if (!c) throw errors.store(`call ${call.callId} disappeared`);
+    return { output: c.output ?? '', status: c.status, replayed: true, seq: c.seq };
+  }
+
+  async markInterruptedAtBoot(): Promise<number> {
+    return this.o.store.markInterrupted(INTERRUPTED_OUTPUT, Date.now());
+  }
+}
+
+/** A handler's outcome: what finishCall records, but the finish time. */
+type Executed = Omit<FinishCallInput, 'finishedAt'>;
+
+function executed(raw: string, status: Exclude<CallStatus, 'running'>, started: number, maxBytes: number): Executed {
+  const t = truncateOutput(raw, maxBytes);
+  return { output: t.output, status, durationMs: performance.now() - started, outputBytes: t.originalBytes, truncated: t.truncated };
+}
+
+const TIMED_OUT = Symbol('timeout');
+
+function isThenable(v: unknown): v is PromiseLike<unknown> {
+  return typeof v === 'object' && v !== null && typeof (v as { then?: unknown }).then === 'function';
+}
+
+/** The handler's promise or TIMED_OUT, whichever settles first; the timeout aborts ctx.signal. */
+function raceTimeout(p: PromiseLike<unknown>, timeoutMs: number, ctx: CallContext): Promise<unknown> {
+  let timer: NodeJS.Timeout | undefined;
+  return new Promise<unknown>((resolve, reject) => {
+    timer = setTimeout(() => {
+      ctx.abort(new Error(`timed out after ${timeoutMs} ms`));
+      resolve(TIMED_OUT);
+    }, timeoutMs);
+    p.then(resolve, reject);
+  }).finally(() => clearTimeout(timer));
+}
+
+/**
+ * A tool call's ctx. The logger child, the abort signal and the rollout view are built only when
+ * the handler reads them (most calls do not), and the getters live on the prototype, so a call
+ * costs one small object.
+ */
+class CallContext implements ToolContext {
+  readonly traceId: string;
+  readonly callId: string;
+  readonly item: Item;
+  private ac: AbortController | undefined;
+  private logger: Logger | undefined;
+  private view: RolloutView | undefined;
+  private onShutdown: (() => void) | undefined;
+
+  constructor(
+    private readonly ledger: Ledger,
+    private readonly o: LedgerOptions,
+    input: ToolCallInput,
+    private readonly tool: string,
+  ) {
+    this.traceId = input.traceId;
+    this.callId = input.callId;
+    this.item = input.item;
+  }
+
+  get rollout(): RolloutView {
+    return (this.view ??= this.ledger.rolloutView(this.traceId, this.item, this.callId));
+  }
+
+  get log(): Logger {
+    return (this.logger ??= this.o.log.child({ trace_id: this.traceId, call_id: this.callId, tool: this.tool }));
+  }
+
+  get signal(): AbortSignal {
+    if (!this.ac) {
+      this.ac = new AbortController();
+      const shutdown = this.o.shutdown;
+      if (shutdown.aborted) this.ac.abort(shutdown.reason);
+      else {
+        const ac = this.ac;
+        this.onShutdown = () => ac.abort(shutdown.reason);
+        shutdown.addEventListener('abort', this.onShutdown, { once: true });
+      }
+    }
+    return this.ac.signal;
+  }
+
+  sandbox(): Promise<Sandbox> {
+    const sandboxes = this.o.sandboxes;
+    if (!sandboxes) return Promise.reject(errors.sandboxUnavailable('sandboxes are disabled on this server (RFT_SANDBOX=none)'));
+    return sandboxes.acquire(this.traceId, this.item, this.signal);
+  }
+
+  abort(reason: Error): void {
+    this.ac?.abort(reason);
+  }
+
+  dispose(): void {
+    if (this.onShutdown) this.o.shutdown.removeEventListener('abort', this.onShutdown);
+  }
+}

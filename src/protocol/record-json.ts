@@ -1,0 +1,154 @@
+// The JSON shape of the rollout record (GET /v1/rollouts/:id, export/import lines): snake_case,
+// ISO times. rolloutFromJson is its strict inverse for imports.
+import { z } from 'zod';
+import { errors } from '../errors.js';
+import type { GradeWithSample, ImportedRollout } from '../store/types.js';
+import { canonicalJson, sha256 } from './canonical.js';
+import { formatZodIssues } from '../ledger/output.js';
+import type { RecordedCall, RolloutRecord, RolloutSummary } from '../store/records.js';
+
+const iso = (ms: number | null) => (ms === null ? null : new Date(ms).toISOString());
+
+export function summaryToJson(r: RolloutSummary) {
+  return {
+    trace_id: r.traceId,
+    created_at: iso(r.createdAt),
+    updated_at: iso(r.updatedAt),
+    calls: r.calls,
+    budget: { used: r.budgetUsed, limit: r.budgetLimit, exceeded: r.budgetExceeded },
+    last_score: r.lastScore,
+  };
+}
+
+export function callToJson(c: RecordedCall) {
+  return {
+    seq: c.seq,
+    call_id: c.callId,
+    tool: c.tool,
+    arguments: c.arguments,
+    output: c.output,
+    status: c.status,
+    cost: c.cost,
+    credential: c.credential,
+    started_at: iso(c.startedAt),
+    finished_at: iso(c.finishedAt),
+    duration_ms: c.durationMs,
+    truncated: c.truncated,
+  };
+}
+
+export function gradeToJson(g: GradeWithSample) {
+  return {
+    id: g.id,
+    grader: g.grader,
+    grader_version: g.graderVersion,
+    sample: g.sample,
+    score: g.score,
+    subscores: g.subscores,
+    explanation: g.explanation,
+    status: g.status,
+    error: g.error,
+    source: g.source,
+    created_at: iso(g.createdAt),
+    duration_ms: g.durationMs,
+  };
+}
+
+export function rolloutToJson(r: RolloutRecord & { grades: GradeWithSample[] }) {
+  return {
+    trace_id: r.traceId,
+    created_at: iso(r.createdAt),
+    updated_at: iso(r.updatedAt),
+    item: r.item,
+    budget: { used: r.budgetUsed, limit: r.budgetLimit, exceeded: r.budgetExceeded },
+    calls: r.callsList.map(callToJson),
+    grades: r.grades.map(gradeToJson),
+  };
+}
+
+const isoTime = z.iso.datetime({ offset: true }).transform((s) => Date.parse(s));
+const status = z.enum(['running', 'ok', 'tool_error', 'invalid_arguments', 'timeout', 'budget_exceeded', 'interrupted']);
+
+const importSchema = z.object({
+  trace_id: z.string().min(1).max(200),
+  created_at: isoTime,
+  updated_at: isoTime,
+  item: z.record(z.string(), z.unknown()).nullable(),
+  budget: z.object({ used: z.number().int().min(0), limit: z.number().int().min(0), exceeded: z.boolean() }),
+  calls: z.array(
+    z.object({
+      seq: z.number().int().min(1),
+      call_id: z.string().min(1),
+      tool: z.string().min(1),
+      arguments: z.string(),
+      output: z.string().nullable(),
+      status,
+      cost: z.number().int().min(0),
+      credential: z.string().nullable(),
+      started_at: isoTime,
+      finished_at: isoTime.nullable(),
+      duration_ms: z.number().nullable(),
+      truncated: z.boolean(),
+    }),
+  ),
+  grades: z.array(
+    z.object({
+      grader: z.string().min(1),
+      grader_version: z.string(),
+      sample: z.unknown(),
+      score: z.number().nullable(),
+      subscores: z.record(z.string(), z.number()).nullable(),
+      explanation: z.string().nullable(),
+      status: z.enum(['ok', 'error']),
+      error: z.string().nullable(),
+      source: z.string(),
+      created_at: isoTime,
+      duration_ms: z.number(),
+    }),
+  ),
+});
+
+export function rolloutFromJson(raw: unknown, where: string): ImportedRollout {
+  const p = importSchema.safeParse(raw);
+  if (!p.success) throw errors.badRequest(`${where}: ${formatZodIssues(p.error.issues)}`);
+  const r = p.data;
+  return {
+    traceId: r.trace_id,
+    createdAt: r.created_at,
+    updatedAt: r.updated_at,
+    item: r.item,
+    budget: r.budget,
+    calls: r.calls.map((c) => ({
+      callId: c.call_id,
+      seq: c.seq,
+      tool: c.tool,
+      arguments: c.arguments,
+      argsHash: sha256(c.tool, c.arguments),
+      output: c.output,
+      // An imported call that was running can never finish here.
+      status: c.status === 'running' ? 'interrupted' : c.status,
+      cost: c.cost,
+      credential: c.credential,
+      startedAt: c.started_at,
+      finishedAt: c.finished_at,
+      durationMs: c.duration_ms,
+      outputBytes: c.output === null ? null : Buffer.byteLength(c.output),
+      truncated: c.truncated,
+    })),
+    grades: r.grades.map((g) => ({
+      grader: g.grader,
+      graderVersion: g.grader_version,
+      sampleHash: sha256(canonicalJson(g.sample ?? null)),
+      sample: g.sample,
+      status: g.status,
+      score: g.score,
+      subscores: g.subscores,
+      explanation: g.explanation,
+      error: g.error,
+      credential: null,
+      source: g.source,
+      createdAt: g.created_at,
+      durationMs: g.duration_ms,
+    })),
+  };
+}

@@ -1,0 +1,70 @@
+import { afterEach, describe, expect, it } from 'vitest';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { isLoopback, loadConfig } from '../src/config.js';
+
+const dirs: string[] = [];
+afterEach(() => dirs.splice(0).forEach((d) => rmSync(d, { recursive: true, force: true })));
+function file(content: unknown): string {
+  const d = mkdtempSync(join(tmpdir(), 'rft-config-'));
+  dirs.push(d);
+  const p = join(d, 'config.json');
+  writeFileSync(p, typeof content === 'string' ? content : JSON.stringify(content));
+  return p;
+}
+const codeOf = (f: () => unknown) => {
+  try {
+    f();
+  } catch (e) {
+    return (e as { code?: string; message: string }).code;
+  }
+  return 'no error';
+};
+
+describe('configuration', () => {
+  it('has working defaults', () => {
+    const c = loadConfig({});
+    expect(c).toMatchObject({ port: 8787, host: '127.0.0.1', toolBudget: 50, maxOutputBytes: 16384, apiKeys: [], autoKey: true });
+  });
+
+  it('picks the SQLite durability and writer, refusing other values by name', () => {
+    expect(loadConfig({}).store).toEqual({ kind: 'sqlite', sync: 'full', writer: 'inline' });
+    expect(loadConfig({ RFT_SQLITE_SYNC: 'normal', RFT_SQLITE_WRITER: 'thread' }).store).toEqual({ kind: 'sqlite', sync: 'normal', writer: 'thread' });
+    expect(() => loadConfig({ RFT_SQLITE_WRITER: 'worker' })).toThrow(/RFT_SQLITE_WRITER/);
+  });
+
+  it('parses labelled and bare keys and whsec secrets', () => {
+    const c = loadConfig({ RFT_API_KEYS: 'trainer:abcdefghijklmnop0, qrstuvwxyz0123456', RFT_SIGNING_SECRETS: 'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw' });
+    expect(c.apiKeys).toEqual([{ label: 'trainer', key: 'abcdefghijklmnop0' }, { label: 'key2', key: 'qrstuvwxyz0123456' }]);
+    expect(c.signingSecrets).toHaveLength(1);
+  });
+
+  it('refuses short keys and malformed secrets, naming the setting', () => {
+    expect(() => loadConfig({ RFT_API_KEYS: 'a:short' })).toThrow(/RFT_API_KEYS: key "a" is shorter than 16/);
+    expect(() => loadConfig({ RFT_SIGNING_SECRETS: 'not-a-secret' })).toThrow(/RFT_SIGNING_SECRETS: secret #1 must be "whsec_"/);
+    expect(codeOf(() => loadConfig({ PORT: '70000' }))).toBe('RFT_ERR_CONFIG');
+  });
+
+  it('reads a config file, and the environment wins over it', () => {
+    const p = file({ PORT: 9000, RFT_TOOL_BUDGET: 7, RFT_API_KEYS: ['f:abcdefghijklmnop0'] });
+    const c = loadConfig({ RFT_TOOL_BUDGET: '9' }, { configFile: p });
+    expect(c.port).toBe(9000);
+    expect(c.toolBudget).toBe(9);
+    expect(c.apiKeys[0]?.label).toBe('f');
+  });
+
+  it('refuses unknown settings and unreadable files', () => {
+    expect(() => loadConfig({}, { configFile: file({ RFT_TOOL_BUGDET: 7 }) })).toThrow(/unknown setting\(s\) in .*: RFT_TOOL_BUGDET/);
+    expect(codeOf(() => loadConfig({}, { configFile: file('{not json') }))).toBe('RFT_ERR_CONFIG');
+  });
+
+  it('wants TLS certificate and key together', () => {
+    expect(() => loadConfig({ RFT_TLS_CERT: '/x.pem' })).toThrow(/RFT_TLS_CERT and RFT_TLS_KEY must be set together/);
+  });
+
+  it('knows loopback addresses', () => {
+    expect(['127.0.0.1', '127.5.0.1', 'localhost', '::1'].every(isLoopback)).toBe(true);
+    expect(['0.0.0.0', '10.0.0.1', '::', 'example.com'].some(isLoopback)).toBe(false);
+  });
+});

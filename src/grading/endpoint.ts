@@ -7,19 +7,7 @@ import { defineGrader } from '../registry/define.js';
 import type { GraderConfig } from './config.js';
 import type { ModelOptions } from './model-client.js';
 import { runGraderConfig } from './run.js';
-
-/** JSON with object keys sorted at every level. */
-export function canonicalJson(value: unknown): string {
-  if (Array.isArray(value)) return `[${value.map(canonicalJson).join(',')}]`;
-  if (value !== null && typeof value === 'object') {
-    const obj = value as Record<string, unknown>;
-    const keys = Object.keys(obj)
-      .filter((k) => obj[k] !== undefined)
-      .sort();
-    return `{${keys.map((k) => `${JSON.stringify(k)}:${canonicalJson(obj[k])}`).join(',')}}`;
-  }
-  return JSON.stringify(value);
-}
+import { canonicalJson } from '../protocol/canonical.js';
 
 export function configVersion(config: GraderConfig): string {
   return 'cfg-' + createHash('sha256').update(canonicalJson(config)).digest('hex').slice(0, 16);

@@ -6,7 +6,8 @@ export { validateGraderConfig, GRADER_TYPES, SIMILARITY_METRICS } from './config
 export type { GraderConfig, StringCheckConfig, TextSimilarityConfig, ScoreModelConfig, LabelModelConfig, MultiConfig } from './config.js';
 export { runGraderConfig, runErrorReply } from './run.js';
 export type { RunOptions, RunResult, RunErrorFlags } from './run.js';
-export { graderFromConfig, configVersion, canonicalJson } from './endpoint.js';
+export { graderFromConfig, configVersion } from './endpoint.js';
+export { canonicalJson } from '../protocol/canonical.js';
 export type { FromConfigOptions } from './endpoint.js';
 export type { ModelOptions } from './model-client.js';
 export { parseFormula, evaluateFormula, calculate } from './formula.js';

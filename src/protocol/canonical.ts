@@ -9,7 +9,9 @@ export function canonicalJson(value: unknown): string {
 function sortKeys(v: unknown): unknown {
   if (Array.isArray(v)) return v.map(sortKeys);
   if (v && typeof v === 'object') {
-    const out: Record<string, unknown> = {};
+    // No prototype: a "__proto__" key (JSON.parse makes it an own property) stays a key instead of
+    // setting the prototype and vanishing from the canonical form.
+    const out = Object.create(null) as Record<string, unknown>;
     for (const k of Object.keys(v as object).sort()) out[k] = sortKeys((v as Record<string, unknown>)[k]);
     return out;
   }

@@ -1,6 +1,7 @@
 // One zod schema for the whole configuration. Sources, later wins: defaults, the JSON config file
 // (RFT_CONFIG or --config; same names as the environment), the environment. Checked once at boot.
 import { readFileSync } from 'node:fs';
+import { isIPv4 } from 'node:net';
 import { hostname } from 'node:os';
 import { resolve } from 'node:path';
 import { z } from 'zod';
@@ -145,8 +146,15 @@ export interface ModelApiOptions {
 
 const KNOWN = new Set(Object.keys(configSchema.shape));
 
+export type Env = Record<string, string | undefined>;
+
+/** The process environment: config.ts is the one module that reads it. */
+export function processEnv(): Env {
+  return process.env;
+}
+
 export function loadConfig(
-  env: Record<string, string | undefined>,
+  env: Env = processEnv(),
   opts: { configFile?: string | undefined; overrides?: Record<string, unknown> } = {},
 ): AppConfig {
   const file = opts.configFile ?? env.RFT_CONFIG;
@@ -227,6 +235,30 @@ export function loadConfig(
   };
 }
 
+/** The one loopback check: where listening without a credential, or with the unisolated process driver, is allowed. */
 export function isLoopback(host: string): boolean {
-  return host === 'localhost' || host === '::1' || host === '[::1]' || /^127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/.test(host);
+  const h = host.startsWith('[') && host.endsWith(']') ? host.slice(1, -1) : host;
+  if (h === 'localhost' || h === '::1') return true;
+  return isIPv4(h) && h.startsWith('127.');
+}
+
+/**
+ * What the CLI's client commands (rollout, replay, regrade, export, import) read from the
+ * environment: where the server is, how to authenticate to it, and the model API for rollouts.
+ */
+const cliEnvSchema = z.object({
+  RFT_SERVER: z.string().min(1).optional(),
+  RFT_API_KEY: z.string().min(1).optional(),
+  RFT_SIGNING_SECRET: z.string().min(1).optional(),
+  OPENAI_API_KEY: z.string().min(1).optional(),
+  OPENAI_BASE_URL: z.string().min(1).optional(),
+});
+
+export type CliEnv = z.output<typeof cliEnvSchema>;
+
+export function loadCliEnv(env: Env = processEnv()): CliEnv {
+  const known = Object.fromEntries(Object.keys(cliEnvSchema.shape).flatMap((k) => (env[k] ? [[k, env[k]]] : [])));
+  const parsed = cliEnvSchema.safeParse(known);
+  if (!parsed.success) throw errors.config(`invalid environment: ${parsed.error.issues.map((i) => i.path.join('.')).join(', ')}`);
+  return parsed.data;
 }

@@ -65,6 +65,6 @@ describe('configuration', () => {
 
   it('knows loopback addresses', () => {
     expect(['127.0.0.1', '127.5.0.1', 'localhost', '::1'].every(isLoopback)).toBe(true);
-    expect(['0.0.0.0', '10.0.0.1', '::', 'example.com'].some(isLoopback)).toBe(false);
+    expect(['0.0.0.0', '10.0.0.1', '::', 'example.com', '127.999.0.1', '127.0.0.1.example.com'].some(isLoopback)).toBe(false);
   });
 });

@@ -41,7 +41,7 @@ export interface CheckGraderOptions {
   /** Rows probed at the same time (default 4); probes within a row stay sequential. */
   concurrency?: number;
   thresholds?: Partial<CheckThresholds>;
-  /** Environment the app is configured from (default process.env). */
+  /** Environment the app is configured from (default: the process environment). */
   env?: Record<string, string | undefined>;
 }
 
@@ -99,8 +99,8 @@ export async function runCheckGrader(opts: CheckGraderOptions): Promise<CheckRep
   const dataDir = mkdtempSync(join(tmpdir(), 'rft-check-grader-'));
   const key = randomBytes(18).toString('base64url');
   // Probes come from this process only, so the trainer-facing rate limit would only slow them down.
-  const env = { ...(opts.env ?? process.env), RFT_DATA_DIR: dataDir, RFT_API_KEYS: `check:${key}`, RFT_RATE_LIMIT: '0' };
-  const app = await buildApp(loadConfig(env), { logger: false });
+  const overrides = { RFT_DATA_DIR: dataDir, RFT_API_KEYS: `check:${key}`, RFT_RATE_LIMIT: '0' };
+  const app = await buildApp(loadConfig(opts.env, { overrides }), { logger: false });
   try {
     if (!app.rft.registry.graders.has(opts.grader)) throw errors.unknownGrader(opts.grader, [...app.rft.registry.graders.keys()]);
     const grade = async (item: Record<string, unknown>, text: string): Promise<Probe> => {

@@ -4,6 +4,7 @@
 import { randomUUID } from 'node:crypto';
 import type { Command } from 'commander';
 import { Agent, request } from 'undici';
+import { loadCliEnv } from '../config.js';
 import { errors } from '../errors.js';
 import { signWebhook } from '../authentication/webhooks.js';
 
@@ -84,14 +85,15 @@ export interface ServerOptions {
 /** Adds --server, --key and --signing-secret (with their environment fallbacks) to a command. */
 export function withServerOptions(cmd: Command): Command {
   return cmd
-    .option('--server <url>', 'rft-endpoints server URL (env RFT_SERVER)', process.env.RFT_SERVER ?? 'http://127.0.0.1:8787')
+    .option('--server <url>', 'rft-endpoints server URL (env RFT_SERVER)', loadCliEnv().RFT_SERVER ?? 'http://127.0.0.1:8787')
     .option('--key <key>', 'API key sent as a bearer token (env RFT_API_KEY)')
     .option('--signing-secret <whsec>', 'sign requests with this Standard Webhooks secret instead (env RFT_SIGNING_SECRET)');
 }
 
 export function clientFrom(opts: ServerOptions, connections?: number): ServerClient {
-  const signingSecret = opts.signingSecret ?? process.env.RFT_SIGNING_SECRET;
-  const key = opts.key ?? process.env.RFT_API_KEY;
+  const env = loadCliEnv();
+  const signingSecret = opts.signingSecret ?? env.RFT_SIGNING_SECRET;
+  const key = opts.key ?? env.RFT_API_KEY;
   const auth: ServerAuth = signingSecret ? { signingSecret } : key ? { key } : {};
   return new ServerClient(opts.server, auth, connections !== undefined ? { connections } : {});
 }

@@ -3,6 +3,7 @@
 // each turn (no previous_response_id), so any OpenAI-compatible server works, stored or not.
 import { randomUUID } from 'node:crypto';
 import OpenAI from 'openai';
+import { loadCliEnv } from '../config.js';
 import { errors, isRftError } from '../errors.js';
 import { toResponsesTool, type DatasetMessage, type DatasetRow } from './rollout-dataset.js';
 
@@ -48,7 +49,7 @@ export class ModelClient {
   constructor(opts: ModelOptions) {
     this.openai = new OpenAI({
       // A local OpenAI-compatible server usually needs no key; the SDK refuses to start without one.
-      apiKey: opts.apiKey ?? process.env.OPENAI_API_KEY ?? 'unused',
+      apiKey: opts.apiKey ?? loadCliEnv().OPENAI_API_KEY ?? 'unused',
       ...(opts.baseURL !== undefined ? { baseURL: opts.baseURL } : {}),
     });
     this.model = opts.model;

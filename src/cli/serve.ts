@@ -10,7 +10,7 @@ export function register(program: Command): void {
     .option('-p, --port <port>', 'port (PORT)')
     .option('--host <host>', 'address to listen on (HOST)')
     .action(async (opts: { config?: string; port?: string; host?: string }) => {
-      const env = { ...process.env, ...(opts.port ? { PORT: opts.port } : {}), ...(opts.host ? { HOST: opts.host } : {}) };
-      await runServer(env, opts.config);
+      const overrides = { ...(opts.port ? { PORT: opts.port } : {}), ...(opts.host ? { HOST: opts.host } : {}) };
+      await runServer({ configFile: opts.config, overrides });
     });
 }

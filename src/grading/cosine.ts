@@ -26,7 +26,7 @@ export async function cosineSimilarity(
   opts: { openai?: ModelOptions; signal?: AbortSignal; usage: TokenUsage },
 ): Promise<number> {
   if (input.trim() === '' || reference.trim() === '') return input.trim() === reference.trim() ? 1 : 0;
-  const model = opts.openai?.embeddingModel ?? process.env.RFT_EMBEDDING_MODEL ?? DEFAULT_EMBEDDING_MODEL;
+  const model = opts.openai?.embeddingModel ?? DEFAULT_EMBEDDING_MODEL;
   try {
     const res = await modelClient(opts.openai).embeddings.create(
       { model, input: [input, reference] },

@@ -1,5 +1,5 @@
-// The OpenAI-compatible client behind score_model, label_model and cosine. Settings come from
-// the explicit option, then the environment (OPENAI_BASE_URL, OPENAI_API_KEY), then a default.
+// The OpenAI-compatible client behind score_model, label_model and cosine. Settings come from the
+// options, which the server fills from its config (OPENAI_BASE_URL, OPENAI_API_KEY, RFT_MODEL_*).
 // A failed call is a 502 (RFT_ERR_MODEL_GRADER): the trainer retries a grader call a few times,
 // which is the right reaction to a flaky model API.
 import OpenAI, { APIConnectionError, APIConnectionTimeoutError, APIError, APIUserAbortError } from 'openai';
@@ -22,11 +22,10 @@ const clients = new Map<string, OpenAI>();
 
 /** One client per distinct setting, so connections are reused across grading calls. */
 export function modelClient(opts: ModelOptions = {}): OpenAI {
-  const baseURL = opts.baseURL ?? process.env.OPENAI_BASE_URL;
-  const apiKey = opts.apiKey ?? process.env.OPENAI_API_KEY;
+  const { baseURL, apiKey } = opts;
   // Without a key the SDK would throw its own uncoded error; with neither key nor base URL the
   // request would go to api.openai.com unauthenticated. Refuse both up front.
-  if (!apiKey) throw errors.modelGrader('config', 'no API key: set OPENAI_API_KEY or pass openai.apiKey');
+  if (!apiKey) throw errors.modelGrader('config', 'no API key: set OPENAI_API_KEY in the server\'s environment or config file');
   const timeout = opts.timeoutMs ?? 60_000;
   const maxRetries = opts.maxRetries ?? 2;
   const key = JSON.stringify([baseURL ?? null, apiKey, timeout, maxRetries]);

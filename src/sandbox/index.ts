@@ -5,7 +5,7 @@ export { selectDriver } from './select.js';
 export type { DriverName, DriverOptions } from './select.js';
 export { createManagerFromConfig, instanceIdFor } from './from-config.js';
 export { defaultLimits } from './limits.js';
-export { ProcessDriver, assertProcessDriverAllowed, isLoopbackHost } from './process-driver.js';
+export { ProcessDriver, assertProcessDriverAllowed } from './process-driver.js';
 export { BwrapDriver } from './bwrap-driver.js';
 export { DockerDriver } from './docker-driver.js';
 export type { DockerDriverOptions } from './docker-driver.js';

@@ -3,6 +3,7 @@
 // bubblewrap or Docker, and is refused unless the server listens on loopback only.
 import { realpathSync } from 'node:fs';
 import { join, sep } from 'node:path';
+import { isLoopback } from '../config.js';
 import { errors } from '../errors.js';
 import { prlimitArgs } from './limits.js';
 import { LocalDriver } from './local-driver.js';
@@ -10,13 +11,9 @@ import { SANDBOX_PATH, type LocalDriverHooks } from './local-sandbox.js';
 import type { Workdir } from './workdir.js';
 import type { SandboxSpec } from './types.js';
 
-export function isLoopbackHost(host: string): boolean {
-  return host === 'localhost' || host === '::1' || host === '[::1]' || /^127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/.test(host);
-}
-
 /** Throws unless `host` is a loopback address: the process driver must never serve remote callers. */
 export function assertProcessDriverAllowed(host: string): void {
-  if (!isLoopbackHost(host)) throw errors.processDriverNotAllowed(host);
+  if (!isLoopback(host)) throw errors.processDriverNotAllowed(host);
 }
 
 export class ProcessDriver extends LocalDriver {

@@ -13,6 +13,7 @@ import type { FinishCallInput, Store } from '../store/types.js';
 import type { CallStatus, RecordedCall } from '../store/records.js';
 import type { SandboxProvider } from './sandbox-provider.js';
 import { formatZodIssues, truncateOutput } from './output.js';
+import { budgetFromItem, toolBudgetProblem } from './budget.js';
 
 export interface LedgerOptions {
   store: Store;
@@ -43,11 +44,6 @@ export interface ToolCallOutcome {
 }
 
 const WAIT_POLL_MS = 25;
-
-export function budgetFromItem(item: Item, fallback: number): number {
-  const b = item.tool_budget;
-  return typeof b === 'number' && Number.isInteger(b) && b >= 0 ? b : fallback;
-}
 
 export const INTERRUPTED_OUTPUT =
   'Error: this tool call was interrupted by a server restart and was not completed. It will not be run again; ' +
@@ -130,6 +126,7 @@ export class Ledger {
       throw isRftError(e) ? e : errors.store((e as Error).message);
     }
 
+    if (begin.kind !== 'existing' && begin.kind !== 'conflict' && begin.call.seq === 1) this.warnOnBadBudget(input);
     switch (begin.kind) {
       case 'conflict':
         throw errors.callConflict(input.callId);
@@ -157,6 +154,12 @@ export class Ledger {
       throw errors.store((e as Error).message);
     }
     return { output: outcome.output, status: outcome.status, replayed: false, seq: begin.call.seq };
+  }
+
+  /** Once per rollout (on its first call): a row whose tool_budget was ignored for the default. */
+  private warnOnBadBudget(input: ToolCallInput): void {
+    const problem = toolBudgetProblem(input.item);
+    if (problem) this.o.log.warn({ trace_id: input.traceId, default_budget: this.o.defaultBudget }, `${problem}; this rollout uses the default budget`);
   }
 
   /** Runs fn after every serial call of this rollout that arrived before it. */

@@ -5,6 +5,7 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { randomBytes } from 'node:crypto';
 import type { FastifyInstance } from 'fastify';
+import type { Logger } from 'pino';
 import { buildApp } from '../../src/app.js';
 import { loadConfig } from '../../src/config.js';
 
@@ -26,6 +27,8 @@ export interface TestServerOptions {
   dataDir?: string;
   /** Build only (app.inject), do not listen. */
   listen?: boolean;
+  /** A pino logger to capture what the server logs. */
+  logger?: Logger;
 }
 
 export async function startTestServer(opts: TestServerOptions = {}): Promise<TestServer> {
@@ -44,7 +47,7 @@ export async function startTestServer(opts: TestServerOptions = {}): Promise<Tes
     HOST: '127.0.0.1',
     PORT: '0',
   });
-  const app = await buildApp(config);
+  const app = await buildApp(config, opts.logger ? { logger: opts.logger } : {});
   let url = '';
   if (opts.listen !== false) {
     await app.listen({ host: '127.0.0.1', port: 0 });

@@ -1,5 +1,5 @@
 // Child process for bench/pipeline.ts: either the full server with the noop tools (mode
-// full[:normal][:thread]), or a bare Fastify route answering the same JSON (mode bare). Prints its
+// full[:normal]), or a bare Fastify route answering the same JSON (mode bare). Prints its
 // URL on stdout.
 import Fastify from 'fastify';
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -29,7 +29,7 @@ if (mode === 'bare') {
   const a = app.server.address();
   process.stdout.write(`http://127.0.0.1:${typeof a === 'object' && a ? a.port : 0}\n`);
 } else {
-  // mode: full[:normal][:thread] (the SQLite sync level and writer; defaults full and inline)
+  // mode: full[:normal] (the SQLite sync level; default full)
   const opts = mode?.split(':') ?? [];
   const config = loadConfig({
     RFT_DATA_DIR: dataDir,
@@ -40,7 +40,6 @@ if (mode === 'bare') {
     RFT_SANDBOX: 'none',
     RFT_RATE_LIMIT: '0',
     RFT_SQLITE_SYNC: opts.includes('normal') ? 'normal' : 'full',
-    RFT_SQLITE_WRITER: opts.includes('thread') ? 'thread' : 'inline',
   });
   const app = await buildApp(config);
   close = () => app.close();

@@ -1,8 +1,7 @@
 // Benchmark: a no-op tool call through the full pipeline (auth, ledger begin + finish in SQLite,
 // budget, record) against a bare Fastify route returning the same JSON, 50 connections each,
-// servers in child processes, autocannon here. Rows: the default (SQLite sync=full, inline
-// writer), sync=normal, the writer thread, and the no-op declared readOnly (its start is not
-// waited on; its result is). Also prints the CPU each request costs the server and the client
+// servers in child processes, autocannon here. Rows: the default (SQLite sync=full) and
+// sync=normal. Also prints the CPU each request costs the server and the client
 // (from /proc), and the WAL fdatasync latency of this disk alone, which bound the figures. Last,
 // both routes again with an 8 KB dataset row in every call.
 //
@@ -106,8 +105,6 @@ const rows = [
   await run('bare Fastify route', 'bare'),
   await run('full pipeline (default: sync=full)', 'full'),
   await run('full pipeline, sync=normal', 'full:normal'),
-  await run('full pipeline, writer thread', 'full:thread'),
-  await run('read-only tool (sync=full)', 'full', 'noop_read'),
   await run('bare, 8 KB dataset row per call', 'bare', 'noop', 8000),
   await run('full pipeline, 8 KB row per call', 'full', 'noop', 8000),
 ];

@@ -69,8 +69,6 @@ export const configSchema = z.object({
   RFT_INSTANCE_ID: z.string().min(1).max(200).optional(),
   /** full: every reply's writes are fsynced first (survives power loss); normal: committed only (survives kill -9). */
   RFT_SQLITE_SYNC: z.enum(['full', 'normal']).default('full'),
-  /** inline: commits at the end of each event-loop turn; thread: in a writer thread (many cores). */
-  RFT_SQLITE_WRITER: z.enum(['inline', 'thread']).default('inline'),
   RFT_SANDBOX: z.enum(['auto', 'bwrap', 'docker', 'process', 'none']).default('auto'),
   // An idle bwrap sandbox costs a directory and a uid; lower this for Docker.
   RFT_SANDBOX_CAP: int(1).default(256),
@@ -116,7 +114,7 @@ export interface AppConfig {
   trustProxy: boolean;
   logLevel: RawConfig['RFT_LOG_LEVEL'];
   store:
-    | { kind: 'sqlite'; sync: 'full' | 'normal'; writer: 'inline' | 'thread' }
+    | { kind: 'sqlite'; sync: 'full' | 'normal' }
     | { kind: 'postgres'; url: string; schema: string; poolSize: number };
   /** Defaults to hostname:port, which differs between replicas and survives a restart. */
   instanceId: string;
@@ -203,7 +201,7 @@ export function loadConfig(
     store:
       c.RFT_STORE === 'postgres'
         ? { kind: 'postgres', url: c.RFT_DATABASE_URL!, schema: c.RFT_PG_SCHEMA, poolSize: c.RFT_PG_POOL_SIZE }
-        : { kind: 'sqlite', sync: c.RFT_SQLITE_SYNC, writer: c.RFT_SQLITE_WRITER },
+        : { kind: 'sqlite', sync: c.RFT_SQLITE_SYNC },
     instanceId: c.RFT_INSTANCE_ID ?? `${hostname()}:${c.PORT}`,
     sandbox: {
       driver: c.RFT_SANDBOX,

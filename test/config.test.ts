@@ -28,10 +28,10 @@ describe('configuration', () => {
     expect(c).toMatchObject({ port: 8787, host: '127.0.0.1', toolBudget: 50, maxOutputBytes: 16384, apiKeys: [], autoKey: true });
   });
 
-  it('picks the SQLite durability and writer, refusing other values by name', () => {
-    expect(loadConfig({}).store).toEqual({ kind: 'sqlite', sync: 'full', writer: 'inline' });
-    expect(loadConfig({ RFT_SQLITE_SYNC: 'normal', RFT_SQLITE_WRITER: 'thread' }).store).toEqual({ kind: 'sqlite', sync: 'normal', writer: 'thread' });
-    expect(() => loadConfig({ RFT_SQLITE_WRITER: 'worker' })).toThrow(/RFT_SQLITE_WRITER/);
+  it('picks the SQLite durability, refusing other values by name', () => {
+    expect(loadConfig({}).store).toEqual({ kind: 'sqlite', sync: 'full' });
+    expect(loadConfig({ RFT_SQLITE_SYNC: 'normal' }).store).toEqual({ kind: 'sqlite', sync: 'normal' });
+    expect(() => loadConfig({ RFT_SQLITE_SYNC: 'off' })).toThrow(/RFT_SQLITE_SYNC/);
   });
 
   it('parses labelled and bare keys and whsec secrets', () => {

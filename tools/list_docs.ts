@@ -13,8 +13,6 @@ export default defineTool({
       .optional()
       .describe('Only list documents whose doc_id starts with this text, e.g. "bluefinch" (case-insensitive)'),
   }),
-  // Reads only: its start need not be on disk before it runs (see ToolDefinition.readOnly).
-  readOnly: true,
   async handler({ prefix }) {
     const corpus = await finqaCorpus();
     const p = (prefix ?? '').trim().toLowerCase();

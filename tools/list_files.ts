@@ -16,8 +16,6 @@ export default defineTool({
     path: z.string().max(1_000).optional().describe('Directory relative to the workspace root (default: the root)'),
     depth: z.number().int().min(1).max(8).optional().describe('How many levels to descend (default 3; 1 lists only the directory itself)'),
   }),
-  // Reads only: its start need not be on disk before it runs (see ToolDefinition.readOnly).
-  readOnly: true,
   async handler(args, ctx) {
     const path = workspacePath(args.path ?? '.');
     const entries = await (await ctx.sandbox()).listFiles(path === '.' ? '' : path, {

@@ -14,8 +14,6 @@ export default defineTool({
     doc_id: z.string().min(1).max(200).describe('The document id, as returned by search_docs or list_docs'),
     page: z.number().int().min(1).max(1000).optional().describe('Page number, starting at 1 (default 1)'),
   }),
-  // Reads only: its start need not be on disk before it runs (see ToolDefinition.readOnly).
-  readOnly: true,
   async handler({ doc_id, page }) {
     const corpus = await finqaCorpus();
     // Forgive the usual slips: surrounding spaces, case, a ".md" suffix.

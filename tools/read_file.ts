@@ -18,8 +18,6 @@ export default defineTool({
     start_line: z.number().int().min(1).optional().describe('First line to show, 1-based (default 1)'),
     end_line: z.number().int().min(1).optional().describe(`Last line to show, inclusive (default start_line + ${MAX_LINES - 1})`),
   }),
-  // Reads only: its start need not be on disk before it runs (see ToolDefinition.readOnly).
-  readOnly: true,
   async handler(args, ctx) {
     const path = workspacePath(args.path);
     const data = await (await ctx.sandbox()).readFile(path);

@@ -36,8 +36,6 @@ export default defineTool({
     ignore_case: z.boolean().optional().describe('Case-insensitive match (default false)'),
     max_results: z.number().int().min(1).max(MAX_RESULTS).optional().describe(`Maximum matches returned (default ${DEFAULT_RESULTS})`),
   }),
-  // Reads only: its start need not be on disk before it runs (see ToolDefinition.readOnly).
-  readOnly: true,
   async handler(args, ctx) {
     const path = workspacePath(args.path ?? '.');
     const sandbox = await ctx.sandbox();

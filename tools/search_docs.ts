@@ -16,8 +16,6 @@ export default defineTool({
       .describe('Keywords to search for, e.g. "Halvorsen second quarter 2025 revenue"'),
     top_k: z.number().int().min(1).max(10).optional().describe('How many results to return (1-10, default 3)'),
   }),
-  // Reads only: its start need not be on disk before it runs (see ToolDefinition.readOnly).
-  readOnly: true,
   async handler({ query, top_k }) {
     const corpus = await finqaCorpus();
     const hits = corpus.index.search(query, top_k ?? 3, { snippetChars: 240 });

@@ -78,7 +78,7 @@ export class GradingService {
       });
       if (prior) return { record: prior, replayed: true };
     }
-    await store.ensureRollout(traceId, input.item, budgetFromItem(input.item, this.o.defaultBudget), Date.now());
+    const rollout = { item: input.item, budgetLimit: budgetFromItem(input.item, this.o.defaultBudget), now: Date.now() };
 
     const started = performance.now();
     const ac = new AbortController();
@@ -144,7 +144,7 @@ export class GradingService {
         source: input.source,
         createdAt: Date.now(),
         durationMs: performance.now() - started,
-      })
+      }, rollout)
       .catch((e: Error) => {
         throw errors.store(e.message);
       });

@@ -119,7 +119,6 @@ export class Ledger {
         item: input.item,
         credential: input.credential,
         now: Date.now(),
-        durable: def.readOnly !== true,
         overBudgetOutput: `Tool budget exhausted: this rollout may use ${limit} tool-call unit(s) and has no budget left for "${def.name}" (cost ${cost}). The tool was not run. Give your final answer with what you have.`,
       });
     } catch (e) {

@@ -43,13 +43,6 @@ export interface ToolDefinition<P extends z.ZodType = z.ZodType> {
    * shared state such as the sandbox). Other tools run as soon as they arrive, even in parallel.
    */
   serial?: boolean;
-  /**
-   * The tool changes nothing (search, read): its start need not reach the disk before it runs, which
-   * saves waiting for that commit (at most one event-loop turn with the inline writer, one hand-off
-   * with the writer thread). Its result is still on disk before the reply. If the server dies while
-   * it runs, the call may leave no trace, and the trainer's retry runs it again.
-   */
-  readOnly?: boolean;
 }
 
 export interface GraderResult {

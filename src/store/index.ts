@@ -21,7 +21,7 @@ export async function createStore(config: AppConfig, instanceId: string, opts: C
       ...(opts.onIdleError ? { onIdleError: opts.onIdleError } : {}),
     });
   }
-  return new SqliteStore({ path: join(config.dataDir, 'rft.sqlite'), sync: c.sync, writer: c.writer });
+  return new SqliteStore({ path: join(config.dataDir, 'rft.sqlite'), sync: c.sync });
 }
 
 export type { Store } from './types.js';

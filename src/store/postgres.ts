@@ -6,7 +6,7 @@
 import pg from 'pg';
 import { errors } from '../errors.js';
 import type { BudgetUsage, GradeRecord, RecordedCall, RolloutSummary } from './records.js';
-import { budgetOf, toCall, toGrade, toSummary, type PgCallRow, type PgGradeRow, type PgRolloutRow } from './pg-rows.js';
+import { decodeCursor, encodeCursor, GRADE_COLUMNS, gradeValues, rowMappers, type CallRowShape, type GradeRow, type RolloutRowShape } from './rows.js';
 import { ensureSchema, quoteIdent } from './pg-schema.js';
 import { KeyedBatcher } from './keyed-batcher.js';
 import { isTransient, retryOnce } from './pg-retry.js';
@@ -15,6 +15,7 @@ import type {
   BeginCallInput,
   BeginCallResult,
   FinishCallInput,
+  GradedRollout,
   GradeWithSample,
   ImportedRollout,
   ListRolloutsQuery,
@@ -39,6 +40,14 @@ export interface PostgresStoreOptions {
   /** Errors of idle pooled connections (the database restarted ...); unhandled they would crash. */
   onIdleError?: (e: Error) => void;
 }
+
+// Rows as Postgres returns them: int8 parsed to number, booleans as booleans, free text NUL-encoded.
+interface PgCallRow extends CallRowShape<boolean> {
+  owner: string | null;
+}
+type PgRolloutRow = RolloutRowShape<boolean>;
+type PgGradeRow = GradeRow;
+const { toCall, toGrade, toSummary, budgetOf } = rowMappers<boolean>({ text: decodeText, bool: (b) => b });
 
 const INT8_OID = 20;
 const DEFAULT_ORPHAN_AFTER_MS = 60 * 60_000;
@@ -298,42 +307,27 @@ export class PostgresStore implements Store {
     return r ? toGrade(r) : undefined;
   }
 
-  /** Grade columns in insert order, as $1..$14 values. */
-  private gradeValues(g: NewGrade): unknown[] {
-    return [
-      encodeText(g.traceId),
-      g.grader,
-      g.graderVersion,
-      g.sampleHash,
-      JSON.stringify(g.sample ?? null),
-      g.status,
-      g.score,
-      g.subscores ? JSON.stringify(g.subscores) : null,
-      encodeNullable(g.explanation),
-      encodeNullable(g.error),
-      encodeNullable(g.credential),
-      g.source,
-      g.createdAt,
-      g.durationMs,
-    ];
-  }
-
-  private static readonly GRADE_COLUMNS =
-    'trace_id, grader, grader_version, sample_hash, sample, status, score, subscores, explanation, error, credential, source, created_at, duration_ms';
-
-  async insertGrade(g: NewGrade): Promise<GradeRecord> {
-    // One statement, so the grade and the rollout's last score commit together.
+  async insertGrade(g: NewGrade, rollout?: GradedRollout): Promise<GradeRecord> {
+    // One statement, so the grade, the rollout's last score and (if given) the rollout commit together.
+    const values = gradeValues(g, encodeText);
+    const score = `last_score = CASE WHEN $6 = 'ok' THEN $7 ELSE r.last_score END, updated_at = $13`;
+    let upsert = `UPDATE ${this.t.rollouts} r SET ${score} WHERE trace_id = $1`;
+    if (rollout) {
+      // As ensureRollout: created if absent; a non-empty dataset row fills an empty one.
+      values.push(rollout.now, rollout.item ? JSON.stringify(rollout.item) : null, rollout.budgetLimit);
+      upsert = `INSERT INTO ${this.t.rollouts} AS r (trace_id, created_at, updated_at, item, budget_limit, last_score)
+        VALUES ($1, $15, $13, $16, $17, CASE WHEN $6 = 'ok' THEN $7 END)
+        ON CONFLICT (trace_id) DO UPDATE SET ${score},
+          item = CASE WHEN EXCLUDED.item <> '{}' AND (r.item IS NULL OR r.item = '{}') THEN EXCLUDED.item ELSE r.item END`;
+    }
     const [r] = await this.rows<PgGradeRow>(
       `WITH g AS (
-         INSERT INTO ${this.t.grades} (${PostgresStore.GRADE_COLUMNS})
+         INSERT INTO ${this.t.grades} (${GRADE_COLUMNS})
          VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14) RETURNING *
-       ), u AS (
-         UPDATE ${this.t.rollouts} SET last_score = CASE WHEN $6 = 'ok' THEN $7 ELSE last_score END, updated_at = $13
-         WHERE trace_id = $1
-       )
+       ), u AS (${upsert})
        SELECT * FROM g`,
-      this.gradeValues(g),
-      'rft_insert_grade',
+      values,
+      rollout ? 'rft_insert_grade_rollout' : 'rft_insert_grade',
     );
     return toGrade(r!);
   }
@@ -346,12 +340,10 @@ export class PostgresStore implements Store {
   async listRollouts(q: ListRolloutsQuery): Promise<{ rollouts: RolloutSummary[]; nextCursor: string | null }> {
     const where: string[] = [];
     const params: unknown[] = [];
-    if (q.cursor) {
-      // Same cursor as SQLite: base64url of "<created_at>|<trace_id>" of the page's last row.
-      const [at, id] = Buffer.from(q.cursor, 'base64url').toString().split('|', 2);
-      // A cursor this store never issued matches nothing (as in SQLite), rather than a bigint error.
-      if (!Number.isSafeInteger(Number(at)) || at === '') return { rollouts: [], nextCursor: null };
-      params.push(Number(at), encodeText(id ?? ''));
+    if (q.cursor !== undefined) {
+      const at = decodeCursor(q.cursor);
+      if (!at) return { rollouts: [], nextCursor: null };
+      params.push(at.createdAt, encodeText(at.traceId));
       where.push(`(created_at < $${params.length - 1} OR (created_at = $${params.length - 1} AND trace_id < $${params.length}))`);
     }
     if (q.since !== undefined) {
@@ -366,8 +358,7 @@ export class PostgresStore implements Store {
     );
     const page = rows.slice(0, q.limit);
     const last = page[page.length - 1];
-    const nextCursor =
-      rows.length > q.limit && last ? Buffer.from(`${last.created_at}|${decodeText(last.trace_id)}`).toString('base64url') : null;
+    const nextCursor = rows.length > q.limit && last ? encodeCursor(last.created_at, decodeText(last.trace_id)) : null;
     return { rollouts: page.map(toSummary), nextCursor };
   }
 
@@ -435,9 +426,9 @@ export class PostgresStore implements Store {
       }
       for (const g of r.grades) {
         await c.query(
-          `INSERT INTO ${this.t.grades} (${PostgresStore.GRADE_COLUMNS})
+          `INSERT INTO ${this.t.grades} (${GRADE_COLUMNS})
            VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)`,
-          this.gradeValues({ ...g, traceId: r.traceId }),
+          gradeValues({ ...g, traceId: r.traceId }, encodeText),
         );
       }
       return 'imported';

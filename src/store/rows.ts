@@ -1,7 +1,7 @@
 // The tables' rows as the SQL drivers return them, shared by the SQLite and Postgres stores. `B` is
 // how a driver returns booleans (SQLite: 0/1, Postgres: true/false).
 import type { BudgetUsage, CallStatus, GradeRecord, RecordedCall, RolloutSummary } from './records.js';
-import type { GradeWithSample } from './types.js';
+import type { GradeWithSample, NewGrade } from './types.js';
 
 export interface CallRowShape<B> {
   trace_id: string;
@@ -114,4 +114,31 @@ export function rowMappers<B>({ text, bool }: RowCodec<B>) {
       exceeded: bool(r.budget_exceeded),
     }),
   };
+}
+
+/**
+ * A page cursor of listRollouts: base64url of "<created_at>|<trace_id>" of the page's last row, the
+ * same for both stores. A cursor neither issued decodes to undefined (an empty page).
+ */
+export function encodeCursor(createdAt: number, traceId: string): string {
+  return Buffer.from(`${createdAt}|${traceId}`).toString('base64url');
+}
+
+export function decodeCursor(cursor: string): { createdAt: number; traceId: string } | undefined {
+  const text = Buffer.from(cursor, 'base64url').toString();
+  const bar = text.indexOf('|');
+  const createdAt = Number(text.slice(0, bar));
+  return bar > 0 && Number.isSafeInteger(createdAt) ? { createdAt, traceId: text.slice(bar + 1) } : undefined;
+}
+
+export const GRADE_COLUMNS =
+  'trace_id, grader, grader_version, sample_hash, sample, status, score, subscores, explanation, error, credential, source, created_at, duration_ms';
+
+/** A grade's values in GRADE_COLUMNS order; `text` encodes free text for the driver. */
+export function gradeValues(g: NewGrade, text: (s: string) => string = (s) => s): unknown[] {
+  const opt = nullable(text);
+  return [
+    text(g.traceId), g.grader, g.graderVersion, g.sampleHash, JSON.stringify(g.sample ?? null), g.status, g.score,
+    g.subscores ? JSON.stringify(g.subscores) : null, opt(g.explanation), opt(g.error), opt(g.credential), g.source, g.createdAt, g.durationMs,
+  ];
 }

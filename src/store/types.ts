@@ -17,12 +17,6 @@ export interface BeginCallInput {
   now: number;
   /** Output recorded when the budget is spent (the call then does not run). */
   overBudgetOutput: string;
-  /**
-   * false: answer as soon as the decision is made, before it is on disk (read-only tools). The
-   * budget decision is the same; finishCall then fails if the start was never recorded. A store may
-   * ignore it (Postgres commits each admission anyway).
-   */
-  durable?: boolean;
 }
 
 export type BeginCallResult =
@@ -42,6 +36,13 @@ export interface FinishCallInput {
 
 export interface NewGrade extends Omit<GradeRecord, 'id'> {
   sample: unknown;
+}
+
+/** The rollout a grade belongs to: created, or its empty dataset row filled, in the grade's commit (see ensureRollout). */
+export interface GradedRollout {
+  item: Record<string, unknown> | null;
+  budgetLimit: number;
+  now: number;
 }
 
 export interface GradeWithSample extends GradeRecord {
@@ -68,7 +69,7 @@ export interface ImportedRollout {
 export interface Store {
   readonly kind: string;
   beginCall(input: BeginCallInput): Promise<BeginCallResult>;
-  /** Records a started call's result. A store that honours `durable: false` rejects it if that start was lost. */
+  /** Records a started call's result (once: a finished call keeps its first result). */
   finishCall(traceId: string, callId: string, result: FinishCallInput): Promise<void>;
   getCall(traceId: string, callId: string): Promise<RecordedCall | undefined>;
   listCalls(traceId: string): Promise<RecordedCall[]>;
@@ -82,7 +83,8 @@ export interface Store {
   ensureRollout(traceId: string, item: Record<string, unknown> | null, budgetLimit: number, now: number): Promise<void>;
 
   findGrade(traceId: string, grader: string, graderVersion: string, sampleHash: string): Promise<GradeRecord | undefined>;
-  insertGrade(grade: NewGrade): Promise<GradeRecord>;
+  /** Records a grade, with its rollout if given (one commit); the record returned carries the sample. */
+  insertGrade(grade: NewGrade, rollout?: GradedRollout): Promise<GradeRecord>;
   listGrades(traceId: string): Promise<GradeWithSample[]>;
 
   listRollouts(q: ListRolloutsQuery): Promise<{ rollouts: RolloutSummary[]; nextCursor: string | null }>;

@@ -1,4 +1,4 @@
-import { afterAll, describe, expect, it } from 'vitest';
+import { afterAll, describe, expect, it, vi } from 'vitest';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -15,9 +15,21 @@ const env = { ...baseEnv, RFT_DATA_DIR: dataDir };
 
 const post = (url: string, body: unknown) => postToolCall(url, KEY, body);
 
-describe.each(['inline', 'thread'])('durability across kill -9 (RFT_SQLITE_WRITER=%s)', (writer) => {
+/** Waits until the server has recorded the call as running (its start is committed). */
+async function running(url: string, trace: string, callId: string): Promise<void> {
+  await vi.waitFor(
+    async () => {
+      const rec = await request(`${url}/v1/rollouts/${trace}`, { headers: { authorization: `Bearer ${KEY}` } });
+      const body = (await rec.body.json()) as { calls?: { call_id: string; status: string }[] };
+      expect(body.calls?.find((c) => c.call_id === callId)?.status).toBe('running');
+    },
+    { timeout: 20_000, interval: 20 },
+  );
+}
+
+describe('durability across kill -9', () => {
   it('keeps every acknowledged call and marks the in-flight one interrupted, never running it again', async () => {
-    const env = { ...baseEnv, RFT_DATA_DIR: mkdtempSync(join(dataDir, `${writer}-`)), RFT_SQLITE_WRITER: writer };
+    const env = { ...baseEnv, RFT_DATA_DIR: mkdtempSync(join(dataDir, 'kill-')) };
     const server = await spawnServer(env);
     const trace = newTrace();
     const calls = Array.from({ length: 40 }, (_, i) => functionCall('echo', { text: `ack-${i}` }, { trace_id: trace }));
@@ -26,7 +38,7 @@ describe.each(['inline', 'thread'])('durability across kill -9 (RFT_SQLITE_WRITE
 
     const inflight = functionCall('echo', { text: 'never finishes', delay_ms: 5000 }, { trace_id: trace });
     const pending = post(server.url, inflight).catch((e: Error) => e);
-    await new Promise((r) => setTimeout(r, 300));
+    await running(server.url, trace, inflight.call_id);
     await server.stop('SIGKILL');
     expect(await pending).toBeInstanceOf(Error);
 
@@ -52,9 +64,9 @@ describe.each(['inline', 'thread'])('durability across kill -9 (RFT_SQLITE_WRITE
 describe('graceful shutdown', () => {
   it('lets a running call finish and record on SIGTERM, then exits 0', async () => {
     const server = await spawnServer(env);
-    const call = functionCall('echo', { text: 'finished', delay_ms: 1000 }, { trace_id: newTrace() });
+    const call = functionCall('echo', { text: 'finished', delay_ms: 2000 }, { trace_id: newTrace() });
     const pending = post(server.url, call);
-    await new Promise((r) => setTimeout(r, 200));
+    await running(server.url, call.trace_id, call.call_id);
     const exited = server.stop('SIGTERM');
     const reply = await pending;
     expect(reply).toMatchObject({ status: 200, body: { output: 'finished' } });

@@ -183,6 +183,18 @@ export function storeContract(label: string, open: () => Promise<Store>): void {
       expect(r?.lastScore).toBe(0.30000000000000004);
     });
 
+    it('records a grade with its rollout: created if absent, an empty dataset row filled, a non-empty one kept', async () => {
+      const store = await fresh();
+      await store.insertGrade(grade('trace_gr', { createdAt: 700 }), { item: { reference_answer: '42' }, budgetLimit: 4, now: 600 });
+      expect(await store.getRollout('trace_gr')).toMatchObject({ item: { reference_answer: '42' }, budgetLimit: 4, createdAt: 600, updatedAt: 700, lastScore: 0.75, calls: 0 });
+      await store.insertGrade(grade('trace_gr', { score: 0.5, createdAt: 800 }), { item: { reference_answer: 'other' }, budgetLimit: 9, now: 800 });
+      expect(await store.getRollout('trace_gr')).toMatchObject({ item: { reference_answer: '42' }, budgetLimit: 4, createdAt: 600, lastScore: 0.5 });
+      await store.beginCall(begin('trace_ge', 'c1', { item: {} }));
+      await store.insertGrade(grade('trace_ge'), { item: { reference_answer: '7' }, budgetLimit: 9, now: 900 });
+      expect(await store.getRollout('trace_ge')).toMatchObject({ item: { reference_answer: '7' }, budgetLimit: 5, budgetUsed: 1, calls: 1 });
+      expect(await store.listGrades('trace_gr')).toHaveLength(2);
+    });
+
     it('finds the newest ok grade for the same grader version and sample only', async () => {
       const store = await fresh();
       await store.insertGrade(grade('trace_h', { score: 0.1 }));

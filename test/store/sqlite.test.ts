@@ -6,8 +6,7 @@ import Database from 'better-sqlite3';
 import { spawnSync } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { SqliteStore } from '../../src/store/sqlite.js';
-import { SqliteWriter, type WriterMode } from '../../src/store/sqlite-writer.js';
-import { begin, storeContract } from './contract.js';
+import { begin, grade, storeContract } from './contract.js';
 
 const repoRoot = fileURLToPath(new URL('../..', import.meta.url));
 const storeModule = new URL('../../src/store/sqlite.ts', import.meta.url).href;
@@ -20,20 +19,19 @@ function scratchPath(): string {
 }
 
 /** A store on a fresh database, closed when the test ends. */
-function open(writer: WriterMode = 'inline', sync: 'full' | 'normal' = 'full') {
+function open(sync: 'full' | 'normal' = 'full') {
   const path = scratchPath();
-  const store = new SqliteStore({ path, writer, sync });
+  const store = new SqliteStore({ path, sync });
   onTestFinished(() => store.close());
   return { store, path };
 }
 
-storeContract('SqliteStore (inline writer)', async () => open('inline').store);
-storeContract('SqliteStore (writer thread)', async () => open('thread').store);
-storeContract('SqliteStore (inline writer, sync normal)', async () => open('inline', 'normal').store);
+storeContract('SqliteStore', async () => open().store);
+storeContract('SqliteStore (sync normal)', async () => open('normal').store);
 
-describe.each(['inline', 'thread'] as const)('SqliteStore group commit (%s writer)', (writer) => {
+describe('SqliteStore group commit', () => {
   it('has every write of a batch on disk, visible to another connection, once its promise resolves', async () => {
-    const { store, path } = open(writer);
+    const { store, path } = open();
     await Promise.all(Array.from({ length: 20 }, (_, i) => store.beginCall(begin(`trace_${i % 3}`, `c${i}`, { budgetLimit: 100 }))));
     const other = new Database(path, { readonly: true });
     expect(other.prepare('SELECT count(*) AS n FROM calls').get()).toEqual({ n: 20 });
@@ -43,7 +41,7 @@ describe.each(['inline', 'thread'] as const)('SqliteStore group commit (%s write
   });
 
   it('commits many turns of writes in order, each reply after its own commit', async () => {
-    const { store, path } = open(writer);
+    const { store, path } = open();
     const other = new Database(path, { readonly: true });
     const seen: number[] = [];
     for (let turn = 0; turn < 5; turn++) {
@@ -55,14 +53,15 @@ describe.each(['inline', 'thread'] as const)('SqliteStore group commit (%s write
   });
 });
 
-describe('SqliteStore in-memory ledger', () => {
-  it('reloads an evicted rollout exactly: budget, next seq, and its call ids (retries and conflicts)', async () => {
-    const store = new SqliteStore({ path: scratchPath(), ledgerCacheSize: 2 });
+describe('SqliteStore ledger', () => {
+  it('keeps a rollout exactly across a restart: budget, next seq, and its call ids (retries and conflicts)', async () => {
+    const path = scratchPath();
+    const first = new SqliteStore({ path });
+    await first.beginCall(begin('trace_old', 'c1', { budgetLimit: 3, argsHash: 'h1' }));
+    await first.beginCall(begin('trace_old', 'c2', { budgetLimit: 3, argsHash: 'h2' }));
+    await first.close();
+    const store = new SqliteStore({ path });
     onTestFinished(() => store.close());
-    await store.beginCall(begin('trace_old', 'c1', { budgetLimit: 3, argsHash: 'h1' }));
-    await store.beginCall(begin('trace_old', 'c2', { budgetLimit: 3, argsHash: 'h2' }));
-    // Three other rollouts push trace_old out of a cache of two.
-    for (const t of ['trace_p', 'trace_q', 'trace_r']) await store.beginCall(begin(t, 'c1'));
     expect(await store.beginCall(begin('trace_old', 'c1', { argsHash: 'h1' }))).toMatchObject({ kind: 'existing', call: { seq: 1 } });
     expect(await store.beginCall(begin('trace_old', 'c2', { argsHash: 'other' }))).toMatchObject({ kind: 'conflict' });
     expect(await store.beginCall(begin('trace_old', 'c3'))).toMatchObject({ kind: 'started', call: { seq: 3 }, budget: { used: 3, limit: 3 } });
@@ -70,102 +69,44 @@ describe('SqliteStore in-memory ledger', () => {
     expect(await store.getBudget('trace_old', 0)).toEqual({ used: 3, limit: 3, exceeded: true });
   });
 
-  it('refuses a start the database rejects, keeps the batch around it, and then decides from the database', async () => {
+  it('refuses a start the database rejects half-way, keeps the batch around it, and leaves nothing half-written', async () => {
     const { store, path } = open();
     await store.beginCall(begin('trace_w', 'c1'));
-    // Another writer (which this store does not expect) records c2 behind its back.
+    // The budget charge of the rollout's second call fails (after its call row was inserted).
     const other = new Database(path);
-    other
-      .prepare(
-        `INSERT INTO calls (trace_id, call_id, seq, tool, arguments, args_hash, output, status, cost, started_at)
-         VALUES ('trace_w', 'c2', 2, 't', '{}', 'h', 'theirs', 'ok', 1, 1)`,
-      )
-      .run();
-    other.close();
+    other.exec(`CREATE TRIGGER refuse BEFORE UPDATE ON rollouts WHEN NEW.next_seq = 3 BEGIN SELECT RAISE(ABORT, 'refused'); END`);
     const [mine, neighbour] = await Promise.allSettled([store.beginCall(begin('trace_w', 'c2')), store.beginCall(begin('trace_n', 'c1'))]);
-    expect(mine.status).toBe('rejected');
+    expect(mine).toMatchObject({ status: 'rejected', reason: { code: 'SQLITE_CONSTRAINT_TRIGGER' } });
     expect(neighbour).toMatchObject({ status: 'fulfilled', value: { kind: 'started' } });
-    // Nothing half-written: the refused start charged nothing; the ledger is reloaded and sees c2.
+    // The refused start charged nothing and left no call row: its retry is a new call.
     expect(await store.getBudget('trace_w', 0)).toMatchObject({ used: 1 });
-    expect(await store.beginCall(begin('trace_w', 'c2'))).toMatchObject({ kind: 'existing', call: { output: 'theirs' } });
-    expect(await store.beginCall(begin('trace_w', 'c3'))).toMatchObject({ kind: 'started', budget: { used: 2 } });
+    expect(await store.getCall('trace_w', 'c2')).toBeUndefined();
+    other.exec('DROP TRIGGER refuse');
+    other.close();
+    expect(await store.beginCall(begin('trace_w', 'c2'))).toMatchObject({ kind: 'started', call: { seq: 2 }, budget: { used: 2 } });
   });
 });
 
 const done = { output: 'ok', status: 'ok' as const, finishedAt: 2, durationMs: 1, outputBytes: 2, truncated: false };
 
-describe('SqliteStore, starts of read-only calls (durable: false)', () => {
-  it('answers a non-durable start before its commit, and its finish only once both are on disk', async () => {
-    const dir = mkdtempSync(join(tmpdir(), 'rft-store-ro-'));
-    try {
-      const path = join(dir, 'db.sqlite');
-      const store = new SqliteStore({ path });
-      const other = new Database(path, { readonly: true });
-      const count = () => (other.prepare('SELECT count(*) AS n FROM calls').get() as { n: number }).n;
-      const started = await store.beginCall({ ...roBegin, durable: false });
-      expect(started.kind).toBe('started');
-      expect(count()).toBe(0);
-      await store.finishCall('trace_ro', 'c1', { output: 'ok', status: 'ok', finishedAt: 2, durationMs: 1, outputBytes: 2, truncated: false });
-      expect(other.prepare('SELECT status, output FROM calls').get()).toEqual({ status: 'ok', output: 'ok' });
-      other.close();
-      await store.close();
-    } finally {
-      rmSync(dir, { recursive: true, force: true });
-    }
-  });
-
+describe('SqliteStore, finishing calls', () => {
   it('refuses to finish a call it has no running record of', async () => {
-    const dir = mkdtempSync(join(tmpdir(), 'rft-store-ro-'));
-    try {
-      const store = new SqliteStore({ path: join(dir, 'db.sqlite') });
-      await expect(
-        store.finishCall('trace_ro', 'never', { output: 'ok', status: 'ok', finishedAt: 2, durationMs: 1, outputBytes: 2, truncated: false }),
-      ).rejects.toThrow(/not recorded as running/);
-      await store.close();
-    } finally {
-      rmSync(dir, { recursive: true, force: true });
-    }
+    const { store } = open();
+    await expect(store.finishCall('trace_ro', 'never', done)).rejects.toThrow(/not recorded as running/);
   });
 });
 
-const roBegin = {
-  traceId: 'trace_ro', callId: 'c1', tool: 't', arguments: '{}', argsHash: 'h', cost: 1, budgetLimit: 5, item: null, credential: null, now: 1, overBudgetOutput: 'spent',
-};
-
-/** A writer of one statement (INSERT INTO t) on a fresh database; count() reads t's rows. */
-function tableWriter(mode: WriterMode, fullSync = true) {
-  const path = scratchPath();
-  const db = new Database(path);
-  db.pragma('journal_mode = WAL');
-  db.exec('CREATE TABLE t (v INTEGER)');
-  const writer = new SqliteWriter(path, [{ sql: 'INSERT INTO t (v) VALUES (?)' }], fullSync, mode, db);
-  onTestFinished(async () => {
-    await writer.close();
-    db.close();
-  });
-  return { writer, count: () => (db.prepare('SELECT count(*) AS n FROM t').get() as { n: number }).n };
-}
-
-describe.each(['inline', 'thread'] as const)('SqliteWriter holds (%s)', (mode) => {
-  it('commits nothing while held, answers once released, and reports held only when idle', async () => {
-    const { writer, count } = tableWriter(mode);
-    await writer.submit([[0, [1]]]);
-    // A unit sent and not yet answered: held only once it is.
-    const inFlight = writer.submit([[0, [2]]]);
-    await new Promise((r) => setImmediate(r));
-    let heldAt = -1;
-    const release = writer.pause(() => (heldAt = count()));
-    await inFlight;
-    expect(heldAt).toBe(2);
-    let answered = false;
-    const later = writer.submit([[0, [3]]]).then(() => (answered = true));
-    await new Promise((r) => setTimeout(r, 50));
-    expect(answered).toBe(false);
-    expect(count()).toBe(2);
-    release();
-    await later;
-    expect(count()).toBe(3);
-    await writer.settled();
+describe('SqliteStore, grades', () => {
+  it('records a grade and its rollout together or not at all', async () => {
+    const { store, path } = open();
+    const other = new Database(path);
+    other.exec(`CREATE TRIGGER refuse BEFORE INSERT ON grades BEGIN SELECT RAISE(ABORT, 'refused'); END`);
+    await expect(store.insertGrade(grade('trace_g'), { item: { q: 1 }, budgetLimit: 5, now: 1 })).rejects.toMatchObject({ code: 'SQLITE_CONSTRAINT_TRIGGER' });
+    expect(await store.getRollout('trace_g')).toBeUndefined();
+    other.exec('DROP TRIGGER refuse');
+    other.close();
+    await store.insertGrade(grade('trace_g'), { item: { q: 1 }, budgetLimit: 5, now: 1 });
+    expect(await store.getRollout('trace_g')).toMatchObject({ item: { q: 1 }, lastScore: 0.75 });
   });
 });
 
@@ -204,16 +145,6 @@ describe('SqliteStore, dataset rows apart from the ledger row', () => {
   });
 });
 
-describe('SqliteWriter thread failure', () => {
-  it('refuses every later write with a clear error once its thread is gone (nothing is half-acknowledged)', async () => {
-    const { writer, count } = tableWriter('thread');
-    await writer.submit([[0, [1]]]);
-    await (writer as unknown as { worker: { terminate(): Promise<number> } }).worker.terminate();
-    await expect(writer.submit([[0, [2]]])).rejects.toThrow(/SQLite writer thread exited/);
-    expect(count()).toBe(1);
-  });
-});
-
 describe('SqliteStore, one writer process', () => {
   it('refuses a second store on the same file with a coded error, and allows one after the first closes', async () => {
     const path = scratchPath();
@@ -240,41 +171,3 @@ describe('SqliteStore, one writer process', () => {
   });
 });
 
-describe('SqliteWriter, inline', () => {
-  it('commits what an answer leads to (a fast tool result) in the same turn of the event loop', async () => {
-    const { writer, count } = tableWriter('inline', false);
-    const order: string[] = [];
-    const second = new Promise<void>((resolve) => {
-      void writer.submit([[0, [1]]]).then(() => {
-        void writer.submit([[0, [2]]]).then(() => {
-          order.push('second committed');
-          resolve();
-        });
-      });
-    });
-    // Queued after the writer's flushes of this turn: runs before anything of the next turn.
-    setImmediate(() => order.push('end of the turn'));
-    await second;
-    await new Promise((r) => setImmediate(r));
-    expect(order).toEqual(['second committed', 'end of the turn']);
-    expect(count()).toBe(2);
-  });
-});
-
-describe('SqliteStore with a dead writer thread', () => {
-  it('answers every call with an error instead of waiting forever', async () => {
-    const { store } = open('thread');
-    await store.beginCall(begin('trace_dead', 'c1'));
-    const writer = (store as unknown as { writer: { worker: { terminate(): Promise<number> } } }).writer;
-    await writer.worker.terminate();
-    const soon = <T>(p: Promise<T>) => Promise.race([p, new Promise((_, reject) => setTimeout(() => reject(new Error('hung')), 2000))]);
-    for (const call of [begin('trace_dead', 'c2'), begin('trace_new', 'c1'), begin('trace_new', 'c2')]) {
-      await expect(soon(store.beginCall(call))).rejects.toThrow(/writer thread exited/);
-    }
-    // A refused write of a rollout the ledger has not loaded must not leave it waiting for that write.
-    await expect(soon(store.ensureRollout('trace_graded', { q: 1 }, 5, 1))).rejects.toThrow(/writer thread exited/);
-    await expect(soon(store.beginCall(begin('trace_graded', 'c1')))).rejects.toThrow(/writer thread exited/);
-    await expect(soon(store.finishCall('trace_dead', 'c1', done))).rejects.toThrow(/writer thread exited/);
-    await expect(soon(store.ping())).rejects.toThrow(/writer thread exited/);
-  });
-});

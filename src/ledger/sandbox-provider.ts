@@ -13,6 +13,8 @@ export interface SandboxProvider {
   /** The rollout was graded: destroy its sandbox after the grace period for grader retries. */
   graded(traceId: string): void;
   destroy(traceId: string): Promise<boolean>;
+  /** Calls `listener` whenever a rollout's sandbox is gone (after its grade, its TTL, DELETE, shutdown). */
+  onRolloutEnd(listener: (traceId: string) => void): void;
   stats(): SandboxStats;
   close(): Promise<void>;
 }

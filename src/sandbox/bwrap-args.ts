@@ -51,6 +51,8 @@ export interface BwrapArgsInput {
   cwd: string[];
   diskBytes: number | undefined;
   argv: string[];
+  /** Host directories bound read-only at the same path (SandboxSpec.readOnlyMounts). */
+  readOnlyMounts?: string[];
 }
 
 /** fds 3 and 4 carry /etc/passwd and /etc/group (see passwdFiles). */
@@ -86,6 +88,7 @@ export function bwrapArgs(i: BwrapArgsInput): string[] {
     '--bind',
     i.ws,
     WORKSPACE_MOUNT,
+    ...(i.readOnlyMounts ?? []).flatMap((m) => ['--ro-bind', m, m]),
     '--remount-ro',
     '/dev',
     '--remount-ro',

@@ -31,7 +31,7 @@ export class BwrapDriver extends LocalDriver {
     const ids = passwdFiles(w.meta.uid ?? process.getuid?.() ?? 0);
     return {
       wrap: (argv, cwd, env) => ({
-        argv: ['prlimit', ...prlimitArgs(spec.limits), BWRAP, ...bwrapArgs({ ws: w.ws, cwd, diskBytes: spec.limits.diskBytes, argv })],
+        argv: ['prlimit', ...prlimitArgs(spec.limits), BWRAP, ...bwrapArgs({ ws: w.ws, cwd, diskBytes: spec.limits.diskBytes, argv, readOnlyMounts: spec.readOnlyMounts ?? [] })],
         cwd: w.ws,
         env: { PATH: SANDBOX_PATH, HOME: WORKSPACE_MOUNT, LANG: 'C.UTF-8', TMPDIR: '/tmp', ...env },
         extraFds: [ids.passwd, ids.group],

@@ -4,7 +4,8 @@
 // other drivers use (a size-capped tmpfs owned by the sandbox's uid), bind-mounted at /workspace, so
 // file operations and templates work exactly as with bwrap.
 import { DockerApi } from './docker-api.js';
-import { dockerExec } from './docker-exec.js';
+import { ExecDeaths } from './docker-events.js';
+import { dockerExec, dockerSpawn, killExecTree } from './docker-exec.js';
 import { LocalDriver, type LocalDriverOptions } from './local-driver.js';
 import { SANDBOX_PATH, type LocalDriverHooks, type ResolvedExec } from './local-sandbox.js';
 import { WORKSPACE_MOUNT } from './paths.js';
@@ -18,16 +19,22 @@ export interface DockerDriverOptions extends LocalDriverOptions {
 }
 
 const SANDBOX_LABEL = 'rft-endpoints.sandbox';
+
+function execEnv(env: Record<string, string>): string[] {
+  return Object.entries({ PATH: SANDBOX_PATH, HOME: WORKSPACE_MOUNT, LANG: 'C.UTF-8', TMPDIR: '/tmp', ...env }).map(([k, v]) => `${k}=${v}`);
+}
 /** The container's idle init runs as nobody, so killing every process of the exec uid spares it. */
 const INIT_USER = '65534:65534';
 
 export class DockerDriver extends LocalDriver {
   readonly name = 'docker' as const;
   private readonly api: DockerApi;
+  private readonly deaths: ExecDeaths;
 
   constructor(private readonly dopts: DockerDriverOptions) {
     super(dopts);
     this.api = new DockerApi(dopts.socketPath);
+    this.deaths = new ExecDeaths(dopts.socketPath, `${INSTANCE_LABEL}=${dopts.instanceId}`);
   }
 
   async available(): Promise<boolean> {
@@ -74,7 +81,7 @@ export class DockerDriver extends LocalDriver {
           { Name: 'core', Soft: 0, Hard: 0 },
         ],
         Tmpfs: { '/tmp': `rw,nosuid,nodev,size=${l.diskBytes ?? 64 * 1024 * 1024}` },
-        Binds: [`${w.ws}:${WORKSPACE_MOUNT}`],
+        Binds: [`${w.ws}:${WORKSPACE_MOUNT}`, ...(spec.readOnlyMounts ?? []).map((m) => `${m}:${m}:ro`)],
       },
     });
     const id = created.body.Id;
@@ -87,7 +94,11 @@ export class DockerDriver extends LocalDriver {
       await remove().catch(() => {});
       throw e;
     }
-    return { execute: (e) => this.execIn(id, uid, e), beforeRemove: remove };
+    return {
+      execute: (e) => this.execIn(id, uid, e),
+      spawn: (p) => dockerSpawn(this.api, this.deaths, { container: id, argv: p.argv, env: execEnv(p.env), workingDir: [WORKSPACE_MOUNT, ...p.cwd].join('/'), user: `${uid}:${uid}` }),
+      beforeRemove: remove,
+    };
   }
 
   /**
@@ -115,8 +126,11 @@ export class DockerDriver extends LocalDriver {
     const started = performance.now();
     let timedOut = false;
     let kill: Promise<void> | null = null;
+    let execId: string | undefined;
     const stop = (): void => {
-      kill ??= this.killExecs(container, uid);
+      // Alone, everything of the uid goes (setsid'd escapees too); beside other execs or a live
+      // spawned process, only this exec's own process tree.
+      kill ??= e.alone() || execId === undefined ? this.killExecs(container, uid) : killExecTree(this.api, execId).then(() => {});
     };
     const timer = setTimeout(() => {
       timedOut = true;
@@ -124,8 +138,7 @@ export class DockerDriver extends LocalDriver {
     }, e.timeoutMs);
     e.signal?.addEventListener('abort', stop, { once: true });
     try {
-      const env = Object.entries({ PATH: SANDBOX_PATH, HOME: WORKSPACE_MOUNT, LANG: 'C.UTF-8', TMPDIR: '/tmp', ...e.env }).map(([k, v]) => `${k}=${v}`);
-      const req = { container, argv: e.argv, env, workingDir: [WORKSPACE_MOUNT, ...e.cwd].join('/'), user: `${uid}:${uid}`, stdin: e.stdin, maxOutputBytes: e.maxOutputBytes };
+      const req = { onCreated: (id: string) => void (execId = id), container, argv: e.argv, env: execEnv(e.env), workingDir: [WORKSPACE_MOUNT, ...e.cwd].join('/'), user: `${uid}:${uid}`, stdin: e.stdin, maxOutputBytes: e.maxOutputBytes };
       const sweep = async (): Promise<void> => {
         if (e.alone() && canSwitchUid()) await killAllOf(uid);
       };
@@ -173,6 +186,7 @@ export class DockerDriver extends LocalDriver {
 
   override async close(): Promise<void> {
     await super.close();
+    this.deaths.close();
     await this.api.close().catch(() => {});
   }
 }

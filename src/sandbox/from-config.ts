@@ -14,11 +14,16 @@ import { selectDriver } from './select.js';
 /** Prepared workdirs: enough to take the mount off the first call of steadily arriving rollouts. */
 const WARM_POOL = 2;
 
+/** What other parts of the server need from every sandbox (the MCP bridge: its servers' install dirs). */
+export interface SandboxExtras {
+  readOnlyMounts?: string[];
+}
+
 export function instanceIdFor(dataDir: string): string {
   return `rft-${createHash('sha256').update(dataDir).digest('hex').slice(0, 12)}`;
 }
 
-export async function createManagerFromConfig(config: AppConfig, log: Logger): Promise<SandboxManager> {
+export async function createManagerFromConfig(config: AppConfig, log: Logger, extra: SandboxExtras = {}): Promise<SandboxManager> {
   const s = config.sandbox;
   if (s.driver === 'none') throw new Error('createManagerFromConfig called with RFT_SANDBOX=none');
   const instanceId = instanceIdFor(config.dataDir);
@@ -37,6 +42,7 @@ export async function createManagerFromConfig(config: AppConfig, log: Logger): P
     instanceId,
     templatesRoot: s.templatesRoot,
     log: log.child({ component: 'sandbox', driver: driver.name }),
+    ...(extra.readOnlyMounts ? { readOnlyMounts: extra.readOnlyMounts } : {}),
   });
   await manager.start();
   log.info({ driver: driver.name, cap: s.cap, sandboxes_root: sandboxesRoot }, 'sandboxes ready');

@@ -8,8 +8,9 @@ import { errors } from '../errors.js';
 import { HostWorkspace } from './host-fs.js';
 import { workspaceComponents } from './paths.js';
 import { runProgram, type RunOptions } from './run.js';
+import { startProgram } from './spawn.js';
 import { removeWorkdir, type Workdir } from './workdir.js';
-import type { ExecOptions, ExecResult, FileEntry, Sandbox, SandboxLimits } from './types.js';
+import type { ExecOptions, ExecResult, FileEntry, Sandbox, SandboxLimits, SandboxProcess, SpawnOptions } from './types.js';
 
 const run = promisify(execFile);
 
@@ -35,11 +36,20 @@ export interface ResolvedExec {
   alone(): boolean;
 }
 
+export interface ResolvedSpawn {
+  argv: string[];
+  /** Validated workspace-relative components. */
+  cwd: string[];
+  env: Record<string, string>;
+}
+
 export interface LocalDriverHooks {
   /** Turns the user's argv into the host program to spawn. */
   wrap?(argv: string[], cwd: string[], env: Record<string, string>): WrappedCommand;
   /** Runs the command itself instead (used when `wrap` is absent). */
   execute?(e: ResolvedExec): Promise<ExecResult>;
+  /** Starts a long-running command itself (used when `wrap` is absent). */
+  spawn?(s: ResolvedSpawn): Promise<SandboxProcess>;
   /** After a killed exec: reach processes that escaped the process group. `alone` = no other exec running. */
   afterKill?(w: Workdir, alone: boolean): Promise<void>;
   /** Before the workdir goes (docker: remove the container that bind-mounts it). */
@@ -51,7 +61,9 @@ export class LocalSandbox implements Sandbox {
   readonly id: string;
   readonly traceId: string;
   private readonly files: HostWorkspace;
+  /** Execs and live spawned processes: a sweep of the sandbox uid must wait until it is alone. */
   private inflight = 0;
+  private readonly processes = new Set<SandboxProcess>();
   private sweep: Promise<void> = Promise.resolve();
   private destroying: Promise<void> | null = null;
 
@@ -100,6 +112,35 @@ export class LocalSandbox implements Sandbox {
     }
   }
 
+  async spawn(argv: string[], opts: SpawnOptions = {}): Promise<SandboxProcess> {
+    if (this.destroying) throw errors.sandboxFailed(`sandbox ${this.id} was destroyed`);
+    const cwd = workspaceComponents(opts.cwd ?? '');
+    const env = opts.env ?? {};
+    const { wrap, spawn } = this.hooks;
+    let proc: SandboxProcess;
+    if (wrap) {
+      const uid = this.workdir.meta.uid;
+      await this.sweep;
+      proc = startProgram({ ...wrap(argv, cwd, env), ...(uid !== null ? { uid, gid: uid } : {}) });
+    } else if (spawn) {
+      proc = await spawn({ argv, cwd, env });
+    } else {
+      throw errors.internal(`sandbox driver ${this.driver} has no way to start processes`);
+    }
+    // A live process counts as running, so no exec's sweep of the sandbox uid can take it down.
+    this.inflight++;
+    this.processes.add(proc);
+    void proc.exited.then(() => {
+      this.inflight--;
+      this.processes.delete(proc);
+    });
+    if (this.destroying) {
+      await proc.kill();
+      throw errors.sandboxFailed(`sandbox ${this.id} was destroyed`);
+    }
+    return proc;
+  }
+
   readFile(path: string, opts?: { maxBytes?: number }): Promise<Buffer> {
     return this.files.readFile(path, opts);
   }
@@ -120,6 +161,7 @@ export class LocalSandbox implements Sandbox {
 
   destroy(): Promise<void> {
     this.destroying ??= (async () => {
+      await Promise.all([...this.processes].map((p) => p.kill()));
       await this.hooks.beforeRemove?.().catch(() => {});
       await removeWorkdir(this.workdir);
     })().finally(() => this.hooks.onDestroy?.(this));

@@ -30,9 +30,14 @@ export interface SandboxManagerOptions {
   log?: Logger;
   /** How often the TTL sweeper runs (default: ttlMs / 4, at most 60 s). */
   sweepIntervalMs?: number;
+  /** Host directories every sandbox sees read-only (stdio servers' install dirs, see src/mcp). */
+  readOnlyMounts?: string[];
 }
 
 const SWEEP_PARALLELISM = 8;
+const PURPOSE_LABEL = 'rft-endpoints.purpose';
+const ROLLOUT = 'rollout';
+const EPHEMERAL = 'ephemeral';
 
 interface Entry {
   pending: Promise<TrackedSandbox>;
@@ -47,6 +52,7 @@ export class SandboxManager {
   private readonly entries = new Map<string, Entry>();
   private readonly ephemeral = new Set<TrackedSandbox>();
   private readonly admission: Admission;
+  private readonly endListeners: ((traceId: string) => void)[] = [];
   private sweeper: NodeJS.Timeout | undefined;
   private created = 0;
   private reaped = 0;
@@ -91,7 +97,7 @@ export class SandboxManager {
     // stops waiting on its own abort; only when all have left is the creation abandoned.
     entry.pending = this.create(traceId, entry.abandon.signal, async () => {
       const src = await workspaceSource(item, this.opts.templatesRoot);
-      return { ...src, labels: { 'rft-endpoints.purpose': 'rollout' } };
+      return { ...src, labels: { [PURPOSE_LABEL]: ROLLOUT } };
     }).then(
       (sb) => {
         entry.sandbox = sb;
@@ -145,7 +151,7 @@ export class SandboxManager {
     const sb = await this.create(spec.traceId, signal, async () => ({
       ...(spec.templateDir !== undefined ? { templateDir: spec.templateDir } : {}),
       ...(spec.files !== undefined ? { files: spec.files } : {}),
-      labels: { 'rft-endpoints.purpose': 'ephemeral' },
+      labels: { [PURPOSE_LABEL]: EPHEMERAL },
     }));
     this.ephemeral.add(sb);
     return sb;
@@ -170,6 +176,10 @@ export class SandboxManager {
     if (!sb) return false;
     await sb.destroy().catch((e: unknown) => this.opts.log?.error({ err: e, trace_id: traceId }, 'sandbox destroy failed'));
     return true;
+  }
+
+  onRolloutEnd(listener: (traceId: string) => void): void {
+    this.endListeners.push(listener);
   }
 
   stats(): SandboxStats {
@@ -229,10 +239,12 @@ export class SandboxManager {
   ): Promise<TrackedSandbox> {
     await this.admission.acquire(signal);
     let inner: Sandbox;
+    let labels: Record<string, string>;
     try {
       const src = await source();
-      const labels = { ...src.labels, [INSTANCE_LABEL]: this.opts.instanceId, 'rft-endpoints.trace_id': traceId };
-      inner = await this.opts.driver.create({ ...src, traceId, limits: this.opts.limits, labels });
+      labels = { ...src.labels, [INSTANCE_LABEL]: this.opts.instanceId, 'rft-endpoints.trace_id': traceId };
+      const mounts = this.opts.readOnlyMounts?.length ? { readOnlyMounts: this.opts.readOnlyMounts } : {};
+      inner = await this.opts.driver.create({ ...src, traceId, limits: this.opts.limits, labels, ...mounts });
     } catch (e) {
       this.admission.release();
       throw e;
@@ -243,11 +255,13 @@ export class SandboxManager {
       throw errors.sandboxClosed();
     }
     this.created++;
+    const rollout = labels[PURPOSE_LABEL] === ROLLOUT;
     return new TrackedSandbox(inner, (sb) => {
       this.ephemeral.delete(sb);
       const entry = this.entries.get(sb.traceId);
       if (entry?.sandbox === sb) this.entries.delete(sb.traceId);
       this.admission.release();
+      if (rollout) for (const l of this.endListeners) l(sb.traceId);
     });
   }
 }

@@ -3,9 +3,10 @@
 import type { Logger } from 'pino';
 import type { AppConfig } from '../config.js';
 import type { SandboxProvider } from '../ledger/sandbox-provider.js';
+import type { SandboxExtras } from './from-config.js';
 
-export async function createSandboxProvider(config: AppConfig, log: Logger): Promise<SandboxProvider | undefined> {
+export async function createSandboxProvider(config: AppConfig, log: Logger, extra: SandboxExtras = {}): Promise<SandboxProvider | undefined> {
   if (config.sandbox.driver === 'none') return undefined;
   const { createManagerFromConfig } = await import('./from-config.js');
-  return createManagerFromConfig(config, log);
+  return createManagerFromConfig(config, log, extra);
 }

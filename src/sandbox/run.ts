@@ -1,8 +1,7 @@
 // Runs one host program for a sandbox exec: its own process group (killed whole on timeout or abort),
 // capped output, stdin written then closed, and never the server's environment.
-import { spawn, type StdioOptions } from 'node:child_process';
-import type { Readable } from 'node:stream';
 import { CappedOutput } from './output.js';
+import { spawnChild } from './spawn.js';
 import type { ExecResult } from './types.js';
 
 export interface RunOptions {
@@ -23,25 +22,10 @@ export interface RunOptions {
 
 export function runProgram(opts: RunOptions): Promise<ExecResult> {
   const started = performance.now();
-  const extra = opts.extraFds ?? [];
-  const stdio: StdioOptions = ['pipe', 'pipe', 'pipe', ...extra.map(() => 'pipe' as const)];
   return new Promise<ExecResult>((resolve) => {
-    const [cmd, ...args] = opts.argv;
-    const child = spawn(cmd ?? '/bin/false', args, {
-      cwd: opts.cwd,
-      env: opts.env,
-      stdio,
-      detached: true, // a process group of its own, so one kill reaches the whole pipeline
-      ...(opts.uid !== undefined ? { uid: opts.uid } : {}),
-      ...(opts.gid !== undefined ? { gid: opts.gid } : {}),
-    });
+    const child = spawnChild(opts);
     const stdout = new CappedOutput(child.stdout, opts.maxOutputBytes);
     const stderr = new CappedOutput(child.stderr, opts.maxOutputBytes);
-    extra.forEach((data, i) => {
-      const w = child.stdio[3 + i] as unknown as NodeJS.WritableStream & { on: Readable['on'] };
-      w.on('error', () => {});
-      w.end(data);
-    });
     child.stdin?.on('error', () => {}); // EPIPE when the command does not read its stdin
     child.stdin?.end(opts.stdin ?? '');
 

@@ -1,7 +1,7 @@
 // The Sandbox handed to tools and graders: delegates to the driver's sandbox, records activity for
 // the inactivity TTL, and routes destroy() through the manager so the slot and the entry are freed
 // whoever destroys it.
-import type { ExecOptions, ExecResult, FileEntry, Sandbox } from './types.js';
+import type { ExecOptions, ExecResult, FileEntry, Sandbox, SandboxProcess, SpawnOptions } from './types.js';
 
 export class TrackedSandbox implements Sandbox {
   lastUsed = Date.now();
@@ -39,6 +39,10 @@ export class TrackedSandbox implements Sandbox {
 
   exec(command: string | string[], opts?: ExecOptions): Promise<ExecResult> {
     return this.use(() => this.inner.exec(command, opts));
+  }
+  /** A live process does not hold the sandbox open: the inactivity TTL still applies, and destroy kills it. */
+  spawn(argv: string[], opts?: SpawnOptions): Promise<SandboxProcess> {
+    return this.use(() => this.inner.spawn(argv, opts));
   }
   readFile(path: string, opts?: { maxBytes?: number }): Promise<Buffer> {
     return this.use(() => this.inner.readFile(path, opts));

@@ -1,5 +1,6 @@
 // The Sandbox interface: one isolated workspace per rollout. Drivers (bwrap, docker, process)
 // implement SandboxDriver; the manager owns lifecycle (lazy create, sharing, TTL, caps, reaping).
+import type { Readable, Writable } from 'node:stream';
 
 export interface SandboxLimits {
   /** CPU seconds per exec (RLIMIT_CPU or cgroup cpu quota). */
@@ -39,6 +40,29 @@ export interface ExecResult {
   durationMs: number;
 }
 
+/** Options of a long-running process started with Sandbox.spawn. */
+export interface SpawnOptions {
+  /** Working directory relative to the workspace root. */
+  cwd?: string;
+  env?: Record<string, string>;
+}
+
+/**
+ * A long-running process inside a sandbox (a stdio server, for instance), with streaming stdin,
+ * stdout and stderr. It runs under the same isolation and limits as an exec (namespaces, uid,
+ * rlimits, no network) but has no wall-clock timeout: it lives until it exits, `kill()` is called,
+ * or its sandbox is destroyed, whichever comes first.
+ */
+export interface SandboxProcess {
+  readonly stdin: Writable;
+  readonly stdout: Readable;
+  readonly stderr: Readable;
+  /** Settles once the process has exited (never rejects). */
+  readonly exited: Promise<{ exitCode: number | null; signal: string | null }>;
+  /** Kills the process and every process it started; resolves once it has exited. */
+  kill(): Promise<void>;
+}
+
 export interface FileEntry {
   path: string;
   type: 'file' | 'dir' | 'symlink' | 'other';
@@ -51,6 +75,8 @@ export interface Sandbox {
   readonly traceId: string;
   /** argv runs as is; a string runs under `sh -c`. Never throws for the command's own failure. */
   exec(command: string | string[], opts?: ExecOptions): Promise<ExecResult>;
+  /** Starts a long-running argv (see SandboxProcess); destroy() kills whatever is still running. */
+  spawn(argv: string[], opts?: SpawnOptions): Promise<SandboxProcess>;
   /** Paths are relative to the workspace root; escapes (.., absolute, symlinks) fail with RFT_ERR_PATH_ESCAPE. */
   /** With `maxBytes`, reads at most that many bytes from the start (a 256 MiB file need not fill the server's memory). */
   readFile(path: string, opts?: { maxBytes?: number }): Promise<Buffer>;
@@ -72,6 +98,8 @@ export interface SandboxSpec {
   limits: SandboxLimits;
   /** Owner labels (server instance id, purpose) used to find leaks after a crash. */
   labels: Record<string, string>;
+  /** Absolute host directories visible read-only at the same path inside (e.g. stdio servers' install dirs). */
+  readOnlyMounts?: string[];
 }
 
 export interface SandboxDriver {

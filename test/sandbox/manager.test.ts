@@ -207,4 +207,27 @@ describe('SandboxManager', () => {
     const again = await m.acquire('t1', {});
     expect(again.id).not.toBe(sb.id);
   });
+
+  it('tells its listeners when a rollout ends, however it ends, and never for an ephemeral sandbox', async () => {
+    const m = await manager({ ttlMs: 150, sweepIntervalMs: 50, graceMs: 10 });
+    const ended: string[] = [];
+    m.onRolloutEnd((t) => ended.push(t));
+    await m.acquire('by_delete', {});
+    await m.acquire('by_grade', {});
+    await m.acquire('by_ttl', {});
+    const own = await m.createEphemeral({ traceId: 'grading' });
+    await own.destroy();
+    await m.destroy('by_delete');
+    m.graded('by_grade');
+    await waitFor(() => ended.length === 3);
+    expect(ended.sort()).toEqual(['by_delete', 'by_grade', 'by_ttl']);
+  });
 });
+
+async function waitFor(cond: () => boolean, timeoutMs = 5_000): Promise<void> {
+  const end = Date.now() + timeoutMs;
+  while (!cond()) {
+    if (Date.now() > end) throw new Error('condition not met in time');
+    await sleep(10);
+  }
+}

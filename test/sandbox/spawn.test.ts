@@ -1,0 +1,136 @@
+// The Sandbox.spawn contract on every driver present: a long-running process with streaming stdio,
+// the same isolation as an exec, killed whole by kill() or by the sandbox's destroy().
+import { mkdtemp, readdir, readFile, rm, writeFile, chmod } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { createInterface } from 'node:readline';
+import type { Readable } from 'node:stream';
+import { afterAll, beforeAll, expect, it } from 'vitest';
+import { selectDriver } from '../../src/sandbox/select.js';
+import type { Sandbox, SandboxDriver } from '../../src/sandbox/types.js';
+import { describeIf } from '../helpers/require.js';
+import { DOCKER_IMAGE, driversPresent, spec, tempRoot } from './helpers.js';
+
+const present = await driversPresent();
+
+const readers = new WeakMap<Readable, AsyncIterator<string>>();
+
+/** The next line `stream` prints (lines that arrive together are kept for the next call). */
+async function nextLine(stream: Readable): Promise<string> {
+  let it = readers.get(stream);
+  if (!it) {
+    it = createInterface({ input: stream, crlfDelay: Infinity })[Symbol.asyncIterator]();
+    readers.set(stream, it);
+  }
+  const r = await it.next();
+  if (r.done) throw new Error('stream ended before a line');
+  return r.value;
+}
+
+/** Host pids of `sleep <marker>` (a sandbox's processes are host processes too). */
+async function pidsWith(marker: string): Promise<number[]> {
+  const out: number[] = [];
+  for (const name of await readdir('/proc')) {
+    if (!/^\d+$/.test(name)) continue;
+    const cmd = await readFile(`/proc/${name}/cmdline`, 'utf8').catch(() => '');
+    const state = await readFile(`/proc/${name}/stat`, 'utf8').catch(() => '');
+    if (cmd === `sleep\0${marker}\0` && !/\) Z /.test(state)) out.push(Number(name));
+  }
+  return out;
+}
+
+async function until(cond: () => Promise<boolean>, timeoutMs = 10_000): Promise<void> {
+  const end = Date.now() + timeoutMs;
+  while (!(await cond())) {
+    if (Date.now() > end) throw new Error('condition not met in time');
+    await new Promise((r) => setTimeout(r, 25));
+  }
+}
+
+for (const name of ['process', 'bwrap', 'docker'] as const) {
+  describeIf(present[name], `spawn on ${name}`, `${name} sandbox driver not available`)(`spawn contract (${name})`, () => {
+    const ctx = {} as { driver: SandboxDriver; sb: Sandbox; tmp: Awaited<ReturnType<typeof tempRoot>>; shared: string };
+
+    beforeAll(async () => {
+      ctx.tmp = await tempRoot();
+      // A host directory the sandbox may read (as a stdio server's install dir would be), never write.
+      ctx.shared = await mkdtemp(join(tmpdir(), 'rft-spawn-ro-'));
+      await chmod(ctx.shared, 0o755);
+      await writeFile(join(ctx.shared, 'hello.txt'), 'from the host\n', { mode: 0o644 });
+      ctx.driver = await selectDriver(name, { sandboxesRoot: ctx.tmp.root, instanceId: `spawn-${name}-${process.pid}`, dockerImage: DOCKER_IMAGE });
+      ctx.sb = await ctx.driver.create(spec('trace_spawn', { readOnlyMounts: [ctx.shared], files: { 'in.txt': 'workspace file\n' } }));
+    });
+    afterAll(async () => {
+      await ctx.sb?.destroy();
+      await ctx.driver?.close?.();
+      await ctx.tmp?.cleanup();
+      await rm(ctx.shared, { recursive: true, force: true });
+    });
+
+    it('streams stdin and stdout both ways while the process runs', async () => {
+      const p = await ctx.sb.spawn(['/bin/sh', '-c', 'while read l; do echo "got $l"; done']);
+      p.stdin.write('one\n');
+      expect(await nextLine(p.stdout)).toBe('got one');
+      p.stdin.write('two\n');
+      expect(await nextLine(p.stdout)).toBe('got two');
+      p.stdin.end();
+      expect(await p.exited).toEqual({ exitCode: 0, signal: null });
+    });
+
+    it('keeps stderr apart, runs in the workspace with the env it is given, and reports the exit code', async () => {
+      const p = await ctx.sb.spawn(['/bin/sh', '-c', 'cat in.txt; echo "$GREETING" >&2; exit 7'], { env: { GREETING: 'hi' } });
+      const [out, err] = await Promise.all([nextLine(p.stdout), nextLine(p.stderr)]);
+      expect(out).toBe('workspace file');
+      expect(err).toBe('hi');
+      expect((await p.exited).exitCode).toBe(7);
+    });
+
+    it('sees a read-only mount at its host path and cannot write it', async () => {
+      const p = await ctx.sb.spawn(['/bin/sh', '-c', `cat ${ctx.shared}/hello.txt; touch ${ctx.shared}/x 2>/dev/null && echo wrote || echo refused`]);
+      expect(await nextLine(p.stdout)).toBe('from the host');
+      expect(await nextLine(p.stdout)).toBe(name === 'process' ? (process.getuid?.() === 0 ? 'refused' : 'wrote') : 'refused');
+      await p.exited;
+    });
+
+    it('kill() takes the process and everything it started', async () => {
+      const marker = `4242.${name.length}${Date.now() % 1000}`;
+      const p = await ctx.sb.spawn(['/bin/sh', '-c', `sleep ${marker} & sleep ${marker} & echo up; cat`]);
+      expect(await nextLine(p.stdout)).toBe('up');
+      await until(async () => (await pidsWith(marker)).length === 2);
+      await p.kill();
+      expect((await p.exited).exitCode === 0).toBe(false);
+      await until(async () => (await pidsWith(marker)).length === 0);
+    });
+
+    it('a process survives the execs that run beside it', async () => {
+      const p = await ctx.sb.spawn(['/bin/sh', '-c', 'while read l; do echo "got $l"; done']);
+      // After an exec that leaves a job behind, the drivers clean up the sandbox's leftovers.
+      expect((await ctx.sb.exec('sleep 30 & echo started')).stdout).toBe('started\n');
+      expect((await ctx.sb.exec('sleep 10', { timeoutMs: 100 })).timedOut).toBe(true);
+      p.stdin.write('still here\n');
+      expect(await nextLine(p.stdout)).toBe('got still here');
+      await p.kill();
+    });
+
+    if (name !== 'process') {
+      it('has the isolation of an exec: no network, no host home', async () => {
+        const p = await ctx.sb.spawn(['/bin/sh', '-c', 'grep -c : /proc/net/dev; ls /root 2>&1 >/dev/null | head -c 0; test -e /root/.bashrc && echo host || echo isolated']);
+        // One line per network interface: only loopback.
+        expect(Number(await nextLine(p.stdout))).toBe(1);
+        expect(await nextLine(p.stdout)).toBe('isolated');
+        await p.exited;
+      });
+    }
+
+    it("destroying the sandbox kills its live processes", async () => {
+      const own = await ctx.driver.create(spec('trace_spawn_destroy'));
+      const marker = `4343.${name.length}${Date.now() % 1000}`;
+      const p = await own.spawn(['/bin/sh', '-c', `sleep ${marker} & echo up; cat`]);
+      expect(await nextLine(p.stdout)).toBe('up');
+      await own.destroy();
+      await p.exited;
+      await until(async () => (await pidsWith(marker)).length === 0);
+      await expect(own.spawn(['true'])).rejects.toMatchObject({ code: 'RFT_ERR_SANDBOX' });
+    });
+  });
+}

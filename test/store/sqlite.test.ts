@@ -1,5 +1,5 @@
 import { describe, expect, it, onTestFinished } from 'vitest';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
@@ -171,3 +171,19 @@ describe('SqliteStore, one writer process', () => {
   });
 });
 
+
+describe('SqliteStore, the WAL under sustained writes', () => {
+  it('stays bounded while writes never stop: SQLite checkpoints it and starts it over', async () => {
+    const { store, path } = open('normal');
+    const output = 'x'.repeat(50_000);
+    let largest = 0;
+    // 40 MB of results in turns of 20 calls, with no pause between turns.
+    for (let turn = 0; turn < 40; turn++) {
+      const ids = Array.from({ length: 20 }, (_, i) => [`trace_${turn}`, `c${i}`] as const);
+      await Promise.all(ids.map(([t, c]) => store.beginCall(begin(t, c, { budgetLimit: 100 }))));
+      await Promise.all(ids.map(([t, c]) => store.finishCall(t, c, { ...done, output })));
+      largest = Math.max(largest, statSync(`${path}-wal`).size);
+    }
+    expect(largest).toBeLessThan(12 * 1024 * 1024);
+  });
+});

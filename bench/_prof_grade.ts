@@ -1,0 +1,14 @@
+import autocannon from 'autocannon';
+import { spawn } from 'node:child_process';
+import { once } from 'node:events';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+const row = JSON.parse(readFileSync(join(import.meta.dirname, '../examples/finqa/train.jsonl'), 'utf8').split('\n')[0]!);
+let n = 0;
+const body = () => JSON.stringify({ sample: { output_text: 'x', output_json: null, output_tools: [], choices: [] }, item: row, trace_id: `trace_g_${n++}` });
+const proc = spawn(process.execPath, ['--cpu-prof', '--cpu-prof-dir=/tmp/hD/prof', '--import', 'tsx', join(import.meta.dirname, 'pipeline-server.ts'), process.argv[2] ?? 'full'], { stdio: ['ignore', 'pipe', 'inherit'] });
+const [line] = (await once(proc.stdout!, 'data')) as [Buffer];
+const url = line.toString().trim();
+const r = await autocannon({ url: `${url}${process.argv[3] ?? '/graders/reference_match'}`, connections: 50, duration: 5, method: 'POST', headers: { 'content-type': 'application/json', authorization: 'Bearer bench-key-0123456789abcdef' }, requests: [{ setupRequest: (req: autocannon.Request) => ({ ...req, body: body() }) }] });
+console.log(r.requests.average, r.non2xx);
+proc.kill('SIGINT'); await once(proc, 'exit');

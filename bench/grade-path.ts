@@ -1,0 +1,74 @@
+// Benchmark: the grade path's own cost. POST /graders/reference_match (a grader that only compares
+// the answer with the row's reference; the grade and its rollout recorded, sync=full) against a
+// FastAPI route doing the same comparison with no record (bench/fastapi_grader.py, uvicorn, as
+// OpenAI's and Azure's sample grader servers are built). Same body: a finqa row (about 2.3 KB) as
+// `item`, a new trace_id per request (each grade creates its rollout: the record's heavier case).
+// One process each, 50 connections, autocannon here. Needs Debian's python3-fastapi and uvicorn.
+//
+//   node --import tsx bench/grade-path.ts [seconds]     (default 10)
+import { spawn } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { join } from 'node:path';
+import { fmt, load, startServer, stopServer, type LoadResult, type Server } from './lib/load.js';
+
+const seconds = Number(process.argv[2] ?? 10);
+const connections = 50;
+const python = process.env.BENCH_PYTHON ?? '/usr/bin/python3';
+
+const row = JSON.parse(readFileSync(join(import.meta.dirname, '../examples/finqa/train.jsonl'), 'utf8').split('\n')[0]!) as Record<string, unknown>;
+let n = 0;
+const body = () => {
+  n++;
+  const answer = n % 2 ? String(row.reference_answer) : 'about 48 million';
+  return JSON.stringify({
+    sample: { output_text: answer, output_json: null, output_tools: [], choices: [{ index: 0, message: { role: 'assistant', content: answer }, finish_reason: 'stop' }] },
+    item: row,
+    trace_id: `trace_grade_${process.pid}_${n}`,
+  });
+};
+
+async function freePort(): Promise<number> {
+  const s = createServer().listen(0, '127.0.0.1');
+  await new Promise((r) => s.once('listening', r));
+  const port = (s.address() as { port: number }).port;
+  await new Promise((r) => s.close(r));
+  return port;
+}
+
+async function startFastApi(): Promise<Server> {
+  const port = await freePort();
+  const proc = spawn(python, ['-m', 'uvicorn', '--app-dir', import.meta.dirname, '--host', '127.0.0.1', '--port', String(port), '--log-level', 'warning', 'fastapi_grader:app'], {
+    stdio: ['ignore', 'inherit', 'inherit'],
+  });
+  const url = `http://127.0.0.1:${port}`;
+  for (let i = 0; ; i++) {
+    if (proc.exitCode !== null) throw new Error(`uvicorn exited with ${proc.exitCode} (apt-get install -y python3-fastapi uvicorn)`);
+    try {
+      if ((await fetch(`${url}/docs`)).ok) return { url, proc };
+    } catch {
+      if (i > 300) throw new Error('uvicorn did not start');
+      await new Promise((r) => setTimeout(r, 50));
+    }
+  }
+}
+
+async function measure(start: () => Promise<Server>, headers: Record<string, string> = {}): Promise<LoadResult> {
+  const server = await start();
+  try {
+    return await load(server, '/graders/reference_match', body, { seconds, connections, headers });
+  } finally {
+    await stopServer(server);
+  }
+}
+
+console.log(`grade body: ${Buffer.byteLength(body())} bytes`);
+const fastapi = await measure(startFastApi);
+const ours = await measure(() => startServer('full'), { authorization: 'Bearer bench-key-0123456789abcdef' });
+console.log(`\ngrade path, ${connections} connections, ${seconds} s each\n`);
+console.log('route                                        req/s   p50 ms   p99 ms  errors  rps ratio  server us/req');
+for (const [label, r] of [['FastAPI + uvicorn, no record', fastapi], ['rft-endpoints, grade recorded (sync=full)', ours]] as const) {
+  console.log(`${label.padEnd(42)}${fmt(r.rps, 0)}${fmt(r.p50)}${fmt(r.p99)}${String(r.errors).padStart(8)}${fmt(r.rps / fastapi.rps, 2)}x${fmt(r.serverUs)}`);
+}
+console.log(`target: >= 1x FastAPI's throughput with the record durable: ${ours.rps >= fastapi.rps && ours.errors === 0 ? 'met' : 'NOT met'}`);
+process.exit(0);

@@ -20,6 +20,7 @@ import graderRoutes from './routes/graders.js';
 import discoveryRoutes from './routes/discovery.js';
 import rolloutRoutes from './routes/rollouts.js';
 import healthRoutes from './routes/health.js';
+import { connectRedis, type Redis } from './http/redis.js';
 
 export interface Services {
   config: AppConfig;
@@ -99,13 +100,17 @@ export async function buildApp(config: AppConfig, opts: BuildOptions = {}): Prom
   const auth = new Authenticator(keys, config.signingSecrets, store);
   let registry: Registry;
   let sandboxes: SandboxProvider | undefined;
+  // Rate limits shared by every replica when RFT_REDIS_URL is set; counted in this process otherwise.
+  let redis: Redis | undefined;
   try {
+    if (config.rateLimit.max > 0 && config.rateLimit.redisUrl) redis = await connectRedis(config.rateLimit.redisUrl, app.log as unknown as Logger);
     registry =
       opts.registry ??
       (await loadRegistry({ toolsDir: config.toolsDir, gradersDir: config.gradersDir, jsonGraderOptions: { openai: config.openai } }));
     sandboxes = await createSandboxProvider(config, app.log as unknown as Logger);
   } catch (e) {
-    // A boot that stops here must not leave the store (its threads, its pool) open.
+    // A boot that stops here must not leave the store (its threads, its pool) or Redis open.
+    redis?.disconnect();
     await store.close();
     throw e;
   }
@@ -135,6 +140,7 @@ export async function buildApp(config: AppConfig, opts: BuildOptions = {}): Prom
   app.addHook('onClose', async () => {
     shutdown.abort(new Error('server shutting down'));
     await sandboxes?.close();
+    await redis?.quit().catch(() => redis?.disconnect());
     await store.close();
   });
 
@@ -182,6 +188,7 @@ export async function buildApp(config: AppConfig, opts: BuildOptions = {}): Prom
 
   if (config.rateLimit.max > 0) {
     await app.register(rateLimit, {
+      ...(redis ? { redis, nameSpace: 'rft-endpoints:rate-limit:', skipOnError: true } : {}),
       global: true,
       hook: 'preHandler',
       max: config.rateLimit.max,

@@ -55,6 +55,8 @@ export const configSchema = z.object({
   RFT_BODY_LIMIT_BYTES: int(1024).default(1_048_576),
   RFT_RATE_LIMIT: int(0).default(6000),
   RFT_RATE_WINDOW_MS: int(1000).default(60_000),
+  /** Redis for rate limits shared by every replica (redis:// or rediss://); unset: each replica counts alone. */
+  RFT_REDIS_URL: z.string().regex(/^rediss?:\/\//, 'redis://[user:password@]host:6379[/db] or rediss://').optional(),
   RFT_TLS_CERT: z.string().optional(),
   RFT_TLS_KEY: z.string().optional(),
   RFT_TRUST_PROXY: bool.default(false),
@@ -109,7 +111,7 @@ export interface AppConfig {
   maxOutputBytes: number;
   graderTimeoutMs: number;
   bodyLimitBytes: number;
-  rateLimit: { max: number; windowMs: number };
+  rateLimit: { max: number; windowMs: number; redisUrl: string | undefined };
   tls: { cert: string; key: string } | undefined;
   trustProxy: boolean;
   logLevel: RawConfig['RFT_LOG_LEVEL'];
@@ -194,7 +196,7 @@ export function loadConfig(
     maxOutputBytes: c.RFT_MAX_OUTPUT_BYTES,
     graderTimeoutMs: c.RFT_GRADER_TIMEOUT_MS,
     bodyLimitBytes: c.RFT_BODY_LIMIT_BYTES,
-    rateLimit: { max: c.RFT_RATE_LIMIT, windowMs: c.RFT_RATE_WINDOW_MS },
+    rateLimit: { max: c.RFT_RATE_LIMIT, windowMs: c.RFT_RATE_WINDOW_MS, redisUrl: c.RFT_REDIS_URL },
     tls: c.RFT_TLS_CERT && c.RFT_TLS_KEY ? { cert: c.RFT_TLS_CERT, key: c.RFT_TLS_KEY } : undefined,
     trustProxy: c.RFT_TRUST_PROXY,
     logLevel: c.RFT_LOG_LEVEL,
@@ -231,6 +233,17 @@ export function loadConfig(
       ...(c.RFT_EMBEDDING_MODEL ? { embeddingModel: c.RFT_EMBEDDING_MODEL } : {}),
     },
   };
+}
+
+/** A connection URL without its password, for messages and logs. */
+export function redactUrl(url: string): string {
+  try {
+    const u = new URL(url);
+    if (u.password) u.password = '***';
+    return u.toString();
+  } catch {
+    return '(unparsable URL)';
+  }
 }
 
 /** The one loopback check: where listening without a credential, or with the unisolated process driver, is allowed. */

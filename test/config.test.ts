@@ -63,6 +63,12 @@ describe('configuration', () => {
     expect(() => loadConfig({ RFT_TLS_CERT: '/x.pem' })).toThrow(/RFT_TLS_CERT and RFT_TLS_KEY must be set together/);
   });
 
+  it('takes a redis:// or rediss:// URL for shared rate limits, and nothing else', () => {
+    expect(loadConfig({}).rateLimit.redisUrl).toBeUndefined();
+    expect(loadConfig({ RFT_REDIS_URL: 'rediss://:pw@cache:6380/2' }).rateLimit.redisUrl).toBe('rediss://:pw@cache:6380/2');
+    expect(codeOf(() => loadConfig({ RFT_REDIS_URL: 'cache:6379' }))).toBe('RFT_ERR_CONFIG');
+  });
+
   it('knows loopback addresses', () => {
     expect(['127.0.0.1', '127.5.0.1', 'localhost', '::1'].every(isLoopback)).toBe(true);
     expect(['0.0.0.0', '10.0.0.1', '::', 'example.com', '127.999.0.1', '127.0.0.1.example.com'].some(isLoopback)).toBe(false);

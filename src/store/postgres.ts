@@ -5,6 +5,7 @@
 // only the calls it started itself (calls.owner).
 import pg from 'pg';
 import { errors } from '../errors.js';
+import { redactUrl } from '../config.js';
 import type { BudgetUsage, GradeRecord, RecordedCall, RolloutSummary } from './records.js';
 import { decodeCursor, encodeCursor, GRADE_COLUMNS, gradeValues, rowMappers, type CallRowShape, type GradeRow, type RolloutRowShape } from './rows.js';
 import { ensureSchema, quoteIdent } from './pg-schema.js';
@@ -52,17 +53,6 @@ const { toCall, toGrade, toSummary, budgetOf } = rowMappers<boolean>({ text: dec
 const INT8_OID = 20;
 const DEFAULT_ORPHAN_AFTER_MS = 60 * 60_000;
 const KNOWN_ROLLOUTS_MAX = 100_000;
-
-/** The URL without its password, for messages. */
-function redactUrl(url: string): string {
-  try {
-    const u = new URL(url);
-    if (u.password) u.password = '***';
-    return u.toString();
-  } catch {
-    return '(unparsable database URL)';
-  }
-}
 
 interface BeginRow {
   kind: BeginCallResult['kind'];

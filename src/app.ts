@@ -1,13 +1,20 @@
 // The whole application as one Fastify instance. Tests build exactly this; server.ts only launches it.
 import Fastify, { LogController, type FastifyInstance, type FastifyServerOptions } from 'fastify';
-import rateLimit from '@fastify/rate-limit';
 import { serializerCompiler, validatorCompiler } from '@fastify/type-provider-zod';
 import { setMaxListeners } from 'node:events';
 import { readFileSync } from 'node:fs';
 import type { Logger } from 'pino';
 import type { AppConfig } from './config.js';
-import { errors, isRftError, RftError } from './errors.js';
-import { Authenticator, loadOrCreateLocalKey, type Credential } from './authentication/authenticator.js';
+import type { RftError } from './errors.js';
+import { Authenticator, loadOrCreateLocalKey, type Credential, type PendingSignature } from './authentication/authenticator.js';
+import { FailureLimiter } from './authentication/failure-limiter.js';
+import { registerAuthentication } from './authentication/hooks.js';
+import { ConnectionGuard, defaultMaxConnections } from './http/connections.js';
+import { errorServerOptions, registerErrorReplies } from './http/error-replies.js';
+import { registerBodyErrors, registerJsonBody } from './http/json-body.js';
+import { registerRateLimit } from './http/rate-limit.js';
+import { connectRedis, type Redis } from './http/redis.js';
+import { ID_MAX_LENGTH } from './protocol/wire.js';
 import { loadRegistry, type Registry } from './registry/loader.js';
 import { GradingService } from './grading/service.js';
 import { Ledger } from './ledger/ledger.js';
@@ -20,7 +27,6 @@ import graderRoutes from './routes/graders.js';
 import discoveryRoutes from './routes/discovery.js';
 import rolloutRoutes from './routes/rollouts.js';
 import healthRoutes from './routes/health.js';
-import { connectRedis, type Redis } from './http/redis.js';
 
 export interface Services {
   config: AppConfig;
@@ -30,6 +36,7 @@ export interface Services {
   grading: GradingService;
   sandboxes: SandboxProvider | undefined;
   auth: Authenticator;
+  connections: ConnectionGuard;
   /** Set when the key was generated into the data dir (no credential configured). */
   localKey: { key: string; created: boolean; path: string } | undefined;
   shutdown: AbortController;
@@ -42,11 +49,16 @@ declare module 'fastify' {
   }
   interface FastifyRequest {
     rawBody?: Buffer;
+    /** A body the parser refused, answered after authentication. */
+    bodyError?: RftError;
     credential?: Credential;
+    pendingSignature?: PendingSignature;
   }
   interface FastifyContextConfig {
     /** Route needs no credential (health checks). */
     public?: boolean;
+    /** The trainer calls this route (tools, graders): a 4xx is shown to the model, so limits answer 503. */
+    trainer?: boolean;
   }
 }
 
@@ -63,25 +75,42 @@ export async function buildApp(config: AppConfig, opts: BuildOptions = {}): Prom
       : {
           logger: opts.logger ?? {
             level: config.logLevel,
-            redact: { paths: ['req.headers.authorization', 'req.headers["webhook-signature"]', '*.apiKey', '*.key'], censor: '[redacted]' },
+            redact: {
+              paths: [
+                ...[...new Set(['authorization', ...config.apiKeyHeaders.map((h) => h.toLowerCase())])].map((h) => `req.headers["${h}"]`),
+                'req.headers["webhook-signature"]',
+                '*.apiKey',
+                '*.key',
+              ],
+              censor: '[redacted]',
+            },
           },
         };
+  const limits = { bodyLimitBytes: config.bodyLimitBytes, maxParamLength: ID_MAX_LENGTH };
+  // Node's timeouts bound how long a request takes to *arrive* (headers, then headers and body),
+  // checked every second; a handler's own time (a tool may run 10 minutes) is not counted.
+  const timeouts = { headersTimeout: config.connections.headersTimeoutMs, connectionsCheckingInterval: 1000 };
   const app = Fastify({
     ...(loggerOpt as FastifyServerOptions),
     bodyLimit: config.bodyLimitBytes,
     trustProxy: config.trustProxy,
-    // The trainer allows 10 minutes per tool call; leave room for the reply.
-    requestTimeout: 11 * 60_000,
+    requestTimeout: config.connections.bodyTimeoutMs,
     connectionTimeout: 0,
     keepAliveTimeout: 75_000,
-    return503OnClosing: true,
+    // Every id the server accepts can be named in a URL (GET/DELETE /v1/rollouts/{trace_id}).
+    routerOptions: { maxParamLength: ID_MAX_LENGTH },
+    ...errorServerOptions(limits),
     // One line per tool call and grade (with trace_id) is logged by the routes; generic request lines only when debugging.
     logController: new LogController({ disableRequestLogging: config.logLevel !== 'debug' && config.logLevel !== 'trace' }),
     requestIdHeader: 'x-request-id',
     // A silent logger needs no per-request child (it would only carry the request id).
     childLoggerFactory: (logger, bindings, childOpts) => (logger.level === 'silent' ? logger : logger.child(bindings, childOpts)),
-    ...(config.tls ? { https: { cert: readFileSync(config.tls.cert), key: readFileSync(config.tls.key) } } : {}),
+    ...(config.tls
+      ? { https: { cert: readFileSync(config.tls.cert), key: readFileSync(config.tls.key), handshakeTimeout: config.connections.headersTimeoutMs, ...timeouts } }
+      : { http: timeouts }),
   }) as unknown as FastifyInstance;
+  const connections = new ConnectionGuard(config.connections.max || defaultMaxConnections());
+  connections.attach(app.server, config.tls !== undefined);
   app.setValidatorCompiler(validatorCompiler);
   app.setSerializerCompiler(serializerCompiler);
 
@@ -97,7 +126,7 @@ export async function buildApp(config: AppConfig, opts: BuildOptions = {}): Prom
     localKey = loadOrCreateLocalKey(config.dataDir);
     keys.push({ label: 'local', key: localKey.key });
   }
-  const auth = new Authenticator(keys, config.signingSecrets, store);
+  const auth = new Authenticator(keys, config.signingSecrets, store, { keyHeaders: config.apiKeyHeaders });
   let registry: Registry;
   let sandboxes: SandboxProvider | undefined;
   // Rate limits shared by every replica when RFT_REDIS_URL is set; counted in this process otherwise.
@@ -120,6 +149,7 @@ export async function buildApp(config: AppConfig, opts: BuildOptions = {}): Prom
     defaultBudget: config.toolBudget,
     defaultTimeoutMs: config.toolTimeoutMs,
     defaultMaxOutputBytes: config.maxOutputBytes,
+    maxJsonDepth: config.maxJsonDepth,
     log: app.log as unknown as Logger,
     shutdown: shutdown.signal,
   });
@@ -136,7 +166,7 @@ export async function buildApp(config: AppConfig, opts: BuildOptions = {}): Prom
   const interrupted = await ledger.markInterruptedAtBoot();
   if (interrupted > 0) app.log.warn({ interrupted }, 'calls left running by a previous process were marked interrupted');
 
-  app.decorate('rft', { config, store, registry, ledger, grading, sandboxes, auth, localKey, shutdown, startedAt: Date.now() });
+  app.decorate('rft', { config, store, registry, ledger, grading, sandboxes, auth, connections, localKey, shutdown, startedAt: Date.now() });
   app.addHook('onClose', async () => {
     shutdown.abort(new Error('server shutting down'));
     await sandboxes?.close();
@@ -144,75 +174,14 @@ export async function buildApp(config: AppConfig, opts: BuildOptions = {}): Prom
     await store.close();
   });
 
-  // Keep the exact bytes: signatures are computed over the raw body. A body that could carry a
-  // __proto__ key (spelled out or with \u escapes) goes through Fastify's own parser
-  // (secure-json-parse), which refuses it; any other body is plain JSON.parse, which is all that
-  // parser does for it anyway, minus its regex scan of the whole body.
-  const parseJson = app.getDefaultJsonParser('error', 'ignore');
-  const refuse = () => errors.badRequest('request body is not valid JSON (or carries a __proto__ key)');
-  app.addContentTypeParser('application/json', { parseAs: 'buffer' }, (req, body: Buffer, done) => {
-    req.rawBody = body;
-    if (body.length === 0) return done(null, undefined);
-    const text = body.toString('utf8');
-    if (text.indexOf('__proto__') === -1 && text.indexOf('\\u') === -1) {
-      let value: unknown;
-      try {
-        value = JSON.parse(text);
-      } catch {
-        return done(refuse(), undefined);
-      }
-      return done(null, value);
-    }
-    void parseJson(req, text, (err: Error | null, value?: unknown) => (err ? done(refuse(), undefined) : done(null, value)));
-  });
-
-  // Callback style: a key is checked without a promise; only a signature waits on the store.
-  app.addHook('preValidation', (req, _reply, done) => {
-    if (req.routeOptions.config.public) return done();
-    let credential: Credential | Promise<Credential>;
-    try {
-      credential = auth.authenticate(req.headers, req.rawBody);
-    } catch (e) {
-      return done(e as Error);
-    }
-    if (credential instanceof Promise) {
-      credential.then((c) => {
-        req.credential = c;
-        done();
-      }, done);
-    } else {
-      req.credential = credential;
-      done();
-    }
-  });
-
-  if (config.rateLimit.max > 0) {
-    await app.register(rateLimit, {
-      ...(redis ? { redis, nameSpace: 'rft-endpoints:rate-limit:', skipOnError: true } : {}),
-      global: true,
-      hook: 'preHandler',
-      max: config.rateLimit.max,
-      timeWindow: config.rateLimit.windowMs,
-      keyGenerator: (req) => req.credential?.label ?? `ip:${req.ip}`,
-      allowList: (req) => req.routeOptions.config.public === true,
-      errorResponseBuilder: (_req, ctx) => errors.rateLimited(Math.ceil(ctx.ttl / 1000)),
-    });
-  }
-
-  app.setErrorHandler((err: Error & { statusCode?: number; code?: string; validation?: unknown }, req, reply) => {
-    let e: RftError;
-    if (isRftError(err)) e = err;
-    else if (err.code === 'FST_ERR_CTP_BODY_TOO_LARGE') e = errors.bodyTooLarge(config.bodyLimitBytes);
-    else if (err.validation || err.code === 'FST_ERR_VALIDATION') e = errors.badRequest(err.message);
-    else if (err.statusCode && err.statusCode >= 400 && err.statusCode < 500) e = errors.badRequest(err.message);
-    else e = errors.internal('internal error');
-    if (e.statusCode >= 500) req.log.error({ err }, 'request failed');
-    else req.log.info({ code: e.code, status: e.statusCode }, e.message);
-    void reply.status(e.statusCode).send(e.toJSON());
-  });
-  app.setNotFoundHandler((req, reply) => {
-    void reply.status(404).send(errors.notFound(`route ${req.method} ${req.url.split('?')[0]}`).toJSON());
-  });
+  // Hook order matters: the closing 503, then authentication (keys before the body is read), then
+  // a body the parser refused, then the rate limit.
+  registerErrorReplies(app, limits);
+  registerJsonBody(app, config.maxJsonDepth);
+  const failures = config.authFailures.max > 0 ? new FailureLimiter(config.authFailures) : undefined;
+  registerAuthentication(app, { auth, failures, onAuthenticated: (req) => connections.trust(req.raw.socket) });
+  registerBodyErrors(app);
+  await registerRateLimit(app, config.rateLimit, redis);
 
   await app.register(healthRoutes);
   await app.register(toolRoutes);

@@ -37,12 +37,31 @@ const signingSecrets = list.transform((entries, ctx) =>
   }),
 );
 
+// Header names a key may be read from: HTTP tokens, and none the server reads for anything else.
+const RESERVED_HEADERS = new Set(['host', 'content-type', 'content-length', 'transfer-encoding', 'connection', 'cookie', 'x-request-id', 'webhook-id', 'webhook-timestamp', 'webhook-signature']);
+export const keyHeaderList = list.transform((names, ctx) => {
+  for (const n of names) {
+    if (!/^[A-Za-z0-9!#$%&'*+.^_`|~-]+$/.test(n)) ctx.addIssue({ code: 'custom', message: `"${n}" is not an HTTP header name` });
+    else if (RESERVED_HEADERS.has(n.toLowerCase()) || n.toLowerCase().startsWith('x-forwarded-')) {
+      ctx.addIssue({ code: 'custom', message: `"${n}" cannot carry a key (the server reads it for something else)` });
+    }
+  }
+  if (names.length === 0) ctx.addIssue({ code: 'custom', message: 'name at least one header' });
+  if (new Set(names.map((n) => n.toLowerCase())).size !== names.length) ctx.addIssue({ code: 'custom', message: 'a header is listed twice' });
+  return names;
+});
+
 export const configSchema = z.object({
   PORT: int(0, 65535).default(8787),
   HOST: z.string().min(1).default('127.0.0.1'),
   RFT_DATA_DIR: z.string().min(1).default('./data'),
   RFT_API_KEYS: apiKeys.default([]),
   RFT_SIGNING_SECRETS: signingSecrets.default([]),
+  /** Headers a static key is read from, in order: Authorization takes "Bearer <key>", any other the bare key. */
+  RFT_API_KEY_HEADERS: keyHeaderList.default(['Authorization']),
+  /** Failed authentications per client address and window before the address is refused (0: no limit). */
+  RFT_AUTH_FAILURE_LIMIT: int(0).default(20),
+  RFT_AUTH_FAILURE_WINDOW_MS: int(1000).default(60_000),
   /** Create a key in the data dir at first start when no credential is configured. */
   RFT_AUTO_KEY: bool.default(true),
   RFT_TOOL_BUDGET: int(0).default(50),
@@ -53,6 +72,13 @@ export const configSchema = z.object({
   RFT_MAX_OUTPUT_BYTES: int(256, 1_000_000).default(16_384),
   RFT_GRADER_TIMEOUT_MS: int(1, 600_000).default(300_000),
   RFT_BODY_LIMIT_BYTES: int(1024).default(1_048_576),
+  /** Deepest nesting of arrays and objects in a request body. */
+  RFT_MAX_JSON_DEPTH: int(8, 10_000).default(64),
+  /** Time to receive a request's headers, and its whole request (headers and body); the handler's time is not counted. */
+  RFT_HEADERS_TIMEOUT_MS: int(1000).default(10_000),
+  RFT_BODY_TIMEOUT_MS: int(1000).default(30_000),
+  /** Open connections; 0 = half the process's open-file limit. At the limit the oldest unauthenticated one is closed. */
+  RFT_MAX_CONNECTIONS: int(0).default(0),
   RFT_RATE_LIMIT: int(0).default(6000),
   RFT_RATE_WINDOW_MS: int(1000).default(60_000),
   /** Redis for rate limits shared by every replica (redis:// or rediss://); unset: each replica counts alone. */
@@ -111,6 +137,10 @@ export interface AppConfig {
   maxOutputBytes: number;
   graderTimeoutMs: number;
   bodyLimitBytes: number;
+  maxJsonDepth: number;
+  apiKeyHeaders: string[];
+  authFailures: { max: number; windowMs: number };
+  connections: { headersTimeoutMs: number; bodyTimeoutMs: number; max: number };
   rateLimit: { max: number; windowMs: number; redisUrl: string | undefined };
   tls: { cert: string; key: string } | undefined;
   trustProxy: boolean;
@@ -178,6 +208,9 @@ export function loadConfig(
   if (c.RFT_STORE === 'postgres' && !/^postgres(ql)?:\/\//.test(c.RFT_DATABASE_URL ?? '')) {
     throw errors.config('RFT_STORE=postgres needs RFT_DATABASE_URL=postgres://user:password@host:5432/db');
   }
+  if (c.RFT_BODY_TIMEOUT_MS < c.RFT_HEADERS_TIMEOUT_MS) {
+    throw errors.config('RFT_BODY_TIMEOUT_MS (the whole request) must be at least RFT_HEADERS_TIMEOUT_MS (its headers)');
+  }
   if ((c.RFT_TLS_CERT === undefined) !== (c.RFT_TLS_KEY === undefined)) {
     throw errors.config('RFT_TLS_CERT and RFT_TLS_KEY must be set together');
   }
@@ -196,6 +229,10 @@ export function loadConfig(
     maxOutputBytes: c.RFT_MAX_OUTPUT_BYTES,
     graderTimeoutMs: c.RFT_GRADER_TIMEOUT_MS,
     bodyLimitBytes: c.RFT_BODY_LIMIT_BYTES,
+    maxJsonDepth: c.RFT_MAX_JSON_DEPTH,
+    apiKeyHeaders: c.RFT_API_KEY_HEADERS,
+    authFailures: { max: c.RFT_AUTH_FAILURE_LIMIT, windowMs: c.RFT_AUTH_FAILURE_WINDOW_MS },
+    connections: { headersTimeoutMs: c.RFT_HEADERS_TIMEOUT_MS, bodyTimeoutMs: c.RFT_BODY_TIMEOUT_MS, max: c.RFT_MAX_CONNECTIONS },
     rateLimit: { max: c.RFT_RATE_LIMIT, windowMs: c.RFT_RATE_WINDOW_MS, redisUrl: c.RFT_REDIS_URL },
     tls: c.RFT_TLS_CERT && c.RFT_TLS_KEY ? { cert: c.RFT_TLS_CERT, key: c.RFT_TLS_KEY } : undefined,
     trustProxy: c.RFT_TRUST_PROXY,
@@ -258,6 +295,8 @@ export function isLoopback(host: string): boolean {
  * environment: where the server is, how to authenticate to it, and the model API for rollouts.
  */
 const cliEnvSchema = z.object({
+  /** `keys create` prints the job's headers for the first of these. */
+  RFT_API_KEY_HEADERS: keyHeaderList.optional(),
   RFT_SERVER: z.string().min(1).optional(),
   RFT_API_KEY: z.string().min(1).optional(),
   RFT_SIGNING_SECRET: z.string().min(1).optional(),
@@ -270,6 +309,6 @@ export type CliEnv = z.output<typeof cliEnvSchema>;
 export function loadCliEnv(env: Env = processEnv()): CliEnv {
   const known = Object.fromEntries(Object.keys(cliEnvSchema.shape).flatMap((k) => (env[k] ? [[k, env[k]]] : [])));
   const parsed = cliEnvSchema.safeParse(known);
-  if (!parsed.success) throw errors.config(`invalid environment: ${parsed.error.issues.map((i) => i.path.join('.')).join(', ')}`);
+  if (!parsed.success) throw errors.config(`invalid environment: ${parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join(', ')}`);
   return parsed.data;
 }

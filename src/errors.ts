@@ -51,16 +51,26 @@ export const errors = {
   ]),
 
   // authentication
-  authMissing: define('RFT_ERR_AUTH_MISSING', 401, () => [
-    'missing credentials: send "Authorization: Bearer <key>" or a Standard Webhooks signature',
-  ]),
+  authMissing: define('RFT_ERR_AUTH_MISSING', 401, (expected: string) => [`missing credentials: send ${expected}`]),
   authInvalid: define('RFT_ERR_AUTH_INVALID', 401, () => ['invalid API key']),
   signatureInvalid: define('RFT_ERR_SIGNATURE_INVALID', 401, (why: string) => [`invalid webhook signature: ${why}`]),
   signatureTimestamp: define('RFT_ERR_SIGNATURE_TIMESTAMP', 401, (why: string) => [`webhook timestamp ${why}`]),
   signatureReplay: define('RFT_ERR_SIGNATURE_REPLAY', 401, (id: string) => [`webhook-id ${id} was already used`]),
+  authRateLimited: define('RFT_ERR_AUTH_RATE_LIMITED', 429, (retryAfterS: number) => [
+    `too many failed authentications from this address, retry in ${retryAfterS} s`,
+    { retry_after_s: retryAfterS },
+  ]),
   rateLimited: define('RFT_ERR_RATE_LIMITED', 429, (retryAfterS: number) => [
     `rate limit exceeded, retry in ${retryAfterS} s`,
     { retry_after_s: retryAfterS },
+  ]),
+  // The same refusals on the trainer's routes (tools, graders): a 4xx there is shown to the model
+  // and trained on, a 5xx is retried, so a limit answers 503 with Retry-After.
+  rateLimitedRetry: define('RFT_ERR_RATE_LIMITED_RETRY', 503, (retryAfterS: number, reason: 'requests' | 'auth_failures') => [
+    reason === 'requests'
+      ? `rate limit exceeded, retry in ${retryAfterS} s`
+      : `too many failed authentications from this address, retry in ${retryAfterS} s`,
+    { retry_after_s: retryAfterS, reason },
   ]),
 
   // request shape
@@ -69,6 +79,23 @@ export const errors = {
     `request body exceeds ${limit} bytes`,
     { limit_bytes: limit },
   ]),
+  bodyTooDeep: define('RFT_ERR_BODY_TOO_DEEP', 400, (limit: number) => [
+    `request body nests arrays and objects more than ${limit} levels deep`,
+    { max_depth: limit },
+  ]),
+  unsupportedMediaType: define('RFT_ERR_UNSUPPORTED_MEDIA_TYPE', 415, (contentType: string | undefined) => [
+    contentType === undefined
+      ? 'request body without a content type: send "Content-Type: application/json"'
+      : `content type "${contentType.slice(0, 100)}" is not supported: send "Content-Type: application/json"`,
+  ]),
+  uriTooLong: define('RFT_ERR_URI_TOO_LONG', 414, (max: number) => [
+    `a path segment of the URL is longer than ${max} characters`,
+    { max_length: max },
+  ]),
+  requestTimeout: define('RFT_ERR_REQUEST_TIMEOUT', 408, () => ['the request was not received in time']),
+  headersTooLarge: define('RFT_ERR_HEADERS_TOO_LARGE', 431, () => ['request headers are too large']),
+  malformedHttp: define('RFT_ERR_MALFORMED_HTTP', 400, () => ['malformed HTTP request']),
+  shuttingDown: define('RFT_ERR_SHUTTING_DOWN', 503, () => ['the server is shutting down; retry']),
   unknownTool: define('RFT_ERR_UNKNOWN_TOOL', 404, (name: string, known: string[]) => [
     `unknown tool "${name}"; known tools: ${known.join(', ') || '(none)'}`,
     { tool: name, known_tools: known },

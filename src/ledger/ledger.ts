@@ -5,6 +5,7 @@
 import type { Logger } from 'pino';
 import { errors, isRftError } from '../errors.js';
 import { canonicalJson, sha256 } from '../protocol/canonical.js';
+import { jsonDepthExceeds } from '../protocol/json-depth.js';
 import type { Item } from '../protocol/wire.js';
 import type { LoadedTool } from '../registry/loader.js';
 import type { RolloutView, ToolContext } from '../registry/define.js';
@@ -21,6 +22,8 @@ export interface LedgerOptions {
   defaultBudget: number;
   defaultTimeoutMs: number;
   defaultMaxOutputBytes: number;
+  /** Deepest nesting of a call's `arguments` (the model writes them: too deep is its mistake, an observation). */
+  maxJsonDepth?: number;
   log: Logger;
   /** Aborted at shutdown: running handlers see it through ctx.signal. */
   shutdown: AbortSignal;
@@ -86,6 +89,10 @@ export class Ledger {
   private parseArguments(raw: unknown): { canonical: string; value: unknown; error?: string } {
     if (raw === undefined || raw === null || raw === '') return { canonical: '{}', value: {} };
     if (typeof raw !== 'string') return { canonical: canonicalJson(raw), value: raw };
+    const maxDepth = this.o.maxJsonDepth ?? 64;
+    if (jsonDepthExceeds(raw, maxDepth)) {
+      return { canonical: raw, value: undefined, error: `arguments nest arrays and objects more than ${maxDepth} levels deep` };
+    }
     try {
       const value: unknown = JSON.parse(raw);
       return { canonical: canonicalJson(value), value };

@@ -2,12 +2,34 @@
 // trainer documents and a little more (object `arguments`, missing `id`), never less.
 import { z } from 'zod';
 
-export const traceIdSchema = z.string().min(1).max(200);
+/**
+ * The longest `trace_id`, `call_id` and `id` accepted, in characters (UTF-16 units, as JSON and
+ * JavaScript count them). The router serves path parameters up to the same length, so every
+ * accepted id can be named in a URL (GET, DELETE, regrade /v1/rollouts/{trace_id}).
+ */
+export const ID_MAX_LENGTH = 200;
+// No control characters (ids are printed in logs, terminals and reports) and no lone surrogates
+// (they cannot be percent-encoded into a URL, so such an id could never be served).
+// eslint-disable-next-line no-control-regex -- matching control characters is the point
+const ID_UNFIT = /[\u0000-\u001f\u007f]|[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/;
+
+export function isId(v: unknown, minLength = 1): v is string {
+  return typeof v === 'string' && v.length >= minLength && v.length <= ID_MAX_LENGTH && !ID_UNFIT.test(v);
+}
+
+const idSchema = (minLength: number) =>
+  z
+    .string()
+    .min(minLength)
+    .max(ID_MAX_LENGTH)
+    .refine((v) => !ID_UNFIT.test(v), 'must not contain control characters or unpaired surrogates');
+
+export const traceIdSchema = idSchema(1);
 
 export const functionCallSchema = z.looseObject({
   type: z.literal('function_call').optional(),
-  id: z.string().max(200).optional(),
-  call_id: z.string().min(1).max(200),
+  id: idSchema(0).optional(),
+  call_id: idSchema(1),
   name: z.string().min(1).max(128).optional(),
   arguments: z.union([z.string(), z.record(z.string(), z.unknown())]).optional(),
   trace_id: traceIdSchema,
@@ -27,11 +49,11 @@ export function parseFunctionCall(body: unknown): { success: true; data: Functio
   if (
     isRecord(body) &&
     (body.type === undefined || body.type === 'function_call') &&
-    (body.id === undefined || isStr(body.id, 0, 200)) &&
-    isStr(body.call_id, 1, 200) &&
+    (body.id === undefined || isId(body.id, 0)) &&
+    isId(body.call_id) &&
     (body.name === undefined || isStr(body.name, 1, 128)) &&
     (body.arguments === undefined || typeof body.arguments === 'string' || isRecord(body.arguments)) &&
-    isStr(body.trace_id, 1, 200) &&
+    isId(body.trace_id) &&
     (body.item === undefined || body.item === null || isRecord(body.item))
   ) {
     return { success: true, data: body as FunctionCall };

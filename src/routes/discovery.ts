@@ -3,6 +3,7 @@ import type { FastifyInstance } from 'fastify';
 import { z } from 'zod';
 import { errors } from '../errors.js';
 import { chatCompletionsTools } from '../registry/loader.js';
+import { headerSnippet } from '../authentication/key-headers.js';
 
 export default async function discoveryRoutes(app: FastifyInstance): Promise<void> {
   const { registry, config } = app.rft;
@@ -15,7 +16,8 @@ export default async function discoveryRoutes(app: FastifyInstance): Promise<voi
     const base = (q.data.base_url ?? `${config.tls ? 'https' : 'http'}://${req.headers.host ?? `${config.host}:${config.port}`}`).replace(/\/+$/, '');
     const graderName = q.data.grader ?? defaultGraderName(app);
     if (graderName && !registry.graders.has(graderName)) throw errors.unknownGrader(graderName, [...registry.graders.keys()]);
-    const headers = { Authorization: 'Bearer <YOUR_RFT_KEY>' };
+    // The first header the server reads a key from (RFT_API_KEY_HEADERS), as the job must send it.
+    const headers = headerSnippet(app.rft.auth.keyHeaders[0]!, '<YOUR_RFT_KEY>');
     return {
       tools: [...registry.tools.keys()].map((name) => ({ name, server_url: `${base}/tools`, headers })),
       ...(graderName

@@ -34,8 +34,9 @@ export default async function graderRoutes(app: FastifyInstance): Promise<void> 
     return { score: record.score };
   }
 
-  app.post('/grade', (req) => grade(req, defaultGraderName(app)));
-  app.post<{ Params: { name: string } }>('/graders/:name', (req) => grade(req, req.params.name));
+  const trainer = { config: { trainer: true } };
+  app.post('/grade', trainer, (req) => grade(req, defaultGraderName(app)));
+  app.post<{ Params: { name: string } }>('/graders/:name', trainer, (req) => grade(req, req.params.name));
 
   app.post('/v1/graders/validate', async (req) => {
     const body = z.looseObject({ grader: z.unknown() }).safeParse(req.body);

@@ -29,6 +29,7 @@ export default async function toolRoutes(app: FastifyInstance): Promise<void> {
     return { type: 'function_call_output', call_id: body.call_id, ...(body.id !== undefined ? { id: body.id } : {}), output: outcome.output };
   }
 
-  app.post('/tools', (req) => handle(req, undefined));
-  app.post<{ Params: { name: string } }>('/tools/:name', (req) => handle(req, req.params.name));
+  const trainer = { config: { trainer: true } };
+  app.post('/tools', trainer, (req) => handle(req, undefined));
+  app.post<{ Params: { name: string } }>('/tools/:name', trainer, (req) => handle(req, req.params.name));
 }

@@ -71,6 +71,7 @@ CREATE TABLE IF NOT EXISTS ${s}.webhook_ids (
   id text PRIMARY KEY,
   expires_at bigint NOT NULL
 );
+ALTER TABLE ${s}.webhook_ids ADD COLUMN IF NOT EXISTS body_hash text;
 
 -- Returns {kind, call, used, limit, exceeded}; call is the calls row as JSON (snake_case keys).
 -- The FOR UPDATE lock on the rollout row serialises admissions of one rollout across every

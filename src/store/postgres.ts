@@ -425,14 +425,17 @@ export class PostgresStore implements Store {
     });
   }
 
-  async rememberWebhookId(id: string, expiresAt: number, now: number): Promise<boolean> {
-    // One atomic upsert: a new id is inserted; a present one is taken over only if it has expired.
-    // Two replicas claiming the same id at once: the second waits for the first and sees it live.
+  async rememberWebhookId(id: string, bodyHash: string, expiresAt: number, now: number): Promise<boolean> {
+    // One atomic upsert: a new id is inserted; a present one is taken over if it has expired, and
+    // accepted again with the same body (the sender's retry). Two replicas claiming the same id at
+    // once: the second waits for the first and then sees its body.
+    const w = this.t.webhookIds;
     const rows = await this.rows(
-      `INSERT INTO ${this.t.webhookIds} (id, expires_at) VALUES ($1, $2)
-       ON CONFLICT (id) DO UPDATE SET expires_at = EXCLUDED.expires_at WHERE ${this.t.webhookIds}.expires_at <= $3
+      `INSERT INTO ${w} (id, body_hash, expires_at) VALUES ($1, $2, $3)
+       ON CONFLICT (id) DO UPDATE SET body_hash = EXCLUDED.body_hash, expires_at = GREATEST(${w}.expires_at, EXCLUDED.expires_at)
+       WHERE ${w}.expires_at <= $4 OR ${w}.body_hash = EXCLUDED.body_hash
        RETURNING 1`,
-      [encodeText(id), expiresAt, now],
+      [encodeText(id), bodyHash, expiresAt, now],
       'rft_remember_webhook_id',
     );
     if (rows.length === 1 && Math.random() < 0.01) await this.rows(`DELETE FROM ${this.t.webhookIds} WHERE expires_at <= $1`, [now]);

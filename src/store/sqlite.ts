@@ -83,7 +83,8 @@ CREATE TABLE IF NOT EXISTS grades (
 CREATE INDEX IF NOT EXISTS grades_lookup ON grades (trace_id, grader, grader_version, sample_hash);
 CREATE TABLE IF NOT EXISTS webhook_ids (
   id TEXT PRIMARY KEY,
-  expires_at INTEGER NOT NULL
+  expires_at INTEGER NOT NULL,
+  body_hash TEXT
 ) WITHOUT ROWID;
 `;
 
@@ -141,10 +142,12 @@ function statements(db: Database.Database) {
        ORDER BY id DESC LIMIT 1`,
     ),
     listGrades: db.prepare<[string], GradeRow>('SELECT * FROM grades WHERE trace_id = ? ORDER BY id'),
-    // New id, or an expired entry refreshed: one change. A live entry (a replay): none.
+    // New id, an expired entry taken over, or the same body again (the sender's retry): one change.
+    // A live entry with another body: none.
     rememberId: db.prepare(
-      `INSERT INTO webhook_ids (id, expires_at) VALUES (?, ?)
-       ON CONFLICT (id) DO UPDATE SET expires_at = excluded.expires_at WHERE webhook_ids.expires_at <= ?`,
+      `INSERT INTO webhook_ids (id, body_hash, expires_at) VALUES (?, ?, ?)
+       ON CONFLICT (id) DO UPDATE SET body_hash = excluded.body_hash, expires_at = max(webhook_ids.expires_at, excluded.expires_at)
+       WHERE webhook_ids.expires_at <= ? OR webhook_ids.body_hash = excluded.body_hash`,
     ),
     purgeIds: db.prepare('DELETE FROM webhook_ids WHERE expires_at <= ?'),
     interrupt: db.prepare(`UPDATE calls SET status = 'interrupted', output = ?, finished_at = ? WHERE status = 'running'`),
@@ -192,6 +195,10 @@ export class SqliteStore implements Store {
     // A WAL that grew under a burst is cut back to this after its next checkpoint.
     this.db.pragma('journal_size_limit = 67108864');
     this.db.exec(SCHEMA);
+    // Data dirs made before webhook ids kept their body's hash (their entries expire within 10 min).
+    if (!(this.db.pragma('table_info(webhook_ids)') as { name: string }[]).some((c) => c.name === 'body_hash')) {
+      this.db.exec('ALTER TABLE webhook_ids ADD COLUMN body_hash TEXT');
+    }
     this.s = statements(this.db);
     const unit = this.db.transaction((run: () => unknown) => run());
     const turn = this.db.transaction((units: Unit[]) =>
@@ -314,10 +321,10 @@ export class SqliteStore implements Store {
     });
   }
 
-  rememberWebhookId(id: string, expiresAt: number, now: number): Promise<boolean> {
+  rememberWebhookId(id: string, bodyHash: string, expiresAt: number, now: number): Promise<boolean> {
     return this.unit(() => {
       if (Math.random() < 0.01) this.s.purgeIds.run(now);
-      return this.s.rememberId.run(id, expiresAt, now).changes === 1;
+      return this.s.rememberId.run(id, bodyHash, expiresAt, now).changes === 1;
     });
   }
 

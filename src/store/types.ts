@@ -91,8 +91,11 @@ export interface Store {
   getRollout(traceId: string): Promise<(RolloutRecord & { grades: GradeWithSample[] }) | undefined>;
   importRollout(r: ImportedRollout): Promise<'imported' | 'exists'>;
 
-  /** Records a webhook-id; false if it was already seen and has not expired. */
-  rememberWebhookId(id: string, expiresAt: number, now: number): Promise<boolean>;
+  /**
+   * Records a webhook-id with its body's hash; false if the id was seen with another body and has
+   * not expired. The same id with the same body is accepted again: that is the sender's retry.
+   */
+  rememberWebhookId(id: string, bodyHash: string, expiresAt: number, now: number): Promise<boolean>;
   /** At boot: calls left 'running' by a crash become 'interrupted'; returns how many. */
   markInterrupted(output: string, now: number): Promise<number>;
   /** Throws if the store cannot write (readiness). */

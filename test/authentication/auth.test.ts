@@ -91,11 +91,10 @@ describe('authentication', () => {
     expect((await send(ok.headers, ok.payload)).statusCode).toBe(200);
   });
 
-  it('refuses a replayed webhook-id, even with a fresh signature', async () => {
+  it('refuses a webhook-id already used with another body, even with a fresh signature', async () => {
     const id = `msg_${randomUUID()}`;
     const first = signed(functionCall('echo', { text: 'r' }), SECRET_A, { id });
     expect((await send(first.headers, first.payload)).statusCode).toBe(200);
-    expect((await send(first.headers, first.payload)).json().error.code).toBe('RFT_ERR_SIGNATURE_REPLAY');
     const resigned = signed(functionCall('echo', { text: 'r2' }), SECRET_A, { id });
     expect((await send(resigned.headers, resigned.payload)).json().error.code).toBe('RFT_ERR_SIGNATURE_REPLAY');
   });

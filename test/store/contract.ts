@@ -278,18 +278,24 @@ export function storeContract(label: string, open: () => Promise<Store>): void {
   });
 
   describe(`${label}: webhook ids and health`, () => {
-    it('rejects a replayed webhook id until it expires', async () => {
+    it('accepts a webhook id again with the same body (a retry), and refuses it with another until it expires', async () => {
       const store = await fresh();
-      expect(await store.rememberWebhookId('msg_1', 1000, 0)).toBe(true);
-      expect(await store.rememberWebhookId('msg_1', 1000, 500)).toBe(false);
-      expect(await store.rememberWebhookId('msg_1', 3000, 1500)).toBe(true);
-      expect(await store.rememberWebhookId('msg_1', 5000, 2000)).toBe(false);
+      expect(await store.rememberWebhookId('msg_1', 'h1', 1000, 0)).toBe(true);
+      expect(await store.rememberWebhookId('msg_1', 'h2', 1000, 500)).toBe(false);
+      // The retry extends the entry to its own expiry.
+      expect(await store.rememberWebhookId('msg_1', 'h1', 1500, 600)).toBe(true);
+      expect(await store.rememberWebhookId('msg_1', 'h2', 2000, 1200)).toBe(false);
+      expect(await store.rememberWebhookId('msg_1', 'h2', 3000, 1500)).toBe(true);
+      expect(await store.rememberWebhookId('msg_1', 'h1', 5000, 2000)).toBe(false);
     });
 
-    it('accepts exactly one of many simultaneous uses of one webhook id', async () => {
+    it('of many simultaneous uses of one webhook id, admits those carrying the first body only', async () => {
       const store = await fresh();
-      const results = await Promise.all(Array.from({ length: 10 }, () => store.rememberWebhookId('msg_race', 10_000, 0)));
-      expect(results.filter(Boolean)).toHaveLength(1);
+      const bodies = Array.from({ length: 20 }, (_, i) => (i % 2 === 0 ? 'hA' : 'hB'));
+      const results = await Promise.all(bodies.map((h) => store.rememberWebhookId('msg_race', h, 10_000, 0)));
+      const admitted = new Set(bodies.filter((_, i) => results[i]));
+      expect(admitted.size).toBe(1);
+      expect(results.filter(Boolean)).toHaveLength(10);
     });
 
     it('pings by writing, and refuses work after close', async () => {

@@ -44,6 +44,6 @@ describeIf(unavailable === undefined, 'Postgres', unavailable ?? '')('PostgresSt
   it('does not repeat a webhook-id claim whose reply was lost (a repeat would refuse the genuine request)', async () => {
     const store = await openStore(testSchema(), { url: proxy.url });
     proxy.dropNextReply();
-    await expect(store.rememberWebhookId('msg_lost', 10_000, 0)).rejects.toThrow(/terminated|connection/i);
+    await expect(store.rememberWebhookId('msg_lost', 'h1', 10_000, 0)).rejects.toThrow(/terminated|connection/i);
   });
 });

@@ -35,12 +35,13 @@ describePg('PostgresStore across replicas (two pools on one database)', () => {
     expect(await a.getBudget('trace_retry', 0)).toMatchObject({ used: 1 });
   });
 
-  it('refuses on one replica a webhook id the other has seen, and admits one of two simultaneous uses', async () => {
+  it('refuses on one replica a webhook id the other has seen with another body, and admits one of two simultaneous different uses', async () => {
     const schema = testSchema();
     const [a, b] = [await openStore(schema), await openStore(schema)];
-    expect(await a.rememberWebhookId('msg_x', 10_000, 0)).toBe(true);
-    expect(await b.rememberWebhookId('msg_x', 10_000, 100)).toBe(false);
-    const both = await Promise.all([a.rememberWebhookId('msg_y', 10_000, 0), b.rememberWebhookId('msg_y', 10_000, 0)]);
+    expect(await a.rememberWebhookId('msg_x', 'h1', 10_000, 0)).toBe(true);
+    expect(await b.rememberWebhookId('msg_x', 'h2', 10_000, 100)).toBe(false);
+    expect(await b.rememberWebhookId('msg_x', 'h1', 10_000, 100)).toBe(true);
+    const both = await Promise.all([a.rememberWebhookId('msg_y', 'h1', 10_000, 0), b.rememberWebhookId('msg_y', 'h2', 10_000, 0)]);
     expect(both.filter(Boolean)).toHaveLength(1);
   });
 

@@ -1,0 +1,89 @@
+// Every error leaves in the project's shape, {error: {code, message, details?}}, Fastify's and
+// Node's own included: routing (404, 414, bad URL), body parsing (413, 415, 400), client errors
+// written on the raw socket (408 timeouts, 431, malformed HTTP), and the 503 while closing.
+import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest, FastifyServerOptions } from 'fastify';
+import type { Socket } from 'node:net';
+import { STATUS_CODES } from 'node:http';
+import { errors, isRftError, type RftError } from '../errors.js';
+
+export interface ErrorLimits {
+  bodyLimitBytes: number;
+  maxParamLength: number;
+}
+
+/** The coded error for anything a route, a hook or Fastify itself threw. */
+export function toRftError(err: Partial<FastifyError> & Error, req: FastifyRequest | undefined, limits: ErrorLimits): RftError {
+  if (isRftError(err)) return err;
+  switch (err.code) {
+    case 'FST_ERR_CTP_BODY_TOO_LARGE':
+      return errors.bodyTooLarge(limits.bodyLimitBytes);
+    case 'FST_ERR_CTP_INVALID_MEDIA_TYPE':
+    case 'FST_ERR_CTP_INVALID_CONTENT_TYPE': {
+      const ct = req?.headers['content-type'];
+      return errors.unsupportedMediaType(ct === undefined || ct === '' ? undefined : ct);
+    }
+    case 'FST_ERR_MAX_PARAM_LENGTH':
+      return errors.uriTooLong(limits.maxParamLength);
+    case 'FST_ERR_BAD_URL':
+      return errors.badRequest('the URL is not valid (bad percent-encoding)');
+    case 'FST_ERR_NOT_FOUND':
+      return errors.notFound(`route ${req ? `${req.method} ${req.url.split('?')[0]}` : ''}`);
+  }
+  if (err.validation || err.code === 'FST_ERR_VALIDATION') return errors.badRequest(err.message);
+  if (err.statusCode && err.statusCode >= 400 && err.statusCode < 500) {
+    // A Fastify 4xx without a mapping of its own (content length mismatch, empty body...).
+    return errors.badRequest(err.message, err.code ? { cause: err.code } : undefined);
+  }
+  return errors.internal('internal error');
+}
+
+function send(req: FastifyRequest, reply: FastifyReply, e: RftError, err?: Error): void {
+  if (e.statusCode >= 500) req.log.error({ err }, 'request failed');
+  else req.log.info({ code: e.code, status: e.statusCode }, e.message);
+  void reply.status(e.statusCode).send(e.toJSON());
+}
+
+/** Fastify's options for errors raised before a route is found, and on the raw socket. */
+export function errorServerOptions(limits: ErrorLimits): Pick<FastifyServerOptions, 'frameworkErrors' | 'clientErrorHandler' | 'return503OnClosing'> {
+  return {
+    frameworkErrors: (err, req, reply) => send(req, reply, toRftError(err, req, limits), err),
+    clientErrorHandler,
+    // Fastify's own closing 503 has its own body; registerErrorReplies answers it in ours.
+    return503OnClosing: false,
+  };
+}
+
+function clientErrorHandler(this: FastifyInstance, err: Error & { code?: string }, socket: Socket): void {
+  if (err.code === 'ECONNRESET' || socket.destroyed) return;
+  const e =
+    err.code === 'ERR_HTTP_REQUEST_TIMEOUT'
+      ? errors.requestTimeout()
+      : err.code === 'HPE_HEADER_OVERFLOW'
+        ? errors.headersTooLarge()
+        : errors.malformedHttp();
+  this.log.debug({ err }, 'client error');
+  if (socket.writable) {
+    const body = JSON.stringify(e.toJSON());
+    socket.write(
+      `HTTP/1.1 ${e.statusCode} ${STATUS_CODES[e.statusCode]}\r\nConnection: close\r\nContent-Type: application/json; charset=utf-8\r\n` +
+        `Content-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`,
+    );
+  }
+  socket.destroy();
+}
+
+export function registerErrorReplies(app: FastifyInstance, limits: ErrorLimits): void {
+  app.setErrorHandler((err: FastifyError, req, reply) => send(req, reply, toRftError(err, req, limits), err));
+  app.setNotFoundHandler((req, reply) => send(req, reply, errors.notFound(`route ${req.method} ${req.url.split('?')[0]}`)));
+  let closing = false;
+  app.addHook('preClose', (done) => {
+    closing = true;
+    done();
+  });
+  // While draining, new requests on open connections: retry elsewhere or later.
+  app.addHook('onRequest', (req, reply, done) => {
+    if (!closing) return done();
+    void reply.header('connection', 'close').header('retry-after', '1');
+    send(req, reply, errors.shuttingDown());
+  });
+}

@@ -1,0 +1,133 @@
+// Every refusal, Fastify's and Node's own included, in the project's {error: {code, message}} shape.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { bearer, functionCall, newTrace, startFixtureServer } from '../helpers/fixtures.js';
+import type { TestServer } from '../helpers/server.js';
+import { ID_MAX_LENGTH } from '../../src/protocol/wire.js';
+import { exchange } from './raw.js';
+
+let s: TestServer;
+beforeAll(async () => {
+  s = await startFixtureServer({ env: { RFT_BODY_LIMIT_BYTES: '4096', RFT_HEADERS_TIMEOUT_MS: '1000', RFT_BODY_TIMEOUT_MS: '1500' } });
+});
+afterAll(() => s.close());
+
+const codeOf = (body: string) => (JSON.parse(body) as { error?: { code: string } }).error?.code;
+
+async function req(method: string, path: string, body?: string | object, headers: Record<string, string> = {}) {
+  const res = await fetch(s.url + path, {
+    method,
+    headers: { ...bearer(s.key), ...(body !== undefined && typeof body === 'object' ? { 'content-type': 'application/json' } : {}), ...headers },
+    ...(body !== undefined ? { body: typeof body === 'string' ? body : JSON.stringify(body) } : {}),
+  });
+  const text = await res.text();
+  return { status: res.status, code: codeOf(text), headers: res.headers };
+}
+
+describe('ids', () => {
+  it(`serves every route for a trace_id of ${ID_MAX_LENGTH} characters, whatever its characters`, async () => {
+    for (const trace of ['t'.repeat(ID_MAX_LENGTH), `trace_/?#%&+ é ${'漢'.repeat(20)} 🎲`.padEnd(ID_MAX_LENGTH, 'x')]) {
+      const call = functionCall('echo', { text: 'x' }, { trace_id: trace, call_id: 'c'.repeat(ID_MAX_LENGTH) });
+      expect((await fetch(s.url + '/tools', { method: 'POST', headers: { ...bearer(s.key), 'content-type': 'application/json' }, body: JSON.stringify(call) })).status).toBe(200);
+      const path = `/v1/rollouts/${encodeURIComponent(trace)}`;
+      const got = await fetch(s.url + path, { headers: bearer(s.key) });
+      expect(got.status).toBe(200);
+      expect(((await got.json()) as { trace_id: string }).trace_id).toBe(trace);
+      expect((await req('POST', `${path}/regrade`, {})).code).toBe('RFT_ERR_NOT_GRADED');
+      expect((await fetch(s.url + path, { method: 'DELETE', headers: bearer(s.key) })).status).toBe(200);
+    }
+  });
+
+  it('refuses at intake an id longer than the maximum, or with control characters or unpaired surrogates', async () => {
+    for (const over of [{ trace_id: 't'.repeat(ID_MAX_LENGTH + 1) }, { call_id: 'c'.repeat(ID_MAX_LENGTH + 1) }, { trace_id: 'trace\u001b[31m' }, { trace_id: 'trace_\ud800' }]) {
+      const r = await req('POST', '/tools', functionCall('echo', { text: 'x' }, over));
+      expect(r.status, JSON.stringify(over)).toBe(400);
+      expect(r.code).toBe('RFT_ERR_BAD_REQUEST');
+    }
+    const grade = await req('POST', '/graders/exact', { sample: { output_text: 'a' }, item: {}, trace_id: 't'.repeat(ID_MAX_LENGTH + 1) });
+    expect(grade.status).toBe(400);
+  });
+
+  it('answers a path segment over the maximum 414 in our shape', async () => {
+    const r = await req('GET', `/v1/rollouts/${'t'.repeat(ID_MAX_LENGTH + 1)}`);
+    expect(r.status).toBe(414);
+    expect(r.code).toBe('RFT_ERR_URI_TOO_LONG');
+  });
+});
+
+describe('Fastify\'s own errors, in our shape', () => {
+  it('404 for an unknown route', async () => {
+    expect(await req('GET', '/nope')).toMatchObject({ status: 404, code: 'RFT_ERR_NOT_FOUND' });
+  });
+
+  it('400 for a URL with broken percent-encoding', async () => {
+    expect(await req('GET', '/v1/rollouts/%E0%A4%A')).toMatchObject({ status: 400, code: 'RFT_ERR_BAD_REQUEST' });
+  });
+
+  it('415 for an unsupported content type, and for a body without one', async () => {
+    const body = JSON.stringify(functionCall('echo', { text: 'x' }));
+    expect(await req('POST', '/tools', body, { 'content-type': 'text/plain' })).toMatchObject({ status: 415, code: 'RFT_ERR_UNSUPPORTED_MEDIA_TYPE' });
+    expect(await req('POST', '/tools', body, { 'content-type': 'application/x-www-form-urlencoded' })).toMatchObject({ status: 415 });
+    const bare = await exchange(s.url, `POST /tools HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${s.key}\r\nContent-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`);
+    expect(bare.status).toBe(415);
+    expect(codeOf(bare.body)).toBe('RFT_ERR_UNSUPPORTED_MEDIA_TYPE');
+    bare.socket.destroy();
+  });
+
+  it('413 for a body over the limit, 400 for one that is not JSON', async () => {
+    expect(await req('POST', '/tools', functionCall('echo', { text: 'x'.repeat(5000) }))).toMatchObject({ status: 413, code: 'RFT_ERR_BODY_TOO_LARGE' });
+    expect(await req('POST', '/tools', '{"type":', { 'content-type': 'application/json' })).toMatchObject({ status: 400, code: 'RFT_ERR_BAD_REQUEST' });
+  });
+
+  it('408 when a request does not arrive in time, 431 for huge headers, 400 for malformed HTTP, each closing the connection', async () => {
+    const slow = await exchange(s.url, `POST /tools HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${s.key}\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{"par`);
+    expect(slow.status).toBe(408);
+    expect(codeOf(slow.body)).toBe('RFT_ERR_REQUEST_TIMEOUT');
+    await slow.closed;
+    const big = await exchange(s.url, `GET /healthz HTTP/1.1\r\nHost: x\r\nX-Big: ${'a'.repeat(20_000)}\r\n\r\n`);
+    expect(big.status).toBe(431);
+    expect(codeOf(big.body)).toBe('RFT_ERR_HEADERS_TOO_LARGE');
+    const junk = await exchange(s.url, 'NOT HTTP AT ALL\r\n\r\n');
+    expect(junk.status).toBe(400);
+    expect(codeOf(junk.body)).toBe('RFT_ERR_MALFORMED_HTTP');
+    await junk.closed;
+  });
+});
+
+describe('nesting', () => {
+  let d: TestServer;
+  beforeAll(async () => {
+    d = await startFixtureServer({});
+  });
+  afterAll(() => d.close());
+
+  /** The body as text: the test's own JSON.stringify cannot walk 5,000 levels either. */
+  const withDeepItem = (body: Record<string, unknown>, n: number) =>
+    JSON.stringify({ ...body, item: '@' }).replace('"@"', '{"a":'.repeat(n) + '1' + '}'.repeat(n));
+  const post = async (path: string, body: string) => {
+    const res = await fetch(d.url + path, { method: 'POST', headers: { ...bearer(d.key), 'content-type': 'application/json' }, body });
+    const text = await res.text();
+    return { status: res.status, code: codeOf(text), text };
+  };
+
+  it('answers an item nested 5,000 levels deep 400 on /tools and /grade, and records nothing', async () => {
+    const trace = newTrace();
+    const tool = await post('/tools', withDeepItem(functionCall('echo', { text: 'x' }, { trace_id: trace }), 5000));
+    expect(tool).toMatchObject({ status: 400, code: 'RFT_ERR_BODY_TOO_DEEP' });
+    for (const path of ['/graders/exact', '/grade']) {
+      const grade = await post(path, withDeepItem({ sample: { output_text: 'a' }, trace_id: trace }, 5000));
+      expect(grade).toMatchObject({ status: 400, code: 'RFT_ERR_BODY_TOO_DEEP' });
+    }
+    expect((await fetch(`${d.url}/v1/rollouts/${trace}`, { headers: bearer(d.key) })).status).toBe(404);
+  });
+
+  it('accepts an item at the limit', async () => {
+    expect((await post('/tools', withDeepItem(functionCall('echo', { text: 'x' }), 63))).status).toBe(200);
+    expect((await post('/tools', withDeepItem(functionCall('echo', { text: 'x' }), 64))).code).toBe('RFT_ERR_BODY_TOO_DEEP');
+  });
+
+  it('tells the model, as an observation, that its arguments nest too deep', async () => {
+    const r = await post('/tools', JSON.stringify(functionCall('echo', '['.repeat(5000) + ']'.repeat(5000))));
+    expect(r.status).toBe(200);
+    expect((JSON.parse(r.text) as { output: string }).output).toMatch(/^Error: arguments nest arrays and objects more than 64 levels deep/);
+  });
+});

@@ -168,6 +168,13 @@ export const errors = {
     { host },
   ]),
   sandboxClosed: define('RFT_ERR_SANDBOX_CLOSED', 503, () => ['the sandbox manager is shut down']),
+  // The engine's address stays in the server's log: callers (and the model) only learn that it is down.
+  sandboxLost: define('RFT_ERR_SANDBOX_LOST', 503, () => [
+    "this rollout's sandbox was lost (its container stopped, and its workspace with it); the rollout cannot continue",
+  ]),
+  sandboxEngineDown: define('RFT_ERR_SANDBOX_ENGINE_DOWN', 503, () => [
+    "the Docker engine that holds this rollout's sandbox is not answering; retry later",
+  ]),
   pathEscape: define('RFT_ERR_PATH_ESCAPE', 400, (path: string) => [`path "${path}" is outside the workspace`, { path }]),
 
   // local CLI (rollout, replay, export/import, regrade, report): statuses say whose fault it is

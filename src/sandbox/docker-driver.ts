@@ -1,68 +1,124 @@
-// The `docker` driver: one long-lived container per rollout (an idle init), each exec through the
-// Engine API's exec endpoint. No network (NetworkMode none), read-only root, no capabilities, no
-// privilege gain, memory/pids/CPU limits, a non-root user. The workspace is the same host workdir the
-// other drivers use (a size-capped tmpfs owned by the sandbox's uid), bind-mounted at /workspace, so
-// file operations and templates work exactly as with bwrap.
-import { DockerApi } from './docker-api.js';
-import { ExecDeaths } from './docker-events.js';
-import { dockerExec, dockerSpawn, killExecTree } from './docker-exec.js';
-import { LocalDriver, type LocalDriverOptions } from './local-driver.js';
-import { SANDBOX_PATH, type LocalDriverHooks, type ResolvedExec } from './local-sandbox.js';
+// The `docker` driver: one long-lived container per rollout (an idle init), on one of several
+// engines (RFT_DOCKER_HOSTS), each exec through the Engine API's exec endpoint. No network
+// (NetworkMode none), read-only root, no capabilities, no privilege gain, memory/pids/CPU limits, a
+// non-root user, an optional runtime (RFT_DOCKER_RUNTIME=runsc for gVisor). The workspace is a
+// tmpfs volume of the container, capped in size and inodes, filled and read through the archive
+// endpoints: the engine can be another machine. Containers carry their owner's label, so each
+// replica reaps only its own, on every engine.
+import { randomInt, randomUUID } from 'node:crypto';
+import type { Logger } from 'pino';
+import { errors } from '../errors.js';
+import { SLOW_TIMEOUT_MS } from './docker-api.js';
+import { DockerEngine } from './docker-engine.js';
+import { endpointFor, type DockerHostSpec } from './docker-hosts.js';
+import { DockerSandbox } from './docker-sandbox.js';
+import { packWorkspace } from './docker-tar.js';
+import { SANDBOX_PATH } from './local-sandbox.js';
 import { WORKSPACE_MOUNT } from './paths.js';
-import { canSwitchUid, killAllOf } from './uids.js';
-import { INSTANCE_LABEL, type Workdir } from './workdir.js';
-import type { ExecResult, SandboxSpec } from './types.js';
+import { INSTANCE_LABEL } from './workdir.js';
+import type { Sandbox, SandboxDriver, SandboxLimits, SandboxRef, SandboxSpec } from './types.js';
 
-export interface DockerDriverOptions extends LocalDriverOptions {
+export interface DockerDriverOptions {
+  /** Owner label of every container this process creates: its replica id, the same after restarts. */
+  instanceId: string;
   image: string;
-  socketPath: string;
+  /** The engines; without them, one engine at `socketPath` (default /var/run/docker.sock). */
+  hosts?: DockerHostSpec[];
+  socketPath?: string;
+  /** OCI runtime the engines know by this name (runsc for gVisor); the engine's default otherwise. */
+  runtime?: string;
+  /** Started, empty containers kept per engine for new rollouts (0: none). */
+  warmPool?: number;
+  /** Inodes of the workspace and /tmp tmpfs (default: one per 16 KiB of their size). */
+  inodes?: number;
+  log?: Logger;
+  /** Accepted for the drivers' common options; Docker keeps nothing on the server's disk. */
+  sandboxesRoot?: string;
 }
 
-const SANDBOX_LABEL = 'rft-endpoints.sandbox';
-
-function execEnv(env: Record<string, string>): string[] {
-  return Object.entries({ PATH: SANDBOX_PATH, HOME: WORKSPACE_MOUNT, LANG: 'C.UTF-8', TMPDIR: '/tmp', ...env }).map(([k, v]) => `${k}=${v}`);
-}
+export const SANDBOX_LABEL = 'rft-endpoints.sandbox';
+export const UID_LABEL = 'rft-endpoints.uid';
+const PURPOSE_LABEL = 'rft-endpoints.purpose';
 /** The container's idle init runs as nobody, so killing every process of the exec uid spares it. */
 const INIT_USER = '65534:65534';
+/**
+ * Each sandbox runs as its own uid, drawn from a range above bubblewrap's claims (200000-1199999),
+ * so per-uid kernel limits (inotify instances, message queues) are not shared between rollouts on
+ * one engine host. Drawn at random: a rare collision only shares those limits, never processes
+ * (each container has its own PID namespace, and nothing is killed by uid from the host).
+ */
+const UID_BASE = 1_300_000;
+const UID_SPAN = 1_000_000;
 
-export class DockerDriver extends LocalDriver {
+interface Warm {
+  id: string;
+  name: string;
+  uid: number;
+  poolKey: string;
+}
+
+/** What a warm container must match to serve a spec: what is fixed at container creation. */
+const poolKey = (s: Pick<SandboxSpec, 'limits' | 'readOnlyMounts'>): string =>
+  JSON.stringify([s.limits.memoryBytes, s.limits.maxProcesses, s.limits.maxFileBytes, s.limits.cpuSeconds, s.limits.diskBytes, s.readOnlyMounts ?? []]);
+
+export class DockerDriver implements SandboxDriver {
   readonly name = 'docker' as const;
-  private readonly api: DockerApi;
-  private readonly deaths: ExecDeaths;
+  readonly engines: DockerEngine[];
+  /** Containers of live sandboxes and warm ones that this process owns (never reaped). */
+  private readonly mine = new Set<string>();
+  private readonly warm = new Map<DockerEngine, Warm[]>();
+  private readonly filling = new Set<DockerEngine>();
+  private closed = false;
 
-  constructor(private readonly dopts: DockerDriverOptions) {
-    super(dopts);
-    this.api = new DockerApi(dopts.socketPath);
-    this.deaths = new ExecDeaths(dopts.socketPath, `${INSTANCE_LABEL}=${dopts.instanceId}`);
+  constructor(private readonly o: DockerDriverOptions) {
+    const specs = o.hosts ?? [{ url: `unix://${o.socketPath ?? '/var/run/docker.sock'}`, name: 'local', cap: Number.MAX_SAFE_INTEGER, socketPath: o.socketPath ?? '/var/run/docker.sock' }];
+    this.engines = specs.map((s) => new DockerEngine(s.name, s.cap, endpointFor(s), o.log));
   }
 
+  /** True when at least one engine answers and has the image; engines that do not are left out of placement. */
   async available(): Promise<boolean> {
-    try {
-      await this.api.call('GET', '/_ping');
-      const img = await this.api.call('GET', `/images/${this.dopts.image}/json`, undefined, [404]);
-      return img.status === 200;
-    } catch {
-      return false;
-    }
+    const ok = await Promise.all(
+      this.engines.map(async (e) => {
+        try {
+          const img = await e.api.call('GET', `/images/${encodeURIComponent(this.o.image)}/json`, undefined, { ok: [404], timeoutMs: 5_000 });
+          if (img.status === 200) return true;
+          e.markDown(`image ${this.o.image} is missing`);
+        } catch (err) {
+          e.markDown((err as Error).message);
+        }
+        return false;
+      }),
+    );
+    if (ok.some(Boolean)) for (const e of this.engines) e.watch();
+    return ok.some(Boolean);
   }
 
-  protected async hooks(w: Workdir, spec: SandboxSpec): Promise<Omit<LocalDriverHooks, 'onDestroy'>> {
-    const uid = w.meta.uid ?? process.getuid?.() ?? 1000;
-    const l = spec.limits;
-    const created = await this.api.call<{ Id: string }>('POST', `/containers/create?name=rft-${w.meta.id}`, {
-      Image: this.dopts.image,
+  /** The answering engine with the most room under its cap. */
+  private pick(): DockerEngine {
+    let best: DockerEngine | undefined;
+    for (const e of this.engines) if (e.up && e.free > 0 && (!best || e.free > best.free)) best = e;
+    if (!best) throw errors.sandboxUnavailable(`every Docker engine is full or not answering (${this.engines.length} configured)`);
+    return best;
+  }
+
+  private engineNamed(name: string): DockerEngine {
+    const e = this.engines.find((x) => x.name === name);
+    if (!e) throw errors.sandboxFailed(`the sandbox lives on Docker engine "${name}", which this replica does not have in RFT_DOCKER_HOSTS`);
+    return e;
+  }
+
+  private containerConfig(engine: DockerEngine, id: string, uid: number, limits: SandboxLimits, labels: Record<string, string>, readOnlyMounts: string[]) {
+    const l = limits;
+    const disk = l.diskBytes ?? 64 * 1024 * 1024;
+    const inodes = this.o.inodes ?? Math.max(1024, Math.floor(disk / 16384));
+    const owner = { [INSTANCE_LABEL]: this.o.instanceId };
+    return {
+      Image: this.o.image,
       Cmd: ['sleep', 'infinity'],
       User: INIT_USER,
       WorkingDir: WORKSPACE_MOUNT,
       Env: [`PATH=${SANDBOX_PATH}`, `HOME=${WORKSPACE_MOUNT}`, 'LANG=C.UTF-8'],
-      Labels: {
-        ...spec.labels,
-        [INSTANCE_LABEL]: this.dopts.instanceId,
-        'rft-endpoints.trace_id': spec.traceId,
-        'rft-endpoints.created_at': w.meta.createdAt,
-        [SANDBOX_LABEL]: w.meta.id,
-      },
+      Labels: { ...labels, ...owner, [SANDBOX_LABEL]: id, [UID_LABEL]: String(uid), 'rft-endpoints.created_at': new Date().toISOString() },
       NetworkDisabled: true,
       HostConfig: {
         NetworkMode: 'none',
@@ -70,6 +126,7 @@ export class DockerDriver extends LocalDriver {
         CapDrop: ['ALL'],
         SecurityOpt: ['no-new-privileges'],
         Init: true,
+        ...(this.o.runtime ? { Runtime: this.o.runtime } : {}),
         Memory: l.memoryBytes,
         MemorySwap: l.memoryBytes,
         PidsLimit: l.maxProcesses + 2,
@@ -80,114 +137,169 @@ export class DockerDriver extends LocalDriver {
           { Name: 'nofile', Soft: 1024, Hard: 1024 },
           { Name: 'core', Soft: 0, Hard: 0 },
         ],
-        Tmpfs: { '/tmp': `rw,nosuid,nodev,size=${l.diskBytes ?? 64 * 1024 * 1024}` },
-        Binds: [`${w.ws}:${WORKSPACE_MOUNT}`, ...(spec.readOnlyMounts ?? []).map((m) => `${m}:${m}:ro`)],
+        Tmpfs: { '/tmp': `rw,nosuid,nodev,size=${disk},nr_inodes=${inodes},mode=1777` },
+        // Host folders (stdio servers' install dirs) exist only where the engine is this machine's.
+        ...(engine.local && readOnlyMounts.length ? { Binds: readOnlyMounts.map((m) => `${m}:${m}:ro`) } : {}),
+        // An anonymous volume on a tmpfs: it lives on the engine, the archive endpoints reach it,
+        // and it goes with the container (DELETE ?v=true).
+        Mounts: [
+          {
+            Type: 'volume',
+            Target: WORKSPACE_MOUNT,
+            VolumeOptions: {
+              Labels: owner,
+              DriverConfig: { Name: 'local', Options: { type: 'tmpfs', device: 'tmpfs', o: `size=${disk},nr_inodes=${inodes},uid=${uid},gid=${uid},mode=0700,nosuid,nodev` } },
+            },
+          },
+        ],
       },
-    });
-    const id = created.body.Id;
-    const remove = async (): Promise<void> => {
-      await this.api.call('DELETE', `/containers/${id}?force=true&v=true`, undefined, [404, 409]);
     };
+  }
+
+  /** Creates and starts a container on `engine`; removed again if it cannot start. */
+  private async createContainer(engine: DockerEngine, limits: SandboxLimits, labels: Record<string, string>, readOnlyMounts: string[] = []): Promise<Warm> {
+    const id = `sb_${randomUUID().replace(/-/g, '').slice(0, 16)}`;
+    const name = `rft-${id}`;
+    const uid = UID_BASE + randomInt(UID_SPAN);
+    this.mine.add(name);
     try {
-      await this.api.call('POST', `/containers/${id}/start`, undefined, [304]);
+      await engine.use(async (api) => {
+        await api.call('POST', `/containers/create?name=${name}`, this.containerConfig(engine, id, uid, limits, labels, readOnlyMounts), { timeoutMs: SLOW_TIMEOUT_MS });
+        await api.call('POST', `/containers/${name}/start`, undefined, { ok: [304], timeoutMs: SLOW_TIMEOUT_MS });
+      });
     } catch (e) {
-      await remove().catch(() => {});
+      await this.removeContainer(engine, name).catch(() => {});
       throw e;
     }
-    return {
-      execute: (e) => this.execIn(id, uid, e),
-      spawn: (p) => dockerSpawn(this.api, this.deaths, { container: id, argv: p.argv, env: execEnv(p.env), workingDir: [WORKSPACE_MOUNT, ...p.cwd].join('/'), user: `${uid}:${uid}` }),
-      beforeRemove: remove,
-    };
+    return { id, name, uid, poolKey: poolKey({ limits, readOnlyMounts }) };
   }
 
-  /**
-   * After a failed exec: restarts the container if its init is gone (killed from outside, OOM), so the
-   * rollout goes on with its workspace instead of failing every further call. True if it restarted.
-   */
-  private async restartIfStopped(container: string): Promise<boolean> {
-    const info = await this.api.call<{ State?: { Running?: boolean } }>('GET', `/containers/${container}/json`).catch(() => null);
-    if (!info || info.body.State?.Running) return false;
-    await this.api.call('POST', `/containers/${container}/start`, undefined, [304]);
-    return true;
-  }
-
-  /** Kills every process of the exec uid: from the host when we are root (cheap), else from inside. */
-  private async killExecs(container: string, uid: number): Promise<void> {
-    if (canSwitchUid()) return killAllOf(uid);
-    await dockerExec(
-      this.api,
-      { container, argv: ['/bin/sh', '-c', 'kill -9 -1'], env: [], workingDir: '/', user: `${uid}:${uid}`, stdin: '', maxOutputBytes: 1024 },
-      () => {},
-    ).catch(() => {});
-  }
-
-  private async execIn(container: string, uid: number, e: ResolvedExec): Promise<ExecResult> {
-    const started = performance.now();
-    let timedOut = false;
-    let kill: Promise<void> | null = null;
-    let execId: string | undefined;
-    const stop = (): void => {
-      // Alone, everything of the uid goes (setsid'd escapees too); beside other execs or a live
-      // spawned process, only this exec's own process tree.
-      kill ??= e.alone() || execId === undefined ? this.killExecs(container, uid) : killExecTree(this.api, execId).then(() => {});
-    };
-    const timer = setTimeout(() => {
-      timedOut = true;
-      stop();
-    }, e.timeoutMs);
-    e.signal?.addEventListener('abort', stop, { once: true });
+  private async removeContainer(engine: DockerEngine, name: string): Promise<void> {
     try {
-      const req = { onCreated: (id: string) => void (execId = id), container, argv: e.argv, env: execEnv(e.env), workingDir: [WORKSPACE_MOUNT, ...e.cwd].join('/'), user: `${uid}:${uid}`, stdin: e.stdin, maxOutputBytes: e.maxOutputBytes };
-      const sweep = async (): Promise<void> => {
-        if (e.alone() && canSwitchUid()) await killAllOf(uid);
-      };
-      const out = await dockerExec(this.api, req, stop, sweep).catch(async (err: unknown) => {
-        // Retried only when Docker refused to create the exec (409: not running), so nothing ran twice.
-        const refused = err instanceof Error && err.message.includes(`/containers/${container}/exec: 409`);
-        if (!refused || !(await this.restartIfStopped(container))) throw err;
-        return dockerExec(this.api, req, stop, sweep);
-      });
-      // As with bwrap, nothing outlives its exec: background jobs and setsid daemons go too.
-      if (kill) await kill;
-      else if (e.alone() && canSwitchUid()) await killAllOf(uid);
-      const killed = kill !== null && out.exitCode === 137;
-      return {
-        exitCode: killed ? null : out.exitCode,
-        signal: killed ? 'SIGKILL' : null,
-        stdout: out.stdout.toString('utf8'),
-        stderr: out.stderr.toString('utf8'),
-        stdoutTruncated: out.stdoutTruncated,
-        stderrTruncated: out.stderrTruncated,
-        timedOut,
-        durationMs: Math.round((performance.now() - started) * 10) / 10,
-      };
+      await engine.use((api) => api.call('DELETE', `/containers/${name}?force=true&v=true`, undefined, { ok: [404, 409], timeoutMs: SLOW_TIMEOUT_MS }));
     } finally {
-      clearTimeout(timer);
-      e.signal?.removeEventListener('abort', stop);
+      this.mine.delete(name);
     }
   }
 
-  /** Removes this instance's containers (by label) that no live sandbox owns, then their workdirs. */
-  override async reapOrphans(): Promise<number> {
-    const filters = encodeURIComponent(JSON.stringify({ label: [`${INSTANCE_LABEL}=${this.dopts.instanceId}`] }));
-    const list = await this.api.call<{ Id: string; Labels: Record<string, string> }[]>('GET', `/containers/json?all=true&filters=${filters}`);
+  async create(spec: SandboxSpec): Promise<Sandbox> {
+    const packed = await packWorkspace(spec); // a bad template or inline file fails before any container exists
+    const engine = this.pick();
+    engine.live++;
+    let c: Warm | undefined;
+    try {
+      const key = poolKey(spec);
+      const pool = this.warm.get(engine) ?? [];
+      const i = pool.findIndex((w) => w.poolKey === key);
+      c = i >= 0 ? pool.splice(i, 1)[0] : undefined;
+      this.refill(engine, spec);
+      if (spec.readOnlyMounts?.length && !engine.local) {
+        this.o.log?.warn({ engine: engine.name }, 'read-only host mounts are skipped on a remote engine: put what they hold in the sandbox image');
+      }
+      c ??= await this.createContainer(engine, spec.limits, { ...spec.labels, 'rft-endpoints.trace_id': spec.traceId }, spec.readOnlyMounts);
+      const w = c;
+      if (packed) {
+        await engine.use((api) =>
+          api.call('PUT', `/containers/${w.name}/archive?path=${encodeURIComponent(WORKSPACE_MOUNT)}`, undefined, {
+            raw: { body: packed.stream({ uid: w.uid, gid: w.uid }), contentType: 'application/x-tar' },
+            timeoutMs: SLOW_TIMEOUT_MS,
+          }),
+        );
+      }
+      return new DockerSandbox({
+        id: w.id,
+        traceId: spec.traceId,
+        engine,
+        container: w.name,
+        uid: w.uid,
+        limits: spec.limits,
+        onDestroy: () => {
+          engine.live--;
+          this.mine.delete(w.name);
+        },
+      });
+    } catch (e) {
+      engine.live--;
+      if (c) await this.removeContainer(engine, c.name).catch(() => {});
+      throw e;
+    }
+  }
+
+  /** Keeps `warmPool` started containers on `engine` for the next rollouts, in the background. */
+  private refill(engine: DockerEngine, like: Pick<SandboxSpec, 'limits' | 'readOnlyMounts'>): void {
+    const size = this.o.warmPool ?? 0;
+    if (size <= 0 || this.closed || this.filling.has(engine)) return;
+    this.filling.add(engine);
+    void (async () => {
+      const pool = this.warm.get(engine) ?? [];
+      this.warm.set(engine, pool);
+      while (!this.closed && pool.length < size && engine.up && engine.free > 0) {
+        engine.live++;
+        try {
+          pool.push(await this.createContainer(engine, like.limits, { [PURPOSE_LABEL]: 'warm' }, like.readOnlyMounts));
+        } catch {
+          engine.live--;
+          break; // a failed refill only costs the next rollout the on-demand path
+        }
+        if (this.closed) await this.drainWarm(engine);
+      }
+    })().finally(() => this.filling.delete(engine));
+  }
+
+  private async drainWarm(engine: DockerEngine): Promise<void> {
+    const pool = this.warm.get(engine) ?? [];
+    await Promise.all(
+      pool.splice(0).map(async (w) => {
+        engine.live--;
+        await this.removeContainer(engine, w.name).catch(() => {});
+      }),
+    );
+  }
+
+  async attach(traceId: string, ref: SandboxRef, limits: SandboxLimits): Promise<Sandbox> {
+    const engine = this.engineNamed(ref.engine);
+    const info = await engine.use((api) =>
+      api.call<{ Config?: { Labels?: Record<string, string> } }>('GET', `/containers/${ref.container}/json`, undefined, { ok: [404] }),
+    );
+    const labels = info.body.Config?.Labels ?? {};
+    const uid = Number(labels[UID_LABEL]);
+    if (info.status === 404 || !Number.isInteger(uid) || labels[SANDBOX_LABEL] === undefined) throw errors.notFound(`sandbox ${ref.container}`);
+    return new DockerSandbox({ id: labels[SANDBOX_LABEL], traceId, engine, container: ref.container, uid, limits });
+  }
+
+  async remove(ref: SandboxRef): Promise<void> {
+    await this.removeContainer(this.engineNamed(ref.engine), ref.container);
+  }
+
+  /** Removes this owner's containers (and their left volumes) on every answering engine, but live and kept ones. */
+  async reapOrphans(keep: ReadonlySet<string> = new Set()): Promise<number> {
+    const owner = encodeURIComponent(JSON.stringify({ label: [`${INSTANCE_LABEL}=${this.o.instanceId}`] }));
+    const dangling = encodeURIComponent(JSON.stringify({ label: [`${INSTANCE_LABEL}=${this.o.instanceId}`], dangling: ['true'] }));
     let reaped = 0;
-    for (const c of list.body) {
-      if (c.Labels[INSTANCE_LABEL] !== this.dopts.instanceId) continue; // never anyone else's
-      const sb = c.Labels[SANDBOX_LABEL];
-      if (sb !== undefined && this.live.has(sb)) continue;
-      await this.api.call('DELETE', `/containers/${c.Id}?force=true&v=true`, undefined, [404, 409]);
-      reaped++;
+    for (const engine of this.engines.filter((e) => e.up)) {
+      try {
+        await engine.use(async (api) => {
+          const list = await api.call<{ Names: string[]; Labels: Record<string, string> }[]>('GET', `/containers/json?all=true&filters=${owner}`);
+          for (const c of list.body) {
+            if (c.Labels[INSTANCE_LABEL] !== this.o.instanceId) continue; // never anyone else's
+            const name = (c.Names[0] ?? '').replace(/^\//, '');
+            if (!name || keep.has(name) || this.mine.has(name)) continue;
+            await api.call('DELETE', `/containers/${name}?force=true&v=true`, undefined, { ok: [404, 409], timeoutMs: SLOW_TIMEOUT_MS });
+            reaped++;
+          }
+          const vols = await api.call<{ Volumes: { Name: string }[] | null }>('GET', `/volumes?filters=${dangling}`);
+          for (const v of vols.body.Volumes ?? []) await api.call('DELETE', `/volumes/${v.Name}`, undefined, { ok: [404, 409] });
+        });
+      } catch (e) {
+        this.o.log?.warn({ err: e, engine: engine.name }, 'could not reap this engine; it is retried at the next start');
+      }
     }
-    const dirs = await super.reapOrphans();
-    return Math.max(reaped, dirs);
+    return reaped;
   }
 
-  override async close(): Promise<void> {
-    await super.close();
-    this.deaths.close();
-    await this.api.close().catch(() => {});
+  async close(): Promise<void> {
+    this.closed = true;
+    await Promise.all(this.engines.map((e) => this.drainWarm(e)));
+    await Promise.all(this.engines.map((e) => e.close()));
   }
 }
-

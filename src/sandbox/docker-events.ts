@@ -1,9 +1,9 @@
 // Tells when a long-running Docker exec has exited. An exec started with stdin attached keeps its
 // hijacked connection open after its process is gone (until the client closes stdin), so the
 // connection cannot say it; the engine's event stream can (`exec_die`, with the exit code). One
-// stream per driver, filtered to this instance's containers, open only while someone waits.
-import { request, type ClientRequest, type IncomingMessage } from 'node:http';
-import { DOCKER_API } from './docker-api.js';
+// stream per engine, filtered to this owner's containers, open only while someone waits.
+import type { Readable } from 'node:stream';
+import type { DockerApi } from './docker-api.js';
 
 interface DockerEvent {
   Action?: string;
@@ -13,12 +13,12 @@ interface DockerEvent {
 
 export class ExecDeaths {
   private readonly waiters = new Map<string, (exitCode: number | null) => void>();
-  private current: ClientRequest | null = null;
+  private current: Readable | null = null;
   private ready: Promise<void> | null = null;
   private since = 0;
 
   constructor(
-    private readonly socketPath: string,
+    private readonly api: DockerApi,
     /** `key=value` label every watched container carries. */
     private readonly label: string,
   ) {}
@@ -45,44 +45,43 @@ export class ExecDeaths {
   }
 
   close(): void {
-    const req = this.current;
+    const body = this.current;
     this.current = null;
     this.ready = null;
-    req?.destroy();
+    body?.destroy();
   }
 
   private open(): Promise<void> {
-    this.ready ??= new Promise<void>((resolve, reject) => {
+    this.ready ??= (async () => {
       const filters = encodeURIComponent(JSON.stringify({ type: ['container'], event: ['exec_die'], label: [this.label] }));
       const since = this.since ? `&since=${this.since}` : '';
-      const req = request({ socketPath: this.socketPath, path: `/${DOCKER_API}/events?filters=${filters}${since}`, method: 'GET' });
-      this.current = req;
-      req.once('error', (e) => {
-        this.lost(req);
-        reject(e);
+      let body: Readable;
+      try {
+        body = (await this.api.stream(`/events?filters=${filters}${since}`, 15_000, 0)).body;
+      } catch (e) {
+        this.ready = null;
+        throw e;
+      }
+      this.current = body;
+      let buf = '';
+      body.setEncoding('utf8');
+      body.on('data', (chunk: string) => {
+        buf += chunk;
+        for (let nl = buf.indexOf('\n'); nl >= 0; nl = buf.indexOf('\n')) {
+          this.dispatch(buf.slice(0, nl));
+          buf = buf.slice(nl + 1);
+        }
       });
-      req.once('response', (res: IncomingMessage) => {
-        resolve();
-        let buf = '';
-        res.setEncoding('utf8');
-        res.on('data', (chunk: string) => {
-          buf += chunk;
-          for (let nl = buf.indexOf('\n'); nl >= 0; nl = buf.indexOf('\n')) {
-            this.dispatch(buf.slice(0, nl));
-            buf = buf.slice(nl + 1);
-          }
-        });
-        res.once('end', () => this.lost(req));
-        res.once('error', () => this.lost(req));
-      });
-      req.end();
-    });
+      body.once('end', () => this.lost(body));
+      body.once('error', () => this.lost(body));
+      body.once('close', () => this.lost(body));
+    })();
     return this.ready;
   }
 
   /** The stream ended under us (an engine restart): open it again from where it stopped, if anyone waits. */
-  private lost(req: ClientRequest): void {
-    if (this.current !== req) return;
+  private lost(body: Readable): void {
+    if (this.current !== body) return;
     this.current = null;
     this.ready = null;
     if (this.waiters.size > 0) setTimeout(() => void this.open().catch(() => {}), 500).unref();

@@ -18,7 +18,7 @@ export interface Owner {
 
 type FsError = Error & { code?: string };
 
-function mapError(e: unknown, path: string): Error {
+export function mapError(e: unknown, path: string): Error {
   if (e instanceof RftError) return e;
   const code = (e as FsError).code;
   // ELOOP: a symlink where O_NOFOLLOW forbids one; ENOTDIR can also be a symlink to a file.
@@ -29,10 +29,10 @@ function mapError(e: unknown, path: string): Error {
   return errors.sandboxFailed(`"${path}": ${(e as Error).message}`);
 }
 
-const at = (dir: FileHandle, name: string): string => `/proc/self/fd/${dir.fd}/${name}`;
+export const at = (dir: FileHandle, name: string): string => `/proc/self/fd/${dir.fd}/${name}`;
 
 /** Opens the directory `parts` below `root` without following any symlink; creates missing ones if `owner`. */
-async function openDir(root: string, parts: string[], create: Owner | null): Promise<FileHandle> {
+export async function openDir(root: string, parts: string[], create: Owner | null): Promise<FileHandle> {
   let dir = await open(root, DIR_FLAGS);
   for (const name of parts) {
     try {

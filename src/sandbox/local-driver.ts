@@ -1,4 +1,4 @@
-// What the bwrap, process and docker drivers share: workdirs under the sandboxes root, population
+// What the bwrap and process drivers share: workdirs under the sandboxes root, population
 // from the template, and reaping by directory. A driver only says how a command runs.
 import { rmdir } from 'node:fs/promises';
 import { LocalSandbox, type LocalDriverHooks } from './local-sandbox.js';
@@ -27,7 +27,7 @@ export async function sweepUid(w: Workdir, alone: boolean): Promise<void> {
 }
 
 export abstract class LocalDriver implements SandboxDriver {
-  abstract readonly name: 'bwrap' | 'process' | 'docker';
+  abstract readonly name: 'bwrap' | 'process';
   protected readonly live = new Set<string>();
   private poolInstance: WorkdirPool | null = null;
   private rootReady: Promise<void> | null = null;

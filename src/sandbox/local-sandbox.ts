@@ -1,6 +1,5 @@
-// The Sandbox of every driver whose workspace is a host directory (bwrap, process, and docker, which
-// bind-mounts it): file operations go through HostWorkspace; commands are host programs built by the
-// driver (`wrap`) or run by the driver itself (`execute`, docker's exec API).
+// The Sandbox of every driver whose workspace is a host directory (bwrap, process): file operations
+// go through HostWorkspace; commands are host programs built by the driver (`wrap`).
 import { execFile } from 'node:child_process';
 import { mkdir } from 'node:fs/promises';
 import { promisify } from 'node:util';
@@ -23,37 +22,11 @@ export interface WrappedCommand {
   extraFds?: (string | Buffer)[];
 }
 
-export interface ResolvedExec {
-  argv: string[];
-  /** Validated workspace-relative components. */
-  cwd: string[];
-  env: Record<string, string>;
-  stdin: string | Buffer;
-  timeoutMs: number;
-  maxOutputBytes: number;
-  signal?: AbortSignal;
-  /** True when no other exec of this sandbox is running. */
-  alone(): boolean;
-}
-
-export interface ResolvedSpawn {
-  argv: string[];
-  /** Validated workspace-relative components. */
-  cwd: string[];
-  env: Record<string, string>;
-}
-
 export interface LocalDriverHooks {
   /** Turns the user's argv into the host program to spawn. */
-  wrap?(argv: string[], cwd: string[], env: Record<string, string>): WrappedCommand;
-  /** Runs the command itself instead (used when `wrap` is absent). */
-  execute?(e: ResolvedExec): Promise<ExecResult>;
-  /** Starts a long-running command itself (used when `wrap` is absent). */
-  spawn?(s: ResolvedSpawn): Promise<SandboxProcess>;
+  wrap(argv: string[], cwd: string[], env: Record<string, string>): WrappedCommand;
   /** After a killed exec: reach processes that escaped the process group. `alone` = no other exec running. */
   afterKill?(w: Workdir, alone: boolean): Promise<void>;
-  /** Before the workdir goes (docker: remove the container that bind-mounts it). */
-  beforeRemove?(): Promise<void>;
   onDestroy?(sb: LocalSandbox): void;
 }
 
@@ -68,7 +41,7 @@ export class LocalSandbox implements Sandbox {
   private destroying: Promise<void> | null = null;
 
   constructor(
-    readonly driver: 'bwrap' | 'process' | 'docker',
+    readonly driver: 'bwrap' | 'process',
     readonly workdir: Workdir,
     private readonly limits: SandboxLimits,
     private readonly hooks: LocalDriverHooks,
@@ -88,11 +61,7 @@ export class LocalSandbox implements Sandbox {
     const signal = opts.signal !== undefined ? { signal: opts.signal } : {};
     this.inflight++;
     try {
-      const { wrap, execute, afterKill } = this.hooks;
-      if (!wrap && execute) {
-        return await execute({ argv, cwd, env: opts.env ?? {}, stdin: opts.stdin ?? '', timeoutMs, maxOutputBytes, ...signal, alone: () => this.inflight <= 1 });
-      }
-      if (!wrap) throw errors.internal(`sandbox driver ${this.driver} has no way to run commands`);
+      const { wrap, afterKill } = this.hooks;
       const uid = this.workdir.meta.uid;
       const runOpts: RunOptions = {
         ...wrap(argv, cwd, opts.env ?? {}),
@@ -116,17 +85,9 @@ export class LocalSandbox implements Sandbox {
     if (this.destroying) throw errors.sandboxFailed(`sandbox ${this.id} was destroyed`);
     const cwd = workspaceComponents(opts.cwd ?? '');
     const env = opts.env ?? {};
-    const { wrap, spawn } = this.hooks;
-    let proc: SandboxProcess;
-    if (wrap) {
-      const uid = this.workdir.meta.uid;
-      await this.sweep;
-      proc = startProgram({ ...wrap(argv, cwd, env), ...(uid !== null ? { uid, gid: uid } : {}) });
-    } else if (spawn) {
-      proc = await spawn({ argv, cwd, env });
-    } else {
-      throw errors.internal(`sandbox driver ${this.driver} has no way to start processes`);
-    }
+    const uid = this.workdir.meta.uid;
+    await this.sweep;
+    const proc = startProgram({ ...this.hooks.wrap(argv, cwd, env), ...(uid !== null ? { uid, gid: uid } : {}) });
     // A live process counts as running, so no exec's sweep of the sandbox uid can take it down.
     this.inflight++;
     this.processes.add(proc);
@@ -162,7 +123,6 @@ export class LocalSandbox implements Sandbox {
   destroy(): Promise<void> {
     this.destroying ??= (async () => {
       await Promise.all([...this.processes].map((p) => p.kill()));
-      await this.hooks.beforeRemove?.().catch(() => {});
       await removeWorkdir(this.workdir);
     })().finally(() => this.hooks.onDestroy?.(this));
     return this.destroying;

@@ -1,6 +1,8 @@
 // Picks a driver: `auto` prefers bwrap (fast, kernel-enforced), then Docker, then the unisolated
 // process driver.
+import type { Logger } from 'pino';
 import { errors } from '../errors.js';
+import type { DockerHostSpec } from './docker-hosts.js';
 import { BwrapDriver } from './bwrap-driver.js';
 import { ProcessDriver } from './process-driver.js';
 import type { SandboxDriver } from './types.js';
@@ -12,6 +14,12 @@ export interface DriverOptions {
   instanceId: string;
   dockerImage?: string;
   dockerSocket?: string;
+  /** Docker engines (RFT_DOCKER_HOSTS); without them, the one at dockerSocket. */
+  dockerHosts?: DockerHostSpec[];
+  dockerRuntime?: string;
+  /** Started containers kept ready per Docker engine. */
+  dockerWarm?: number;
+  log?: Logger;
   /** Workdirs kept prepared for new rollouts (see WorkdirPool). */
   warmPool?: number;
 }
@@ -19,11 +27,12 @@ export interface DriverOptions {
 async function dockerDriver(opts: DriverOptions): Promise<SandboxDriver> {
   const { DockerDriver } = await import('./docker-driver.js');
   return new DockerDriver({
-    sandboxesRoot: opts.sandboxesRoot,
     instanceId: opts.instanceId,
-    ...(opts.warmPool !== undefined ? { warmPool: opts.warmPool } : {}),
     image: opts.dockerImage ?? 'rft-endpoints-sandbox:latest',
-    socketPath: opts.dockerSocket ?? '/var/run/docker.sock',
+    ...(opts.dockerHosts ? { hosts: opts.dockerHosts } : { socketPath: opts.dockerSocket ?? '/var/run/docker.sock' }),
+    ...(opts.dockerRuntime ? { runtime: opts.dockerRuntime } : {}),
+    ...(opts.dockerWarm !== undefined ? { warmPool: opts.dockerWarm } : {}),
+    ...(opts.log ? { log: opts.log } : {}),
   });
 }
 

@@ -69,10 +69,18 @@ export interface FileEntry {
   size: number;
 }
 
+/** Where a sandbox lives, for another replica to open it: an engine (by its configured name) and a container. */
+export interface SandboxRef {
+  engine: string;
+  container: string;
+}
+
 export interface Sandbox {
   readonly id: string;
   readonly driver: string;
   readonly traceId: string;
+  /** Set by drivers whose sandboxes any replica can reach (docker); absent for host-bound ones. */
+  readonly ref?: SandboxRef;
   /** argv runs as is; a string runs under `sh -c`. Never throws for the command's own failure. */
   exec(command: string | string[], opts?: ExecOptions): Promise<ExecResult>;
   /** Starts a long-running argv (see SandboxProcess); destroy() kills whatever is still running. */
@@ -106,8 +114,16 @@ export interface SandboxDriver {
   readonly name: 'bwrap' | 'docker' | 'process';
   available(): Promise<boolean>;
   create(spec: SandboxSpec): Promise<Sandbox>;
-  /** Removes sandboxes a previous process of this server left behind; returns how many. */
-  reapOrphans(): Promise<number>;
+  /**
+   * Removes sandboxes a previous process of this server left behind (its own, by owner label or
+   * directory, never another's), except those named in `keep` (container names of placements other
+   * replicas may still use); returns how many.
+   */
+  reapOrphans(keep?: ReadonlySet<string>): Promise<number>;
+  /** Opens a sandbox another process created (drivers with `ref`); RFT_ERR_NOT_FOUND when it is gone. */
+  attach?(traceId: string, ref: SandboxRef, limits: SandboxLimits): Promise<Sandbox>;
+  /** Removes a sandbox by its ref without opening it (an idle one found in the store). */
+  remove?(ref: SandboxRef): Promise<void>;
   close?(): Promise<void>;
 }
 

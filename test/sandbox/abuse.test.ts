@@ -8,13 +8,11 @@ import { chmod, lstat, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises
 import { createServer, type Server } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { DockerApi } from '../../src/sandbox/docker-api.js';
-import type { LocalSandbox } from '../../src/sandbox/local-sandbox.js';
 import { selectDriver } from '../../src/sandbox/select.js';
 import { canSwitchUid } from '../../src/sandbox/uids.js';
 import type { ExecResult, Sandbox, SandboxDriver } from '../../src/sandbox/types.js';
 import { describeIf } from '../helpers/require.js';
-import { DOCKER_IMAGE, driversPresent, liveProcessesOf, spec, tempRoot, testLimits } from './helpers.js';
+import { DOCKER_IMAGE, driversPresent, hostView, liveProcessesOf, spec, tempRoot, testLimits } from './helpers.js';
 
 const present = await driversPresent();
 const root = canSwitchUid();
@@ -41,7 +39,6 @@ for (const name of ['process', 'bwrap', 'docker'] as DriverName[]) {
     let driver: SandboxDriver;
     let bystander: Sandbox;
     let dataDir: string;
-    let docker: DockerApi | null = null;
     const gap = (what: 'always' | 'root'): string | null => (name === 'process' ? processGap(what) : null);
     const title = (t: string, g: string | null): string => (g ? `${t} [not contained by the process driver: ${g}]` : t);
 
@@ -53,12 +50,10 @@ for (const name of ['process', 'bwrap', 'docker'] as DriverName[]) {
       dataDir = await mkdtemp(join(tmpdir(), 'rft-abuse-data-'));
       await chmod(dataDir, 0o755);
       await writeFile(join(dataDir, 'rft.sqlite'), 'server-data-secret', { mode: 0o644 });
-      if (name === 'docker') docker = new DockerApi('/var/run/docker.sock');
     });
     afterAll(async () => {
       await bystander?.destroy();
       await driver?.close?.();
-      await docker?.close();
       await rm(dataDir, { recursive: true, force: true });
       await tmp.cleanup();
     });
@@ -66,8 +61,7 @@ for (const name of ['process', 'bwrap', 'docker'] as DriverName[]) {
     /** Runs `abuse` in a fresh sandbox while the bystander is asked to answer, then checks cleanup. */
     async function contained(abuse: (sb: Sandbox) => Promise<void>): Promise<void> {
       const sb = await driver.create(spec(`trace_victim_${Math.random().toString(36).slice(2)}`));
-      const local = sb as unknown as LocalSandbox;
-      const { ws, meta } = local.workdir;
+      const view = await hostView(sb);
       try {
         const [, answer] = await Promise.all([
           abuse(sb),
@@ -77,13 +71,8 @@ for (const name of ['process', 'bwrap', 'docker'] as DriverName[]) {
       } finally {
         await sb.destroy();
       }
-      expect(existsSync(ws)).toBe(false);
-      if (meta.uid !== null && root) expect(await survivorsOf(meta.uid)).toEqual([]);
-      if (docker) {
-        const filters = encodeURIComponent(JSON.stringify({ label: [`rft-endpoints.sandbox=${sb.id}`] }));
-        const list = await docker.call<unknown[]>('GET', `/containers/json?all=true&filters=${filters}`);
-        expect(list.body).toEqual([]);
-      }
+      expect(await view.gone()).toBe(true);
+      if (view.uid !== null && root) expect(await survivorsOf(view.uid)).toEqual([]);
     }
 
     const quick = (r: ExecResult): void => expect(r.durationMs).toBeLessThan(8_000);
@@ -163,7 +152,7 @@ for (const name of ['process', 'bwrap', 'docker'] as DriverName[]) {
       await contained(async (sb) => {
         const r = await sb.exec('setsid nohup sleep 300 >/dev/null 2>&1 & echo started');
         expect(r.stdout).toBe('started\n');
-        const uid = (sb as unknown as LocalSandbox).workdir.meta.uid;
+        const { uid } = await hostView(sb);
         if (uid !== null) expect(await survivorsOf(uid)).toEqual([]);
       });
     });
@@ -214,7 +203,7 @@ for (const name of ['process', 'bwrap', 'docker'] as DriverName[]) {
     });
 
     it.skipIf(gap('root'))(title("one rollout cannot read another's workspace", gap('root')), async () => {
-      const theirs = (bystander as unknown as LocalSandbox).workdir.ws;
+      const theirs = (await hostView(bystander)).ws;
       await contained(async (sb) => {
         const r = await sb.exec(`cat ${theirs}/secret.txt; ls ${theirs}; cat ../*/ws/secret.txt ../../*/ws/secret.txt`);
         expect(r.stdout).not.toContain('bystander-secret');

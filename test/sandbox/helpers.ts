@@ -59,3 +59,44 @@ export function driverWithSandbox(name: 'process' | 'bwrap' | 'docker', sandboxS
   });
   return ctx;
 }
+
+/** What a sandbox is on this host, whatever its driver: its uid, where its workspace is, whether it is all gone. */
+export interface HostView {
+  uid: number | null;
+  /** The workspace's host path (for Docker, the volume's mount point on the local engine). */
+  ws: string;
+  /** Resolves when nothing of the sandbox is left (directory, container, volume). */
+  gone(): Promise<boolean>;
+}
+
+export async function hostView(sb: Sandbox): Promise<HostView> {
+  if (sb.driver !== 'docker') {
+    const { existsSync } = await import('node:fs');
+    const { workdir } = sb as unknown as { workdir: { ws: string; meta: { uid: number | null } } };
+    return { uid: workdir.meta.uid, ws: workdir.ws, gone: async () => !existsSync(workdir.ws) };
+  }
+  const { DockerApi } = await import('../../src/sandbox/docker-api.js');
+  const api = new DockerApi('/var/run/docker.sock');
+  try {
+    const filters = encodeURIComponent(JSON.stringify({ label: [`rft-endpoints.sandbox=${sb.id}`] }));
+    const [c] = (await api.call<{ Id: string }[]>('GET', `/containers/json?all=true&filters=${filters}`)).body;
+    const info = (await api.call<{ Config: { Labels: Record<string, string> }; Mounts: { Name: string; Source: string; Destination: string }[] }>('GET', `/containers/${c?.Id}/json`)).body;
+    const vol = info.Mounts.find((m) => m.Destination === '/workspace');
+    return {
+      uid: Number(info.Config.Labels['rft-endpoints.uid']),
+      ws: vol?.Source ?? '',
+      gone: async () => {
+        const again = new DockerApi('/var/run/docker.sock');
+        try {
+          const left = (await again.call<unknown[]>('GET', `/containers/json?all=true&filters=${filters}`)).body;
+          const volume = await again.call('GET', `/volumes/${vol?.Name}`, undefined, [404]);
+          return left.length === 0 && volume.status === 404;
+        } finally {
+          await again.close();
+        }
+      },
+    };
+  } finally {
+    await api.close();
+  }
+}

@@ -40,18 +40,24 @@ for (const name of ['bwrap', 'docker'] as const) {
     });
 
     if (name === 'docker') {
-      it('restarts a container whose init died and keeps the workspace', async () => {
-        await ctx.sb.writeFile('kept.txt', 'still here');
-        const api = new DockerApi('/var/run/docker.sock');
+      it('answers RFT_ERR_SANDBOX_LOST once the container stopped, rather than go on in an empty workspace', async () => {
+        const victim = await ctx.driver.create(spec('trace_iso_lost'));
         try {
-          const filters = encodeURIComponent(JSON.stringify({ label: [`rft-endpoints.sandbox=${ctx.sb.id}`] }));
-          const [c] = (await api.call<{ Id: string }[]>('GET', `/containers/json?filters=${filters}`)).body;
-          await api.call('POST', `/containers/${c?.Id}/kill`);
+          await victim.writeFile('kept.txt', 'work');
+          const api = new DockerApi('/var/run/docker.sock');
+          try {
+            const filters = encodeURIComponent(JSON.stringify({ label: [`rft-endpoints.sandbox=${victim.id}`] }));
+            const [c] = (await api.call<{ Id: string }[]>('GET', `/containers/json?filters=${filters}`)).body;
+            await api.call('POST', `/containers/${c?.Id}/kill`);
+          } finally {
+            await api.close();
+          }
+          await expect(victim.exec('cat kept.txt')).rejects.toMatchObject({ code: 'RFT_ERR_SANDBOX_LOST', statusCode: 503 });
+          await expect(victim.readFile('kept.txt')).rejects.toMatchObject({ code: 'RFT_ERR_SANDBOX_LOST' });
+          expect((await sb.exec('echo other sandboxes go on')).stdout).toBe('other sandboxes go on\n');
         } finally {
-          await api.close();
+          await victim.destroy();
         }
-        const r = await ctx.sb.exec('cat kept.txt');
-        expect(r.stdout).toBe('still here');
       });
 
       it('labels the container with the instance, trace id and creation time, and configures it locked down', async () => {
@@ -63,6 +69,7 @@ for (const name of ['bwrap', 'docker'] as const) {
           expect(info.Config.Labels).toMatchObject({ 'rft-endpoints.instance': `${name}-${process.pid}`, 'rft-endpoints.trace_id': 'trace_iso' });
           expect(Date.parse(info.Config.Labels['rft-endpoints.created_at'] ?? '')).toBeGreaterThan(0);
           expect(info.Config.User).not.toMatch(/^(0|root)(:|$)/);
+          expect(Number(info.Config.Labels['rft-endpoints.uid'])).toBeGreaterThan(1_000_000);
           expect(info.HostConfig).toMatchObject({ NetworkMode: 'none', ReadonlyRootfs: true, CapDrop: ['ALL'], SecurityOpt: ['no-new-privileges'] });
           expect(info.HostConfig['Memory']).toBeGreaterThan(0);
           expect(info.HostConfig['PidsLimit']).toBeGreaterThan(0);

@@ -4,6 +4,7 @@ import { existsSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
+import { DockerApi } from '../../src/sandbox/docker-api.js';
 import { SandboxManager } from '../../src/sandbox/manager.js';
 import { selectDriver, type DriverName } from '../../src/sandbox/select.js';
 import { canSwitchUid } from '../../src/sandbox/uids.js';
@@ -38,7 +39,14 @@ for (const name of ['process', 'bwrap', 'docker'] as const) {
       const left = await crashChild(name, root.root, instanceId);
       expect(left).toHaveLength(2);
       const uids: number[] = [];
+      const containers = async (): Promise<unknown[]> => {
+        const api = new DockerApi('/var/run/docker.sock');
+        const filters = encodeURIComponent(JSON.stringify({ label: [`rft-endpoints.instance=${instanceId}`] }));
+        return (await api.call<unknown[]>('GET', `/containers/json?all=true&filters=${filters}`).finally(() => api.close())).body;
+      };
+      if (name === 'docker') expect(await containers()).toHaveLength(2);
       for (const { id } of left) {
+        if (name === 'docker') break; // nothing of a Docker sandbox is on the server's disk
         const meta = JSON.parse(await readFile(join(root.root, id, 'meta.json'), 'utf8')) as { uid: number | null };
         if (meta.uid !== null) uids.push(meta.uid);
       }
@@ -61,6 +69,7 @@ for (const name of ['process', 'bwrap', 'docker'] as const) {
       await m.start();
       expect(m.stats().reaped).toBeGreaterThanOrEqual(2);
       for (const { id } of left) expect(existsSync(join(root.root, id))).toBe(false);
+      if (name === 'docker') expect(await containers()).toEqual([]);
       if (canSwitchUid()) for (const uid of uids) expect(await liveProcessesOf(uid)).toEqual([]);
       await m.close();
     });

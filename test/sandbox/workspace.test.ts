@@ -2,9 +2,10 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { mkdir, readFile, stat, symlink, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { BwrapDriver } from '../../src/sandbox/bwrap-driver.js';
+import { DockerDriver } from '../../src/sandbox/docker-driver.js';
 import { ProcessDriver } from '../../src/sandbox/process-driver.js';
 import { workspaceSource } from '../../src/sandbox/workspace.js';
-import { driversPresent, spec, tempRoot } from './helpers.js';
+import { DOCKER_IMAGE, driversPresent, spec, tempRoot } from './helpers.js';
 
 const present = await driversPresent();
 
@@ -45,6 +46,7 @@ describe('workspace templates', () => {
   for (const [name, make] of [
     ['process', (root: string) => new ProcessDriver({ sandboxesRoot: root, instanceId: 'ws-test' })],
     ['bwrap', (root: string) => new BwrapDriver({ sandboxesRoot: root, instanceId: 'ws-test' })],
+    ['docker', () => new DockerDriver({ instanceId: `ws-test-${process.pid}`, image: DOCKER_IMAGE })],
   ] as const) {
     describe.skipIf(!present[name])(`populated by the ${name} driver`, () => {
       it('copies the template without its hidden folder and adds inline files', async () => {

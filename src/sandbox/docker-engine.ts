@@ -1,0 +1,108 @@
+// One Docker engine the driver places sandboxes on: its API client, its cap, how many sandboxes this
+// replica keeps there, and whether it answers. An engine that stops answering (refused, reset, a
+// request past its timeout, a failed health ping) is taken out of placement and every call that
+// needs it fails at once with RFT_ERR_SANDBOX_ENGINE_DOWN (503) instead of hanging; a probe every
+// couple of seconds puts it back when it answers again.
+import type { Logger } from 'pino';
+import { errors } from '../errors.js';
+import { DockerApi, EngineUnreachable, type DockerEndpoint } from './docker-api.js';
+import { ExecDeaths } from './docker-events.js';
+
+const PROBE_EVERY_MS = 2_000;
+const PROBE_TIMEOUT_MS = 3_000;
+const HEALTH_EVERY_MS = 10_000;
+
+export class DockerEngine {
+  readonly api: DockerApi;
+  /** Deaths of spawned processes in any sandbox container on this engine (whichever replica made it). */
+  readonly deaths: ExecDeaths;
+  /** Sandboxes (and warm containers) this replica holds on the engine. */
+  live = 0;
+  private down: string | null = null;
+  private probe: NodeJS.Timeout | undefined;
+  private health: NodeJS.Timeout | undefined;
+  private closed = false;
+
+  constructor(
+    readonly name: string,
+    readonly cap: number,
+    endpoint: DockerEndpoint,
+    private readonly log?: Logger,
+  ) {
+    this.api = new DockerApi(endpoint);
+    this.deaths = new ExecDeaths(this.api, 'rft-endpoints.sandbox');
+  }
+
+  /** The engine is this machine's (a unix socket): host paths mean the same thing on both sides. */
+  get local(): boolean {
+    return this.api.endpoint.socketPath !== undefined;
+  }
+
+  get up(): boolean {
+    return this.down === null;
+  }
+
+  /** Room left under this engine's cap. */
+  get free(): number {
+    return this.cap - this.live;
+  }
+
+  /** Runs `fn` against the engine; a failure to reach it marks it down and answers ENGINE_DOWN. */
+  async use<T>(fn: (api: DockerApi) => Promise<T>): Promise<T> {
+    if (this.down !== null) throw errors.sandboxEngineDown();
+    try {
+      return await fn(this.api);
+    } catch (e) {
+      if (!(e instanceof EngineUnreachable)) throw e;
+      this.markDown(e.message);
+      throw errors.sandboxEngineDown();
+    }
+  }
+
+  /** Answers the engine's ping within the probe timeout. */
+  async ping(): Promise<boolean> {
+    try {
+      const r = await this.api.call('GET', '/_ping', undefined, { timeoutMs: PROBE_TIMEOUT_MS });
+      return r.status === 200;
+    } catch {
+      return false;
+    }
+  }
+
+  markDown(why: string): void {
+    if (this.down !== null || this.closed) return;
+    this.down = why;
+    this.log?.error({ engine: this.name, url: this.api.url, why }, 'docker engine is not answering: taken out of placement');
+    const again = (): void => {
+      this.probe = setTimeout(() => {
+        void this.ping().then((ok) => {
+          if (this.closed) return;
+          if (!ok) return again();
+          this.down = null;
+          this.log?.warn({ engine: this.name }, 'docker engine answers again: back in placement');
+        });
+      }, PROBE_EVERY_MS);
+      this.probe.unref();
+    };
+    again();
+  }
+
+  /** Pings the engine now and then, so one that stopped answering leaves placement before a call hits it. */
+  watch(): void {
+    this.health ??= setInterval(() => {
+      if (this.down !== null) return;
+      void this.ping().then((ok) => {
+        if (!ok) this.markDown('health ping failed');
+      });
+    }, HEALTH_EVERY_MS);
+    this.health.unref();
+  }
+
+  async close(): Promise<void> {
+    this.closed = true;
+    clearTimeout(this.probe);
+    clearInterval(this.health);
+    this.deaths.close();
+    await this.api.close().catch(() => {});
+  }
+}

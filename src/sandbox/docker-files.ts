@@ -1,0 +1,85 @@
+// readFile, writeFile and listFiles of a Docker sandbox: one exec of a short POSIX sh script inside
+// the container, as the sandbox user, with the path as separate arguments (never spliced into the
+// script). The server first refuses what can never be in the workspace (absolute paths other than
+// /workspace/..., `..`, NUL: paths.ts); the script then refuses any symlink on the way and anything
+// that is not a regular file. Because it runs with exactly the rights of the sandbox's own
+// commands, inside the container, a race that swaps a directory for a link mid-walk can only reach
+// what those commands can reach anyway; nothing of the engine host or the server is in view.
+// Needs sh, cat, head, mkdir and GNU find in the image (the shipped image has them).
+import { errors } from '../errors.js';
+import type { FileEntry } from './types.js';
+
+/** Walks "$@" from the workspace root refusing links; leaves the path in $p. Exit codes: see CODES. */
+const WALK = `p=.; n=$#
+for c in "$@"; do
+  p="$p/$c"; n=$((n-1))
+  if [ -L "$p" ]; then exit 40; fi
+  if [ $n -gt 0 ] || [ "$MODE" = dir ]; then
+    if [ ! -e "$p" ]; then
+      if [ "$MODE" = write ]; then mkdir -- "$p" || exit 46; else exit 42; fi
+    elif [ ! -d "$p" ]; then exit 44; fi
+  fi
+done
+`;
+
+export const FILE_SCRIPTS = {
+  read: `MODE=read; m=$1; shift
+${WALK}if [ ! -e "$p" ]; then exit 42; fi
+if [ -d "$p" ]; then exit 41; fi
+if [ ! -f "$p" ]; then exit 43; fi
+if [ "$m" = all ]; then exec cat -- "$p"; else exec head -c "$m" -- "$p"; fi`,
+  write: `MODE=write
+${WALK}if [ -d "$p" ]; then exit 41; fi
+if [ -e "$p" ] && [ ! -f "$p" ]; then exit 43; fi
+exec cat > "$p"`,
+  list: `MODE=dir; d=$1; shift
+${WALK}exec find "$p" -mindepth 1 -maxdepth "$d" -printf '%y %s %P\\0'`,
+} as const;
+
+/** What a helper's exit code means, as the host drivers' errors (host-fs.ts) say it. */
+export function fileError(code: number | null, path: string, stderr: string): Error | null {
+  switch (code) {
+    case 0:
+      return null;
+    case 40:
+      return errors.pathEscape(path);
+    case 41:
+      return errors.badRequest(`"${path}" is a directory`, { path });
+    case 42:
+      return errors.notFound(`file "${path}"`);
+    case 43:
+      return errors.badRequest(`"${path}" is not a regular file`, { path });
+    case 44:
+      return errors.badRequest(`"${path}": a parent is not a directory`, { path });
+    default: {
+      const why = stderr.trim().split('\n').pop()?.replace(/^(sh|cat|head|mkdir|find): (\d+: )?/, '') || `exit ${code ?? 'by signal'}`;
+      return errors.sandboxFailed(`"${path}": ${code === 153 ? 'file too large' : why}`);
+    }
+  }
+}
+
+const TYPES: Record<string, FileEntry['type']> = { f: 'file', d: 'dir', l: 'symlink' };
+
+/** Parses `find -printf '%y %s %P\0'` into entries below `prefix`, in the host drivers' order, at most `max`. */
+export function parseListing(out: Buffer, prefix: string[], max: number): FileEntry[] {
+  const entries: { parts: string[]; entry: FileEntry }[] = [];
+  for (const rec of out.toString('utf8').split('\0')) {
+    const a = rec.indexOf(' ');
+    const b = rec.indexOf(' ', a + 1);
+    if (a < 0 || b < 0) continue;
+    const rel = rec.slice(b + 1);
+    const parts = [...prefix, ...rel.split('/')];
+    entries.push({ parts, entry: { path: parts.join('/'), type: TYPES[rec.slice(0, a)] ?? 'other', size: Number(rec.slice(a + 1, b)) } });
+  }
+  // Depth-first, siblings by name: what walking each directory in sorted order gives.
+  entries.sort((x, y) => {
+    const n = Math.min(x.parts.length, y.parts.length);
+    for (let i = 0; i < n; i++) {
+      const p = x.parts[i] as string;
+      const q = y.parts[i] as string;
+      if (p !== q) return p < q ? -1 : 1;
+    }
+    return x.parts.length - y.parts.length;
+  });
+  return entries.slice(0, max).map((e) => e.entry);
+}

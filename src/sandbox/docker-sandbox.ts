@@ -1,0 +1,304 @@
+// A rollout's Docker sandbox: one container on one engine, its workspace a size- and inode-capped
+// tmpfs volume that lives on the engine (no host directory is shared with the server). Commands are
+// execs through the Engine API as the sandbox's own uid; files go through a small in-container
+// helper (docker-files.ts) and the archive endpoints (docker-tar.ts). Any replica can open the same
+// container from its placement (engine + container name) and gets the same behaviour.
+import { mkdir } from 'node:fs/promises';
+import { errors } from '../errors.js';
+import { QUICK_TIMEOUT_MS, SLOW_TIMEOUT_MS } from './docker-api.js';
+import type { DockerEngine } from './docker-engine.js';
+import { dockerExec, dockerSpawn, PidPreamble, type DockerExecHooks, type DockerExecOutcome, type DockerExecRequest } from './docker-exec.js';
+import { fileError, FILE_SCRIPTS, parseListing } from './docker-files.js';
+import { extractArchive } from './docker-tar.js';
+import { SANDBOX_PATH } from './local-sandbox.js';
+import { WORKSPACE_MOUNT, workspaceComponents } from './paths.js';
+import type { ExecOptions, ExecResult, FileEntry, Sandbox, SandboxLimits, SandboxProcess, SandboxRef, SpawnOptions } from './types.js';
+
+/**
+ * `other_exec [path]`: true when another exec or spawned process of this container is running,
+ * other than this shell (and `path`): an exec's first process has its parent outside the
+ * container (PPid 0); nothing a sandboxed command starts can have that. No fork: builtins only.
+ */
+const OTHER_EXEC = `other_exec() {
+  for d in /proc/[0-9]*; do
+    case " /proc/1 /proc/$$ $1 " in *" $d "*) continue;; esac
+    while read -r k v; do
+      if [ "$k" = PPid: ]; then if [ "$v" = 0 ]; then return 0; fi; break; fi
+    done 2>/dev/null < "$d/status"
+  done
+  return 1
+}
+`;
+
+/**
+ * Every exec: prints its pid for a kill (PidPreamble), runs the command ("$@"), then, unless another
+ * exec or spawned process of this container is running, kills every process of the sandbox uid
+ * that is left: background jobs, `setsid` daemons. So nothing outlives its exec, as with bwrap,
+ * without a second round trip to the engine. `kill -0 -1` first: with nothing left (the usual
+ * case) there is no /proc walk at all.
+ */
+export const EXEC_WRAPPER = `${OTHER_EXEC}printf 'rft-pid %s\\n' $$ >&2
+"$@"; rc=$?
+if kill -0 -1 2>/dev/null && ! other_exec; then kill -9 -1 2>/dev/null; fi
+exit $rc`;
+
+/** A spawned process: its pid first, then the program itself in its place. */
+const SPAWN_WRAPPER = `printf 'rft-pid %s\\n' $$ >&2; exec "$@"`;
+
+/**
+ * Kills the process tree of pid $1, found by parent pid in /proc and stopped pass by pass so nothing
+ * forks behind the walk. $2 = tree: the root too (a spawned process). $2 = under: its descendants
+ * only (an exec's command, under the wrapper, which then exits), then, unless another exec runs,
+ * what escaped the tree (setsid'd orphans) as well.
+ */
+const KILL_TREE = `${OTHER_EXEC}r=$1; set=" $r "; pass=0
+while [ $pass -lt 8 ]; do
+  pass=$((pass+1)); grew=
+  for d in /proc/[0-9]*; do
+    p=\${d#/proc/}
+    case "$set" in *" $p "*) continue;; esac
+    while read -r k v; do
+      if [ "$k" = PPid: ]; then
+        case "$set" in *" $v "*) kill -STOP "$p" 2>/dev/null; set="$set$p "; grew=1;; esac
+        break
+      fi
+    done 2>/dev/null < "$d/status"
+  done
+  if [ -z "$grew" ]; then break; fi
+done
+if [ "$2" = tree ]; then kill -KILL $set 2>/dev/null; exit 0; fi
+kill -KILL \${set# $r } 2>/dev/null
+if ! other_exec /proc/$r; then kill -9 -1 2>/dev/null; fi`;
+
+/** After a kill, how long the stream may stay open before the engine is presumed gone. */
+const KILL_GRACE_MS = 5_000;
+/** Output cap for a directory listing (find's records). */
+const LIST_CAP = 16 * 1024 * 1024;
+
+export interface DockerSandboxInit {
+  id: string;
+  traceId: string;
+  engine: DockerEngine;
+  /** Container name (rft-<id>): what the placement records and the API accepts. */
+  container: string;
+  uid: number;
+  limits: SandboxLimits;
+  /** Called once the container is removed (or its removal was attempted). */
+  onDestroy?: () => void;
+}
+
+export class DockerSandbox implements Sandbox {
+  readonly driver = 'docker' as const;
+  readonly id: string;
+  readonly traceId: string;
+  readonly ref: SandboxRef;
+  private inflight = 0;
+  /** Live spawned processes (destroy() waits for them to be gone). */
+  private readonly processes = new Set<SandboxProcess>();
+  /** The container stopped or vanished: every further call answers RFT_ERR_SANDBOX_LOST. */
+  private gone = false;
+  private destroying: Promise<void> | null = null;
+
+  constructor(private readonly o: DockerSandboxInit) {
+    this.id = o.id;
+    this.traceId = o.traceId;
+    this.ref = { engine: o.engine.name, container: o.container };
+  }
+
+  get container(): string {
+    return this.o.container;
+  }
+
+  private get user(): string {
+    return `${this.o.uid}:${this.o.uid}`;
+  }
+
+  private env(extra: Record<string, string> = {}): string[] {
+    return Object.entries({ PATH: SANDBOX_PATH, HOME: WORKSPACE_MOUNT, LANG: 'C.UTF-8', TMPDIR: '/tmp', ...extra }).map(([k, v]) => `${k}=${v}`);
+  }
+
+  /** Runs a small script as the sandbox uid, for its effect only; never throws. */
+  private async quiet(argv: string[]): Promise<void> {
+    await this.o.engine
+      .use((api) => dockerExec(api, { container: this.o.container, argv, env: [], workingDir: '/', user: this.user, stdin: '', maxOutputBytes: 1024 }, { stop: () => {} }))
+      .catch(() => {});
+  }
+
+  /**
+   * Kills an exec's command: the tree under its wrapper (its pid comes first thing on stderr: a
+   * command stopped before it started is killed as soon as it does), and, when no other exec or
+   * spawned process runs, everything of the uid.
+   */
+  private async killExec(preamble: PidPreamble): Promise<void> {
+    const pid = await preamble.wait();
+    if (pid !== null) await this.quiet(['/bin/sh', '-c', KILL_TREE, 'rft-kill', String(pid), 'under']);
+  }
+
+  /**
+   * After a refused exec (409): the container stopped (killed from outside, the engine restarted).
+   * Its tmpfs workspace went with it, so it is not restarted: running the rest of the rollout in an
+   * empty workspace would train on a broken episode. The container is removed and every call of the
+   * rollout answers RFT_ERR_SANDBOX_LOST (503), which makes the trainer drop the rollout.
+   */
+  private async lost(): Promise<Error> {
+    await this.o.engine
+      .use((api) => api.call('DELETE', `/containers/${this.o.container}?force=true&v=true`, undefined, { ok: [404, 409], timeoutMs: SLOW_TIMEOUT_MS }))
+      .catch(() => {});
+    this.gone = true;
+    return errors.sandboxLost();
+  }
+
+  async exec(command: string | string[], opts: ExecOptions = {}): Promise<ExecResult> {
+    if (this.destroying) throw errors.sandboxFailed(`sandbox ${this.id} was destroyed`);
+    const argv = typeof command === 'string' ? ['/bin/sh', '-c', command] : command;
+    const cwd = workspaceComponents(opts.cwd ?? '');
+    const timeoutMs = opts.timeoutMs ?? this.o.limits.wallTimeoutMs;
+    const started = performance.now();
+    let timedOut = false;
+    let kill: Promise<void> | null = null;
+    const abandon = new AbortController();
+    let grace: NodeJS.Timeout | undefined;
+    const preamble = new PidPreamble();
+    let finished = false;
+    const stop = (): void => {
+      if (kill) return;
+      // The kill normally ends the stream at once; an engine that stops answering must not hold the call.
+      kill = this.killExec(preamble).finally(() => {
+        if (finished) return;
+        grace = setTimeout(() => abandon.abort(errors.sandboxEngineDown()), KILL_GRACE_MS);
+        grace.unref();
+      });
+    };
+    const timer = setTimeout(() => {
+      timedOut = true;
+      stop();
+    }, timeoutMs);
+    opts.signal?.addEventListener('abort', stop, { once: true });
+    if (opts.signal?.aborted) stop();
+    this.inflight++;
+    try {
+      const req = {
+        container: this.o.container,
+        argv: ['/bin/sh', '-c', EXEC_WRAPPER, 'rft-exec', ...argv],
+        env: this.env(opts.env),
+        workingDir: [WORKSPACE_MOUNT, ...cwd].join('/'),
+        user: this.user,
+        stdin: opts.stdin ?? '',
+        maxOutputBytes: opts.maxOutputBytes ?? this.o.limits.maxOutputBytes,
+      };
+      // The wrapper itself was killed (by the command): what it would have swept is swept from outside.
+      const onExit = async (): Promise<void> => {
+        if (this.inflight <= 1 && this.processes.size === 0) await this.quiet(['/bin/sh', '-c', 'kill -9 -1']);
+      };
+      const hooks = { stop, onExit, abandon: abandon.signal, preamble };
+      const out = await this.run(req, hooks);
+      if (kill) await kill;
+      const killed = kill !== null && out.exitCode === 137;
+      return {
+        exitCode: killed ? null : out.exitCode,
+        signal: killed ? 'SIGKILL' : null,
+        stdout: out.stdout.toString('utf8'),
+        stderr: out.stderr.toString('utf8'),
+        stdoutTruncated: out.stdoutTruncated,
+        stderrTruncated: out.stderrTruncated,
+        timedOut,
+        durationMs: Math.round((performance.now() - started) * 10) / 10,
+      };
+    } finally {
+      finished = true;
+      this.inflight--;
+      clearTimeout(timer);
+      clearTimeout(grace);
+      opts.signal?.removeEventListener('abort', stop);
+    }
+  }
+
+  async spawn(argv: string[], opts: SpawnOptions = {}): Promise<SandboxProcess> {
+    if (this.destroying) throw errors.sandboxFailed(`sandbox ${this.id} was destroyed`);
+    if (this.gone) throw errors.sandboxLost();
+    const req = {
+      container: this.o.container,
+      argv: ['/bin/sh', '-c', SPAWN_WRAPPER, 'rft-spawn', ...argv],
+      env: this.env(opts.env),
+      workingDir: [WORKSPACE_MOUNT, ...workspaceComponents(opts.cwd ?? '')].join('/'),
+      user: this.user,
+    };
+    const kill = async (pre: PidPreamble): Promise<void> => {
+      if (pre.pid !== null) await this.quiet(['/bin/sh', '-c', KILL_TREE, 'rft-kill', String(pre.pid), 'tree']);
+    };
+    const proc = await this.o.engine.use((api) => dockerSpawn(api, this.o.engine.deaths, req, kill));
+    this.processes.add(proc);
+    void proc.exited.then(() => this.processes.delete(proc));
+    if (this.destroying) {
+      await proc.kill();
+      throw errors.sandboxFailed(`sandbox ${this.id} was destroyed`);
+    }
+    return proc;
+  }
+
+  /** One exec; a container that is gone (404) or stopped (409) means the sandbox is lost. */
+  private async run(req: DockerExecRequest, hooks: DockerExecHooks): Promise<DockerExecOutcome> {
+    if (this.gone) throw errors.sandboxLost();
+    try {
+      return await this.o.engine.use((api) => dockerExec(api, req, hooks));
+    } catch (err) {
+      const refused = err instanceof Error && new RegExp(`/containers/${this.o.container}/exec: (404|409)`).test(err.message);
+      throw refused ? await this.lost() : err;
+    }
+  }
+
+  /** Runs one of the file helpers; its stdout, or the error its exit code means. */
+  private async helper(op: keyof typeof FILE_SCRIPTS, path: string, args: string[], stdin: string | Buffer, cap: number): Promise<Buffer> {
+    if (this.destroying) throw errors.sandboxFailed(`sandbox ${this.id} was destroyed`);
+    const req = {
+      container: this.o.container,
+      argv: ['/bin/sh', '-c', FILE_SCRIPTS[op], `rft-${op}`, ...args],
+      env: this.env(),
+      workingDir: WORKSPACE_MOUNT,
+      user: this.user,
+      stdin,
+      maxOutputBytes: cap,
+    };
+    const abandon = AbortSignal.timeout(Math.max(this.o.limits.wallTimeoutMs, QUICK_TIMEOUT_MS));
+    const out = await this.run(req, { stop: () => {}, abandon });
+    const err = op === 'list' && out.exitCode === 1 && out.stdout.length > 0 ? null : fileError(out.exitCode, path, out.stderr.toString('utf8'));
+    if (err) throw err;
+    return out.stdout;
+  }
+
+  async readFile(path: string, opts: { maxBytes?: number } = {}): Promise<Buffer> {
+    const parts = workspaceComponents(path);
+    if (parts.length === 0) throw errors.badRequest(`"${path}" is a directory`, { path });
+    const cap = opts.maxBytes ?? this.o.limits.diskBytes ?? 256 * 1024 * 1024;
+    return this.helper('read', path, [opts.maxBytes === undefined ? 'all' : String(opts.maxBytes), ...parts], '', cap);
+  }
+
+  async writeFile(path: string, data: string | Buffer): Promise<void> {
+    const parts = workspaceComponents(path);
+    if (parts.length === 0) throw errors.badRequest(`"${path}" is a directory`, { path });
+    await this.helper('write', path, parts, data, 4096);
+  }
+
+  async listFiles(path = '', opts: { maxDepth?: number; maxEntries?: number } = {}): Promise<FileEntry[]> {
+    const parts = workspaceComponents(path);
+    const out = await this.helper('list', path, [String(opts.maxDepth ?? 8), ...parts], '', LIST_CAP);
+    return parseListing(out, parts, opts.maxEntries ?? 1000);
+  }
+
+  async copyOut(hostDir: string): Promise<void> {
+    await mkdir(hostDir, { recursive: true });
+    const res = await this.o.engine.use((api) => api.stream(`/containers/${this.o.container}/archive?path=${encodeURIComponent(`${WORKSPACE_MOUNT}/.`)}`));
+    await extractArchive(res.body, hostDir);
+  }
+
+  /** Removes the container, and with it every process in it (spawned ones included) and the workspace. */
+  destroy(): Promise<void> {
+    this.destroying ??= this.o.engine
+      .use((api) => api.call('DELETE', `/containers/${this.o.container}?force=true&v=true`, undefined, { ok: [404, 409], timeoutMs: SLOW_TIMEOUT_MS }))
+      .then(async () => {
+        await Promise.all([...this.processes].map((p) => p.exited));
+      })
+      .finally(() => this.o.onDestroy?.());
+    return this.destroying;
+  }
+}

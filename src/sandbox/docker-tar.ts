@@ -1,0 +1,220 @@
+// Workspaces in and out of a Docker sandbox as tar streams (the Engine API's archive endpoints), so
+// the engine may be on another host: no directory is shared with the server.
+// - packWorkspace: the template folder (minus its hidden folder) and the inline files as one tar,
+//   every entry owned by the sandbox user; sent before any command runs, so nothing in the container
+//   can race it.
+// - extractArchive: what a container sends back is the rollout's to shape (names, links, special
+//   files, sizes), so it is unpacked like hostile input: names with `..` or a leading `/` are refused,
+//   every path component is opened without following links (host-fs.ts openDir), symlinks are
+//   recreated as links and never followed, hard links become copies, devices and FIFOs are skipped,
+//   set-id bits are dropped.
+import { createReadStream } from 'node:fs';
+import { constants } from 'node:fs';
+import { lstat, open, readdir, readlink, symlink, type FileHandle } from 'node:fs/promises';
+import { join, relative } from 'node:path';
+import { Readable } from 'node:stream';
+import { extract, pack, type Header, type Pack } from 'tar-stream';
+import { errors } from '../errors.js';
+import { at, openDir, type Owner } from './host-fs.js';
+import { workspaceComponents } from './paths.js';
+import type { SandboxSpec } from './types.js';
+
+const { O_WRONLY, O_CREAT, O_TRUNC, O_NOFOLLOW, O_NONBLOCK, O_RDONLY } = constants;
+
+function insideOrEqual(child: string, parent: string): boolean {
+  const r = relative(parent, child);
+  return r === '' || (!r.startsWith('..') && !r.startsWith('/'));
+}
+
+function addEntry(p: Pack, header: Partial<Header> & { name: string }, body?: Readable | Buffer): Promise<void> {
+  return new Promise<void>((resolve, reject) => {
+    if (body === undefined || Buffer.isBuffer(body)) {
+      p.entry(header, body ?? Buffer.alloc(0), (e) => (e ? reject(e) : resolve()));
+      return;
+    }
+    const sink = p.entry(header, (e) => (e ? reject(e) : resolve()));
+    body.once('error', (e) => {
+      sink.destroy(e);
+      reject(e);
+    });
+    body.pipe(sink as unknown as NodeJS.WritableStream);
+  });
+}
+
+export interface PackedWorkspace {
+  /** The tar stream (paths relative to the workspace root), every entry owned by `owner`. */
+  stream(owner: Owner): Readable;
+}
+
+/**
+ * Lists and checks the starting workspace; null when there is nothing to put in it. Inline files
+ * may not pass through a link or a file of the template (RFT_ERR_PATH_ESCAPE), as with the host
+ * drivers. Throws before anything is created.
+ */
+export async function packWorkspace(src: Pick<SandboxSpec, 'templateDir' | 'files' | 'hiddenDir'>): Promise<PackedWorkspace | null> {
+  if (src.templateDir === undefined && (src.files === undefined || Object.keys(src.files).length === 0)) return null;
+  const kinds = new Map<string, 'dir' | 'file' | 'symlink'>();
+  const entries: { rel: string; abs: string; kind: 'dir' | 'file' | 'symlink'; mode: number; size: number; mtime: Date }[] = [];
+  if (src.templateDir !== undefined) {
+    const hidden = src.hiddenDir;
+    const walk = async (dir: string): Promise<void> => {
+      for (const name of (await readdir(dir)).sort()) {
+        const abs = join(dir, name);
+        if (hidden !== undefined && insideOrEqual(abs, hidden)) continue;
+        const st = await lstat(abs);
+        const kind = st.isDirectory() ? 'dir' : st.isFile() ? 'file' : st.isSymbolicLink() ? 'symlink' : null;
+        if (kind === null) continue; // a socket or FIFO in a template is not workspace content
+        const rel = relative(src.templateDir as string, abs);
+        kinds.set(rel, kind);
+        entries.push({ rel, abs, kind, mode: st.mode & 0o7777, size: st.size, mtime: st.mtime });
+        if (kind === 'dir') await walk(abs);
+      }
+    };
+    await walk(src.templateDir);
+  }
+  const inline: [string, Buffer][] = [];
+  for (const [path, content] of Object.entries(src.files ?? {})) {
+    const parts = workspaceComponents(path);
+    if (parts.length === 0) throw errors.badRequest(`inline file "${path}" names the workspace itself`, { path });
+    for (let i = 1; i <= parts.length; i++) {
+      const rel = parts.slice(0, i).join('/');
+      const kind = kinds.get(rel);
+      if (kind === 'symlink') throw errors.pathEscape(path);
+      if (i < parts.length && kind === 'file') throw errors.badRequest(`"${path}": a parent is not a directory`, { path });
+      if (i === parts.length && kind === 'dir') throw errors.badRequest(`"${path}" is a directory`, { path });
+      if (i < parts.length && kind === undefined) {
+        kinds.set(rel, 'dir');
+        inline.push([rel, Buffer.alloc(0)]);
+      }
+    }
+    kinds.set(parts.join('/'), 'file');
+    inline.push([parts.join('/'), Buffer.from(content)]);
+  }
+  return { stream: (owner) => tarOf(entries, inline, kinds, owner) };
+}
+
+function tarOf(
+  entries: { rel: string; abs: string; kind: 'dir' | 'file' | 'symlink'; mode: number; size: number; mtime: Date }[],
+  inline: [string, Buffer][],
+  kinds: Map<string, 'dir' | 'file' | 'symlink'>,
+  owner: Owner,
+): Readable {
+  const p = pack();
+  // PAX records carry ids past the ustar header's 6 octal digits (sandbox uids are above 262143).
+  const ids = { uid: owner.uid, gid: owner.gid, pax: { uid: String(owner.uid), gid: String(owner.gid) } };
+  void (async () => {
+    for (const e of entries) {
+      if (e.kind === 'dir') await addEntry(p, { name: `${e.rel}/`, type: 'directory', mode: e.mode, mtime: e.mtime, ...ids });
+      else if (e.kind === 'symlink') await addEntry(p, { name: e.rel, type: 'symlink', linkname: await readlink(e.abs), mode: 0o777, mtime: e.mtime, ...ids });
+      else await addEntry(p, { name: e.rel, type: 'file', size: e.size, mode: e.mode, mtime: e.mtime, ...ids }, createReadStream(e.abs));
+    }
+    const now = new Date();
+    for (const [rel, content] of inline) {
+      const dir = kinds.get(rel) === 'dir';
+      await addEntry(p, dir ? { name: `${rel}/`, type: 'directory', mode: 0o755, mtime: now, ...ids } : { name: rel, type: 'file', size: content.length, mode: 0o644, mtime: now, ...ids }, dir ? undefined : content);
+    }
+    p.finalize();
+  })().catch((e: unknown) => p.destroy(e as Error));
+  return Readable.from(p as AsyncIterable<Buffer>);
+}
+
+export interface ExtractReport {
+  files: number;
+  bytes: number;
+  /** Entries not copied, with why ("p: a FIFO"); at most a few dozen are listed. */
+  skipped: string[];
+  skippedCount: number;
+}
+
+const SKIPPED_LISTED = 50;
+/** Errors an entry's name or kind causes (a link where a directory was, a name too long ...). */
+const SHAPE_ERRORS = new Set(['ELOOP', 'EEXIST', 'ENOTDIR', 'EISDIR', 'ENAMETOOLONG', 'ENOTEMPTY']);
+
+/** Splits an archive name into workspace-relative components, or null when it would leave the root. */
+function components(name: string): string[] | null {
+  if (name.startsWith('/') || name.includes('\0')) return null;
+  const parts = name.split('/').filter((p) => p !== '' && p !== '.');
+  return parts.some((p) => p === '..') ? null : parts;
+}
+
+async function withParent<T>(root: string, parts: string[], me: Owner, fn: (dir: FileHandle, name: string) => Promise<T>): Promise<T> {
+  const dir = await openDir(root, parts.slice(0, -1), me);
+  try {
+    return await fn(dir, parts[parts.length - 1] as string);
+  } finally {
+    await dir.close();
+  }
+}
+
+/**
+ * Unpacks `src` into the existing directory `root` (see the header for what is refused). Never
+ * follows a link it or the archive planted; resolves with what was copied and what was skipped.
+ */
+export async function extractArchive(src: Readable, root: string): Promise<ExtractReport> {
+  const me: Owner = { uid: process.getuid?.() ?? 0, gid: process.getgid?.() ?? 0 };
+  const report: ExtractReport = { files: 0, bytes: 0, skipped: [], skippedCount: 0 };
+  const skip = (name: string, why: string): void => {
+    report.skippedCount++;
+    if (report.skipped.length < SKIPPED_LISTED) report.skipped.push(`${name}: ${why}`);
+  };
+  /** Where each regular file went, for hard links to it. */
+  const extracted = new Set<string>();
+  const ex = extract();
+  src.once('error', (e) => ex.destroy(e));
+  src.pipe(ex as unknown as NodeJS.WritableStream);
+  for await (const entry of ex) {
+    const h = entry.header;
+    const parts = components(h.name);
+    try {
+      if (parts === null) {
+        skip(h.name, 'outside the workspace');
+        continue;
+      }
+      if (parts.length === 0) continue; // the workspace root itself
+      const name = parts.join('/');
+      if (h.type === 'directory') {
+        const dir = await openDir(root, parts, me);
+        await dir.chmod(((h.mode ?? 0o755) & 0o777) | 0o700).finally(() => dir.close());
+      } else if (h.type === 'file' || h.type === 'contiguous-file' || h.type === 'link') {
+        await withParent(root, parts, me, async (dir, base) => {
+          const fh = await open(at(dir, base), O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_NONBLOCK, 0o600);
+          try {
+            if (!(await fh.stat()).isFile()) throw errors.pathEscape(name);
+            if (h.type === 'link') {
+              const target = components(h.linkname ?? '');
+              if (target === null || !extracted.has(target.join('/'))) throw errors.pathEscape(name);
+              const from = await withParent(root, target, me, (d, b) => open(at(d, b), O_RDONLY | O_NOFOLLOW | O_NONBLOCK));
+              try {
+                for await (const chunk of from.createReadStream({ autoClose: false })) await fh.write(chunk as Buffer);
+              } finally {
+                await from.close();
+              }
+            } else {
+              // Not stream.pipeline: it ends a streamx entry early, and tar-stream then waits forever.
+              for await (const chunk of entry) await fh.write(chunk as Buffer);
+              report.bytes += h.size ?? 0;
+            }
+            await fh.chmod((h.mode ?? 0o644) & 0o777);
+            if (h.mtime) await fh.utimes(h.mtime, h.mtime);
+          } finally {
+            await fh.close();
+          }
+        });
+        extracted.add(name);
+        report.files++;
+      } else if (h.type === 'symlink') {
+        await withParent(root, parts, me, (dir, base) => symlink(h.linkname ?? '', at(dir, base)));
+      } else {
+        skip(name, `a ${h.type ?? 'special file'}`);
+      }
+    } catch (e) {
+      // What the archive's own shape causes is skipped and reported; a failure of the server's disk is not.
+      const code = (e as { code?: string }).code ?? '';
+      if (!code.startsWith('RFT_ERR_') && !SHAPE_ERRORS.has(code)) throw e;
+      skip(h.name, code);
+    } finally {
+      entry.resume(); // whatever was not read is drained, so the next entry comes
+    }
+  }
+  return report;
+}

@@ -27,6 +27,13 @@ import graderRoutes from './routes/graders.js';
 import discoveryRoutes from './routes/discovery.js';
 import rolloutRoutes from './routes/rollouts.js';
 import healthRoutes from './routes/health.js';
+import metricsRoutes from './routes/metrics.js';
+import statsRoutes from './routes/stats.js';
+import { Metrics } from './metrics/metrics.js';
+import { failureOfHttp } from './metrics/outcomes.js';
+import { startMetricsListener, type MetricsListener } from './metrics/listener.js';
+import { IntegrityFlags } from './integrity/flags.js';
+import { sandboxObserver } from './integrity/observer.js';
 
 export interface Services {
   config: AppConfig;
@@ -41,6 +48,11 @@ export interface Services {
   localKey: { key: string; created: boolean; path: string } | undefined;
   shutdown: AbortController;
   startedAt: number;
+  /** Undefined with RFT_METRICS=false. */
+  metrics: Metrics | undefined;
+  integrity: IntegrityFlags;
+  /** The credential-free /metrics listener, once the app is ready (RFT_METRICS_PORT). */
+  metricsListener: MetricsListener | undefined;
 }
 
 declare module 'fastify' {
@@ -51,6 +63,8 @@ declare module 'fastify' {
     rawBody?: Buffer;
     /** A body the parser refused, answered after authentication. */
     bodyError?: RftError;
+    /** The code of the error this request was answered with. */
+    errorCode?: string;
     credential?: Credential;
     pendingSignature?: PendingSignature;
   }
@@ -127,16 +141,25 @@ export async function buildApp(config: AppConfig, opts: BuildOptions = {}): Prom
     keys.push({ label: 'local', key: localKey.key });
   }
   const auth = new Authenticator(keys, config.signingSecrets, store, { keyHeaders: config.apiKeyHeaders });
+  const log = app.log as unknown as Logger;
   let registry: Registry;
   let sandboxes: SandboxProvider | undefined;
   // Rate limits shared by every replica when RFT_REDIS_URL is set; counted in this process otherwise.
   let redis: Redis | undefined;
+  let metrics: Metrics | undefined;
+  let integrity: IntegrityFlags;
   try {
     if (config.rateLimit.max > 0 && config.rateLimit.redisUrl) redis = await connectRedis(config.rateLimit.redisUrl, app.log as unknown as Logger);
     registry =
       opts.registry ??
       (await loadRegistry({ toolsDir: config.toolsDir, gradersDir: config.gradersDir, jsonGraderOptions: { openai: config.openai } }));
-    sandboxes = await createSandboxProvider(config, app.log as unknown as Logger);
+    if (config.metrics.enabled) {
+      metrics = new Metrics({ graderRanges: [...registry.graders.values()].map((g) => g.range) });
+      metrics.declare([...registry.tools.keys()], [...registry.graders.keys()]);
+    }
+    integrity = new IntegrityFlags({ store, metrics, log });
+    sandboxes = await createSandboxProvider(config, log, { observer: sandboxObserver(metrics, integrity) });
+    if (sandboxes && metrics) metrics.watchSandboxes(() => sandboxes!.stats());
   } catch (e) {
     // A boot that stops here must not leave the store (its threads, its pool) or Redis open.
     redis?.disconnect();
@@ -150,8 +173,10 @@ export async function buildApp(config: AppConfig, opts: BuildOptions = {}): Prom
     defaultTimeoutMs: config.toolTimeoutMs,
     defaultMaxOutputBytes: config.maxOutputBytes,
     maxJsonDepth: config.maxJsonDepth,
-    log: app.log as unknown as Logger,
+    log,
     shutdown: shutdown.signal,
+    metrics,
+    integrity,
   });
   const grading = new GradingService({
     store,
@@ -160,19 +185,42 @@ export async function buildApp(config: AppConfig, opts: BuildOptions = {}): Prom
     defaultBudget: config.toolBudget,
     timeoutMs: config.graderTimeoutMs,
     templatesRoot: config.sandbox.templatesRoot,
-    log: app.log as unknown as Logger,
+    log,
     shutdown: shutdown.signal,
+    metrics,
+    integrity,
   });
   const interrupted = await ledger.markInterruptedAtBoot();
   if (interrupted > 0) app.log.warn({ interrupted }, 'calls left running by a previous process were marked interrupted');
 
-  app.decorate('rft', { config, store, registry, ledger, grading, sandboxes, auth, connections, localKey, shutdown, startedAt: Date.now() });
+  const services: Services = {
+    config, store, registry, ledger, grading, sandboxes, auth, connections, localKey, shutdown, startedAt: Date.now(), metrics, integrity, metricsListener: undefined,
+  };
+  app.decorate('rft', services);
+  // onReady, not onListen: listen() waits for it, so the listener is up when the server is.
+  app.addHook('onReady', async () => {
+    if (metrics && config.metrics.port !== undefined && !services.metricsListener) {
+      services.metricsListener = await startMetricsListener(metrics, config.metrics.host, config.metrics.port);
+      app.log.info({ url: services.metricsListener.url }, 'metrics listener (no credentials) ready');
+    }
+  });
   app.addHook('onClose', async () => {
     shutdown.abort(new Error('server shutting down'));
+    await services.metricsListener?.close();
     await sandboxes?.close();
     await redis?.quit().catch(() => redis?.disconnect());
     await store.close();
   });
+  if (metrics) {
+    // Route templates, not URLs, as labels: bounded cardinality whatever the callers send.
+    app.addHook('onResponse', (req, reply, done) => {
+      metrics.http(req.routeOptions.url ?? 'unmatched', reply.statusCode, reply.elapsedTime / 1000);
+      // (a health probe's 503 is not a failure of a request: the store's own are counted where they happen)
+      const failure = req.routeOptions.config?.public ? null : failureOfHttp(reply.statusCode, req.errorCode);
+      if (failure) metrics.failure(failure);
+      done();
+    });
+  }
 
   // Hook order matters: the closing 503, then authentication (keys before the body is read), then
   // a body the parser refused, then the rate limit.
@@ -188,5 +236,7 @@ export async function buildApp(config: AppConfig, opts: BuildOptions = {}): Prom
   await app.register(graderRoutes);
   await app.register(discoveryRoutes);
   await app.register(rolloutRoutes);
+  await app.register(metricsRoutes);
+  await app.register(statsRoutes);
   return app;
 }

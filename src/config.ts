@@ -118,6 +118,11 @@ export const configSchema = z.object({
   RFT_MODEL_TIMEOUT_MS: int(100, 600_000).default(60_000),
   RFT_MODEL_MAX_RETRIES: int(0, 10).default(2),
   RFT_EMBEDDING_MODEL: z.string().min(1).optional(),
+  /** Prometheus metrics (GET /metrics, behind the credentials like every route). */
+  RFT_METRICS: bool.default(true),
+  /** A second listener serving only /metrics, without credentials, for an in-cluster scraper. */
+  RFT_METRICS_PORT: int(0, 65535).optional(),
+  RFT_METRICS_HOST: z.string().min(1).default('127.0.0.1'),
 });
 
 export type RawConfig = z.output<typeof configSchema>;
@@ -163,6 +168,8 @@ export interface AppConfig {
     limits: SandboxLimits;
   };
   openai: ModelApiOptions;
+  /** port: the credential-free /metrics listener, when set. */
+  metrics: { enabled: boolean; port: number | undefined; host: string };
 }
 
 /** The model API used by score_model, label_model and cosine graders (openai SDK options). */
@@ -210,6 +217,9 @@ export function loadConfig(
   }
   if (c.RFT_BODY_TIMEOUT_MS < c.RFT_HEADERS_TIMEOUT_MS) {
     throw errors.config('RFT_BODY_TIMEOUT_MS (the whole request) must be at least RFT_HEADERS_TIMEOUT_MS (its headers)');
+  }
+  if (c.RFT_METRICS_PORT !== undefined && !c.RFT_METRICS) {
+    throw errors.config('RFT_METRICS_PORT serves the metrics, which RFT_METRICS=false turns off: set one or the other');
   }
   if ((c.RFT_TLS_CERT === undefined) !== (c.RFT_TLS_KEY === undefined)) {
     throw errors.config('RFT_TLS_CERT and RFT_TLS_KEY must be set together');
@@ -269,6 +279,7 @@ export function loadConfig(
       maxRetries: c.RFT_MODEL_MAX_RETRIES,
       ...(c.RFT_EMBEDDING_MODEL ? { embeddingModel: c.RFT_EMBEDDING_MODEL } : {}),
     },
+    metrics: { enabled: c.RFT_METRICS, port: c.RFT_METRICS_PORT, host: c.RFT_METRICS_HOST },
   };
 }
 

@@ -176,6 +176,10 @@ export const errors = {
     "the Docker engine that holds this rollout's sandbox is not answering; retry later",
   ]),
   pathEscape: define('RFT_ERR_PATH_ESCAPE', 400, (path: string) => [`path "${path}" is outside the workspace`, { path }]),
+  hiddenPath: define('RFT_ERR_HIDDEN_PATH', 400, (path: string) => [
+    `path "${path}" belongs to the task's hidden grading files, which are not part of the workspace`,
+    { path },
+  ]),
 
   // local CLI (rollout, replay, export/import, regrade, report): statuses say whose fault it is
   cliUsage: define('RFT_ERR_CLI_USAGE', 400, (msg: string) => [msg]),

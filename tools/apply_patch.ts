@@ -5,6 +5,7 @@ import { z } from 'zod';
 import { defineTool, type Sandbox } from '../src/index.js';
 import { errors, isRftError } from '../src/errors.js';
 import { parsePatch, planPatch, type FileChange } from './_lib/patch/index.js';
+import { assertNotHidden } from '../src/sandbox/workspace.js';
 
 async function readOrNull(sandbox: Sandbox, path: string): Promise<string | null> {
   try {
@@ -65,7 +66,11 @@ export default defineTool({
   async handler(args, ctx) {
     const parsed = parsePatch(args.patch);
     const sandbox = await ctx.sandbox();
-    const plan = await planPatch(parsed, (p) => readOrNull(sandbox, p));
+    // Every path the patch touches (a move's destination too) is read first: the hidden folder is refused there.
+    const plan = await planPatch(parsed, (p) => {
+      assertNotHidden(p, ctx.item);
+      return readOrNull(sandbox, p);
+    });
     try {
       await write(sandbox, plan.changes);
     } catch (e) {

@@ -17,7 +17,7 @@ export default defineTool({
     depth: z.number().int().min(1).max(8).optional().describe('How many levels to descend (default 3; 1 lists only the directory itself)'),
   }),
   async handler(args, ctx) {
-    const path = workspacePath(args.path ?? '.');
+    const path = workspacePath(args.path ?? '.', ctx.item);
     const entries = await (await ctx.sandbox()).listFiles(path === '.' ? '' : path, {
       maxDepth: args.depth ?? 3,
       maxEntries: MAX_ENTRIES * 2,

@@ -19,7 +19,7 @@ export default defineTool({
     end_line: z.number().int().min(1).optional().describe(`Last line to show, inclusive (default start_line + ${MAX_LINES - 1})`),
   }),
   async handler(args, ctx) {
-    const path = workspacePath(args.path);
+    const path = workspacePath(args.path, ctx.item);
     const data = await (await ctx.sandbox()).readFile(path);
     if (looksBinary(data)) return `${path}: binary file (${humanBytes(data.length)}), not shown`;
     const text = data.toString('utf8');

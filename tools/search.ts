@@ -37,7 +37,7 @@ export default defineTool({
     max_results: z.number().int().min(1).max(MAX_RESULTS).optional().describe(`Maximum matches returned (default ${DEFAULT_RESULTS})`),
   }),
   async handler(args, ctx) {
-    const path = workspacePath(args.path ?? '.');
+    const path = workspacePath(args.path ?? '.', ctx.item);
     const sandbox = await ctx.sandbox();
     await checkStart(sandbox, path);
     const argv = [

@@ -29,7 +29,7 @@ export default defineTool({
   serial: true,
   timeoutMs: MAX_TIMEOUT_MS + 15_000,
   async handler(args, ctx) {
-    const cwd = args.workdir !== undefined ? workspacePath(args.workdir) : undefined;
+    const cwd = args.workdir !== undefined ? workspacePath(args.workdir, ctx.item) : undefined;
     const sandbox = await ctx.sandbox();
     const r = await sandbox.exec(args.command, {
       timeoutMs: args.timeout_ms ?? DEFAULT_TIMEOUT_MS,

@@ -13,7 +13,7 @@ export default defineTool({
   }),
   serial: true,
   async handler(args, ctx) {
-    const path = workspacePath(args.path);
+    const path = workspacePath(args.path, ctx.item);
     await (await ctx.sandbox()).writeFile(path, args.content);
     const lines = args.content === '' ? 0 : args.content.split('\n').length - (args.content.endsWith('\n') ? 1 : 0);
     return `wrote ${path} (${Buffer.byteLength(args.content)} bytes, ${lines} lines)`;

@@ -14,6 +14,8 @@ import type { Ledger } from '../ledger/ledger.js';
 import { budgetFromItem } from '../ledger/budget.js';
 import type { SandboxProvider } from '../ledger/sandbox-provider.js';
 import type { GradeRecord } from '../store/records.js';
+import type { Metrics } from '../metrics/metrics.js';
+import { needsTools, type IntegrityFlags } from '../integrity/flags.js';
 
 export interface GradingOptions {
   store: Store;
@@ -24,6 +26,9 @@ export interface GradingOptions {
   templatesRoot: string;
   log: Logger;
   shutdown: AbortSignal;
+  metrics?: Metrics | undefined;
+  /** Where a rollout that scored without the tools its task needs is flagged. */
+  integrity?: IntegrityFlags | undefined;
 }
 
 export interface GradeInput {
@@ -76,7 +81,10 @@ export class GradingService {
       const prior = await store.findGrade(traceId, g.def.name, g.version, sampleHash).catch((e: Error) => {
         throw errors.store(e.message);
       });
-      if (prior) return { record: prior, replayed: true };
+      if (prior) {
+        this.o.metrics?.grade(g.def.name, 'replayed');
+        return { record: prior, replayed: true };
+      }
     }
     const rollout = { item: input.item, budgetLimit: budgetFromItem(input.item, this.o.defaultBudget), now: Date.now() };
 
@@ -148,8 +156,30 @@ export class GradingService {
       .catch((e: Error) => {
         throw errors.store(e.message);
       });
-    if (failure) throw failure;
-    if (input.source === 'endpoint') this.o.sandboxes?.graded(traceId);
+    if (failure) {
+      this.o.metrics?.grade(g.def.name, 'error');
+      throw failure;
+    }
+    this.o.metrics?.grade(g.def.name, 'ok', record.score ?? undefined);
+    if (input.source === 'endpoint') {
+      this.o.sandboxes?.graded(traceId);
+      await this.gradedRollout(g, record, input.item, log);
+    }
     return { record, replayed: false };
+  }
+
+  /** The trainer graded a rollout, so it is over: count its tool calls, and flag a score earned without the tools its task needs. */
+  private async gradedRollout(g: LoadedGrader, record: GradeRecord, item: Item, log: Logger): Promise<void> {
+    const { metrics, integrity } = this.o;
+    if (!metrics && !integrity) return;
+    const tally = await this.o.store.rolloutTally(record.traceId).catch((e: unknown) => {
+      log.warn({ err: e }, 'could not read the graded rollout');
+      return undefined;
+    });
+    if (!tally) return;
+    metrics?.gradedRollout(g.def.name, tally.calls, tally.budgetExceeded);
+    if (tally.calls === 0 && record.score !== null && record.score > g.range[0] && needsTools(item)) {
+      await integrity?.record(record.traceId, 'no_tool_score', `${g.def.name} scored ${record.score} on a rollout with no tool call`);
+    }
   }
 }

@@ -38,6 +38,7 @@ export function toRftError(err: Partial<FastifyError> & Error, req: FastifyReque
 }
 
 function send(req: FastifyRequest, reply: FastifyReply, e: RftError, err?: Error): void {
+  req.errorCode = e.code; // for the metrics: whose failure a 5xx is
   if (e.statusCode >= 500) req.log.error({ err }, 'request failed');
   else req.log.info({ code: e.code, status: e.statusCode }, e.message);
   void reply.status(e.statusCode).send(e.toJSON());

@@ -15,6 +15,9 @@ import type { CallStatus, RecordedCall } from '../store/records.js';
 import type { SandboxProvider } from './sandbox-provider.js';
 import { formatZodIssues, truncateOutput } from './output.js';
 import { budgetFromItem, toolBudgetProblem } from './budget.js';
+import type { Metrics } from '../metrics/metrics.js';
+import { failureOfToolError, outcomeOf, OUTCOME_FAILURE, type Failure } from '../metrics/outcomes.js';
+import { integrityKindOfError, type IntegrityFlags, type IntegrityKind } from '../integrity/flags.js';
 
 export interface LedgerOptions {
   store: Store;
@@ -27,6 +30,9 @@ export interface LedgerOptions {
   log: Logger;
   /** Aborted at shutdown: running handlers see it through ctx.signal. */
   shutdown: AbortSignal;
+  metrics?: Metrics | undefined;
+  /** Where a call that tried to leave its sandbox is flagged. */
+  integrity?: IntegrityFlags | undefined;
 }
 
 export interface ToolCallInput {
@@ -44,6 +50,10 @@ export interface ToolCallOutcome {
   /** true when this reply is a recorded result, not a new run. */
   replayed: boolean;
   seq: number;
+  /** The handler's time, when this reply ran it. */
+  handlerMs?: number;
+  /** Whose failure a tool_error was (the tool's throw decides), when this reply ran the handler. */
+  failure?: Failure;
 }
 
 const WAIT_POLL_MS = 25;
@@ -75,15 +85,24 @@ export class Ledger {
       // Same process, same call, still running: wait for it, but still check it is the same call.
       const outcome = await running;
       await this.assertSameCall(tool, input);
-      return { ...outcome, replayed: true };
+      return this.counted(tool.def.name, { output: outcome.output, status: outcome.status, replayed: true, seq: outcome.seq });
     }
     const p = this.callOnce(tool, input);
     this.inflight.set(key, p);
     try {
-      return await p;
+      return this.counted(tool.def.name, await p);
     } finally {
       this.inflight.delete(key);
     }
+  }
+
+  private counted(tool: string, o: ToolCallOutcome): ToolCallOutcome {
+    const metrics = this.o.metrics;
+    if (metrics && o.status !== 'running') {
+      const outcome = outcomeOf(o.status, o.replayed);
+      metrics.toolCall(tool, outcome, o.handlerMs === undefined ? undefined : o.handlerMs / 1000, o.failure ?? OUTCOME_FAILURE[outcome]);
+    }
+    return o;
   }
 
   private parseArguments(raw: unknown): { canonical: string; value: unknown; error?: string } {
@@ -159,7 +178,15 @@ export class Ledger {
     } catch (e) {
       throw errors.store((e as Error).message);
     }
-    return { output: outcome.output, status: outcome.status, replayed: false, seq: begin.call.seq };
+    if (outcome.integrity) await this.o.integrity?.record(input.traceId, outcome.integrity.kind, outcome.integrity.detail, input.callId);
+    return {
+      output: outcome.output,
+      status: outcome.status,
+      replayed: false,
+      seq: begin.call.seq,
+      handlerMs: outcome.durationMs,
+      ...(outcome.failure ? { failure: outcome.failure } : {}),
+    };
   }
 
   /** Once per rollout (on its first call): a row whose tool_budget was ignored for the default. */
@@ -210,7 +237,10 @@ export class Ledger {
     } catch (e) {
       const msg = e instanceof Error ? e.message : String(e);
       ctx.log.info({ err: e }, 'tool handler threw');
-      return executed(`Error: ${msg}`, 'tool_error', started, maxBytes);
+      const out: Executed = { ...executed(`Error: ${msg}`, 'tool_error', started, maxBytes), failure: failureOfToolError(e) };
+      const kind = integrityKindOfError(e);
+      if (kind) out.integrity = { kind, detail: msg };
+      return out;
     } finally {
       ctx.dispose();
     }
@@ -234,8 +264,11 @@ export class Ledger {
   }
 }
 
-/** A handler's outcome: what finishCall records, but the finish time. */
-type Executed = Omit<FinishCallInput, 'finishedAt'>;
+/**
+ * A handler's outcome: what finishCall records (but the finish time), whose failure a throw was, and
+ * whether it was the tool refusing an attempt to leave the sandbox.
+ */
+type Executed = Omit<FinishCallInput, 'finishedAt'> & { failure?: Failure; integrity?: { kind: IntegrityKind; detail: string } };
 
 function executed(raw: string, status: Exclude<CallStatus, 'running'>, started: number, maxBytes: number): Executed {
   const t = truncateOutput(raw, maxBytes);

@@ -5,7 +5,7 @@ import { errors } from '../errors.js';
 import type { GradeWithSample, ImportedRollout } from '../store/types.js';
 import { canonicalJson, sha256 } from './canonical.js';
 import { formatZodIssues } from '../ledger/output.js';
-import type { RecordedCall, RolloutRecord, RolloutSummary } from '../store/records.js';
+import type { IntegrityFlag, RecordedCall, RolloutRecord, RolloutSummary } from '../store/records.js';
 
 const iso = (ms: number | null) => (ms === null ? null : new Date(ms).toISOString());
 
@@ -17,7 +17,14 @@ export function summaryToJson(r: RolloutSummary) {
     calls: r.calls,
     budget: { used: r.budgetUsed, limit: r.budgetLimit, exceeded: r.budgetExceeded },
     last_score: r.lastScore,
+    last_grader: r.lastGrader,
+    last_grader_version: r.lastGraderVersion,
+    integrity_flags: r.flags,
   };
+}
+
+export function flagToJson(f: IntegrityFlag) {
+  return { kind: f.kind, events: f.events, call_id: f.callId, detail: f.detail, first_at: iso(f.firstAt), last_at: iso(f.lastAt) };
 }
 
 export function callToJson(c: RecordedCall) {
@@ -63,6 +70,7 @@ export function rolloutToJson(r: RolloutRecord & { grades: GradeWithSample[] }) 
     budget: { used: r.budgetUsed, limit: r.budgetLimit, exceeded: r.budgetExceeded },
     calls: r.callsList.map(callToJson),
     grades: r.grades.map(gradeToJson),
+    integrity_flags: r.integrityFlags.map(flagToJson),
   };
 }
 

@@ -5,11 +5,18 @@ import { errors } from '../errors.js';
 import { formatZodIssues } from '../ledger/output.js';
 import { rolloutFromJson, rolloutToJson, summaryToJson } from '../protocol/record-json.js';
 import { defaultGraderName } from './discovery.js';
+import { INTEGRITY_KINDS } from '../integrity/flags.js';
 
 const listQuery = z.object({
   limit: z.coerce.number().int().min(1).max(500).default(50),
   cursor: z.string().max(500).optional(),
   since: z.string().optional(),
+  min_score: z.coerce.number().optional(),
+  max_score: z.coerce.number().optional(),
+  tool: z.string().max(64).optional(),
+  outcome: z.enum(['ok', 'tool_error', 'invalid_arguments', 'timeout', 'budget_exhausted', 'interrupted']).optional(),
+  grader: z.string().max(64).optional(),
+  flag: z.enum(['any', ...INTEGRITY_KINDS]).optional(),
 });
 
 function parseSince(s: string | undefined): number | undefined {
@@ -25,7 +32,16 @@ export default async function rolloutRoutes(app: FastifyInstance): Promise<void>
   app.get('/v1/rollouts', async (req) => {
     const q = listQuery.safeParse(req.query);
     if (!q.success) throw errors.badRequest(formatZodIssues(q.error.issues));
-    const page = await store.listRollouts({ limit: q.data.limit, cursor: q.data.cursor, since: parseSince(q.data.since) });
+    const { min_score, max_score, tool, outcome, grader, flag } = q.data;
+    const filter = {
+      minScore: min_score,
+      maxScore: max_score,
+      tool,
+      status: outcome === 'budget_exhausted' ? ('budget_exceeded' as const) : outcome,
+      grader,
+      flag,
+    };
+    const page = await store.listRollouts({ limit: q.data.limit, cursor: q.data.cursor, since: parseSince(q.data.since), filter });
     return { rollouts: page.rollouts.map(summaryToJson), next_cursor: page.nextCursor };
   });
 

@@ -10,6 +10,7 @@ import { defaultLimits } from './limits.js';
 import { SandboxManager } from './manager.js';
 import { assertProcessDriverAllowed } from './process-driver.js';
 import { selectDriver } from './select.js';
+import type { SandboxObserver } from './types.js';
 
 /** Prepared workdirs: enough to take the mount off the first call of steadily arriving rollouts. */
 const WARM_POOL = 2;
@@ -17,6 +18,8 @@ const WARM_POOL = 2;
 /** What other parts of the server need from every sandbox (the MCP bridge: its servers' install dirs). */
 export interface SandboxExtras {
   readOnlyMounts?: string[];
+  /** Metrics and integrity flags. */
+  observer?: SandboxObserver;
 }
 
 export function instanceIdFor(dataDir: string): string {
@@ -43,6 +46,7 @@ export async function createManagerFromConfig(config: AppConfig, log: Logger, ex
     templatesRoot: s.templatesRoot,
     log: log.child({ component: 'sandbox', driver: driver.name }),
     ...(extra.readOnlyMounts ? { readOnlyMounts: extra.readOnlyMounts } : {}),
+    ...(extra.observer ? { observer: extra.observer } : {}),
   });
   await manager.start();
   log.info({ driver: driver.name, cap: s.cap, sandboxes_root: sandboxesRoot }, 'sandboxes ready');

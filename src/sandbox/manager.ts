@@ -10,7 +10,7 @@ import { Admission } from './admission.js';
 import { TrackedSandbox } from './tracked.js';
 import { INSTANCE_LABEL } from './workdir.js';
 import { workspaceSource } from './workspace.js';
-import type { Sandbox, SandboxDriver, SandboxLimits, SandboxSpec, SandboxStats } from './types.js';
+import type { Sandbox, SandboxDriver, SandboxLimits, SandboxObserver, SandboxSpec, SandboxStats } from './types.js';
 
 export interface SandboxManagerOptions {
   driver: SandboxDriver;
@@ -32,6 +32,16 @@ export interface SandboxManagerOptions {
   sweepIntervalMs?: number;
   /** Host directories every sandbox sees read-only (stdio servers' install dirs, see src/mcp). */
   readOnlyMounts?: string[];
+  /** Metrics and integrity flags. */
+  observer?: SandboxObserver;
+}
+
+/** How an admission wait ended, from the error it failed with. */
+function waitOutcome(e: unknown): 'timeout' | 'full' | 'aborted' | 'closed' {
+  const code = (e as { code?: unknown })?.code;
+  if (code === errors.sandboxQueueTimeout.code) return 'timeout';
+  if (code === errors.sandboxUnavailable.code) return 'full';
+  return code === errors.sandboxClosed.code ? 'closed' : 'aborted';
 }
 
 const SWEEP_PARALLELISM = 8;
@@ -237,14 +247,24 @@ export class SandboxManager {
     signal: AbortSignal | undefined,
     source: () => Promise<Omit<SandboxSpec, 'traceId' | 'limits'>>,
   ): Promise<TrackedSandbox> {
-    await this.admission.acquire(signal);
+    const observer = this.opts.observer;
+    const waitStart = performance.now();
+    try {
+      await this.admission.acquire(signal);
+    } catch (e) {
+      observer?.queueWait?.(waitOutcome(e), (performance.now() - waitStart) / 1000);
+      throw e;
+    }
+    observer?.queueWait?.('granted', (performance.now() - waitStart) / 1000);
     let inner: Sandbox;
     let labels: Record<string, string>;
     try {
       const src = await source();
       labels = { ...src.labels, [INSTANCE_LABEL]: this.opts.instanceId, 'rft-endpoints.trace_id': traceId };
       const mounts = this.opts.readOnlyMounts?.length ? { readOnlyMounts: this.opts.readOnlyMounts } : {};
+      const createStart = performance.now();
       inner = await this.opts.driver.create({ ...src, traceId, limits: this.opts.limits, labels, ...mounts });
+      observer?.created?.(this.opts.driver.name, (performance.now() - createStart) / 1000);
     } catch (e) {
       this.admission.release();
       throw e;
@@ -256,12 +276,17 @@ export class SandboxManager {
     }
     this.created++;
     const rollout = labels[PURPOSE_LABEL] === ROLLOUT;
-    return new TrackedSandbox(inner, (sb) => {
-      this.ephemeral.delete(sb);
-      const entry = this.entries.get(sb.traceId);
-      if (entry?.sandbox === sb) this.entries.delete(sb.traceId);
-      this.admission.release();
-      if (rollout) for (const l of this.endListeners) l(sb.traceId);
-    });
+    const onExec = observer?.exec;
+    return new TrackedSandbox(
+      inner,
+      (sb) => {
+        this.ephemeral.delete(sb);
+        const entry = this.entries.get(sb.traceId);
+        if (entry?.sandbox === sb) this.entries.delete(sb.traceId);
+        this.admission.release();
+        if (rollout) for (const l of this.endListeners) l(sb.traceId);
+      },
+      onExec ? (command, result) => onExec.call(observer, traceId, command, result) : undefined,
+    );
   }
 }

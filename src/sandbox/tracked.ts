@@ -11,6 +11,7 @@ export class TrackedSandbox implements Sandbox {
   constructor(
     readonly inner: Sandbox,
     private readonly onDestroy: (sb: TrackedSandbox) => void,
+    private readonly onExec?: (command: string | string[], result: ExecResult) => void,
   ) {}
 
   get id(): string {
@@ -38,7 +39,9 @@ export class TrackedSandbox implements Sandbox {
   }
 
   exec(command: string | string[], opts?: ExecOptions): Promise<ExecResult> {
-    return this.use(() => this.inner.exec(command, opts));
+    const run = this.use(() => this.inner.exec(command, opts));
+    const onExec = this.onExec;
+    return onExec ? run.then((r) => (onExec(command, r), r)) : run;
   }
   /** A live process does not hold the sandbox open: the inactivity TTL still applies, and destroy kills it. */
   spawn(argv: string[], opts?: SpawnOptions): Promise<SandboxProcess> {

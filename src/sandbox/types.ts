@@ -127,6 +127,16 @@ export interface SandboxDriver {
   close?(): Promise<void>;
 }
 
+/** What the manager reports as it works (metrics, integrity flags). Every hook is optional. */
+export interface SandboxObserver {
+  /** A creation's wait for a slot (0 s when one was free) and how it ended. */
+  queueWait?(outcome: 'granted' | 'timeout' | 'full' | 'aborted' | 'closed', seconds: number): void;
+  /** A sandbox was created by the driver (after its admission). */
+  created?(driver: string, seconds: number): void;
+  /** Every command's result in a sandbox of the rollout (its own or a grader's fresh one). */
+  exec?(traceId: string, command: string | string[], result: ExecResult): void;
+}
+
 export interface SandboxStats {
   driver: string;
   live: number;

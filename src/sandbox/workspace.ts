@@ -3,7 +3,7 @@
 // names grading-only files, which graders read on the host and which never enter the workspace.
 import { constants } from 'node:fs';
 import { chmod, cp, lchown, readdir, realpath, stat } from 'node:fs/promises';
-import { join, relative, resolve, sep } from 'node:path';
+import { join, posix, relative, resolve, sep } from 'node:path';
 import { z } from 'zod';
 import { errors } from '../errors.js';
 import { HostWorkspace, type Owner } from './host-fs.js';
@@ -51,6 +51,25 @@ export async function workspaceSource(item: Item | null | undefined, templatesRo
     ...(s.files !== undefined ? { files: s.files } : {}),
     ...(s.hidden !== undefined ? { hiddenDir: await resolveBelow(templatesRoot, s.hidden) } : {}),
   };
+}
+
+/**
+ * Where the task's hidden folder would sit in the workspace (e.g. "tests/hidden"), when the row's
+ * `sandbox.hidden` lies inside its `sandbox.template`: its files are left out of the workspace, and
+ * a tool asked for that path refuses it (RFT_ERR_HIDDEN_PATH, an integrity flag) rather than answer
+ * "not found". Lexical, from the row alone.
+ */
+export function hiddenWorkspacePath(item: Item | null | undefined): string | undefined {
+  const parsed = sandboxItemSchema.safeParse(item?.['sandbox']);
+  if (!parsed.success || parsed.data.template === undefined || parsed.data.hidden === undefined) return undefined;
+  const rel = posix.relative(posix.normalize(parsed.data.template), posix.normalize(parsed.data.hidden));
+  return rel === '' || rel.startsWith('..') || posix.isAbsolute(rel) ? undefined : rel;
+}
+
+/** Refuses a (normalized, workspace-relative) path at or below the task's hidden folder. */
+export function assertNotHidden(path: string, item: Item | null | undefined): void {
+  const hidden = hiddenWorkspacePath(item);
+  if (hidden !== undefined && (path === hidden || path.startsWith(hidden + '/'))) throw errors.hiddenPath(path);
 }
 
 async function chownTree(dir: string, owner: Owner): Promise<void> {

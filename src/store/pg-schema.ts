@@ -2,6 +2,7 @@
 // calls.owner (the replica that started a call), and begin_call(), which does a call's whole
 // admission (rollout insert, replay check, budget charge, seq) in one round trip under a row lock.
 import type pg from 'pg';
+import { insightsDdl, postgresDialect } from './insights.js';
 
 /** Double-quoted identifier; names are also checked by config, this keeps any caller safe. */
 export function quoteIdent(name: string): string {
@@ -72,6 +73,7 @@ CREATE TABLE IF NOT EXISTS ${s}.webhook_ids (
   expires_at bigint NOT NULL
 );
 ALTER TABLE ${s}.webhook_ids ADD COLUMN IF NOT EXISTS body_hash text;
+${insightsDdl(postgresDialect(s), { key: 'text COLLATE "C"', text: 'text', int: 'bigint' })}
 
 -- Returns {kind, call, used, limit, exceeded}; call is the calls row as JSON (snake_case keys).
 -- The FOR UPDATE lock on the rollout row serialises admissions of one rollout across every

@@ -12,6 +12,19 @@ import { ensureSchema, quoteIdent } from './pg-schema.js';
 import { KeyedBatcher } from './keyed-batcher.js';
 import { isTransient, retryOnce } from './pg-retry.js';
 import { decodeText, encodeNullable, encodeText } from './pg-text.js';
+import {
+  postgresDialect,
+  rolloutFilterSql,
+  statsSql,
+  summaryExtrasSql,
+  toFlag,
+  upsertFlagSql,
+  type Dialect,
+  type FlagRow,
+  type NewFlag,
+  type StatsQuery,
+  type StatsRows,
+} from './insights.js';
 import type {
   BeginCallInput,
   BeginCallResult,
@@ -21,6 +34,7 @@ import type {
   ImportedRollout,
   ListRolloutsQuery,
   NewGrade,
+  RolloutTally,
   Store,
 } from './types.js';
 
@@ -71,6 +85,7 @@ export class PostgresStore implements Store {
   private readonly knownRollouts = new Set<string>();
   private readonly t: { rollouts: string; calls: string; grades: string; webhookIds: string; beginCall: string; beginCalls: string };
   /** Calls of one rollout that arrive while its previous admission commits go in one transaction. */
+  private readonly dialect: Dialect;
   private readonly admissions = new KeyedBatcher<BeginCallInput, BeginCallResult>((key, inputs) => this.admit(key, inputs));
 
   private constructor(
@@ -80,6 +95,7 @@ export class PostgresStore implements Store {
     private readonly orphanAfterMs: number,
   ) {
     const s = quoteIdent(schema);
+    this.dialect = postgresDialect(s);
     this.t = {
       rollouts: `${s}.rollouts`,
       calls: `${s}.calls`,
@@ -340,10 +356,17 @@ export class PostgresStore implements Store {
       params.push(q.since);
       where.push(`updated_at >= $${params.length}`);
     }
+    if (q.filter) {
+      const f = rolloutFilterSql(this.dialect, q.filter, params.length + 1);
+      where.push(...f.where);
+      params.push(...f.params);
+    }
     params.push(q.limit + 1);
     const rows = await this.idempotent<PgRolloutRow>(
-      `SELECT r.*, (SELECT count(*) FROM ${this.t.calls} c WHERE c.trace_id = r.trace_id) AS calls FROM ${this.t.rollouts} r
-       ${where.length ? 'WHERE ' + where.join(' AND ') : ''} ORDER BY created_at DESC, trace_id DESC LIMIT $${params.length}`,
+      `SELECT r.trace_id, r.created_at, r.updated_at, r.budget_limit, r.budget_used, r.budget_exceeded, r.next_seq, r.last_score,
+         (SELECT count(*) FROM ${this.t.calls} c WHERE c.trace_id = r.trace_id) AS calls, ${summaryExtrasSql(this.dialect)}
+       FROM ${this.t.rollouts} r
+       ${where.length ? 'WHERE ' + where.join(' AND ') : ''} ORDER BY r.created_at DESC, r.trace_id DESC LIMIT $${params.length}`,
       params,
     );
     const page = rows.slice(0, q.limit);
@@ -354,20 +377,24 @@ export class PostgresStore implements Store {
 
   async getRollout(traceId: string) {
     // One statement, so the rollout, its calls and its grades come from one snapshot.
-    const [r] = await this.idempotent<PgRolloutRow & { calls_list: PgCallRow[]; grades_list: PgGradeRow[] }>(
+    const [r] = await this.idempotent<PgRolloutRow & { calls_list: PgCallRow[]; grades_list: PgGradeRow[]; flags_list: FlagRow[] }>(
       `SELECT r.*,
          (SELECT coalesce(json_agg(c ORDER BY c.seq), '[]') FROM ${this.t.calls} c WHERE c.trace_id = r.trace_id) AS calls_list,
-         (SELECT coalesce(json_agg(g ORDER BY g.id), '[]') FROM ${this.t.grades} g WHERE g.trace_id = r.trace_id) AS grades_list
+         (SELECT coalesce(json_agg(g ORDER BY g.id), '[]') FROM ${this.t.grades} g WHERE g.trace_id = r.trace_id) AS grades_list,
+         (SELECT coalesce(json_agg(f ORDER BY f.created_at, f.kind), '[]') FROM ${this.dialect.t.flags} f WHERE f.trace_id = r.trace_id) AS flags_list
        FROM ${this.t.rollouts} r WHERE r.trace_id = $1`,
       [encodeText(traceId)],
     );
     if (!r) return undefined;
     const callsList = r.calls_list.map(toCall);
+    const integrityFlags = r.flags_list.map((f) => toFlag(f, decodeText));
     return {
       ...toSummary({ ...r, calls: callsList.length }),
+      flags: integrityFlags.map((f) => f.kind),
       item: r.item ? (JSON.parse(r.item) as Record<string, unknown>) : null,
       callsList,
       grades: r.grades_list.map(toGrade),
+      integrityFlags,
     };
   }
 
@@ -423,6 +450,33 @@ export class PostgresStore implements Store {
       }
       return 'imported';
     });
+  }
+
+  async addFlag(f: NewFlag): Promise<void> {
+    const sql = upsertFlagSql(this.dialect, f, encodeText(f.traceId), encodeText);
+    await this.rows(sql.text, sql.params);
+  }
+
+  async rolloutTally(traceId: string): Promise<RolloutTally | undefined> {
+    const [r] = await this.idempotent<{ calls: number; budget_exceeded: boolean }>(
+      `SELECT next_seq - 1 AS calls, budget_exceeded FROM ${this.t.rollouts} WHERE trace_id = $1`,
+      [encodeText(traceId)],
+      'rft_rollout_tally',
+    );
+    return r ? { calls: r.calls, budgetExceeded: r.budget_exceeded } : undefined;
+  }
+
+  async stats(q: StatsQuery): Promise<StatsRows> {
+    const sql = statsSql(this.dialect, q);
+    // One snapshot for the four figures: a repeatable-read transaction.
+    const [calls, rolloutsStarted, grades, flags] = await retryOnce(() =>
+      this.tx(async (c) => {
+        await c.query('SET TRANSACTION ISOLATION LEVEL REPEATABLE READ READ ONLY');
+        const run = async (s: { text: string; params: unknown[] }) => (await c.query(s.text, s.params)).rows;
+        return [await run(sql.calls), await run(sql.rolloutsStarted), await run(sql.grades), await run(sql.flags)];
+      }),
+    );
+    return { calls, rolloutsStarted, grades, flags } as StatsRows;
   }
 
   async rememberWebhookId(id: string, bodyHash: string, expiresAt: number, now: number): Promise<boolean> {

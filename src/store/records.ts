@@ -45,6 +45,21 @@ export interface RolloutSummary {
   budgetExceeded: boolean;
   calls: number;
   lastScore: number | null;
+  /** Grader and version of the last successful grade (lists only; null elsewhere). */
+  lastGrader: string | null;
+  lastGraderVersion: string | null;
+  /** Kinds of the rollout's integrity flags. */
+  flags: string[];
+}
+
+/** A rollout's integrity flag of one kind: how many events, and the first one's call and detail. */
+export interface IntegrityFlag {
+  kind: string;
+  events: number;
+  callId: string | null;
+  detail: string;
+  firstAt: number;
+  lastAt: number;
 }
 
 export interface GradeRecord {
@@ -69,4 +84,5 @@ export interface RolloutRecord extends RolloutSummary {
   item: Record<string, unknown> | null;
   callsList: RecordedCall[];
   grades: GradeRecord[];
+  integrityFlags: IntegrityFlag[];
 }

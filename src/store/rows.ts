@@ -32,6 +32,10 @@ export interface RolloutRowShape<B> {
   next_seq: number;
   last_score: number | null;
   calls?: number;
+  /** Only in lists (summaryExtrasSql). */
+  last_grader?: string | null;
+  last_grader_version?: string | null;
+  flag_kinds?: string | null;
 }
 
 export interface GradeRow {
@@ -105,8 +109,11 @@ export function rowMappers<B>({ text, bool }: RowCodec<B>) {
       budgetLimit: r.budget_limit,
       budgetUsed: r.budget_used,
       budgetExceeded: bool(r.budget_exceeded),
-      calls: r.calls ?? 0,
+      calls: Number(r.calls ?? 0),
       lastScore: r.last_score,
+      lastGrader: r.last_grader ?? null,
+      lastGraderVersion: r.last_grader_version ?? null,
+      flags: r.flag_kinds ? [...new Set(r.flag_kinds.split(','))].sort() : [],
     }),
     budgetOf: (r: Pick<RolloutRowShape<B>, 'budget_used' | 'budget_limit' | 'budget_exceeded'>): BudgetUsage => ({
       used: r.budget_used,

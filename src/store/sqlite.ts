@@ -13,6 +13,21 @@ import { dirname } from 'node:path';
 import { errors } from '../errors.js';
 import type { BudgetUsage, GradeRecord, RecordedCall, RolloutSummary } from './records.js';
 import { decodeCursor, encodeCursor, GRADE_COLUMNS, gradeValues, rowMappers, type CallRowShape, type GradeRow, type RolloutRowShape } from './rows.js';
+import {
+  flagsOfSql,
+  insightsDdl,
+  rolloutFilterSql,
+  sqliteDialect,
+  sqliteParams,
+  statsSql,
+  summaryExtrasSql,
+  toFlag,
+  upsertFlagSql,
+  type FlagRow,
+  type NewFlag,
+  type StatsQuery,
+  type StatsRows,
+} from './insights.js';
 import type {
   BeginCallInput,
   BeginCallResult,
@@ -22,6 +37,7 @@ import type {
   ImportedRollout,
   ListRolloutsQuery,
   NewGrade,
+  RolloutTally,
   Store,
 } from './types.js';
 
@@ -86,6 +102,7 @@ CREATE TABLE IF NOT EXISTS webhook_ids (
   expires_at INTEGER NOT NULL,
   body_hash TEXT
 ) WITHOUT ROWID;
+${insightsDdl(sqliteDialect, { key: 'TEXT', text: 'TEXT', int: 'INTEGER' })}
 `;
 
 type CallRow = CallRowShape<number>;
@@ -152,6 +169,22 @@ function statements(db: Database.Database) {
     purgeIds: db.prepare('DELETE FROM webhook_ids WHERE expires_at <= ?'),
     interrupt: db.prepare(`UPDATE calls SET status = 'interrupted', output = ?, finished_at = ? WHERE status = 'running'`),
     ping: db.prepare(`INSERT OR REPLACE INTO webhook_ids (id, expires_at) VALUES ('__readyz__', 0)`),
+    addFlag: db.prepare<Record<number, unknown>>(upsertFlagSql(sqliteDialect, { traceId: '', kind: '', callId: null, detail: '', at: 0 }).text),
+    flags: db.prepare<Record<number, unknown>, FlagRow>(flagsOfSql(sqliteDialect, '').text),
+    tally: db.prepare<[string], { calls: number; budget_exceeded: number }>(
+      'SELECT next_seq - 1 AS calls, budget_exceeded FROM rollouts WHERE trace_id = ?',
+    ),
+  };
+}
+
+/** The dashboard's window statements, prepared once (src/store/insights.ts). */
+function statsStatements(db: Database.Database): Record<keyof StatsRows, Database.Statement<Record<number, unknown>>> {
+  const sql = statsSql(sqliteDialect, { since: 0, until: 0, bucketMs: 1 });
+  return {
+    calls: db.prepare(sql.calls.text),
+    rolloutsStarted: db.prepare(sql.rolloutsStarted.text),
+    grades: db.prepare(sql.grades.text),
+    flags: db.prepare(sql.flags.text),
   };
 }
 
@@ -178,6 +211,7 @@ export class SqliteStore implements Store {
   readonly kind = 'sqlite';
   private readonly db: Database.Database;
   private readonly s: ReturnType<typeof statements>;
+  private readonly stats_: ReturnType<typeof statsStatements>;
   /** Held for the store's life: one process per database. */
   private readonly lock: Database.Database;
   /** The units of this turn, run at its end. */
@@ -200,6 +234,7 @@ export class SqliteStore implements Store {
       this.db.exec('ALTER TABLE webhook_ids ADD COLUMN body_hash TEXT');
     }
     this.s = statements(this.db);
+    this.stats_ = statsStatements(this.db);
     const unit = this.db.transaction((run: () => unknown) => run());
     const turn = this.db.transaction((units: Unit[]) =>
       units.map((u) => {
@@ -332,6 +367,27 @@ export class SqliteStore implements Store {
     return this.unit(() => this.s.interrupt.run(output, now).changes);
   }
 
+  addFlag(f: NewFlag): Promise<void> {
+    return this.unit(() => {
+      this.s.addFlag.run(sqliteParams(upsertFlagSql(sqliteDialect, f).params));
+    });
+  }
+
+  rolloutTally(traceId: string): Promise<RolloutTally | undefined> {
+    return this.read(() => {
+      const r = this.s.tally.get(traceId);
+      return r && { calls: r.calls, budgetExceeded: r.budget_exceeded === 1 };
+    });
+  }
+
+  stats(q: StatsQuery): Promise<StatsRows> {
+    return this.read(() => {
+      const sql = statsSql(sqliteDialect, q);
+      const run = <K extends keyof StatsRows>(k: K) => this.stats_[k].all(sqliteParams(sql[k].params)) as StatsRows[K];
+      return { calls: run('calls'), rolloutsStarted: run('rolloutsStarted'), grades: run('grades'), flags: run('flags') };
+    });
+  }
+
   async ping(): Promise<void> {
     await this.unit(() => this.s.ping.run());
   }
@@ -369,22 +425,26 @@ export class SqliteStore implements Store {
     return this.read(() => {
       const where: string[] = [];
       const params: unknown[] = [];
+      const p = (v: unknown) => (params.push(v), `?${params.length}`);
       if (q.cursor !== undefined) {
         const at = decodeCursor(q.cursor);
         if (!at) return { rollouts: [], nextCursor: null };
-        where.push('(created_at < ? OR (created_at = ? AND trace_id < ?))');
-        params.push(at.createdAt, at.createdAt, at.traceId);
+        const created = p(at.createdAt);
+        where.push(`(r.created_at < ${created} OR (r.created_at = ${created} AND r.trace_id < ${p(at.traceId)}))`);
       }
-      if (q.since !== undefined) {
-        where.push('updated_at >= ?');
-        params.push(q.since);
+      if (q.since !== undefined) where.push(`r.updated_at >= ${p(q.since)}`);
+      if (q.filter) {
+        const f = rolloutFilterSql(sqliteDialect, q.filter, params.length + 1);
+        where.push(...f.where);
+        params.push(...f.params);
       }
       const rows = this.db
-        .prepare<unknown[], RolloutRow>(
-          `SELECT ${SUMMARY}, (SELECT count(*) FROM calls c WHERE c.trace_id = r.trace_id) AS calls FROM rollouts r
-           ${where.length ? 'WHERE ' + where.join(' AND ') : ''} ORDER BY created_at DESC, trace_id DESC LIMIT ?`,
+        .prepare<Record<number, unknown>, RolloutRow>(
+          `SELECT ${SUMMARY}, (SELECT count(*) FROM calls c WHERE c.trace_id = r.trace_id) AS calls, ${summaryExtrasSql(sqliteDialect)}
+           FROM rollouts r ${where.length ? 'WHERE ' + where.join(' AND ') : ''}
+           ORDER BY r.created_at DESC, r.trace_id DESC LIMIT ${p(q.limit + 1)}`,
         )
-        .all(...params, q.limit + 1);
+        .all(sqliteParams(params));
       const page = rows.slice(0, q.limit);
       const last = page.at(-1);
       return { rollouts: page.map(toSummary), nextCursor: rows.length > q.limit && last ? encodeCursor(last.created_at, last.trace_id) : null };
@@ -396,11 +456,14 @@ export class SqliteStore implements Store {
       const r = this.s.getRollout.get(traceId);
       if (!r) return undefined;
       const callsList = this.s.listCalls.all(traceId).map(toCall);
+      const integrityFlags = this.s.flags.all(sqliteParams([traceId])).map((f) => toFlag(f));
       return {
         ...toSummary({ ...r, calls: callsList.length }),
+        flags: integrityFlags.map((f) => f.kind),
         item: r.item ? (JSON.parse(r.item) as Record<string, unknown>) : null,
         callsList,
         grades: this.s.listGrades.all(traceId).map(toGrade),
+        integrityFlags,
       };
     });
   }

@@ -1,6 +1,7 @@
 // The Store: everything durable. SQLite (one process) is the default; the interface is async and
 // free of SQLite types so a Postgres implementation (many replicas) can stand behind it.
 import type { BudgetUsage, CallStatus, GradeRecord, RecordedCall, RolloutRecord, RolloutSummary } from './records.js';
+import type { NewFlag, RolloutFilter, StatsQuery, StatsRows } from './insights.js';
 
 export interface BeginCallInput {
   traceId: string;
@@ -54,6 +55,13 @@ export interface ListRolloutsQuery {
   cursor?: string | undefined;
   /** Only rollouts updated at or after this time (ms since epoch). */
   since?: number | undefined;
+  filter?: RolloutFilter | undefined;
+}
+
+/** What the grading service needs of a rollout it graded: its calls so far and whether its budget ran out. */
+export interface RolloutTally {
+  calls: number;
+  budgetExceeded: boolean;
 }
 
 export interface ImportedRollout {
@@ -90,6 +98,12 @@ export interface Store {
   listRollouts(q: ListRolloutsQuery): Promise<{ rollouts: RolloutSummary[]; nextCursor: string | null }>;
   getRollout(traceId: string): Promise<(RolloutRecord & { grades: GradeWithSample[] }) | undefined>;
   importRollout(r: ImportedRollout): Promise<'imported' | 'exists'>;
+
+  /** Records an integrity flag on a rollout (one row per kind, counting its events). */
+  addFlag(f: NewFlag): Promise<void>;
+  rolloutTally(traceId: string): Promise<RolloutTally | undefined>;
+  /** The dashboard's figures for a time window (src/store/insights.ts). */
+  stats(q: StatsQuery): Promise<StatsRows>;
 
   /**
    * Records a webhook-id with its body's hash; false if the id was seen with another body and has

@@ -2,6 +2,7 @@
 // test/store/sqlite.test.ts and test/store/postgres.test.ts against a fresh, empty store each test.
 import { describe, expect, it, onTestFinished } from 'vitest';
 import type { BeginCallInput, ImportedRollout, NewGrade, Store } from '../../src/store/types.js';
+import { insightsContract } from './insights-contract.js';
 
 export const begin = (traceId: string, callId: string, over: Partial<BeginCallInput> = {}): BeginCallInput => ({
   traceId, callId, tool: 't', arguments: '{}', argsHash: 'h', cost: 1, budgetLimit: 5, item: { q: 1 }, credential: null, now: Date.now(), overBudgetOutput: 'spent', ...over,
@@ -235,7 +236,10 @@ export function storeContract(label: string, open: () => Promise<Store>): void {
       await store.insertGrade(grade('new', { createdAt: 1_000, score: 0.5 }));
       const page = await store.listRollouts({ limit: 10, since: 900 });
       expect(page.rollouts).toEqual([
-        { traceId: 'new', createdAt: 900, updatedAt: 1_000, budgetLimit: 5, budgetUsed: 2, budgetExceeded: false, calls: 2, lastScore: 0.5 },
+        {
+          traceId: 'new', createdAt: 900, updatedAt: 1_000, budgetLimit: 5, budgetUsed: 2, budgetExceeded: false, calls: 2, lastScore: 0.5,
+          lastGrader: 'g', lastGraderVersion: 'v1', flags: [],
+        },
       ]);
     });
 
@@ -306,4 +310,6 @@ export function storeContract(label: string, open: () => Promise<Store>): void {
       await expect(store.close()).resolves.toBeUndefined();
     });
   });
+
+  insightsContract(label, fresh);
 }

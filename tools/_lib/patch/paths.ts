@@ -3,8 +3,15 @@
 // the kernel level, symlinks included; this is the cheap first gate, so that a patch naming `../x`
 // is refused before anything is read or written.
 import { workspaceComponents } from '../../../src/sandbox/paths.js';
+import { assertNotHidden } from '../../../src/sandbox/workspace.js';
+import type { Item } from '../../../src/index.js';
 
-/** Normalizes a workspace-relative path (`./a//b` -> `a/b`, `/workspace/a` -> `a`); `.` for the root. */
-export function workspacePath(raw: string): string {
-  return workspaceComponents(raw.trim()).join('/') || '.';
+/**
+ * Normalizes a workspace-relative path (`./a//b` -> `a/b`, `/workspace/a` -> `a`); `.` for the root.
+ * Given the row, also refuses the task's hidden folder (RFT_ERR_HIDDEN_PATH).
+ */
+export function workspacePath(raw: string, item?: Item): string {
+  const path = workspaceComponents(raw.trim()).join('/') || '.';
+  if (item) assertNotHidden(path, item);
+  return path;
 }

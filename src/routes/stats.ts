@@ -1,0 +1,45 @@
+// GET /v1/stats: the live dashboard's figures (src/stats), from the record.
+import type { FastifyInstance } from 'fastify';
+import type { ZodTypeProvider } from '@fastify/type-provider-zod';
+import { errors } from '../errors.js';
+import { buildStats, defaultBucketMs, MAX_BUCKETS } from '../stats/stats.js';
+import { statsQuerySchema, statsReplySchema } from '../stats/schema.js';
+import { parseDuration, parseInstant } from '../stats/time.js';
+
+const DEFAULT_SPAN_MS = 60 * 60_000;
+
+export default async function statsRoutes(app: FastifyInstance): Promise<void> {
+  const { store, sandboxes, metrics } = app.rft;
+
+  app.withTypeProvider<ZodTypeProvider>().get(
+    '/v1/stats',
+    {
+      schema: {
+        summary: 'Figures of a time window: throughput, outcomes, latency per tool, learning curve, integrity flags',
+        querystring: statsQuerySchema,
+        response: { 200: statsReplySchema },
+      },
+    },
+    async (req) => {
+      const now = Date.now();
+      const instant = (name: string, s: string | undefined, dflt: number) => {
+        if (s === undefined) return dflt;
+        const t = parseInstant(s, now);
+        if (t === undefined) throw errors.badRequest(`${name} must be an ISO time, ms since epoch or a duration such as "15m", got "${s}"`);
+        return t;
+      };
+      const until = instant('until', req.query.until, now);
+      const since = instant('since', req.query.since, until - DEFAULT_SPAN_MS);
+      if (since >= until) throw errors.badRequest('since must be before until');
+      const bucketMs = req.query.bucket === undefined ? defaultBucketMs(until - since) : parseDuration(req.query.bucket);
+      if (bucketMs === undefined) throw errors.badRequest(`bucket must be a duration such as "1m" or "30s", got "${req.query.bucket}"`);
+      if ((until - since) / bucketMs > MAX_BUCKETS) throw errors.badRequest(`at most ${MAX_BUCKETS} buckets: widen bucket or narrow the window`);
+      const q = { since, until, bucketMs };
+      const s = sandboxes?.stats();
+      return buildStats(await store.stats(q), q, {
+        sandboxes: s ? { driver: s.driver, live: s.live, queued: s.queued, cap: s.cap } : null,
+        failures: metrics ? await metrics.failureTotals() : null,
+      });
+    },
+  );
+}

@@ -2,7 +2,7 @@
 // OpenAI-compatible /v1/embeddings (one request for both texts). Embedding APIs refuse empty
 // input, so an empty side is settled without a call: both empty -> 1, one empty -> 0.
 import { modelClient, modelFailure, DEFAULT_EMBEDDING_MODEL, type ModelOptions } from './model-client.js';
-import { addUsage, type TokenUsage } from './usage.js';
+import { addUsage, type RunUsage } from './usage.js';
 import { errors } from '../errors.js';
 
 export function cosineOf(a: ArrayLike<number>, b: ArrayLike<number>): number {
@@ -23,7 +23,7 @@ export function cosineOf(a: ArrayLike<number>, b: ArrayLike<number>): number {
 export async function cosineSimilarity(
   input: string,
   reference: string,
-  opts: { openai?: ModelOptions; signal?: AbortSignal; usage: TokenUsage },
+  opts: { openai?: ModelOptions; signal?: AbortSignal; usage: RunUsage },
 ): Promise<number> {
   if (input.trim() === '' || reference.trim() === '') return input.trim() === reference.trim() ? 1 : 0;
   const model = opts.openai?.embeddingModel ?? DEFAULT_EMBEDDING_MODEL;
@@ -32,7 +32,7 @@ export async function cosineSimilarity(
       { model, input: [input, reference] },
       opts.signal ? { signal: opts.signal } : {},
     );
-    addUsage(opts.usage, res.usage);
+    addUsage(opts.usage, res.model || model, res.usage, { sampled: false });
     const [a, b] = [...res.data].sort((x, y) => x.index - y.index);
     if (!a || !b) throw errors.modelGrader('unparseable', 'the embeddings reply has fewer than 2 vectors');
     return cosineOf(a.embedding, b.embedding);

@@ -13,13 +13,13 @@ import { errors } from '../errors.js';
 import type { LabelModelConfig, ModelMessage, ScoreModelConfig } from './config.js';
 import { modelClient, modelFailure, type ModelOptions } from './model-client.js';
 import { renderTemplate, type TemplateScope } from './template.js';
-import { addUsage, type TokenUsage } from './usage.js';
+import { addUsage, type RunUsage } from './usage.js';
 import { clamp01 } from './helpers.js';
 
 export interface ModelCallOptions {
   openai?: ModelOptions;
   signal?: AbortSignal;
-  usage: TokenUsage;
+  usage: RunUsage;
 }
 
 export interface ModelGrade {
@@ -98,7 +98,7 @@ async function askJson(
       },
       opts.signal ? { signal: opts.signal } : {},
     );
-    addUsage(opts.usage, res.usage);
+    addUsage(opts.usage, res.model || cfg.model, res.usage, { sampled: true });
     const msg = res.choices[0]?.message;
     if (msg?.refusal) throw errors.modelGrader('refusal', `${what} refused: ${msg.refusal}`);
     content = msg?.content;

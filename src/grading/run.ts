@@ -16,46 +16,25 @@ import { localSimilarity } from './metrics/index.js';
 import type { ModelOptions } from './model-client.js';
 import { runLabelModel, runScoreModel } from './model-graders.js';
 import { renderTemplate, type TemplateScope } from './template.js';
-import { emptyUsage, type TokenUsage } from './usage.js';
+import type { GraderRunResponse } from 'openai/resources/fine-tuning/alpha/graders';
+import { emptyUsage, totalTokens, type RunUsage } from './usage.js';
 
 export interface RunOptions {
   openai?: ModelOptions;
   signal?: AbortSignal;
 }
 
-export interface RunErrorFlags {
-  formula_parse_error: boolean;
-  invalid_variable_error: boolean;
-  model_grader_parse_error: boolean;
-  model_grader_refusal_error: boolean;
-  model_grader_server_error: boolean;
-  model_grader_server_error_details: string | null;
-  other_error: boolean;
-  python_grader_runtime_error: boolean;
-  python_grader_runtime_error_details: string | null;
-  python_grader_server_error: boolean;
-  python_grader_server_error_type: string | null;
-  sample_parse_error: boolean;
-  truncated_observation_error: boolean;
-  unresponsive_reward_error: boolean;
-}
+export type RunErrorFlags = GraderRunResponse.Metadata.Errors;
 
-export interface RunResult {
-  reward: number;
-  metadata: {
-    name: string;
-    type: GraderConfig['type'];
-    errors: RunErrorFlags;
-    /** Seconds, as OpenAI reports it. */
-    execution_time: number;
-    scores: Record<string, number | string>;
-    token_usage: TokenUsage;
-    passed?: boolean;
-  };
+/**
+ * OpenAI's reply, typed by the installed `openai` package itself (so the SDK's
+ * client.fineTuning.alpha.graders.run() reads it unchanged), plus our explanation.
+ */
+export type RunResult = GraderRunResponse & {
   sub_rewards: Record<string, number>;
   /** Not in OpenAI's reply: a human-readable why, used as the endpoint grader's explanation. */
   explanation?: string;
-}
+};
 
 export function noErrors(): RunErrorFlags {
   return {
@@ -78,14 +57,16 @@ export function noErrors(): RunErrorFlags {
 
 interface Graded {
   reward: number;
-  scores: Record<string, number | string>;
+  scores: Record<string, number | string | boolean>;
   subRewards: Record<string, number>;
-  passed?: boolean;
   explanation: string;
 }
 
+/** pass_threshold's verdict, reported in scores as `<name>.passed` (OpenAI's metadata has no field for it). */
+const passedScore = (name: string, passed: boolean | undefined) => (passed === undefined ? {} : { [`${name}.passed`]: passed });
+
 interface Ctx extends RunOptions {
-  usage: TokenUsage;
+  usage: RunUsage;
 }
 
 function stringCheck(g: StringCheckConfig, scope: TemplateScope): number {
@@ -117,9 +98,8 @@ async function textSimilarity(g: TextSimilarityConfig, scope: TemplateScope, ctx
   const passed = g.pass_threshold !== undefined ? reward >= g.pass_threshold : undefined;
   return {
     reward,
-    scores: { [g.name]: reward },
+    scores: { [g.name]: reward, ...passedScore(g.name, passed) },
     subRewards: {},
-    ...(passed !== undefined ? { passed } : {}),
     explanation: `${g.evaluation_metric} ${reward.toFixed(4)}${passed !== undefined ? (passed ? ' (passed)' : ' (below pass_threshold)') : ''}`,
   };
 }
@@ -138,9 +118,13 @@ async function grade(g: GraderConfig, scope: TemplateScope, ctx: Ctx): Promise<G
       const passed = g.type === 'score_model' && g.pass_threshold !== undefined ? r.reward >= g.pass_threshold : undefined;
       return {
         reward: r.reward,
-        scores: { [g.name]: r.reward, [`${g.name}.raw`]: r.raw, ...(r.outOfRange ? { [`${g.name}.out_of_range`]: 1 } : {}) },
+        scores: {
+          [g.name]: r.reward,
+          [`${g.name}.raw`]: r.raw,
+          ...(r.outOfRange ? { [`${g.name}.out_of_range`]: 1 } : {}),
+          ...passedScore(g.name, passed),
+        },
         subRewards: {},
-        ...(passed !== undefined ? { passed } : {}),
         explanation: r.explanation,
       };
     }
@@ -181,9 +165,10 @@ export async function runGraderConfig(grader: GraderConfig, sample: Sample, item
       errors: noErrors(),
       execution_time: (performance.now() - started) / 1000,
       scores: r.scores,
-      token_usage: usage,
-      ...(r.passed !== undefined ? { passed: r.passed } : {}),
+      token_usage: totalTokens(usage),
+      sampled_model_name: usage.sampledModel,
     },
+    model_grader_token_usage_per_model: usage.perModel,
     sub_rewards: r.subRewards,
     explanation: r.explanation,
   };
@@ -204,7 +189,8 @@ export function runErrorReply(grader: Pick<GraderConfig, 'name' | 'type'>, err: 
   } else flags.other_error = true;
   return {
     reward: 0,
-    metadata: { name: grader.name, type: grader.type, errors: flags, execution_time: 0, scores: {}, token_usage: emptyUsage() },
+    metadata: { name: grader.name, type: grader.type, errors: flags, execution_time: 0, scores: {}, token_usage: null, sampled_model_name: null },
+    model_grader_token_usage_per_model: {},
     sub_rewards: {},
   };
 }

@@ -5,7 +5,7 @@ import { z } from 'zod';
 import { errors, isRftError } from '../errors.js';
 import { gradeRequestSchema, sampleSchema } from '../protocol/wire.js';
 import { formatZodIssues } from '../ledger/output.js';
-import { runErrorReply, runGraderConfig, validateGraderConfig } from '../grading/index.js';
+import { runErrorReply, runGraderConfig, validateGraderConfig, type RunResult } from '../grading/index.js';
 import { defaultGraderName } from './discovery.js';
 
 const runRequestSchema = z.looseObject({
@@ -38,13 +38,13 @@ export default async function graderRoutes(app: FastifyInstance): Promise<void> 
   app.post('/grade', trainer, (req) => grade(req, defaultGraderName(app)));
   app.post<{ Params: { name: string } }>('/graders/:name', trainer, (req) => grade(req, req.params.name));
 
-  app.post('/v1/graders/validate', async (req) => {
+  const validate = async (req: FastifyRequest) => {
     const body = z.looseObject({ grader: z.unknown() }).safeParse(req.body);
     if (!body.success) throw errors.badRequest('expected { "grader": { ... } }');
     return { grader: validateGraderConfig(body.data.grader) };
-  });
+  };
 
-  app.post('/v1/graders/run', async (req) => {
+  const run = async (req: FastifyRequest): Promise<RunResult> => {
     const body = runRequestSchema.safeParse(req.body);
     if (!body.success) throw errors.badRequest(`malformed request: ${formatZodIssues(body.error.issues)}`);
     const graderConfig = validateGraderConfig(body.data.grader);
@@ -58,6 +58,16 @@ export default async function graderRoutes(app: FastifyInstance): Promise<void> 
       if (isRftError(e)) return runErrorReply(graderConfig, e);
       throw e;
     }
+  };
+
+  // Ours (OpenAI's reply plus an explanation), and OpenAI's own paths, so the official SDK works
+  // with baseURL <server>/v1: client.fineTuning.alpha.graders.run() and .validate().
+  app.post('/v1/graders/validate', validate);
+  app.post('/v1/graders/run', run);
+  app.post('/v1/fine_tuning/alpha/graders/validate', validate);
+  app.post('/v1/fine_tuning/alpha/graders/run', async (req) => {
+    const { explanation: _explanation, ...reply } = await run(req);
+    return reply;
   });
 }
 

@@ -74,7 +74,9 @@ describe('score_model', () => {
 
   it('sums token usage into metadata', async () => {
     const r = await runGraderConfig(judge('[[fake:score=1]]'), sample('x'), item, { openai: openai() });
-    expect(r.metadata.token_usage).toEqual({ prompt_tokens: 11, completion_tokens: 7, total_tokens: 18, cached_tokens: 0 });
+    expect(r.metadata.token_usage).toBe(18);
+    expect(r.metadata.sampled_model_name).toBe('judge-model');
+    expect(r.model_grader_token_usage_per_model).toEqual({ 'judge-model': { prompt_tokens: 11, completion_tokens: 7, total_tokens: 18, cached_tokens: 0 } });
   });
 
   it.each([

@@ -49,15 +49,15 @@ describe('text_similarity', () => {
     // fuzzy: "Pari" vs "Paris", LCS 4, 8/9
     const r = await runGraderConfig(sim('fuzzy_match'), sample('Pari'), item);
     expect(r.reward).toBeCloseTo(8 / 9, 12);
-    expect(r.metadata.passed).toBeUndefined();
+    expect(r.metadata.scores).toEqual({ sim: r.reward });
   });
 
-  it('reports passed in metadata against pass_threshold without changing the reward', async () => {
+  it('reports passed in the scores against pass_threshold without changing the reward', async () => {
     const high = await runGraderConfig(sim('fuzzy_match', 0.9), sample('Pari'), item);
     expect(high.reward).toBeCloseTo(8 / 9, 12);
-    expect(high.metadata.passed).toBe(false);
+    expect(high.metadata.scores['sim.passed']).toBe(false);
     const low = await runGraderConfig(sim('fuzzy_match', 0.8), sample('Pari'), item);
-    expect(low.metadata.passed).toBe(true);
+    expect(low.metadata.scores['sim.passed']).toBe(true);
   });
 
   it('runs rouge_l on the rendered texts', async () => {
@@ -91,7 +91,8 @@ describe('multi', () => {
   it('answers in the shape of OpenAI graders/run', async () => {
     const r = await runGraderConfig(combo('max(exact, fuzzy)'), sample('Paris'), item);
     expect(r.reward).toBe(1);
-    expect(r.metadata).toMatchObject({ name: 'combo', type: 'multi', token_usage: { total_tokens: 0 } });
+    expect(r.metadata).toMatchObject({ name: 'combo', type: 'multi', token_usage: null, sampled_model_name: null });
+    expect(r.model_grader_token_usage_per_model).toEqual({});
     expect(Object.values(r.metadata.errors).every((v) => v === false || v === null)).toBe(true);
     expect(r.metadata.execution_time).toBeGreaterThanOrEqual(0);
     expect(r.metadata.execution_time).toBeLessThan(5);

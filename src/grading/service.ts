@@ -71,12 +71,34 @@ export function normalizeGraderResult(g: LoadedGrader, raw: unknown): GraderResu
 }
 
 export class GradingService {
+  /** Grades running in this process, by (trace_id, grader, version, sample): a duplicate joins, it does not run again. */
+  private readonly inflight = new Map<string, Promise<GradeOutcome>>();
+
   constructor(private readonly o: GradingOptions) {}
 
+  /**
+   * Grades a sample once: a retry of a recorded grade returns the record, and identical grades
+   * arriving together (the trainer's retry of a slow grade, a proxy's duplicate) run the grader
+   * once and all get its result, its failure included. A forced re-grade always runs.
+   */
   async grade(g: LoadedGrader, input: GradeInput): Promise<GradeOutcome> {
-    const { store } = this.o;
     const traceId = input.traceId ?? `grade_${randomUUID()}`;
     const sampleHash = sha256(canonicalJson(input.sample));
+    if (input.force || input.traceId === undefined) return this.gradeOnce(g, input, traceId, sampleHash);
+    const key = `${traceId}\0${g.def.name}\0${g.version}\0${sampleHash}`;
+    const running = this.inflight.get(key);
+    if (running) return { record: (await running).record, replayed: true };
+    const p = this.gradeOnce(g, input, traceId, sampleHash);
+    this.inflight.set(key, p);
+    try {
+      return await p;
+    } finally {
+      this.inflight.delete(key);
+    }
+  }
+
+  private async gradeOnce(g: LoadedGrader, input: GradeInput, traceId: string, sampleHash: string): Promise<GradeOutcome> {
+    const { store } = this.o;
     if (!input.force) {
       const prior = await store.findGrade(traceId, g.def.name, g.version, sampleHash).catch((e: Error) => {
         throw errors.store(e.message);

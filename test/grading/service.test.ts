@@ -2,6 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { bearer, functionCall, newTrace, startFixtureServer } from '../helpers/fixtures.js';
 import type { TestServer } from '../helpers/server.js';
 import { gradeRuns } from '../fixtures/units/graders/exact.js';
+import { slowRuns } from '../fixtures/units/graders/slow.js';
 
 let s: TestServer;
 beforeAll(async () => {
@@ -38,6 +39,29 @@ describe('grader endpoint', () => {
     await post('/grade', body);
     expect(gradeRuns.filter((t) => t === trace)).toHaveLength(1);
     expect((await record(trace)).grades).toHaveLength(1);
+  });
+
+  it('runs five identical grades sent at once over HTTP once, and gives all five its score', async () => {
+    await s.app.listen({ host: '127.0.0.1', port: 0 });
+    const url = `http://127.0.0.1:${(s.app.server.address() as { port: number }).port}`;
+    const grade = (path: string, body: object) =>
+      fetch(url + path, { method: 'POST', headers: { ...bearer(s.key), 'content-type': 'application/json' }, body: JSON.stringify(body) }).then(
+        async (r) => ({ status: r.status, body: (await r.json()) as { score?: number; error?: { code: string } } }),
+      );
+    // The grader takes 1 s, so all five are in flight together (sequential retries are joined by the record).
+    const trace = newTrace();
+    const body = { sample: sample('x'), item: { delay_ms: 1000 }, trace_id: trace };
+    const replies = await Promise.all(Array.from({ length: 5 }, () => grade('/graders/slow', body)));
+    expect(replies.map((r) => r.body)).toEqual(Array(5).fill({ score: 0.75 }));
+    expect(slowRuns.filter((t) => t === trace)).toHaveLength(1);
+    expect((await record(trace)).grades).toHaveLength(1);
+
+    // A failure is shared too: five 500s, one run, one recorded failure.
+    const failing = newTrace();
+    const failures = await Promise.all(Array.from({ length: 5 }, () => grade('/graders/slow', { sample: sample('x'), item: { delay_ms: 1000, fail: true }, trace_id: failing })));
+    expect(failures.map((r) => [r.status, r.body.error?.code])).toEqual(Array(5).fill([500, 'RFT_ERR_GRADER_FAILED']));
+    expect(slowRuns.filter((t) => t === failing)).toHaveLength(1);
+    expect((await record(failing)).grades).toHaveLength(1);
   });
 
   it('answers 500 with a coded error when the grader throws, and records the failure', async () => {

@@ -44,12 +44,12 @@ describe('the openai SDK\'s grader helpers', () => {
   });
 
   it('runs a score_model grader and reports its model and tokens', async () => {
-    const judge = {
+    const judge: OpenAI.Graders.ScoreModelGrader = {
       type: 'score_model',
       name: 'judge',
       model: 'judge-model',
       input: [{ role: 'user', content: 'Grade: {{sample.output_text}} against {{item.answer}}' }],
-    } as const;
+    };
     const r = await client.fineTuning.alpha.graders.run({ grader: judge, model_sample: 'Paris', item: { answer: 'Paris' } });
     expectRunShape(r);
     expect(r.reward).toBe(1);

@@ -56,6 +56,31 @@ describe('over real HTTP', () => {
   });
 });
 
+describe('rate limits on the trainer\'s routes', () => {
+  it('refuses a tool call or a grade over the limit with 503 and Retry-After (retried, never shown to the model as a 4xx)', async () => {
+    const limited = await startFixtureServer({ env: { RFT_RATE_LIMIT: '2' } });
+    try {
+      const post = async (path: string, body: object) => {
+        const res = await request(`${limited.url}${path}`, {
+          method: 'POST',
+          headers: { authorization: `Bearer ${limited.key}`, 'content-type': 'application/json' },
+          body: JSON.stringify(body),
+        });
+        return { status: res.statusCode, retryAfter: res.headers['retry-after'], body: (await res.body.json()) as { error?: { code: string; details: unknown } } };
+      };
+      for (let i = 0; i < 2; i++) expect((await post('/tools', functionCall('echo', { text: 'x' }))).status).toBe(200);
+      for (const [path, body] of [['/tools', functionCall('echo', { text: 'x' })], ['/graders/exact', { sample: { output_text: 'x' }, item: {} }]] as const) {
+        const r = await post(path, body);
+        expect(r.status).toBe(503);
+        expect(Number(r.retryAfter)).toBeGreaterThan(0);
+        expect(r.body.error).toMatchObject({ code: 'RFT_ERR_RATE_LIMITED_RETRY', details: { reason: 'requests' } });
+      }
+    } finally {
+      await limited.close();
+    }
+  });
+});
+
 describe('boot', () => {
   it('creates a key in the data dir when none is configured and prints it once', async () => {
     const dataDir = mkdtempSync(join(tmpdir(), 'rft-autokey-'));

@@ -1,6 +1,6 @@
-// Runs a task's hidden cases on a host copy of a workspace: pristine files laid over it, runner
-// staged under a nonce, a fresh sandbox made from it. Used for the rollout's final workspace and,
-// in improvement mode, for the untouched template.
+// Runs a task's hidden cases on a host copy of a workspace: pristine files laid over it, a fresh
+// sandbox made from it, the runner started there. Used for the rollout's final workspace and, in
+// improvement mode, for the untouched template.
 import { createHash } from 'node:crypto';
 import { cp, mkdir, mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -8,13 +8,12 @@ import { join, resolve, sep } from 'node:path';
 import type { GraderContext } from '../../src/index.js';
 import type { CasesFile } from './cases.js';
 import { overlayFiles } from './overlay.js';
-import { runStaged, stageRunner, type RunOutcome } from './run.js';
+import { runCases, type RunOutcome } from './run.js';
 
 export async function runHiddenOn(ctx: GraderContext, wsDir: string, hiddenDir: string, cases: CasesFile): Promise<RunOutcome> {
   await overlayFiles(join(hiddenDir, 'files'), wsDir);
-  const staged = await stageRunner(wsDir, cases);
   const sandbox = await ctx.freshSandbox({ templateDir: wsDir });
-  return runStaged(sandbox, staged, cases, ctx.signal);
+  return runCases(sandbox, cases, ctx.signal);
 }
 
 /** A host temp directory for the duration of `fn`. */

@@ -1,13 +1,14 @@
-// Runs a task's hidden cases against a workspace snapshot in a fresh sandbox and reads the runner's
-// nonce-tagged result line. The runner and the cases go into a directory named by a random nonce,
-// written after the agent's files, so nothing the agent did during the rollout could be there.
-import { randomBytes } from 'node:crypto';
-import { mkdir, readFile, writeFile } from 'node:fs/promises';
+// Runs a task's hidden cases against a workspace in a fresh sandbox and reads the runner's verdict
+// from its private result channel (ExecOptions.resultChannel). The runner and the cases travel on
+// the runner's stdin, which it reads whole before any of the agent's code runs: they never touch the
+// workspace, and no command line holds anything worth stealing.
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { errors } from '../../src/errors.js';
 import type { Sandbox } from '../../src/index.js';
 import type { CasesFile } from './cases.js';
 
-const RUNNER = join(import.meta.dirname, 'runner.py');
+const RUNNER = readFileSync(join(import.meta.dirname, 'runner.py'), 'utf8');
 
 export interface CaseResult {
   name: string;
@@ -21,30 +22,48 @@ export interface RunOutcome {
   failure: string | null;
 }
 
-/** Puts the runner and cases into `wsDir` (a host copy of the workspace); returns what to exec. */
-export async function stageRunner(wsDir: string, cases: CasesFile): Promise<{ nonce: string; dir: string }> {
-  const nonce = randomBytes(16).toString('hex');
-  const dir = `.rft-grader-${nonce}`;
-  await mkdir(join(wsDir, dir)); // fails if it exists: the agent could not have guessed the nonce
-  await writeFile(join(wsDir, dir, 'runner.py'), await readFile(RUNNER), { flag: 'wx' });
-  await writeFile(join(wsDir, dir, 'cases.json'), JSON.stringify(cases), { flag: 'wx' });
-  return { nonce, dir };
+/** The runner's program: runner.py and the call that hands it the cases. */
+export function runnerProgram(cases: CasesFile): string {
+  return `${RUNNER}\nmain("${Buffer.from(JSON.stringify(cases)).toString('base64')}")\n`;
 }
 
-export async function runStaged(sandbox: Sandbox, staged: { nonce: string; dir: string }, cases: CasesFile, signal: AbortSignal): Promise<RunOutcome> {
+/**
+ * One result per case of the task, in its order, whatever the channel said: names the task does not
+ * have are ignored, a name given twice counts once (the first), a case with no result failed.
+ */
+export function caseResults(reported: unknown, cases: CasesFile): CaseResult[] {
+  const byName = new Map<string, CaseResult>();
+  for (const r of Array.isArray(reported) ? (reported as unknown[]) : []) {
+    const c = r as Partial<CaseResult> | null;
+    if (!c || typeof c.name !== 'string' || byName.has(c.name)) continue;
+    byName.set(c.name, { name: c.name, passed: c.passed === true, detail: typeof c.detail === 'string' ? c.detail : '' });
+  }
+  return cases.cases.map((c) => byName.get(c.name) ?? { name: c.name, passed: false, detail: 'no result' });
+}
+
+export async function runCases(sandbox: Sandbox, cases: CasesFile, signal: AbortSignal): Promise<RunOutcome> {
   const budgetMs = Math.ceil(cases.cases.length * (cases.timeout_s + 2) * 1000) + 10_000;
-  const r = await sandbox.exec(['python3', '-I', `${staged.dir}/runner.py`], {
-    stdin: JSON.stringify({ nonce: staged.nonce, dir: staged.dir }),
+  const r = await sandbox.exec(['python3', '-I', '-'], {
+    stdin: runnerProgram(cases),
     timeoutMs: budgetMs,
     maxOutputBytes: 1024 * 1024,
     signal,
+    resultChannel: true,
   });
-  const tag = `RFT-RESULT ${staged.nonce} `;
-  const line = r.stdout.split('\n').find((l) => l.startsWith(tag));
-  if (line === undefined) {
+  if (r.result === undefined) throw errors.graderFailed('unit_tests', `the ${sandbox.driver} sandbox gave no result channel`);
+  const line = r.result.trim();
+  if (line === '') {
+    // The agent's code can kill the runner (same uid) or exhaust its limits: that scores no case.
     const why = r.timedOut ? `timed out after ${budgetMs} ms` : `exit code ${r.exitCode ?? r.signal}`;
     return { cases: null, failure: `the test runner gave no result (${why}): ${r.stderr.trim().slice(-500)}` };
   }
-  const parsed = JSON.parse(line.slice(tag.length)) as { cases: CaseResult[] };
-  return { cases: parsed.cases, failure: null };
+  let verdict: { cases?: unknown; error?: unknown };
+  try {
+    verdict = JSON.parse(line) as typeof verdict;
+  } catch {
+    // Only the runner holds the channel: a garbled verdict is our failure, not the agent's.
+    throw errors.graderFailed('unit_tests', 'the test runner wrote an unreadable verdict');
+  }
+  if (typeof verdict.error === 'string') throw errors.graderFailed('unit_tests', verdict.error);
+  return { cases: caseResults(verdict.cases, cases), failure: null };
 }

@@ -1,20 +1,26 @@
-# Hidden-test runner for the unit_tests grader. Runs inside the grading sandbox as
-#   python3 -I .rft-grader-<nonce>/runner.py   (stdin: {"nonce": ..., "dir": ...})
+# Hidden-test runner for the unit_tests grader. Runs inside a fresh grading sandbox as
+#   python3 -I -     (its program on stdin: this file, then `main(<the cases, base64 JSON>)`)
+# and writes one JSON line, {"cases": [...]} or {"error": ...}, to the result channel: the
+# descriptor named by $RFT_RESULT_FD, which the sandbox gives to this process alone.
 #
-# Trust model: this parent process never imports the agent's code. It reads the cases into memory,
-# deletes them from disk, then runs each case in a fresh child interpreter that sees only the case's
-# code (never its expected value) and sends back the value it computed, JSON-encoded with exact types,
-# on a private pipe. The parent compares that value with the expectation itself and prints one result
-# line tagged with the nonce it got on stdin. So sys.exit(0) in a module, printed "PASS" lines,
-# objects whose __eq__ always says yes, or edited test files all count for nothing.
+# Trust model: this process never imports the agent's code. It makes itself non-dumpable before
+# anything else runs (no process of the same uid can then trace it, read its memory or open its
+# descriptors through /proc), holds the cases (with their expected values) only in memory, never on
+# disk, and runs each case in a fresh child interpreter that sees only the case's code, never its
+# expected value, and never the result channel. The child sends back the value it computed,
+# JSON-encoded with exact types, on a private pipe; this process compares it with the expectation
+# itself. So sys.exit(0) in a module, printed "PASS" lines, objects whose __eq__ always says yes,
+# edited test files, writes to this process's stdout or invented case names all count for nothing.
+# Nothing secret is in any command line or environment: there is nothing to steal but the channel.
+import base64
 import concurrent.futures
 import json
 import os
 import select
-import shutil
 import signal
 import subprocess
 import sys
+import threading
 import time
 
 CHILD = r'''
@@ -110,14 +116,13 @@ def child_argv(spec, w):
         return ["node", "-e", CHILD_JS, str(w)]
     return [sys.executable, "-I", "-c", CHILD, str(w)]
 
-def no_ptrace():
-    # PR_SET_DUMPABLE = 0: processes of the same uid (the children) cannot read this one's memory
-    # or fds through /proc or ptrace.
-    try:
-        import ctypes
-        ctypes.CDLL(None).prctl(4, 0, 0, 0, 0)
-    except Exception:
-        pass
+def not_dumpable():
+    # PR_SET_DUMPABLE = 0: processes of the same uid (the cases) can no longer ptrace this one, read
+    # its memory or open its descriptors through /proc. Without it the verdict is not safe: refuse.
+    import ctypes
+    libc = ctypes.CDLL(None, use_errno=True)
+    if libc.prctl(4, 0, 0, 0, 0) != 0:
+        raise OSError(ctypes.get_errno(), "prctl(PR_SET_DUMPABLE, 0) failed")
 
 def same(expect, got, tol):
     if isinstance(expect, bool) or isinstance(got, bool):
@@ -130,17 +135,43 @@ def same(expect, got, tol):
         return expect.keys() == got.keys() and all(same(expect[k], got[k], tol) for k in expect)
     return type(expect) is type(got) and expect == got
 
+reap_lock = threading.Lock()
+running = set()
+
+def reap_orphans():
+    # As PID 1 of the sandbox (bwrap) this process inherits what a case left behind; reap those that
+    # exited, but never a child a worker is still waiting for (peek first, WNOWAIT).
+    with reap_lock:
+        while True:
+            try:
+                info = os.waitid(os.P_ALL, 0, os.WEXITED | os.WNOHANG | os.WNOWAIT)
+            except ChildProcessError:
+                return
+            if info is None or info.si_pid in running:
+                return
+            try:
+                os.waitpid(info.si_pid, 0)
+            except ChildProcessError:
+                return
+
 def run_case(spec, case, timeout_s):
     r, w = os.pipe()
     payload = {k: v for k, v in case.items() if k in ("code", "expr")}
     payload["setup"] = spec.get("setup", "")
     payload["sys_path"] = spec.get("sys_path", ["."])
     started = time.monotonic()
-    child = subprocess.Popen(
-        child_argv(spec, w),
-        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-        pass_fds=(w,), start_new_session=True,
-    )
+    try:
+        with reap_lock:
+            child = subprocess.Popen(
+                child_argv(spec, w),
+                stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                pass_fds=(w,), start_new_session=True,
+            )
+            running.add(child.pid)
+    except OSError as e:   # e.g. what an earlier case left running exhausted the process limit
+        os.close(r)
+        os.close(w)
+        return False, "could not start the case: %s" % e.strerror
     os.close(w)
     try:
         child.stdin.write(json.dumps(payload).encode())
@@ -170,7 +201,10 @@ def run_case(spec, case, timeout_s):
     except ProcessLookupError:
         pass
     child.wait()
+    with reap_lock:
+        running.discard(child.pid)
     os.close(r)
+    reap_orphans()
     if timed_out:
         return False, "timed out after %ss" % timeout_s
     lines = data.decode("utf-8", "replace").splitlines()
@@ -193,21 +227,26 @@ def run_case(spec, case, timeout_s):
         return True, ""
     return False, "expected %s, got %s" % (json.dumps(case.get("expect"))[:200], json.dumps(res.get("value"))[:200])
 
-def main():
-    no_ptrace()
-    req = json.loads(sys.stdin.read())
-    sys.stdin.close()
-    nonce, gdir = req["nonce"], req["dir"]
-    with open(os.path.join(gdir, "cases.json"), encoding="utf-8") as f:
-        spec = json.load(f)
-    shutil.rmtree(gdir, ignore_errors=True)   # before any agent code runs
+def send_verdict(obj):
+    fd = int(os.environ["RFT_RESULT_FD"])
+    data = (json.dumps(obj) + "\n").encode()
+    while data:
+        data = data[os.write(fd, data):]
+    os.close(fd)
+
+def main(encoded):
+    try:
+        not_dumpable()
+        spec = json.loads(base64.b64decode(encoded))
+    except Exception as e:
+        send_verdict({"error": "runner setup: %s" % e})
+        return
     timeout_s = float(spec.get("timeout_s", 10))
     # Cases are independent processes, so a few run at once (interpreter start-up dominates).
     workers = max(1, min(int(spec.get("parallel", 4)), os.cpu_count() or 1, len(spec["cases"])))
     with concurrent.futures.ThreadPoolExecutor(max_workers=workers) as pool:
         outcomes = list(pool.map(lambda c: run_case(spec, c, timeout_s), spec["cases"]))
     results = [{"name": c["name"], "passed": ok, "detail": detail[:300]} for c, (ok, detail) in zip(spec["cases"], outcomes)]
-    sys.stdout.write("RFT-RESULT %s %s\n" % (nonce, json.dumps({"cases": results})))
-    sys.stdout.flush()
+    send_verdict({"cases": results})
 
-main()
+# The grader appends the call: main("<base64 of the cases JSON>")

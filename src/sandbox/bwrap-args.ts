@@ -1,9 +1,14 @@
 // The bubblewrap command line for one exec. Everything is unshared (no network: the sandbox gets
 // its own empty network namespace), the host is visible only through read-only binds of the OS
 // directories and a handful of /etc files (no /root, no /home, no data dir, no /etc/shadow), and the
-// rest of the tree (/, /dev) is remounted read-only so the only writable places are the size-capped
-// /workspace, /tmp and /dev/shm.
-import { existsSync, lstatSync, readlinkSync } from 'node:fs';
+// rest of the tree (/, /dev) is remounted read-only so the only writable places are the sandbox's
+// own tmpfs: /workspace, /tmp and /dev/shm.
+//
+// Nothing of the host shows inside: the options travel on a descriptor (`--args`), so no process in
+// the sandbox can read host paths in a command line, and the command itself is PID 1
+// (`--as-pid-1`), so no bwrap process with the options in its memory or our pipes in its
+// descriptors shares the sandbox.
+import { existsSync, lstatSync, readlinkSync, realpathSync } from 'node:fs';
 import { WORKSPACE_MOUNT } from './paths.js';
 
 const OS_DIRS = ['/usr', '/bin', '/sbin', '/lib', '/lib32', '/lib64', '/libx32'];
@@ -22,20 +27,71 @@ const ETC_FILES = [
   'gitconfig',
 ];
 
-let osBinds: string[] | null = null;
+/**
+ * Inside the OS directories but never needed by a sandbox: global npm packages, which may hold this
+ * very package with its examples, templates and hidden tests. Hidden behind an empty read-only tmpfs.
+ */
+export const ALWAYS_HIDDEN = ['/usr/lib/node_modules', '/usr/local/lib/node_modules'];
+
+/** The fds bwrap reads its setup from (see runProgram: fd 3 is the result channel). */
+export const BWRAP_FDS = { args: 4, passwd: 5, group: 6, seccomp: 7 } as const;
+
+interface OsView {
+  args: string[];
+  /** Real host paths that are visible inside (the bind sources). */
+  sources: string[];
+}
+
+let osView: OsView | null = null;
 
 /** Binds for the OS directories as they are on this host (on merged-/usr systems /bin etc. are symlinks). */
-export function osDirArgs(): string[] {
-  if (osBinds) return osBinds;
-  const out: string[] = [];
+function osDirs(): OsView {
+  if (osView) return osView;
+  const args: string[] = [];
+  const sources: string[] = [];
   for (const d of OS_DIRS) {
     if (!existsSync(d)) continue;
     const st = lstatSync(d);
-    if (st.isSymbolicLink()) out.push('--symlink', readlinkSync(d), d);
-    else if (st.isDirectory()) out.push('--ro-bind', d, d);
+    if (st.isSymbolicLink()) args.push('--symlink', readlinkSync(d), d);
+    else if (st.isDirectory()) {
+      args.push('--ro-bind', d, d);
+      sources.push(d);
+    }
   }
-  for (const f of ETC_FILES) out.push('--ro-bind-try', `/etc/${f}`, `/etc/${f}`);
-  osBinds = out;
+  for (const f of ETC_FILES) {
+    args.push('--ro-bind-try', `/etc/${f}`, `/etc/${f}`);
+    sources.push(`/etc/${f}`);
+  }
+  osView = { args, sources };
+  return osView;
+}
+
+export function osDirArgs(): string[] {
+  return osDirs().args;
+}
+
+const within = (p: string, dir: string): boolean => p === dir || p.startsWith(dir + '/');
+
+/**
+ * Options that hide `paths` (host directories: the templates root, the data dir, this package) from
+ * every sandbox: each one that lies inside a bound OS directory gets an empty read-only tmpfs over
+ * it, wherever the package is installed. Paths outside the binds are not visible anyway.
+ */
+export function hideArgs(paths: readonly string[]): string[] {
+  const { sources } = osDirs();
+  const out: string[] = [];
+  const seen = new Set<string>();
+  for (const p of [...ALWAYS_HIDDEN, ...paths]) {
+    let real: string;
+    try {
+      real = realpathSync(p);
+    } catch {
+      continue; // does not exist: nothing to hide
+    }
+    if (seen.has(real) || !sources.some((s) => within(real, s)) || !lstatSync(real).isDirectory()) continue;
+    seen.add(real);
+    out.push('--tmpfs', real, '--remount-ro', real);
+  }
   return out;
 }
 
@@ -47,17 +103,19 @@ export function passwdFiles(uid: number): { passwd: string; group: string } {
 }
 
 export interface BwrapArgsInput {
+  /** Host directories bound at /workspace, /tmp and /dev/shm. */
   ws: string;
+  tmp: string;
+  shm: string;
   cwd: string[];
-  diskBytes: number | undefined;
-  argv: string[];
+  /** Output of hideArgs(). */
+  hide: readonly string[];
   /** Host directories bound read-only at the same path (SandboxSpec.readOnlyMounts). */
-  readOnlyMounts?: string[];
+  readOnlyMounts?: readonly string[];
 }
 
-/** fds 3 and 4 carry /etc/passwd and /etc/group (see passwdFiles). */
+/** bwrap's setup options, sent NUL-separated on fd BWRAP_FDS.args; the command follows `--` on the real command line. */
 export function bwrapArgs(i: BwrapArgsInput): string[] {
-  const size = (n: number | undefined): string[] => (n ? ['--size', String(n)] : []);
   return [
     '--unshare-all',
     // No nested user namespaces: they would hand the command a full capability set (inside its own
@@ -66,24 +124,28 @@ export function bwrapArgs(i: BwrapArgsInput): string[] {
     '--disable-userns',
     '--die-with-parent',
     '--new-session',
+    '--as-pid-1',
     '--hostname',
     'sandbox',
     ...osDirArgs(),
+    ...i.hide,
     '--ro-bind-data',
-    '3',
+    String(BWRAP_FDS.passwd),
     '/etc/passwd',
     '--ro-bind-data',
-    '4',
+    String(BWRAP_FDS.group),
     '/etc/group',
+    '--seccomp',
+    String(BWRAP_FDS.seccomp),
     '--proc',
     '/proc',
     '--dev',
     '/dev',
-    ...size(i.diskBytes),
-    '--tmpfs',
+    '--bind',
+    i.shm,
     '/dev/shm',
-    ...size(i.diskBytes),
-    '--tmpfs',
+    '--bind',
+    i.tmp,
     '/tmp',
     '--bind',
     i.ws,
@@ -95,7 +157,10 @@ export function bwrapArgs(i: BwrapArgsInput): string[] {
     '/',
     '--chdir',
     [WORKSPACE_MOUNT, ...i.cwd].join('/'),
-    '--',
-    ...i.argv,
   ];
+}
+
+/** The --args payload: NUL-terminated options. */
+export function argsPayload(args: readonly string[]): Buffer {
+  return Buffer.from(args.map((a) => `${a}\0`).join(''), 'utf8');
 }

@@ -59,7 +59,7 @@ interface Warm {
 
 /** What a warm container must match to serve a spec: what is fixed at container creation. */
 const poolKey = (s: Pick<SandboxSpec, 'limits' | 'readOnlyMounts'>): string =>
-  JSON.stringify([s.limits.memoryBytes, s.limits.maxProcesses, s.limits.maxFileBytes, s.limits.cpuSeconds, s.limits.diskBytes, s.readOnlyMounts ?? []]);
+  JSON.stringify([s.limits.memoryBytes, s.limits.maxProcesses, s.limits.maxFileBytes, s.limits.cpuSeconds, s.limits.diskBytes, s.limits.inodes, s.readOnlyMounts ?? []]);
 
 export class DockerDriver implements SandboxDriver {
   readonly name = 'docker' as const;
@@ -110,7 +110,7 @@ export class DockerDriver implements SandboxDriver {
   private containerConfig(engine: DockerEngine, id: string, uid: number, limits: SandboxLimits, labels: Record<string, string>, readOnlyMounts: string[]) {
     const l = limits;
     const disk = l.diskBytes ?? 64 * 1024 * 1024;
-    const inodes = this.o.inodes ?? Math.max(1024, Math.floor(disk / 16384));
+    const inodes = l.inodes ?? this.o.inodes ?? Math.max(1024, Math.floor(disk / 16384));
     const owner = { [INSTANCE_LABEL]: this.o.instanceId };
     return {
       Image: this.o.image,
@@ -137,7 +137,8 @@ export class DockerDriver implements SandboxDriver {
           { Name: 'nofile', Soft: 1024, Hard: 1024 },
           { Name: 'core', Soft: 0, Hard: 0 },
         ],
-        Tmpfs: { '/tmp': `rw,nosuid,nodev,size=${disk},nr_inodes=${inodes},mode=1777` },
+        // Capped in inodes as well as bytes: empty files cost kernel memory, not pages (see mount.ts).
+        Tmpfs: { '/tmp': `rw,nosuid,nodev,size=${disk},nr_inodes=${inodes},mode=1777`, '/dev/shm': `rw,nosuid,nodev,noexec,size=${disk},nr_inodes=${inodes},mode=1777` },
         // Host folders (stdio servers' install dirs) exist only where the engine is this machine's.
         ...(engine.local && readOnlyMounts.length ? { Binds: readOnlyMounts.map((m) => `${m}:${m}:ro`) } : {}),
         // An anonymous volume on a tmpfs: it lives on the engine, the archive endpoints reach it,

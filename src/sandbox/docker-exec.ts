@@ -32,6 +32,9 @@ export interface DockerExecOutcome {
   stderrTruncated: boolean;
 }
 
+/** How long the stream may stay open once the command exited and its leftovers were killed. */
+const LINGER_MS = 500;
+
 /** Splits Docker's multiplexed stream into (stream id, payload) frames. */
 class Frames {
   private pending: Buffer = Buffer.alloc(0);
@@ -218,9 +221,11 @@ export async function dockerExec(api: DockerApi, req: DockerExecRequest, hooks: 
       sock.end(req.stdin); // half-close: the command sees EOF on stdin
       void watchExit(api, execId, () => ended, async () => {
         // The command exited but something it started holds the streams open (Docker would wait 2 s):
-        // let the caller kill the leftovers, then stop reading.
+        // let the caller kill the leftovers (the stream then ends by itself), and stop reading after
+        // a while if it does not; but only once the loop has read the socket again, so output that
+        // already arrived is never dropped (see run.ts).
         await hooks.onExit?.();
-        setTimeout(() => sock.destroy(), 100).unref();
+        setTimeout(() => setImmediate(() => sock.destroy()), LINGER_MS).unref();
       });
     });
   } finally {

@@ -42,7 +42,7 @@ export const EXEC_WRAPPER = `${OTHER_EXEC}printf 'rft-pid %s\\n' $$ >&2
 if kill -0 -1 2>/dev/null && ! other_exec; then kill -9 -1 2>/dev/null; fi
 exit $rc`;
 
-/** A spawned process: its pid first, then the program itself in its place. */
+/** A spawned process (or an exec with a result channel): its pid first, then the program itself in its place. */
 const SPAWN_WRAPPER = `printf 'rft-pid %s\\n' $$ >&2; exec "$@"`;
 
 /**
@@ -129,9 +129,9 @@ export class DockerSandbox implements Sandbox {
    * command stopped before it started is killed as soon as it does), and, when no other exec or
    * spawned process runs, everything of the uid.
    */
-  private async killExec(preamble: PidPreamble): Promise<void> {
+  private async killExec(preamble: PidPreamble, mode: 'under' | 'tree'): Promise<void> {
     const pid = await preamble.wait();
-    if (pid !== null) await this.quiet(['/bin/sh', '-c', KILL_TREE, 'rft-kill', String(pid), 'under']);
+    if (pid !== null) await this.quiet(['/bin/sh', '-c', KILL_TREE, 'rft-kill', String(pid), mode]);
   }
 
   /**
@@ -159,11 +159,14 @@ export class DockerSandbox implements Sandbox {
     const abandon = new AbortController();
     let grace: NodeJS.Timeout | undefined;
     const preamble = new PidPreamble();
+    // With a result channel (the exec's stdout), the command takes the wrapper's place (exec) so
+    // that no other process holds the channel; a kill then takes the command's whole tree.
+    const channel = opts.resultChannel === true;
     let finished = false;
     const stop = (): void => {
       if (kill) return;
       // The kill normally ends the stream at once; an engine that stops answering must not hold the call.
-      kill = this.killExec(preamble).finally(() => {
+      kill = this.killExec(preamble, channel ? 'tree' : 'under').finally(() => {
         if (finished) return;
         grace = setTimeout(() => abandon.abort(errors.sandboxEngineDown()), KILL_GRACE_MS);
         grace.unref();
@@ -179,8 +182,8 @@ export class DockerSandbox implements Sandbox {
     try {
       const req = {
         container: this.o.container,
-        argv: ['/bin/sh', '-c', EXEC_WRAPPER, 'rft-exec', ...argv],
-        env: this.env(opts.env),
+        argv: ['/bin/sh', '-c', channel ? SPAWN_WRAPPER : EXEC_WRAPPER, 'rft-exec', ...argv],
+        env: this.env(channel ? { ...opts.env, RFT_RESULT_FD: '1' } : opts.env),
         workingDir: [WORKSPACE_MOUNT, ...cwd].join('/'),
         user: this.user,
         stdin: opts.stdin ?? '',
@@ -197,8 +200,9 @@ export class DockerSandbox implements Sandbox {
       return {
         exitCode: killed ? null : out.exitCode,
         signal: killed ? 'SIGKILL' : null,
-        stdout: out.stdout.toString('utf8'),
+        stdout: channel ? '' : out.stdout.toString('utf8'),
         stderr: out.stderr.toString('utf8'),
+        ...(channel ? { result: out.stdout.toString('utf8') } : {}),
         stdoutTruncated: out.stdoutTruncated,
         stderrTruncated: out.stderrTruncated,
         timedOut,

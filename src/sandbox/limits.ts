@@ -4,6 +4,13 @@
 // unprivileged uid (see uids.ts).
 import type { SandboxLimits } from './types.js';
 
+/**
+ * Files a sandbox may create on its tmpfs (workspace, /tmp and /dev/shm together). Each costs about
+ * 1 KB of kernel memory whatever its size, so this bounds that memory to about 16 MiB per sandbox;
+ * a coding task's checkout (a few thousand files with a virtualenv) fits many times over.
+ */
+export const DEFAULT_INODES = 16_384;
+
 export const defaultLimits: SandboxLimits = {
   cpuSeconds: 30,
   memoryBytes: 1024 * 1024 * 1024,
@@ -12,6 +19,7 @@ export const defaultLimits: SandboxLimits = {
   wallTimeoutMs: 30_000,
   maxOutputBytes: 64 * 1024,
   diskBytes: 256 * 1024 * 1024,
+  inodes: DEFAULT_INODES,
 };
 
 /** Processes a driver itself needs under the sandbox uid (bwrap's outer process and its pid-1 reaper). */

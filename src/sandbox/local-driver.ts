@@ -15,6 +15,11 @@ export interface LocalDriverOptions {
   instanceId: string;
   /** Workdirs kept prepared for new rollouts (default 0); the server uses 2. */
   warmPool?: number;
+  /**
+   * Host directories no sandbox may see, wherever they are (the templates root with the hidden
+   * tests, the data dir, this package): bwrap hides any that lies inside a directory it binds.
+   */
+  hiddenPaths?: string[];
 }
 
 /**

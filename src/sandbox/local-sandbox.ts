@@ -7,7 +7,7 @@ import { errors } from '../errors.js';
 import { HostWorkspace } from './host-fs.js';
 import { workspaceComponents } from './paths.js';
 import { runProgram, type RunOptions } from './run.js';
-import { startProgram } from './spawn.js';
+import { RESULT_FD, startProgram } from './spawn.js';
 import { removeWorkdir, type Workdir } from './workdir.js';
 import type { ExecOptions, ExecResult, FileEntry, Sandbox, SandboxLimits, SandboxProcess, SpawnOptions } from './types.js';
 
@@ -19,7 +19,8 @@ export interface WrappedCommand {
   argv: string[];
   cwd: string;
   env: Record<string, string>;
-  extraFds?: (string | Buffer)[];
+  /** Data the host program reads on fds 4, 5, ... (see runProgram). */
+  inputFds?: (string | Buffer)[];
 }
 
 export interface LocalDriverHooks {
@@ -59,14 +60,17 @@ export class LocalSandbox implements Sandbox {
     const timeoutMs = opts.timeoutMs ?? this.limits.wallTimeoutMs;
     const maxOutputBytes = opts.maxOutputBytes ?? this.limits.maxOutputBytes;
     const signal = opts.signal !== undefined ? { signal: opts.signal } : {};
+    const resultChannel = opts.resultChannel === true;
     this.inflight++;
     try {
       const { wrap, afterKill } = this.hooks;
       const uid = this.workdir.meta.uid;
+      const env = resultChannel ? { ...opts.env, RFT_RESULT_FD: String(RESULT_FD) } : (opts.env ?? {});
       const runOpts: RunOptions = {
-        ...wrap(argv, cwd, opts.env ?? {}),
+        ...wrap(argv, cwd, env),
         timeoutMs,
         maxOutputBytes,
+        resultChannel,
         ...signal,
         ...(uid !== null ? { uid, gid: uid } : {}),
         ...(opts.stdin !== undefined ? { stdin: opts.stdin } : {}),

@@ -1,14 +1,16 @@
-// A size-capped tmpfs per workspace: the only way to bound a rollout's disk use without filesystem
-// quotas. Needs root (mount(2) in the host namespace); without it the workspace is a plain directory
-// and only RLIMIT_FSIZE (per file) applies.
+// A size- and inode-capped tmpfs per sandbox: the only way to bound a rollout's disk use without
+// filesystem quotas. The inode cap matters as much as the size: empty files cost no pages but about
+// 1 KB of unreclaimable kernel memory each (inode and dentry), which `df -h` does not show, and a
+// tmpfs allows millions by default. Needs root (mount(2) in the host namespace); without it the
+// workspace is a plain directory and only RLIMIT_FSIZE (per file) applies.
 import { execFile } from 'node:child_process';
 import { readFile } from 'node:fs/promises';
 import { promisify } from 'node:util';
 
 const run = promisify(execFile);
 
-export async function mountTmpfs(dir: string, bytes: number, owner: { uid: number; gid: number }): Promise<void> {
-  const opts = `size=${bytes},mode=0700,uid=${owner.uid},gid=${owner.gid},nosuid,nodev`;
+export async function mountTmpfs(dir: string, cap: { bytes: number; inodes: number }, owner: { uid: number; gid: number }): Promise<void> {
+  const opts = `size=${cap.bytes},nr_inodes=${cap.inodes},mode=0700,uid=${owner.uid},gid=${owner.gid},nosuid,nodev`;
   await run('mount', ['-t', 'tmpfs', '-o', opts, 'rft-sandbox', dir]);
 }
 

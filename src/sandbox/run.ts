@@ -1,24 +1,27 @@
 // Runs one host program for a sandbox exec: its own process group (killed whole on timeout or abort),
-// capped output, stdin written then closed, and never the server's environment.
+// capped output, stdin written then closed, and never the server's environment. Descriptors past
+// stdio: fd 3 is the optional result channel (the program writes, we read), fds 4, 5, ... carry data
+// to the program (bwrap's --args, --ro-bind-data and --seccomp).
+import type { Readable } from 'node:stream';
 import { CappedOutput } from './output.js';
-import { spawnChild } from './spawn.js';
+import { RESULT_FD, spawnChild, type StartOptions } from './spawn.js';
 import type { ExecResult } from './types.js';
 
-export interface RunOptions {
-  argv: string[];
-  cwd: string;
-  env: Record<string, string>;
-  uid?: number;
-  gid?: number;
+export interface RunOptions extends StartOptions {
   stdin?: string | Buffer;
   timeoutMs: number;
   maxOutputBytes: number;
   signal?: AbortSignal;
-  /** Extra data handed to the child as fds 3, 4, ... (bwrap's --ro-bind-data). */
-  extraFds?: (string | Buffer)[];
   /** Called once the leader is gone and its group was killed, to reach what left the group (setsid). */
   onKill?: () => Promise<void>;
 }
+
+/**
+ * How long the pipes may stay open after the program exited. Only an escaped process can hold them
+ * that long (bwrap's PID namespace and the group kill end everything else), i.e. the process driver
+ * without root: a `setsid` daemon.
+ */
+const LINGER_MS = 250;
 
 export function runProgram(opts: RunOptions): Promise<ExecResult> {
   const started = performance.now();
@@ -26,6 +29,7 @@ export function runProgram(opts: RunOptions): Promise<ExecResult> {
     const child = spawnChild(opts);
     const stdout = new CappedOutput(child.stdout, opts.maxOutputBytes);
     const stderr = new CappedOutput(child.stderr, opts.maxOutputBytes);
+    const channel = opts.resultChannel ? new CappedOutput(child.stdio[RESULT_FD] as Readable | null, opts.maxOutputBytes) : null;
     child.stdin?.on('error', () => {}); // EPIPE when the command does not read its stdin
     child.stdin?.end(opts.stdin ?? '');
 
@@ -59,12 +63,19 @@ export function runProgram(opts: RunOptions): Promise<ExecResult> {
     child.on('exit', () => {
       clearTimeout(timer);
       // The leader exited: whatever it left running (`cmd &`, daemons) is not kept, as with bwrap,
-      // whose PID namespace dies with it. Those could hold our pipes open, hence the forced close.
+      // whose PID namespace dies with it. Something that escaped could hold our pipes open, hence
+      // a forced close after LINGER_MS; but never before the loop polled the pipes once more. The
+      // exit can be seen a whole turn before the output (libuv reaps every exited child on any
+      // SIGCHLD, and reads a pipe only once epoll reported it), and when that turn ran long a bare
+      // timer closed the pipes first: output lost under load (test/sandbox/exec.test.ts).
       if (!killed) kill();
       setTimeout(() => {
-        child.stdout?.destroy();
-        child.stderr?.destroy();
-      }, 250).unref();
+        setImmediate(() => {
+          child.stdout?.destroy();
+          child.stderr?.destroy();
+          (child.stdio[RESULT_FD] as Readable | null | undefined)?.destroy();
+        });
+      }, LINGER_MS).unref();
     });
     child.on('close', async (code, sig) => {
       clearTimeout(timer);
@@ -77,6 +88,7 @@ export function runProgram(opts: RunOptions): Promise<ExecResult> {
         stderr: spawnError ? `${stderr.text()}${(spawnError as Error).message}\n` : stderr.text(),
         stdoutTruncated: stdout.truncated,
         stderrTruncated: stderr.truncated,
+        ...(channel ? { result: channel.text() } : {}),
         timedOut,
         durationMs: Math.round((performance.now() - started) * 10) / 10,
       });

@@ -12,14 +12,20 @@ export interface StartOptions {
   env: Record<string, string>;
   uid?: number;
   gid?: number;
-  /** Extra data handed to the child as fds 3, 4, ... (bwrap's --ro-bind-data). */
-  extraFds?: (string | Buffer)[];
+  /** Data handed to the child as fds 4, 5, ... (written, then closed: the child reads to EOF). */
+  inputFds?: (string | Buffer)[];
+  /** Open fd 3 as a channel the child writes to (child.stdio[RESULT_FD]); otherwise fd 3 is closed. */
+  resultChannel?: boolean;
 }
 
-/** A host program in a process group of its own, its extra fds written and closed. */
+/** fd of the result channel in the child; data for it starts at the next one. */
+export const RESULT_FD = 3;
+const FIRST_INPUT_FD = 4;
+
+/** A host program in a process group of its own, its input fds written and closed. */
 export function spawnChild(opts: StartOptions): ChildProcess {
-  const extra = opts.extraFds ?? [];
-  const stdio: StdioOptions = ['pipe', 'pipe', 'pipe', ...extra.map(() => 'pipe' as const)];
+  const inputs = opts.inputFds ?? [];
+  const stdio: StdioOptions = ['pipe', 'pipe', 'pipe', opts.resultChannel ? 'pipe' : 'ignore', ...inputs.map(() => 'pipe' as const)];
   const [cmd, ...args] = opts.argv;
   const child = spawn(cmd ?? '/bin/false', args, {
     cwd: opts.cwd,
@@ -29,8 +35,8 @@ export function spawnChild(opts: StartOptions): ChildProcess {
     ...(opts.uid !== undefined ? { uid: opts.uid } : {}),
     ...(opts.gid !== undefined ? { gid: opts.gid } : {}),
   });
-  extra.forEach((data, i) => {
-    const w = child.stdio[3 + i] as Writable;
+  inputs.forEach((data, i) => {
+    const w = child.stdio[FIRST_INPUT_FD + i] as Writable;
     w.on('error', () => {});
     w.end(data);
   });

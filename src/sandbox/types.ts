@@ -17,6 +17,8 @@ export interface SandboxLimits {
   maxOutputBytes: number;
   /** Size of the workspace (and of /tmp inside bwrap), bytes; enforced with a tmpfs when the server runs as root. */
   diskBytes?: number;
+  /** Files and directories the sandbox may create, on each of its tmpfs (workspace, /tmp, /dev/shm). */
+  inodes?: number;
 }
 
 export interface ExecOptions {
@@ -27,6 +29,13 @@ export interface ExecOptions {
   env?: Record<string, string>;
   maxOutputBytes?: number;
   signal?: AbortSignal;
+  /**
+   * Give the command a private result channel: a descriptor whose number is in $RFT_RESULT_FD, held
+   * by the command alone (no other process in the sandbox has it, and children only get it if the
+   * command passes it on). What it writes there is `ExecResult.result`. This is how a grader's
+   * runner reports a verdict the code it runs cannot forge (see graders/_unit_tests/runner.py).
+   */
+  resultChannel?: boolean;
 }
 
 export interface ExecResult {
@@ -36,6 +45,8 @@ export interface ExecResult {
   stderr: string;
   stdoutTruncated: boolean;
   stderrTruncated: boolean;
+  /** What the command wrote to its result channel (only with `resultChannel`). */
+  result?: string;
   timedOut: boolean;
   durationMs: number;
 }

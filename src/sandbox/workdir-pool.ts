@@ -1,7 +1,8 @@
 // A few workdirs prepared ahead (uid claimed, tmpfs mounted and chowned), so a new rollout's first
 // call does not wait for the `mount` spawn and friends. Refilled in the background after each take;
 // a burst that drains it just falls back to creating workdirs on demand.
-import { createWorkdir, removeWorkdir, writeMeta, type Workdir } from './workdir.js';
+import { canSwitchUid } from './uids.js';
+import { createWorkdir, removeWorkdir, tmpfsCaps, writeMeta, type Workdir } from './workdir.js';
 import type { SandboxSpec } from './types.js';
 
 export class WorkdirPool {
@@ -19,9 +20,10 @@ export class WorkdirPool {
     return this.ready.some((w) => w.meta.id === id);
   }
 
-  /** A workdir for `spec`: a pooled one when its disk size matches, else a new one. */
+  /** A workdir for `spec`: a pooled one when its tmpfs caps match, else a new one. */
   async take(spec: SandboxSpec): Promise<Workdir> {
-    const i = this.ready.findIndex((w) => w.diskBytes === spec.limits.diskBytes);
+    const want = canSwitchUid() ? tmpfsCaps(spec.limits) : undefined;
+    const i = this.ready.findIndex((w) => w.fs?.bytes === want?.bytes && w.fs?.inodes === want?.inodes);
     const pooled = i >= 0 ? this.ready.splice(i, 1)[0] : undefined;
     let w: Workdir;
     if (pooled) {

@@ -1,13 +1,16 @@
 // A local sandbox's host side: `<sandboxesRoot>/<id>/` holding meta.json (who owns it, for reaping
-// after a crash) and `ws/`, the workspace. The root is 0711 so the sandbox uid can reach its own
-// workspace by path (bwrap binds it as that uid) without being able to list its neighbours.
+// after a crash) and `fs/`, one tmpfs capped in size and inodes (when the server is root) with the
+// workspace `fs/ws` and the scratch directories bwrap binds at /tmp and /dev/shm, `fs/tmp` and
+// `fs/shm`: one cap covers everything a sandbox can write. The root is 0711 so the sandbox uid can
+// reach its own workspace by path (bwrap binds it as that uid) without listing its neighbours.
 import { randomUUID } from 'node:crypto';
 import { chmod, chown, mkdir, readdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { errors } from '../errors.js';
+import { DEFAULT_INODES } from './limits.js';
 import { mountTmpfs, unmountUnder } from './mount.js';
 import { canSwitchUid, claimUid, killAllOf, releaseUid } from './uids.js';
-import type { SandboxSpec } from './types.js';
+import type { SandboxLimits, SandboxSpec } from './types.js';
 
 export interface WorkdirMeta {
   id: string;
@@ -23,9 +26,24 @@ export interface WorkdirMeta {
 export interface Workdir {
   meta: WorkdirMeta;
   dir: string;
+  /** The workspace, seen as /workspace inside. */
   ws: string;
-  /** Size of the workspace tmpfs, when there is one. */
-  diskBytes?: number;
+  /** Seen as /tmp and /dev/shm inside a bwrap sandbox; on the same tmpfs as the workspace. */
+  tmp: string;
+  shm: string;
+  /** The caps of the sandbox's tmpfs, when there is one (the server runs as root). */
+  fs?: { bytes: number; inodes: number };
+}
+
+/** The caps of a sandbox's tmpfs for these limits (none without a disk size). */
+export function tmpfsCaps(limits: SandboxLimits): Workdir['fs'] {
+  return limits.diskBytes ? { bytes: limits.diskBytes, inodes: limits.inodes ?? DEFAULT_INODES } : undefined;
+}
+
+/** Where a workdir's directories are. */
+export function workdirLayout(dir: string): Pick<Workdir, 'dir' | 'ws' | 'tmp' | 'shm'> {
+  const fs = join(dir, 'fs');
+  return { dir, ws: join(fs, 'ws'), tmp: join(fs, 'tmp'), shm: join(fs, 'shm') };
 }
 
 export async function writeMeta(w: Workdir): Promise<void> {
@@ -50,24 +68,25 @@ export async function prepareRoot(root: string): Promise<void> {
 
 export async function createWorkdir(root: string, driver: string, spec: SandboxSpec): Promise<Workdir> {
   const id = `sb_${randomUUID().replace(/-/g, '').slice(0, 16)}`;
-  const dir = join(root, id);
-  const ws = join(dir, 'ws');
+  const paths = workdirLayout(join(root, id));
   const instance = spec.labels[INSTANCE_LABEL] ?? 'default';
   const uid = canSwitchUid() ? await claimUid(`${instance} ${id}`) : null;
   const meta: WorkdirMeta = { id, traceId: spec.traceId, driver, instance, uid, pid: process.pid, createdAt: new Date().toISOString() };
+  const fs = uid !== null ? tmpfsCaps(spec.limits) : undefined;
   try {
-    await mkdir(dir, { mode: 0o711 });
-    await writeFile(join(dir, 'meta.json'), JSON.stringify(meta), { mode: 0o600 });
-    await mkdir(ws, { mode: 0o700 });
-    if (uid !== null) {
-      if (spec.limits.diskBytes) await mountTmpfs(ws, spec.limits.diskBytes, { uid, gid: uid });
-      await chown(ws, uid, uid);
+    await mkdir(paths.dir, { mode: 0o711 });
+    await writeFile(join(paths.dir, 'meta.json'), JSON.stringify(meta), { mode: 0o600 });
+    await mkdir(dirname(paths.ws), { mode: 0o711 });
+    if (uid !== null && fs) await mountTmpfs(dirname(paths.ws), fs, { uid, gid: uid });
+    for (const d of [paths.ws, paths.tmp, paths.shm]) {
+      await mkdir(d, { mode: 0o700 });
+      if (uid !== null) await chown(d, uid, uid);
     }
   } catch (e) {
-    await removeWorkdir({ meta, dir, ws });
+    await removeWorkdir({ meta, ...paths });
     throw errors.sandboxFailed(`could not create workspace: ${(e as Error).message}`);
   }
-  return { meta, dir, ws, ...(uid !== null && spec.limits.diskBytes ? { diskBytes: spec.limits.diskBytes } : {}) };
+  return { meta, ...paths, ...(fs ? { fs } : {}) };
 }
 
 /** Kills what runs as the sandbox's uid, unmounts and deletes its directory, releases the uid. */
@@ -98,7 +117,7 @@ export async function reapWorkdirs(root: string, instance: string, keep: (id: st
     }
     if (meta && meta.instance !== instance) continue;
     const m = meta ?? { id: name, traceId: '', driver: '', instance, uid: null, pid: 0, createdAt: '' };
-    await removeWorkdir({ meta: m, dir, ws: join(dir, 'ws') });
+    await removeWorkdir({ meta: m, ...workdirLayout(dir) });
     reaped++;
   }
   return reaped;

@@ -32,11 +32,13 @@ export async function grade(
   budget: BudgetUsage = { used: 4, limit: 50, exceeded: false },
   itemExtra: Record<string, unknown> = {},
   calls: RecordedCall[] = [],
+  /** Sees the grading sandboxes (the grader's fresh ones) before they are destroyed. */
+  inspect?: (grading: Sandbox[]) => Promise<void>,
 ): Promise<GraderResult> {
   const traceId = `trace_${randomUUID()}`;
   const item = { ...taskItem(id), ...itemExtra };
   const rollout = await driver.create(sandboxSpec(traceId, { templateDir: join(tasksDir, id, 'workspace') }));
-  const owned: Sandbox[] = [rollout];
+  const grading: Sandbox[] = [];
   try {
     await change(rollout);
     const ctx: GraderContext = {
@@ -48,14 +50,15 @@ export async function grade(
       sandbox: async () => rollout,
       freshSandbox: async (opts = {}) => {
         const sb = await driver.create(sandboxSpec(traceId, opts));
-        owned.push(sb);
+        grading.push(sb);
         return sb;
       },
     };
     const r = await unitTests.handler({ sample: { output_text: 'done' }, item, traceId }, ctx);
+    await inspect?.(grading);
     return typeof r === 'number' ? { score: r } : r;
   } finally {
-    await Promise.allSettled(owned.map((s) => s.destroy()));
+    await Promise.allSettled([rollout, ...grading].map((s) => s.destroy()));
   }
 }
 

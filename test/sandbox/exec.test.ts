@@ -1,4 +1,7 @@
 // The Sandbox.exec contract, the same on every driver present: what tools rely on.
+import { spawn } from 'node:child_process';
+import { once } from 'node:events';
+import { createServer, connect, type Socket } from 'node:net';
 import { expect, it } from 'vitest';
 import type { Sandbox } from '../../src/sandbox/types.js';
 import { describeIf } from '../helpers/require.js';
@@ -58,6 +61,44 @@ for (const name of ['process', 'bwrap', 'docker'] as const) {
       expect((await ctx.sb.readFile('big.txt')).length).toBe(588895);
       expect((await ctx.sb.readFile('big.txt', { maxBytes: 6 })).toString()).toBe('1\n2\n3\n');
     });
+
+    it('keeps the output of a command whose exit is seen before its output (a busy event loop)', async () => {
+      // What lost 16 outputs in 8,000 calls during bursts. When libuv handles a SIGCHLD it reaps
+      // every child that has exited, but reads a pipe only once epoll reported it; so a command that
+      // exits while a long callback runs is reaped in that turn and its output read in the next.
+      // The pipes used to be closed 250 ms after the exit event: when the rest of the turn took
+      // longer (other exits' callbacks, spawns), that timer ran first and the output was lost.
+      // Staged exactly: a child that exits at once (its SIGCHLD is in the turn), a socket whose
+      // handler blocks while the command writes and exits, and that child's exit handler blocking
+      // after the command's exit was seen.
+      const block = (ms: number): void => {
+        const until = Date.now() + ms;
+        while (Date.now() < until);
+      };
+      const server = createServer().listen(0, '127.0.0.1');
+      await once(server, 'listening');
+      const port = (server.address() as { port: number }).port;
+      const accepted = once(server, 'connection') as Promise<[Socket]>;
+      const client = connect(port, '127.0.0.1');
+      const [peer] = await accepted;
+      peer.on('data', () => block(600));
+      try {
+        const lost: string[] = [];
+        for (let i = 0; i < 3; i++) {
+          const run = sb.exec('sleep 0.3; echo hi');
+          await new Promise((r) => setTimeout(r, 50)); // the command has started
+          spawn('/bin/true').on('exit', () => block(500));
+          block(50); // /bin/true has exited: its SIGCHLD is pending
+          client.write('x'); // in the same turn: the blocking handler, then the reaping
+          const r = await run;
+          if (r.stdout !== 'hi\n') lost.push(JSON.stringify(r));
+        }
+        expect(lost).toEqual([]);
+      } finally {
+        client.destroy();
+        server.close();
+      }
+    }, 30_000);
 
     it('keeps answering after a killed command', async () => {
       await sb.exec('sleep 10', { timeoutMs: 100 });

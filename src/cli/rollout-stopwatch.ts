@@ -3,7 +3,6 @@
 // cannot interleave with another's, so the sum stays honest under concurrency. Work done while
 // another wait of the same rollout is pending (parallel tool calls) counts as waiting: a slight
 // undercount, on the side of flattering the emulator by microseconds, not the server.
-import { performance } from 'node:perf_hooks';
 
 export class Stopwatch {
   private ownMs = 0;

@@ -11,11 +11,14 @@ let rows: DatasetRow[];
 let dataset: string;
 let work: string;
 
-// list_docs after a 300 ms pause: long enough for parallel calls to overlap visibly.
+// list_docs once the other parallel call of the rollout has arrived too (each waits for the other,
+// at most 10 s): calls sent together overlap; calls sent one after the other cannot.
 const SLOW = `import base from ${JSON.stringify(join(repoRoot, 'tools/list_docs.ts'))};
 import { defineTool } from ${JSON.stringify(join(repoRoot, 'src/index.ts'))};
+const arrived = new Map();
 export default defineTool({ ...base, name: 'slow', description: 'slow list', async handler(args, ctx) {
-  await new Promise((r) => setTimeout(r, 300));
+  arrived.set(ctx.traceId, (arrived.get(ctx.traceId) ?? 0) + 1);
+  for (const end = Date.now() + 10_000; arrived.get(ctx.traceId) < 2 && Date.now() < end; ) await new Promise((r) => setTimeout(r, 10));
   return base.handler(args, ctx);
 } });
 `;

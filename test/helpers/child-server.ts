@@ -1,6 +1,9 @@
 // Runs the real CLI (`rft-endpoints serve`) as a child process, for tests that kill it.
 import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { expect, vi } from 'vitest';
 import { request } from 'undici';
 import { repoRoot } from './server.js';
 
@@ -62,4 +65,22 @@ export async function postToolCall(url: string, key: string, body: unknown): Pro
     body: JSON.stringify(body),
   });
   return { status: res.statusCode, body: (await res.body.json()) as { output: string } };
+}
+
+/** Waits (at most 20 s) until the server's record has the call with this status, e.g. running: its start is committed. */
+export async function untilCallStatus(url: string, key: string, traceId: string, callId: string, status: string): Promise<void> {
+  await vi.waitFor(
+    async () => {
+      const res = await request(`${url}/v1/rollouts/${traceId}`, { headers: { authorization: `Bearer ${key}` } });
+      const body = (await res.body.json()) as { calls?: { call_id: string; status: string }[] };
+      expect(body.calls?.find((c) => c.call_id === callId)?.status).toBe(status);
+    },
+    { timeout: 20_000, interval: 20 },
+  );
+}
+
+/** A file path nothing has created yet, for the echo tool's wait_for: `open()` lets the waiting call finish. */
+export function gate(): { path: string; open: () => void } {
+  const path = join(mkdtempSync(join(tmpdir(), 'rft-gate-')), 'open');
+  return { path, open: () => writeFileSync(path, '') };
 }

@@ -44,7 +44,9 @@ describe('discovery and the record', () => {
       const c = functionCall('echo', { text: 'p' });
       traces.push(c.trace_id);
       await s.app.inject({ method: 'POST', url: '/tools', headers: bearer(s.key), payload: c });
-      await new Promise((r) => setTimeout(r, 3));
+      // The next rollout starts in a later millisecond (same-millisecond ties are ordered by trace id).
+      const now = Date.now();
+      while (Date.now() === now) await new Promise((r) => setImmediate(r));
     }
     const p1 = (await get('/v1/rollouts?limit=2')).json();
     expect(p1.rollouts.map((r: { trace_id: string }) => r.trace_id)).toEqual([traces[2], traces[1]]);

@@ -61,7 +61,7 @@ for (const name of ['process', 'bwrap', 'docker'] as DriverName[]) {
     /** Runs `abuse` in a fresh sandbox while the bystander is asked to answer, then checks cleanup. */
     async function contained(abuse: (sb: Sandbox) => Promise<void>): Promise<void> {
       const sb = await driver.create(spec(`trace_victim_${Math.random().toString(36).slice(2)}`));
-      const view = await hostView(sb);
+      const view = await hostView(sb, tmp.root);
       try {
         const [, answer] = await Promise.all([
           abuse(sb),
@@ -152,7 +152,7 @@ for (const name of ['process', 'bwrap', 'docker'] as DriverName[]) {
       await contained(async (sb) => {
         const r = await sb.exec('setsid nohup sleep 300 >/dev/null 2>&1 & echo started');
         expect(r.stdout).toBe('started\n');
-        const { uid } = await hostView(sb);
+        const { uid } = await hostView(sb, tmp.root);
         if (uid !== null) expect(await survivorsOf(uid)).toEqual([]);
       });
     });
@@ -203,7 +203,7 @@ for (const name of ['process', 'bwrap', 'docker'] as DriverName[]) {
     });
 
     it.skipIf(gap('root'))(title("one rollout cannot read another's workspace", gap('root')), async () => {
-      const theirs = (await hostView(bystander)).ws;
+      const theirs = (await hostView(bystander, tmp.root)).ws;
       await contained(async (sb) => {
         const r = await sb.exec(`cat ${theirs}/secret.txt; ls ${theirs}; cat ../*/ws/secret.txt ../../*/ws/secret.txt`);
         expect(r.stdout).not.toContain('bystander-secret');

@@ -69,11 +69,14 @@ export interface HostView {
   gone(): Promise<boolean>;
 }
 
-export async function hostView(sb: Sandbox): Promise<HostView> {
+export async function hostView(sb: Sandbox, sandboxesRoot: string): Promise<HostView> {
   if (sb.driver !== 'docker') {
+    // A local sandbox's host side, as reaping after a crash reads it: <root>/<id>/meta.json and ws/.
     const { existsSync } = await import('node:fs');
-    const { workdir } = sb as unknown as { workdir: { ws: string; meta: { uid: number | null } } };
-    return { uid: workdir.meta.uid, ws: workdir.ws, gone: async () => !existsSync(workdir.ws) };
+    const dir = join(sandboxesRoot, sb.id);
+    const meta = JSON.parse(await readFile(join(dir, 'meta.json'), 'utf8')) as { uid: number | null };
+    const ws = join(dir, 'ws');
+    return { uid: meta.uid, ws, gone: async () => !existsSync(ws) };
   }
   const { DockerApi } = await import('../../src/sandbox/docker-api.js');
   const api = new DockerApi('/var/run/docker.sock');

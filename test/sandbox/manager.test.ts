@@ -70,9 +70,8 @@ describe('SandboxManager', () => {
     await m.acquire('t2', {});
     let third: Sandbox | undefined;
     const waiting = m.acquire('t3', {}).then((s) => (third = s));
-    await sleep(50);
+    await waitFor(() => m.stats().queued === 1);
     expect(third).toBeUndefined();
-    expect(m.stats().queued).toBe(1);
     await m.destroy('t1');
     await waiting;
     expect(third?.traceId).toBe('t3');
@@ -117,12 +116,13 @@ describe('SandboxManager', () => {
     await expect(second).resolves.toMatchObject({ traceId: 't2' });
   });
 
-  it('destroys a sandbox idle past the TTL and frees its slot', async () => {
+  it('destroys a sandbox idle past the TTL, not before, and frees its slot', async () => {
     const m = await manager({ ttlMs: 150, sweepIntervalMs: 50 });
     const sb = await m.acquire('t1', {});
     const dir = await workspaceOf(sb);
-    await sleep(400);
-    expect(existsSync(dir)).toBe(false);
+    const idleSince = Date.now();
+    await waitFor(() => m.stats().reaped === 1 && !existsSync(dir));
+    expect(Date.now() - idleSince).toBeGreaterThanOrEqual(100); // its last use ended just before idleSince
     expect(m.peek('t1')).toBeUndefined();
     expect(m.stats()).toMatchObject({ live: 0, reaped: 1 });
   });
@@ -131,9 +131,7 @@ describe('SandboxManager', () => {
     const m = await manager({ ttlMs: 150, sweepIntervalMs: 50 });
     const eph = await m.createEphemeral({ traceId: 't1' });
     const dir = await workspaceOf(eph);
-    await sleep(400);
-    expect(existsSync(dir)).toBe(false);
-    expect(m.stats().live).toBe(0);
+    await waitFor(() => m.stats().live === 0 && !existsSync(dir));
   });
 
   it('starts a fresh creation for a caller arriving after every earlier caller gave up', async () => {
@@ -150,10 +148,15 @@ describe('SandboxManager', () => {
 
   it('keeps a sandbox that is in use past the TTL', async () => {
     const m = await manager({ ttlMs: 150, sweepIntervalMs: 50 });
-    const sb = await m.acquire('t1', {});
-    const r = await sb.exec('sleep 0.5; echo still here');
-    expect(r.stdout).toBe('still here\n');
-    expect(m.peek('t1')).toBeDefined();
+    const busy = await m.acquire('t1', {});
+    const idle = await m.acquire('t2', {});
+    const idleDir = await workspaceOf(idle);
+    // Runs until the test lets it finish: in use for as long as the sweeper needs to reap its idle twin.
+    const running = busy.exec('while [ ! -f go ]; do sleep 0.02; done; echo still here');
+    await waitFor(() => !existsSync(idleDir));
+    expect(m.peek('t1')?.id).toBe(busy.id);
+    await busy.writeFile('go', '');
+    expect((await running).stdout).toBe('still here\n');
   });
 
   it('destroys a graded rollout only after the grace period', async () => {
@@ -161,11 +164,11 @@ describe('SandboxManager', () => {
     const sb = await m.acquire('t1', {});
     const dir = await workspaceOf(sb);
     m.graded('t1');
-    await sleep(80);
+    const gradedAt = Date.now();
     expect(m.peek('t1')?.id).toBe(sb.id); // a grader retry still finds it
-    await sleep(300);
-    expect(m.peek('t1')).toBeUndefined();
-    expect(existsSync(dir)).toBe(false);
+    await waitFor(() => m.peek('t1') === undefined);
+    expect(Date.now() - gradedAt).toBeGreaterThanOrEqual(190); // timers may fire a millisecond early
+    await waitFor(() => !existsSync(dir));
   });
 
   it('counts ephemeral sandboxes against the cap until their owner destroys them', async () => {

@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { request } from 'undici';
 import { fixtureGraders, fixtureTools, functionCall, newTrace } from '../helpers/fixtures.js';
-import { postToolCall, spawnServer } from '../helpers/child-server.js';
+import { gate, postToolCall, spawnServer, untilCallStatus } from '../helpers/child-server.js';
 
 const KEY = 'restart-test-key-0123456789';
 const dataDir = mkdtempSync(join(tmpdir(), 'rft-restart-'));
@@ -15,17 +15,6 @@ const env = { ...baseEnv, RFT_DATA_DIR: dataDir };
 
 const post = (url: string, body: unknown) => postToolCall(url, KEY, body);
 
-/** Waits until the server has recorded the call as running (its start is committed). */
-async function running(url: string, trace: string, callId: string): Promise<void> {
-  await vi.waitFor(
-    async () => {
-      const rec = await request(`${url}/v1/rollouts/${trace}`, { headers: { authorization: `Bearer ${KEY}` } });
-      const body = (await rec.body.json()) as { calls?: { call_id: string; status: string }[] };
-      expect(body.calls?.find((c) => c.call_id === callId)?.status).toBe('running');
-    },
-    { timeout: 20_000, interval: 20 },
-  );
-}
 
 describe('durability across kill -9', () => {
   it('keeps every acknowledged call and marks the in-flight one interrupted, never running it again', async () => {
@@ -36,9 +25,9 @@ describe('durability across kill -9', () => {
     const acked = await Promise.all(calls.map((c) => post(server.url, c)));
     expect(acked.every((r) => r.status === 200)).toBe(true);
 
-    const inflight = functionCall('echo', { text: 'never finishes', delay_ms: 5000 }, { trace_id: trace });
+    const inflight = functionCall('echo', { text: 'never finishes', wait_for: gate().path }, { trace_id: trace });
     const pending = post(server.url, inflight).catch((e: Error) => e);
-    await running(server.url, trace, inflight.call_id);
+    await untilCallStatus(server.url, KEY, trace, inflight.call_id, 'running');
     await server.stop('SIGKILL');
     expect(await pending).toBeInstanceOf(Error);
 
@@ -64,10 +53,14 @@ describe('durability across kill -9', () => {
 describe('graceful shutdown', () => {
   it('lets a running call finish and record on SIGTERM, then exits 0', async () => {
     const server = await spawnServer(env);
-    const call = functionCall('echo', { text: 'finished', delay_ms: 2000 }, { trace_id: newTrace() });
+    const finish = gate();
+    const call = functionCall('echo', { text: 'finished', wait_for: finish.path }, { trace_id: newTrace() });
     const pending = post(server.url, call);
-    await running(server.url, call.trace_id, call.call_id);
+    await untilCallStatus(server.url, KEY, call.trace_id, call.call_id, 'running');
     const exited = server.stop('SIGTERM');
+    // The call may finish only once the server is shutting down: it no longer takes connections.
+    await vi.waitFor(() => expect(request(`${server.url}/healthz`).then((r) => r.body.dump())).rejects.toThrow(), { timeout: 20_000, interval: 20 });
+    finish.open();
     const reply = await pending;
     expect(reply).toMatchObject({ status: 200, body: { output: 'finished' } });
     expect(await exited).toBe(0);

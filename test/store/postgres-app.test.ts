@@ -5,6 +5,7 @@ import { randomUUID } from 'node:crypto';
 import { bearer, fixtureGraders, fixtureTools, functionCall, newTrace } from '../helpers/fixtures.js';
 import { describeIf } from '../helpers/require.js';
 import { startTestServer, type TestServer } from '../helpers/server.js';
+import { gate, untilCallStatus } from '../helpers/child-server.js';
 import { signWebhook } from '../../src/authentication/webhooks.js';
 import { runs } from '../fixtures/units/tools/echo.js';
 import { databaseUrl, dropSchema, postgresUnavailable, randomSchema } from './postgres-db.js';
@@ -64,9 +65,17 @@ describeIf(unavailable === undefined, 'Postgres', unavailable ?? '')('two server
   });
 
   it('makes a duplicate on the other server wait for the call still running on the first', async () => {
-    const call = functionCall('echo', { text: 'slow', delay_ms: 400 });
-    const [x, y] = await Promise.all([post(a, '/tools', call), new Promise((r) => setTimeout(r, 100)).then(() => post(b, '/tools', call))]);
-    expect([((await x.json()) as { output: string }).output, ((await y.json()) as { output: string }).output]).toEqual(['slow', 'slow']);
+    const finish = gate();
+    const call = functionCall('echo', { text: 'slow', wait_for: finish.path });
+    const x = post(a, '/tools', call);
+    await untilCallStatus(a.url, a.key, call.trace_id, call.call_id, 'running');
+    let answered = false;
+    const y = post(b, '/tools', call).finally(() => (answered = true));
+    // While the first still runs, the duplicate is not answered; it is once the first finishes.
+    await new Promise((r) => setTimeout(r, 300));
+    expect(answered).toBe(false);
+    finish.open();
+    expect([((await (await x).json()) as { output: string }).output, ((await (await y).json()) as { output: string }).output]).toEqual(['slow', 'slow']);
     expect(runs.get(call.trace_id)).toBe(1);
   });
 
@@ -95,22 +104,27 @@ describeIf(unavailable === undefined, 'Postgres', unavailable ?? '')('two server
   });
 
   it('leaves a call running on one server alone when another replica boots, and interrupts it when its own replica restarts', async () => {
-    const slow = functionCall('echo', { text: 'survives', delay_ms: 1500 });
+    const finish = gate();
+    const slow = functionCall('echo', { text: 'survives', wait_for: finish.path });
     const running = post(a, '/tools', slow);
-    await new Promise((r) => setTimeout(r, 200));
+    await untilCallStatus(a.url, a.key, slow.trace_id, slow.call_id, 'running');
     const c = await replica('replica-c');
     await c.close();
+    expect((await record(b, slow.trace_id)).calls).toMatchObject([{ status: 'running' }]);
+    finish.open();
     expect(((await (await running).json()) as { output: string }).output).toBe('survives');
     expect((await record(b, slow.trace_id)).calls).toMatchObject([{ status: 'ok', output: 'survives' }]);
 
     // replica-b "restarts" while b still runs the call: the record says interrupted, and b's late
     // finish does not overwrite it.
-    const cut = functionCall('echo', { text: 'cut', delay_ms: 1500 });
+    const finishCut = gate();
+    const cut = functionCall('echo', { text: 'cut', wait_for: finishCut.path });
     const inFlight = post(b, '/tools', cut);
-    await new Promise((r) => setTimeout(r, 200));
+    await untilCallStatus(b.url, b.key, cut.trace_id, cut.call_id, 'running');
     const restartedB = await replica('replica-b');
     await restartedB.close();
     expect((await record(a, cut.trace_id)).calls).toMatchObject([{ status: 'interrupted' }]);
+    finishCut.open();
     await (await inFlight).text();
     expect((await record(a, cut.trace_id)).calls).toMatchObject([{ status: 'interrupted' }]);
   });

@@ -4,7 +4,7 @@
 import { afterAll, expect, it } from 'vitest';
 import { request } from 'undici';
 import { fixtureGraders, fixtureTools, functionCall, newTrace } from '../helpers/fixtures.js';
-import { postToolCall, spawnServer, type ChildServer } from '../helpers/child-server.js';
+import { gate, postToolCall, spawnServer, untilCallStatus, type ChildServer } from '../helpers/child-server.js';
 import { describeIf } from '../helpers/require.js';
 import { databaseUrl, dropSchema, postgresUnavailable, randomSchema } from './postgres-db.js';
 
@@ -50,17 +50,22 @@ describeIf(unavailable === undefined, 'Postgres', unavailable ?? '')('two server
 
   it('interrupts only the killed process\'s call when it restarts, while the other process finishes its own', async () => {
     const [a, b] = await Promise.all([replica('proc-c'), replica('proc-d')]);
-    const onA = functionCall('echo', { text: 'killed', delay_ms: 5000 });
-    const onB = functionCall('echo', { text: 'survives', delay_ms: 4000 });
+    const finishB = gate();
+    const onA = functionCall('echo', { text: 'killed', wait_for: gate().path });
+    const onB = functionCall('echo', { text: 'survives', wait_for: finishB.path });
     const pendingA = post(a.url, onA).catch((e: Error) => e);
     const pendingB = post(b.url, onB);
-    await new Promise((r) => setTimeout(r, 300));
+    await untilCallStatus(a.url, KEY, onA.trace_id, onA.call_id, 'running');
+    await untilCallStatus(b.url, KEY, onB.trace_id, onB.call_id, 'running');
     await a.stop('SIGKILL');
     expect(await pendingA).toBeInstanceOf(Error);
 
     const restartedA = await replica('proc-c');
     expect(restartedA.stdout()).toMatch(/"interrupted":1,.*marked interrupted/);
     expect(await calls(restartedA.url, onA.trace_id)).toMatchObject([{ call_id: onA.call_id, status: 'interrupted' }]);
+    // B's call, still running through A's restart, was left alone and finishes as its own.
+    expect(await calls(restartedA.url, onB.trace_id)).toMatchObject([{ call_id: onB.call_id, status: 'running' }]);
+    finishB.open();
     expect((await pendingB).body.output).toBe('survives');
     expect(await calls(restartedA.url, onB.trace_id)).toMatchObject([{ call_id: onB.call_id, status: 'ok', output: 'survives' }]);
     await Promise.all([restartedA.stop(), b.stop()]);

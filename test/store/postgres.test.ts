@@ -75,13 +75,14 @@ describePg('PostgresStore across replicas (two pools on one database)', () => {
   });
 
   it('keeps its tables in its own schema, invisible to a store on another schema', async () => {
-    const [a, b] = [await openStore(testSchema()), await openStore(testSchema())];
+    const own = testSchema();
+    const [a, b] = [await openStore(own), await openStore(testSchema())];
     await a.beginCall(begin('trace_own', 'c1'));
     expect(await b.getRollout('trace_own')).toBeUndefined();
     const client = new pg.Client({ connectionString: databaseUrl });
     await client.connect();
     const { rows } = await client.query<{ n: string }>("SELECT count(*) AS n FROM pg_tables WHERE tablename = 'calls' AND schemaname = ANY($1)", [
-      [(a as unknown as { t: { calls: string } }).t.calls.split('.')[0]!.replaceAll('"', '')],
+      [own],
     ]);
     await client.end();
     expect(rows[0]?.n).toBe('1');

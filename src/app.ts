@@ -22,6 +22,8 @@ import type { SandboxProvider } from './ledger/sandbox-provider.js';
 import { createStore } from './store/index.js';
 import type { Store } from './store/types.js';
 import { createSandboxProvider } from './sandbox/provider.js';
+import { loadMcpConfig, McpBridge, mcpWorkRoot } from './mcp/index.js';
+import mcpRoutes from './mcp/serve.js';
 import toolRoutes from './routes/tools.js';
 import graderRoutes from './routes/graders.js';
 import discoveryRoutes from './routes/discovery.js';
@@ -42,6 +44,8 @@ export interface Services {
   ledger: Ledger;
   grading: GradingService;
   sandboxes: SandboxProvider | undefined;
+  /** The MCP servers of mcp.json bridged as tools, when there is one. */
+  mcp: McpBridge | undefined;
   auth: Authenticator;
   connections: ConnectionGuard;
   /** Set when the key was generated into the data dir (no credential configured). */
@@ -148,6 +152,7 @@ export async function buildApp(config: AppConfig, opts: BuildOptions = {}): Prom
   let redis: Redis | undefined;
   let metrics: Metrics | undefined;
   let integrity: IntegrityFlags;
+  let mcp: McpBridge | undefined;
   try {
     if (config.rateLimit.max > 0 && config.rateLimit.redisUrl) redis = await connectRedis(config.rateLimit.redisUrl, app.log as unknown as Logger);
     registry =
@@ -158,11 +163,27 @@ export async function buildApp(config: AppConfig, opts: BuildOptions = {}): Prom
       metrics.declare([...registry.tools.keys()], [...registry.graders.keys()]);
     }
     integrity = new IntegrityFlags({ store, metrics, log });
-    sandboxes = await createSandboxProvider(config, log, { observer: sandboxObserver(metrics, integrity) });
+    const mcpConfig = loadMcpConfig(config.mcpConfig.path, config.mcpConfig.required);
+    sandboxes = await createSandboxProvider(config, log, { observer: sandboxObserver(metrics, integrity), readOnlyMounts: McpBridge.readOnlyMounts(mcpConfig) });
     if (sandboxes && metrics) metrics.watchSandboxes(() => sandboxes!.stats());
+    if (mcpConfig) {
+      const bridge = await McpBridge.start(mcpConfig, {
+        sandboxes,
+        log: log.child({ component: 'mcp' }),
+        inheritedEnv: config.mcpInheritedEnv,
+        workRoot: mcpWorkRoot(config.dataDir),
+        defaultTimeoutMs: config.toolTimeoutMs,
+      });
+      mcp = bridge;
+      bridge.register(registry);
+      metrics?.declare(bridge.tools.map((t) => t.def.name), []);
+      sandboxes?.onRolloutEnd((traceId) => bridge.endRollout(traceId));
+    }
   } catch (e) {
-    // A boot that stops here must not leave the store (its threads, its pool) or Redis open.
+    // A boot that stops here must not leave the store (its threads, its pool), Redis, MCP servers or sandboxes open.
     redis?.disconnect();
+    await mcp?.close();
+    await sandboxes?.close();
     await store.close();
     throw e;
   }
@@ -194,7 +215,7 @@ export async function buildApp(config: AppConfig, opts: BuildOptions = {}): Prom
   if (interrupted > 0) app.log.warn({ interrupted }, 'calls left running by a previous process were marked interrupted');
 
   const services: Services = {
-    config, store, registry, ledger, grading, sandboxes, auth, connections, localKey, shutdown, startedAt: Date.now(), metrics, integrity, metricsListener: undefined,
+    config, store, registry, ledger, grading, sandboxes, mcp, auth, connections, localKey, shutdown, startedAt: Date.now(), metrics, integrity, metricsListener: undefined,
   };
   app.decorate('rft', services);
   // onReady, not onListen: listen() waits for it, so the listener is up when the server is.
@@ -207,6 +228,7 @@ export async function buildApp(config: AppConfig, opts: BuildOptions = {}): Prom
   app.addHook('onClose', async () => {
     shutdown.abort(new Error('server shutting down'));
     await services.metricsListener?.close();
+    await mcp?.close();
     await sandboxes?.close();
     await redis?.quit().catch(() => redis?.disconnect());
     await store.close();
@@ -238,5 +260,6 @@ export async function buildApp(config: AppConfig, opts: BuildOptions = {}): Prom
   await app.register(rolloutRoutes);
   await app.register(metricsRoutes);
   await app.register(statsRoutes);
+  await app.register(mcpRoutes);
   return app;
 }

@@ -3,7 +3,7 @@
 import { readFileSync } from 'node:fs';
 import { isIPv4 } from 'node:net';
 import { hostname } from 'node:os';
-import { resolve } from 'node:path';
+import { dirname, join, resolve } from 'node:path';
 import { z } from 'zod';
 import { errors } from './errors.js';
 import type { SandboxLimits } from './sandbox/types.js';
@@ -66,6 +66,8 @@ export const configSchema = z.object({
   RFT_AUTO_KEY: bool.default(true),
   RFT_TOOL_BUDGET: int(0).default(50),
   RFT_TOOLS_DIR: z.string().default('tools'),
+  /** MCP servers to bridge as tools (mcpServers JSON); default mcp.json beside the tools folder, none if absent. */
+  RFT_MCP_CONFIG: z.string().min(1).optional(),
   RFT_GRADERS_DIR: z.string().default('graders'),
   RFT_DEFAULT_GRADER: z.string().optional(),
   RFT_TOOL_TIMEOUT_MS: int(1, 600_000).default(60_000),
@@ -137,6 +139,10 @@ export interface AppConfig {
   toolBudget: number;
   toolsDir: string;
   gradersDir: string;
+  /** The mcp.json to bridge; `required` when named explicitly (a missing file then stops the boot). */
+  mcpConfig: { path: string; required: boolean };
+  /** What a host (unsandboxed) stdio MCP server inherits from this environment; never the server's secrets. */
+  mcpInheritedEnv: Record<string, string>;
   defaultGrader: string | undefined;
   toolTimeoutMs: number;
   maxOutputBytes: number;
@@ -184,6 +190,9 @@ export interface ModelApiOptions {
 const KNOWN = new Set(Object.keys(configSchema.shape));
 
 export type Env = Record<string, string | undefined>;
+
+/** The variables MCP clients pass to the stdio servers they start (as the SDK's own client does). */
+const MCP_INHERITED = ['HOME', 'LOGNAME', 'PATH', 'SHELL', 'TERM', 'USER', 'LANG', 'TMPDIR'] as const;
 
 /** The process environment: config.ts is the one module that reads it. */
 export function processEnv(): Env {
@@ -234,6 +243,10 @@ export function loadConfig(
     toolBudget: c.RFT_TOOL_BUDGET,
     toolsDir: resolve(c.RFT_TOOLS_DIR),
     gradersDir: resolve(c.RFT_GRADERS_DIR),
+    mcpConfig: c.RFT_MCP_CONFIG
+      ? { path: resolve(c.RFT_MCP_CONFIG), required: true }
+      : { path: join(dirname(resolve(c.RFT_TOOLS_DIR)), 'mcp.json'), required: false },
+    mcpInheritedEnv: Object.fromEntries(MCP_INHERITED.flatMap((k) => (env[k] ? [[k, env[k]]] : []))),
     defaultGrader: c.RFT_DEFAULT_GRADER,
     toolTimeoutMs: c.RFT_TOOL_TIMEOUT_MS,
     maxOutputBytes: c.RFT_MAX_OUTPUT_BYTES,

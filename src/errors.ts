@@ -152,6 +152,18 @@ export const errors = {
     { metric },
   ]),
 
+  // MCP (src/mcp): serving /mcp and bridging configured MCP servers
+  mcpConfig: define('RFT_ERR_MCP_CONFIG', 500, (file: string, why: string) => [`${file}: ${why}`, { file }]),
+  mcpStart: define('RFT_ERR_MCP_START', 503, (server: string, why: string) => [
+    `MCP server "${server}" could not start: ${why}`,
+    { server },
+  ]),
+  noRollout: define('RFT_ERR_NO_ROLLOUT', 400, (tool: string) => [
+    `tool "${tool}" keeps state per rollout, and this call names none: send the header "x-rft-trace-id: <rollout id>" ` +
+      'with every call of the rollout (or call it within one MCP session), then call it again',
+    { tool },
+  ]),
+
   // sandboxes
   sandboxUnavailable: define('RFT_ERR_SANDBOX_UNAVAILABLE', 503, (msg: string) => [msg]),
   sandboxQueueTimeout: define('RFT_ERR_SANDBOX_QUEUE_TIMEOUT', 503, (waitedMs: number) => [

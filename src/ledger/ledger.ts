@@ -42,6 +42,11 @@ export interface ToolCallInput {
   arguments: unknown;
   item: Item;
   credential: string | null;
+  /**
+   * The caller named no rollout (an MCP client with neither an x-rft-trace-id header nor a
+   * session): the call has a trace of its own, and ctx.sandbox() refuses with a tool error.
+   */
+  stateless?: boolean;
 }
 
 export interface ToolCallOutcome {
@@ -302,6 +307,7 @@ class CallContext implements ToolContext {
   readonly traceId: string;
   readonly callId: string;
   readonly item: Item;
+  readonly stateless: boolean;
   private ac: AbortController | undefined;
   private logger: Logger | undefined;
   private view: RolloutView | undefined;
@@ -316,6 +322,7 @@ class CallContext implements ToolContext {
     this.traceId = input.traceId;
     this.callId = input.callId;
     this.item = input.item;
+    this.stateless = input.stateless === true;
   }
 
   get rollout(): RolloutView {
@@ -341,6 +348,7 @@ class CallContext implements ToolContext {
   }
 
   sandbox(): Promise<Sandbox> {
+    if (this.stateless) return Promise.reject(errors.noRollout(this.tool));
     const sandboxes = this.o.sandboxes;
     if (!sandboxes) return Promise.reject(errors.sandboxUnavailable('sandboxes are disabled on this server (RFT_SANDBOX=none)'));
     return sandboxes.acquire(this.traceId, this.item, this.signal);

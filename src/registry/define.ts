@@ -19,6 +19,11 @@ export interface ToolContext {
   callId: string;
   item: Item;
   rollout: RolloutView;
+  /**
+   * True when the caller named no rollout (an MCP client without an x-rft-trace-id header or a
+   * session): this call is recorded under a trace of its own and `sandbox()` refuses.
+   */
+  stateless?: boolean;
   log: Logger;
   /** Aborted when the tool's timeout passes or the server shuts down. */
   signal: AbortSignal;

@@ -217,6 +217,11 @@ export class DockerSandbox implements Sandbox {
     }
   }
 
+  /** Activity only matters to the manager's TTL (TrackedSandbox); here it just runs. */
+  hold<T>(work: () => Promise<T>): Promise<T> {
+    return work();
+  }
+
   async spawn(argv: string[], opts: SpawnOptions = {}): Promise<SandboxProcess> {
     if (this.destroying) throw errors.sandboxFailed(`sandbox ${this.id} was destroyed`);
     if (this.gone) throw errors.sandboxLost();

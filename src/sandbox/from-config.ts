@@ -1,11 +1,11 @@
 // Builds and starts the SandboxManager from the server's AppConfig (see docs/sandbox.md for the
 // environment variables). The instance id and the sandboxes root derive from the data dir, so a
 // restarted server finds, and reaps, what its crashed predecessor left.
-import { createHash } from 'node:crypto';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Logger } from 'pino';
 import type { AppConfig } from '../config.js';
+import { instanceIdFor } from './instance-id.js';
 import { defaultLimits } from './limits.js';
 import { SandboxManager } from './manager.js';
 import { assertProcessDriverAllowed } from './process-driver.js';
@@ -22,9 +22,7 @@ export interface SandboxExtras {
   observer?: SandboxObserver;
 }
 
-export function instanceIdFor(dataDir: string): string {
-  return `rft-${createHash('sha256').update(dataDir).digest('hex').slice(0, 12)}`;
-}
+export { instanceIdFor };
 
 export async function createManagerFromConfig(config: AppConfig, log: Logger, extra: SandboxExtras = {}): Promise<SandboxManager> {
   const s = config.sandbox;

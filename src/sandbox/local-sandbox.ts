@@ -106,6 +106,11 @@ export class LocalSandbox implements Sandbox {
     return proc;
   }
 
+  /** Activity only matters to the manager's TTL (TrackedSandbox); here it just runs. */
+  hold<T>(work: () => Promise<T>): Promise<T> {
+    return work();
+  }
+
   readFile(path: string, opts?: { maxBytes?: number }): Promise<Buffer> {
     return this.files.readFile(path, opts);
   }

@@ -47,6 +47,9 @@ export class TrackedSandbox implements Sandbox {
   spawn(argv: string[], opts?: SpawnOptions): Promise<SandboxProcess> {
     return this.use(() => this.inner.spawn(argv, opts));
   }
+  hold<T>(work: () => Promise<T>): Promise<T> {
+    return this.use(work);
+  }
   readFile(path: string, opts?: { maxBytes?: number }): Promise<Buffer> {
     return this.use(() => this.inner.readFile(path, opts));
   }

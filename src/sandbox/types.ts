@@ -96,6 +96,8 @@ export interface Sandbox {
   exec(command: string | string[], opts?: ExecOptions): Promise<ExecResult>;
   /** Starts a long-running argv (see SandboxProcess); destroy() kills whatever is still running. */
   spawn(argv: string[], opts?: SpawnOptions): Promise<SandboxProcess>;
+  /** Runs `work` as activity of this sandbox: the inactivity TTL does not run out while it does (a call to a spawned server). */
+  hold<T>(work: () => Promise<T>): Promise<T>;
   /** Paths are relative to the workspace root; escapes (.., absolute, symlinks) fail with RFT_ERR_PATH_ESCAPE. */
   /** With `maxBytes`, reads at most that many bytes from the start (a 256 MiB file need not fill the server's memory). */
   readFile(path: string, opts?: { maxBytes?: number }): Promise<Buffer>;

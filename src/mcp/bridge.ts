@@ -1,0 +1,265 @@
+// Bridges the MCP servers of mcp.json into tools. At boot each server is started once, its tools are
+// listed and registered like native tools (so /v1/tools, /v1/job-config and /mcp show them, and every
+// call goes through the ledger: exactly once, budgeted, recorded). A `rollout` server then runs one
+// instance per rollout: started on the rollout's first call to it, shared by that rollout's calls,
+// stopped (process tree killed) when the rollout's sandbox ends, which is what gives it the
+// sandboxes' cap, admission queue, grace, TTL and DELETE. A `shared` server keeps one instance.
+import { createHash } from 'node:crypto';
+import { mkdir, rm } from 'node:fs/promises';
+import { dirname, join } from 'node:path';
+import type { Logger } from 'pino';
+import { z } from 'zod';
+import type { Tool } from '@modelcontextprotocol/client';
+import { errors } from '../errors.js';
+import type { SandboxProvider } from '../ledger/sandbox-provider.js';
+import type { ToolContext, ToolDefinition } from '../registry/define.js';
+import type { LoadedTool, Registry } from '../registry/loader.js';
+import type { Sandbox } from '../sandbox/types.js';
+import type { McpConfig, McpServerSpec } from './config.js';
+import { McpInstance, type Placement } from './instance.js';
+import { resultText } from './results.js';
+
+export interface BridgeOptions {
+  sandboxes: SandboxProvider | undefined;
+  log: Logger;
+  /** Environment host stdio servers inherit (from config.ts: PATH, HOME, ...). */
+  inheritedEnv: Record<string, string>;
+  /** Root of the private directories of host instances (`${RFT_WORKSPACE}` when not sandboxed). */
+  workRoot: string;
+  defaultTimeoutMs: number;
+}
+
+/** Arguments reach the MCP server as sent (it validates them against its own schema): only "an object" is checked here. */
+const ANY_OBJECT = z.record(z.string(), z.unknown());
+
+interface RolloutEntry {
+  sandbox: Sandbox;
+  instance: Promise<McpInstance>;
+  workspace: string | null;
+}
+
+/** Tool names the trainer accepts; other characters of an MCP tool name become `_`. */
+export function bridgedName(prefix: string, mcpName: string): string {
+  return prefix + mcpName.replace(/[^A-Za-z0-9_-]/g, '_');
+}
+
+export class McpBridge {
+  readonly tools: LoadedTool[] = [];
+  private readonly shared = new Map<string, Promise<McpInstance>>();
+  private readonly rollouts = new Map<string, Map<string, RolloutEntry>>();
+  private closed = false;
+
+  private constructor(
+    private readonly config: McpConfig,
+    private readonly o: BridgeOptions,
+  ) {}
+
+  /** Host directories sandboxed servers need inside every sandbox (see SandboxSpec.readOnlyMounts). */
+  static readOnlyMounts(config: McpConfig | null): string[] {
+    return [...new Set((config?.servers ?? []).flatMap((s) => s.mounts))];
+  }
+
+  /** Starts each server once, lists its tools, builds them; a server that cannot start stops the boot. */
+  static async start(config: McpConfig, o: BridgeOptions): Promise<McpBridge> {
+    const bridge = new McpBridge(config, o);
+    try {
+      await rm(o.workRoot, { recursive: true, force: true }); // what a crashed predecessor left
+      const listed = await Promise.all(config.servers.map((s) => bridge.probe(s)));
+      config.servers.forEach((s, i) => bridge.addTools(s, listed[i] ?? []));
+    } catch (e) {
+      await bridge.close();
+      throw e;
+    }
+    return bridge;
+  }
+
+  /** Adds the bridged tools to the registry; a name already taken stops the boot naming both. */
+  register(registry: Registry): void {
+    for (const t of this.tools) {
+      const prev = registry.tools.get(t.def.name);
+      if (prev) throw errors.unitDuplicate('tool', t.def.name, [prev.file, t.file]);
+      registry.tools.set(t.def.name, t);
+    }
+  }
+
+  /** The rollout ended (its sandbox is gone): its instances go, process trees and directories too. */
+  endRollout(traceId: string): void {
+    const byServer = this.rollouts.get(traceId);
+    if (!byServer) return;
+    this.rollouts.delete(traceId);
+    for (const entry of byServer.values()) void this.stopEntry(entry);
+  }
+
+  /** Live per-rollout instances (for tests and /readyz-style counts). */
+  liveInstances(): number {
+    let n = 0;
+    for (const m of this.rollouts.values()) n += m.size;
+    return n + this.shared.size;
+  }
+
+  async close(): Promise<void> {
+    this.closed = true;
+    const all = [...this.rollouts.values()].flatMap((m) => [...m.values()]);
+    this.rollouts.clear();
+    const shared = [...this.shared.values()];
+    this.shared.clear();
+    await Promise.all([...all.map((e) => this.stopEntry(e)), ...shared.map((p) => p.then((i) => i.stop(), () => {}))]);
+    await rm(this.o.workRoot, { recursive: true, force: true }).catch(() => {});
+  }
+
+  /** One instance at boot: its tools. A shared server's instance is kept; a rollout's probe is stopped. */
+  private async probe(s: McpServerSpec): Promise<Tool[]> {
+    if (s.scope === 'shared') {
+      const instance = this.startShared(s);
+      return (await instance).listTools();
+    }
+    if (!this.o.sandboxes) {
+      throw errors.mcpConfig(this.config.file, `mcpServers.${s.name}: "scope": "rollout" ties each instance to its rollout's sandbox, and sandboxes are off (RFT_SANDBOX=none); enable them or use "scope": "shared"`);
+    }
+    const traceId = `mcp-boot-${s.name}`;
+    const sandbox = s.sandbox ? await this.o.sandboxes.createEphemeral({ traceId }) : null;
+    const workspace = sandbox ? null : this.privateDir(s, traceId);
+    if (workspace) await mkdir(workspace, { recursive: true, mode: 0o700 });
+    try {
+      const instance = await McpInstance.start(s, this.placement(s, traceId, sandbox, workspace));
+      try {
+        return await instance.listTools();
+      } finally {
+        await instance.stop();
+      }
+    } finally {
+      await sandbox?.destroy();
+      if (workspace) await rm(workspace, { recursive: true, force: true });
+    }
+  }
+
+  private addTools(s: McpServerSpec, listed: Tool[]): void {
+    const offered = new Map(listed.map((t) => [t.name, t]));
+    for (const name of s.tools ?? []) {
+      if (!offered.has(name)) throw errors.mcpConfig(this.config.file, `mcpServers.${s.name}.tools: the server has no tool "${name}"; it offers ${[...offered.keys()].join(', ') || 'none'}`);
+    }
+    const seen = new Map<string, string>();
+    for (const t of listed) {
+      if (s.tools && !s.tools.includes(t.name)) continue;
+      const name = bridgedName(s.prefix, t.name);
+      if (name.length > 64) throw errors.mcpConfig(this.config.file, `mcpServers.${s.name}: tool "${t.name}" becomes "${name}", longer than the 64 characters a tool name may have; leave it out with "tools"`);
+      const other = seen.get(name);
+      if (other !== undefined) throw errors.unitDuplicate('tool', name, [`${s.source} (tool "${other}")`, `${s.source} (tool "${t.name}")`]);
+      seen.set(name, t.name);
+      const { $schema: _ignored, ...parameters } = t.inputSchema as Record<string, unknown>;
+      const def: ToolDefinition = {
+        name,
+        description: t.description ?? t.title ?? `${t.name} (MCP server "${s.name}")`,
+        parameters: ANY_OBJECT,
+        cost: s.cost,
+        ...(s.timeoutMs !== undefined ? { timeoutMs: s.timeoutMs } : {}),
+        ...(s.maxOutputBytes !== undefined ? { maxOutputBytes: s.maxOutputBytes } : {}),
+        handler: (args, ctx) => this.call(s, t.name, args as Record<string, unknown>, ctx),
+      };
+      this.tools.push({ def, file: `${s.source} (tool "${t.name}")`, parameters });
+    }
+  }
+
+  private async call(s: McpServerSpec, tool: string, args: Record<string, unknown>, ctx: ToolContext): Promise<string> {
+    if (s.scope === 'shared') return this.callOn(await this.sharedInstance(s), tool, args, ctx);
+    // Every rollout instance belongs to its rollout's sandbox (whether it runs inside it or not): a
+    // call without a rollout is refused here with a tool error saying what to send, and the call
+    // counts as the sandbox's activity, so its inactivity TTL cannot end the instance under it.
+    const sandbox = await ctx.sandbox();
+    return sandbox.hold(async () => this.callOn(await this.rolloutInstance(s, ctx, sandbox), tool, args, ctx));
+  }
+
+  private async callOn(instance: McpInstance, tool: string, args: Record<string, unknown>, ctx: ToolContext): Promise<string> {
+    const s = instance.server;
+    let result;
+    try {
+      result = await instance.callTool(tool, args, { signal: ctx.signal, timeoutMs: s.timeoutMs ?? this.o.defaultTimeoutMs });
+    } catch (e) {
+      if (ctx.signal.aborted) throw e; // the ledger answers the timeout (or the shutdown)
+      if (!instance.alive) {
+        const end = instance.describeEnd(e);
+        ctx.log.warn({ server: s.name, ...end }, 'MCP server instance ended during a call');
+        throw new Error(`MCP server "${s.name}" ${end.how} during this call; it is restarted on the next call.${end.stderr ? ` Its stderr ends with:\n${end.stderr}` : ''}`);
+      }
+      // The server refused the request (unknown tool, invalid params): the model reads why.
+      throw new Error(`MCP server "${s.name}": ${(e as Error).message}`);
+    }
+    const { text, isError } = resultText(result);
+    if (isError) throw new Error(text.replace(/^error:\s*/i, '') || 'the tool reported an error without a message');
+    return text;
+  }
+
+  private startShared(s: McpServerSpec): Promise<McpInstance> {
+    const p = McpInstance.start(s, this.placement(s, null, null, null));
+    this.shared.set(s.name, p);
+    p.catch(() => {
+      if (this.shared.get(s.name) === p) this.shared.delete(s.name);
+    });
+    return p;
+  }
+
+  /** The shared instance, restarted when it has died. */
+  private async sharedInstance(s: McpServerSpec): Promise<McpInstance> {
+    if (this.closed) throw errors.mcpStart(s.name, 'the server is shutting down');
+    const current = this.shared.get(s.name);
+    const instance = await (current ?? this.startShared(s));
+    if (instance.alive) return instance;
+    if (this.shared.get(s.name) === current) this.startShared(s);
+    return this.sharedInstance(s);
+  }
+
+  /**
+   * The rollout's instance of `s`, started on the rollout's first call (parallel first calls share
+   * it), replaced when it died or when the rollout's sandbox is a new one.
+   */
+  private async rolloutInstance(s: McpServerSpec, ctx: ToolContext, sandbox: Sandbox): Promise<McpInstance> {
+    for (let attempt = 0; attempt < 2; attempt++) {
+      if (this.closed) throw errors.mcpStart(s.name, 'the server is shutting down');
+      let byServer = this.rollouts.get(ctx.traceId);
+      if (!byServer) this.rollouts.set(ctx.traceId, (byServer = new Map()));
+      let entry = byServer.get(s.name);
+      if (!entry || entry.sandbox !== sandbox) {
+        if (entry) void this.stopEntry(entry);
+        entry = this.startEntry(s, ctx.traceId, sandbox);
+        byServer.set(s.name, entry);
+        const started = entry;
+        const map = byServer;
+        started.instance.catch(() => {
+          if (map.get(s.name) === started) map.delete(s.name);
+        });
+      }
+      const instance = await entry.instance;
+      if (instance.alive) return instance;
+      // It died since its last call: this call gets a fresh one.
+      ctx.log.warn({ server: s.name, ...instance.describeEnd() }, 'MCP server instance had ended; restarting it');
+      if (byServer.get(s.name) === entry) byServer.delete(s.name);
+      void this.stopEntry(entry);
+    }
+    throw errors.mcpStart(s.name, 'it exits as soon as it starts');
+  }
+
+  private startEntry(s: McpServerSpec, traceId: string, sandbox: Sandbox): RolloutEntry {
+    const workspace = s.sandbox ? null : this.privateDir(s, traceId);
+    const instance = (async () => {
+      if (workspace) await mkdir(workspace, { recursive: true, mode: 0o700 });
+      return McpInstance.start(s, this.placement(s, traceId, s.sandbox ? sandbox : null, workspace));
+    })();
+    return { sandbox, instance, workspace };
+  }
+
+  private async stopEntry(e: RolloutEntry): Promise<void> {
+    await e.instance.then((i) => i.stop(), () => {});
+    if (e.workspace) await rm(e.workspace, { recursive: true, force: true }).catch(() => {});
+  }
+
+  /** `${RFT_WORKSPACE}` of a host instance: a directory of its own, removed when it stops. */
+  private privateDir(s: McpServerSpec, traceId: string): string {
+    return join(this.o.workRoot, `${s.name}-${createHash('sha256').update(traceId).digest('hex').slice(0, 16)}`);
+  }
+
+  private placement(s: McpServerSpec, traceId: string | null, sandbox: Sandbox | null, workspace: string | null): Placement {
+    if (sandbox) return { kind: 'sandbox', sandbox, traceId: traceId ?? '' };
+    return { kind: 'host', traceId, workspace, inheritedEnv: this.o.inheritedEnv, baseDir: dirname(this.config.file) };
+  }
+}
+

@@ -1,0 +1,123 @@
+// mcp.json: the MCP servers to bridge as tools, in the `mcpServers` shape MCP clients already use
+// (`command`/`args`/`env` for stdio, `url`/`headers` for Streamable HTTP), plus this server's own
+// per-server options. Checked once at boot; any mistake stops the boot naming the server and field.
+import { existsSync, readFileSync, statSync } from 'node:fs';
+import { isAbsolute, resolve } from 'node:path';
+import { z } from 'zod';
+import { errors } from '../errors.js';
+import { formatZodIssues } from '../ledger/output.js';
+
+/** The per-rollout variables; nothing else in `${...}` expands. */
+export const VARIABLES = ['RFT_TRACE_ID', 'RFT_WORKSPACE'] as const;
+export type Variable = (typeof VARIABLES)[number];
+
+const stringMap = z.record(z.string(), z.string());
+
+const serverSchema = z
+  .strictObject({
+    command: z.string().min(1).optional(),
+    args: z.array(z.string()).default([]),
+    env: stringMap.default({}),
+    /** Working directory: relative to the workspace when sandboxed, else a host path. */
+    cwd: z.string().min(1).optional(),
+    url: z.url().optional(),
+    headers: stringMap.default({}),
+    /** `rollout`: one instance per rollout (default); `shared`: one instance for the whole server. */
+    scope: z.enum(['rollout', 'shared']).default('rollout'),
+    /** Run the stdio server inside the rollout's sandbox (its workspace only, no network). */
+    sandbox: z.boolean().default(false),
+    /** Host directories the sandboxed server needs read-only (its install dir, a runtime). */
+    mounts: z.array(z.string()).default([]),
+    /** Prepended to every tool name this server offers. */
+    prefix: z.string().regex(/^[A-Za-z0-9_-]{0,32}$/, 'letters, digits, _ and -, at most 32').default(''),
+    /** Only these of the server's tools (its own names); all when absent. */
+    tools: z.array(z.string().min(1)).optional(),
+    cost: z.number().int().min(0).default(1),
+    timeoutMs: z.number().int().min(1).max(600_000).optional(),
+    maxOutputBytes: z.number().int().min(64).optional(),
+    /** How long an instance may take to start and answer `initialize`. */
+    startTimeoutMs: z.number().int().min(100).max(600_000).default(30_000),
+  })
+  .superRefine((s, ctx) => {
+    const fail = (message: string) => ctx.addIssue({ code: 'custom', message });
+    if ((s.command === undefined) === (s.url === undefined)) fail('give either "command" (a stdio server) or "url" (a Streamable HTTP server)');
+    if (s.url !== undefined && (s.args.length || Object.keys(s.env).length || s.cwd !== undefined)) fail('"args", "env" and "cwd" are for stdio servers; an HTTP server takes "headers"');
+    if (s.command !== undefined && Object.keys(s.headers).length) fail('"headers" are for HTTP servers');
+    if (s.sandbox && s.command === undefined) fail('"sandbox": true runs a stdio server ("command") inside the rollout\'s sandbox');
+    if (s.sandbox && s.scope !== 'rollout') fail('"sandbox": true runs the server inside each rollout\'s sandbox, so it needs "scope": "rollout"');
+    if (s.mounts.length && !s.sandbox) fail('"mounts" are for sandboxed servers ("sandbox": true)');
+    for (const m of s.mounts) if (!isAbsolute(m)) fail(`mount "${m}" must be an absolute host path`);
+  });
+
+export type ServerConfig = z.output<typeof serverSchema>;
+
+const fileSchema = z.strictObject({
+  mcpServers: z.record(z.string(), serverSchema),
+});
+
+export interface McpServerSpec extends ServerConfig {
+  name: string;
+  /** Where it was configured, for messages: `mcp.json: mcpServers.memory`. */
+  source: string;
+}
+
+export interface McpConfig {
+  file: string;
+  servers: McpServerSpec[];
+}
+
+const VAR = /\$\{([^}]*)\}/g;
+
+/** Every string a server's instances are started with (the places `${...}` may appear). */
+function templates(s: ServerConfig): [string, string][] {
+  return [
+    ...s.args.map((a, i): [string, string] => [`args[${i}]`, a]),
+    ...Object.entries(s.env).map(([k, v]): [string, string] => [`env.${k}`, v]),
+    ...Object.entries(s.headers).map(([k, v]): [string, string] => [`headers.${k}`, v]),
+    ...(s.url !== undefined ? [['url', s.url] as [string, string]] : []),
+    ...(s.cwd !== undefined ? [['cwd', s.cwd] as [string, string]] : []),
+  ];
+}
+
+/** Whether any of the server's strings names a per-rollout variable. */
+export function usesVariables(s: ServerConfig): boolean {
+  return templates(s).some(([, v]) => [...v.matchAll(VAR)].length > 0);
+}
+
+/** Replaces `${RFT_TRACE_ID}` and `${RFT_WORKSPACE}` (checked at load: no other name occurs). */
+export function expand(value: string, vars: Record<Variable, string>): string {
+  return value.replace(VAR, (_, name: Variable) => vars[name]);
+}
+
+/** Loads and checks mcp.json; null when the file is absent and was not asked for. */
+export function loadMcpConfig(path: string, required: boolean): McpConfig | null {
+  if (!existsSync(path)) {
+    if (required) throw errors.mcpConfig(path, 'no such file (RFT_MCP_CONFIG names it)');
+    return null;
+  }
+  let raw: unknown;
+  try {
+    raw = JSON.parse(readFileSync(path, 'utf8'));
+  } catch (e) {
+    throw errors.mcpConfig(path, `not valid JSON: ${(e as Error).message}`);
+  }
+  const parsed = fileSchema.safeParse(raw);
+  if (!parsed.success) throw errors.mcpConfig(path, formatZodIssues(parsed.error.issues));
+  const servers: McpServerSpec[] = [];
+  for (const [name, s] of Object.entries(parsed.data.mcpServers)) {
+    const source = `${path}: mcpServers.${name}`;
+    const fail = (why: string) => errors.mcpConfig(path, `mcpServers.${name}: ${why}`);
+    if (!/^[A-Za-z0-9_-]{1,64}$/.test(name)) throw fail('server names are 1 to 64 letters, digits, _ and -');
+    for (const [where, value] of templates(s)) {
+      for (const m of value.matchAll(VAR)) {
+        const v = m[1] ?? '';
+        if (!(VARIABLES as readonly string[]).includes(v)) throw fail(`${where}: unknown variable \${${v}} (only ${VARIABLES.map((x) => `\${${x}}`).join(' and ')} expand)`);
+        if (s.scope === 'shared') throw fail(`${where}: \${${v}} is per rollout, and this server is shared ("scope": "shared")`);
+      }
+    }
+    const mounts = s.mounts.map((m) => resolve(m));
+    for (const m of mounts) if (!existsSync(m) || !statSync(m).isDirectory()) throw fail(`mount ${m} is not a directory`);
+    servers.push({ ...s, mounts, name, source });
+  }
+  return { file: path, servers };
+}

@@ -1,0 +1,16 @@
+// The MCP package's public surface: serving /mcp (serve.ts, server.ts) and bridging mcp.json servers.
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { instanceIdFor } from '../sandbox/instance-id.js';
+
+export { loadMcpConfig } from './config.js';
+export type { McpConfig, McpServerSpec } from './config.js';
+export { McpBridge, bridgedName } from './bridge.js';
+export type { BridgeOptions } from './bridge.js';
+export { resultText } from './results.js';
+export { META, TRACE_HEADER, sessionTraceId } from './server.js';
+
+/** Private directories of host (unsandboxed) rollout instances: per data dir, like the sandboxes root. */
+export function mcpWorkRoot(dataDir: string): string {
+  return join(tmpdir(), 'rft-endpoints-mcp', instanceIdFor(dataDir));
+}

@@ -1,0 +1,111 @@
+// One running instance of a configured MCP server, connected with the SDK's client: a stdio server
+// on the host or inside a rollout's sandbox (both a SandboxProcess), or a Streamable HTTP server.
+import { Client, StreamableHTTPClientTransport, type CallToolResult, type Tool, type Transport } from '@modelcontextprotocol/client';
+import { isAbsolute, resolve } from 'node:path';
+import { errors } from '../errors.js';
+import { SANDBOX_PATH } from '../sandbox/local-sandbox.js';
+import { WORKSPACE_MOUNT } from '../sandbox/paths.js';
+import { startProgram } from '../sandbox/spawn.js';
+import type { Sandbox, SandboxProcess } from '../sandbox/types.js';
+import { expand, type McpServerSpec, type Variable } from './config.js';
+import { ProcessTransport } from './stdio-transport.js';
+
+const CLIENT_INFO = { name: 'rft-endpoints', version: '1' };
+
+/** Where an instance runs: inside a rollout's sandbox, or on the host. */
+export type Placement =
+  | { kind: 'sandbox'; sandbox: Sandbox; traceId: string }
+  | {
+      kind: 'host';
+      traceId: string | null;
+      /** The instance's private directory (`${RFT_WORKSPACE}`), when it runs for a rollout. */
+      workspace: string | null;
+      /** Environment every host stdio server inherits (PATH, HOME, ...; never the server's secrets). */
+      inheritedEnv: Record<string, string>;
+      /** Relative `cwd`s resolve against this (the directory of mcp.json). */
+      baseDir: string;
+    };
+
+export class McpInstance {
+  private stopped = false;
+
+  private constructor(
+    readonly server: McpServerSpec,
+    private readonly client: Client,
+    private readonly transport: Transport,
+  ) {}
+
+  /** Starts the server and completes the MCP handshake; throws RFT_ERR_MCP_START with its stderr. */
+  static async start(server: McpServerSpec, where: Placement): Promise<McpInstance> {
+    const vars: Record<Variable, string> = {
+      RFT_TRACE_ID: where.traceId ?? '',
+      RFT_WORKSPACE: where.kind === 'sandbox' ? WORKSPACE_MOUNT : (where.workspace ?? ''),
+    };
+    let transport: Transport;
+    if (server.url !== undefined) {
+      const headers = Object.fromEntries(Object.entries(server.headers).map(([k, v]) => [k, expand(v, vars)]));
+      transport = new StreamableHTTPClientTransport(new URL(expand(server.url, vars)), { requestInit: { headers } });
+    } else {
+      transport = new ProcessTransport(await spawnServer(server, where, vars));
+    }
+    const client = new Client(CLIENT_INFO, { capabilities: {} });
+    try {
+      await client.connect(transport, { timeout: server.startTimeoutMs });
+    } catch (e) {
+      await transport.close().catch(() => {});
+      const end = transport instanceof ProcessTransport ? describeEnd(transport, e) : { how: (e as Error).message, stderr: '' };
+      throw errors.mcpStart(server.name, end.stderr ? `${end.how}; its stderr ends with:\n${end.stderr}` : end.how);
+    }
+    const instance = new McpInstance(server, client, transport);
+    client.onclose = () => void (instance.stopped = true);
+    return instance;
+  }
+
+  /** False once the server exited (crashed, killed) or was stopped. */
+  get alive(): boolean {
+    return !this.stopped;
+  }
+
+  /** Why the instance is gone, for the model and the logs: exit status and the tail of its stderr. */
+  describeEnd(cause?: unknown): { how: string; stderr: string } {
+    if (this.transport instanceof ProcessTransport) return describeEnd(this.transport, cause);
+    return { how: cause instanceof Error ? cause.message : 'closed the connection', stderr: '' };
+  }
+
+  /** Every tool the server offers (all pages). */
+  async listTools(): Promise<Tool[]> {
+    const tools: Tool[] = [];
+    let cursor: string | undefined;
+    do {
+      const page = await this.client.listTools(cursor !== undefined ? { cursor } : undefined);
+      tools.push(...page.tools);
+      cursor = page.nextCursor;
+    } while (cursor !== undefined);
+    return tools;
+  }
+
+  callTool(name: string, args: Record<string, unknown>, opts: { signal: AbortSignal; timeoutMs: number }): Promise<CallToolResult> {
+    return this.client.callTool({ name, arguments: args }, { signal: opts.signal, timeout: opts.timeoutMs });
+  }
+
+  async stop(): Promise<void> {
+    this.stopped = true;
+    await this.client.close().catch(() => {});
+    await this.transport.close().catch(() => {});
+  }
+}
+
+async function spawnServer(server: McpServerSpec, where: Placement, vars: Record<Variable, string>): Promise<SandboxProcess> {
+  const argv = [server.command ?? '', ...server.args.map((a) => expand(a, vars))];
+  const env = Object.fromEntries(Object.entries(server.env).map(([k, v]) => [k, expand(v, vars)]));
+  const cwd = server.cwd !== undefined ? expand(server.cwd, vars) : undefined;
+  if (where.kind === 'sandbox') return where.sandbox.spawn(argv, { ...(cwd !== undefined ? { cwd } : {}), env });
+  const dir = cwd !== undefined ? (isAbsolute(cwd) ? cwd : resolve(where.baseDir, cwd)) : (where.workspace ?? where.baseDir);
+  return startProgram({ argv, cwd: dir, env: { PATH: SANDBOX_PATH, ...where.inheritedEnv, ...env } });
+}
+
+function describeEnd(t: ProcessTransport, cause: unknown): { how: string; stderr: string } {
+  const exit = t.exit;
+  const how = exit ? (exit.signal ? `was killed (${exit.signal})` : `exited with code ${exit.exitCode}`) : cause instanceof Error ? cause.message : 'stopped answering';
+  return { how, stderr: t.stderr() };
+}

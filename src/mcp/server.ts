@@ -1,0 +1,101 @@
+// The MCP server every /mcp exchange is answered by: `tools/list` lists the registry (native and
+// bridged tools), `tools/call` runs the tool through the ledger, exactly as POST /tools does. One
+// definition serves both protocol generations: a fresh instance per request (2026-07-28, stateless
+// 2025 clients) or one per session (2025 clients with sessions).
+import { randomUUID } from 'node:crypto';
+import { ProtocolError, ProtocolErrorCode, Server, type CallToolResult, type ServerContext } from '@modelcontextprotocol/server';
+import { errors, isRftError } from '../errors.js';
+import type { Ledger } from '../ledger/ledger.js';
+import { traceIdSchema, type Item } from '../protocol/wire.js';
+import type { Registry } from '../registry/loader.js';
+
+/** Header naming the rollout a call belongs to (the trainer's `trace_id`). */
+export const TRACE_HEADER = 'x-rft-trace-id';
+/** `_meta` keys this server reads on `tools/call` and writes on its result. */
+export const META = {
+  idempotencyKey: 'rft-endpoints/idempotency-key',
+  item: 'rft-endpoints/item',
+  traceId: 'rft-endpoints/trace-id',
+  callId: 'rft-endpoints/call-id',
+  replayed: 'rft-endpoints/replayed',
+} as const;
+
+/** The rollout of an MCP session: its trace id (ended with the session). */
+export function sessionTraceId(sessionId: string): string {
+  return `mcp-session-${sessionId}`;
+}
+
+const SERVER_INFO = { name: 'rft-endpoints', version: '1' };
+
+export interface McpServerDeps {
+  registry: Registry;
+  ledger: Ledger;
+}
+
+function protocolError(e: unknown): ProtocolError {
+  if (!isRftError(e)) return new ProtocolError(ProtocolErrorCode.InternalError, 'internal error');
+  const code = e.statusCode >= 500 ? ProtocolErrorCode.InternalError : ProtocolErrorCode.InvalidParams;
+  return new ProtocolError(code, e.message, { code: e.code, status: e.statusCode, retryable: e.statusCode >= 500, ...(e.details ?? {}) });
+}
+
+/** Where a call belongs: the header's rollout, else the session's, else a trace of its own. */
+function scope(ctx: ServerContext): { traceId: string; stateless: boolean; callPrefix: string } {
+  const header = ctx.http?.req?.headers.get(TRACE_HEADER) ?? null;
+  if (header !== null) {
+    const t = traceIdSchema.safeParse(header);
+    if (!t.success) throw new ProtocolError(ProtocolErrorCode.InvalidRequest, `${TRACE_HEADER} must be 1 to 200 characters`);
+    return { traceId: t.data, stateless: false, callPrefix: ctx.sessionId !== undefined ? `mcp:${ctx.sessionId}:` : 'mcp:' };
+  }
+  if (ctx.sessionId !== undefined) return { traceId: sessionTraceId(ctx.sessionId), stateless: false, callPrefix: 'mcp:' };
+  return { traceId: `mcp-call-${randomUUID()}`, stateless: true, callPrefix: 'mcp:' };
+}
+
+export function createToolServer(deps: McpServerDeps): Server {
+  const { registry, ledger } = deps;
+  const server = new Server(SERVER_INFO, { capabilities: { tools: {} } });
+
+  server.setRequestHandler('tools/list', () => ({
+    tools: [...registry.tools.values()].map((t) => ({ name: t.def.name, description: t.def.description, inputSchema: t.parameters as { type: 'object' } })),
+  }));
+
+  server.setRequestHandler('tools/call', async (request, ctx): Promise<CallToolResult> => {
+    const { name, arguments: args } = request.params;
+    const tool = registry.tools.get(name);
+    if (!tool) {
+      const e = errors.unknownTool(name, [...registry.tools.keys()]);
+      throw new ProtocolError(ProtocolErrorCode.InvalidParams, e.message, { code: e.code, ...e.details });
+    }
+    const meta = (request.params._meta ?? {}) as Record<string, unknown>;
+    const key = meta[META.idempotencyKey];
+    if (key !== undefined && (typeof key !== 'string' || key.length < 1 || key.length > 200)) {
+      throw new ProtocolError(ProtocolErrorCode.InvalidParams, `_meta["${META.idempotencyKey}"] must be a string of 1 to 200 characters`);
+    }
+    const rawItem = meta[META.item];
+    if (rawItem !== undefined && (typeof rawItem !== 'object' || rawItem === null || Array.isArray(rawItem))) {
+      throw new ProtocolError(ProtocolErrorCode.InvalidParams, `_meta["${META.item}"] must be an object (the dataset row)`);
+    }
+    const { traceId, stateless, callPrefix } = scope(ctx);
+    // A retry runs once: the client's idempotency key is the call id; without one, within a
+    // rollout, the JSON-RPC request id is (a stateless call has nothing to match a retry against).
+    const callId = key ?? (stateless ? `mcp:${randomUUID()}` : `${callPrefix}${String(ctx.mcpReq.id)}`);
+    let outcome;
+    try {
+      outcome = await ledger.call(tool, {
+        traceId,
+        callId,
+        arguments: args ?? {},
+        item: (rawItem as Item | undefined) ?? {},
+        credential: ctx.http?.authInfo?.clientId ?? null,
+        stateless,
+      });
+    } catch (e) {
+      throw protocolError(e);
+    }
+    return {
+      content: [{ type: 'text', text: outcome.output }],
+      isError: outcome.status !== 'ok',
+      _meta: { [META.traceId]: traceId, [META.callId]: callId, [META.replayed]: outcome.replayed },
+    };
+  });
+  return server;
+}

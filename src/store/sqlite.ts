@@ -2,13 +2,15 @@
 //
 // Every operation is a unit, a function run inside the turn's transaction: the units submitted
 // during one turn of the event loop run at its end in one transaction, each in a savepoint of its
-// own, so a unit's writes land together or not at all and a failing unit is refused alone. Units
-// are answered once COMMIT has returned: with synchronous=FULL (the default) the WAL is fsynced by
-// then, so whatever is acknowledged is on disk. The budget is decided by the statement that records
-// a call, from the rollout's row in the same transaction; a rollout's calls are units run one after
-// the other, so parallel calls can never overspend. SQLite checkpoints the WAL itself, at commit.
+// own, so a unit's writes land together or not at all and a failing unit is refused alone. With
+// sync 'full' (the default) a turn's units are answered once an fdatasync of the WAL begun after
+// its COMMIT has ended (group commit: one fsync on libuv's pool covers every turn committed before
+// it began, and the event loop goes on meanwhile), so whatever is acknowledged is on disk; with
+// 'normal', once committed. The budget is decided by the statement that records a call, from the
+// rollout's row in the same transaction; a rollout's calls are units run one after the other, so
+// parallel calls can never overspend. SQLite checkpoints the WAL itself, at commit.
 import Database from 'better-sqlite3';
-import { mkdirSync } from 'node:fs';
+import { closeSync, fdatasync, fsyncSync, mkdirSync, openSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { errors } from '../errors.js';
 import type { BudgetUsage, GradeRecord, RecordedCall, RolloutSummary } from './records.js';
@@ -203,9 +205,12 @@ interface Unit {
 
 export interface SqliteStoreOptions {
   path: string;
-  /** full: each commit fsyncs the WAL (survives power loss); normal: committed only (survives kill -9). */
+  /** full: answers once the WAL is fsynced (survives power loss); normal: once committed (survives kill -9). */
   sync?: 'full' | 'normal';
 }
+
+/** Answers a committed turn's units, or fails them all with the fsync's error. */
+type Answer = (e: Error | null) => void;
 
 export class SqliteStore implements Store {
   readonly kind = 'sqlite';
@@ -218,6 +223,14 @@ export class SqliteStore implements Store {
   private queue: Unit[] = [];
   /** The turn's transaction: each unit in a savepoint (a nested better-sqlite3 transaction). */
   private readonly turn: (units: Unit[]) => ({ value: unknown } | { error: unknown })[];
+  /** sync 'full': the WAL, fdatasync'ed before committed turns are answered. */
+  private readonly walFd: number | undefined;
+  /** Committed turns waiting for an fdatasync to begin, and whether one is running. */
+  private unsynced: Answer[] = [];
+  private syncing: Promise<void> | undefined;
+  /** An fdatasync failed: what was written may not be on disk, so nothing more is acknowledged. */
+  private broken: Error | undefined;
+  private closing: Promise<void> | undefined;
 
   constructor(opts: SqliteStoreOptions) {
     if (opts.path === ':memory:') throw new Error('the SQLite store needs a file (its lock is a file beside it)');
@@ -225,7 +238,8 @@ export class SqliteStore implements Store {
     this.lock = takeLock(`${opts.path}.lock`, opts.path);
     this.db = new Database(opts.path);
     this.db.pragma('journal_mode = WAL');
-    this.db.pragma(`synchronous = ${opts.sync === 'normal' ? 'NORMAL' : 'FULL'}`);
+    // Commits only write the WAL; with sync 'full' the store fsyncs it itself (syncWal).
+    this.db.pragma('synchronous = NORMAL');
     // A WAL that grew under a burst is cut back to this after its next checkpoint.
     this.db.pragma('journal_size_limit = 67108864');
     this.db.exec(SCHEMA);
@@ -246,11 +260,18 @@ export class SqliteStore implements Store {
       }),
     );
     this.turn = (units) => turn.immediate(units);
+    if (opts.sync !== 'normal') {
+      this.walFd = openSync(`${opts.path}-wal`, 'r');
+      // The WAL file's (and database's) directory entries, durable once, before any acknowledgement.
+      const dir = openSync(dirname(opts.path), 'r');
+      fsyncSync(dir);
+      closeSync(dir);
+    }
   }
 
   /** Queues fn for the end of this turn; resolves once the turn's transaction is committed. */
   private unit<T>(run: () => T): Promise<T> {
-    if (!this.db.open) return Promise.reject(new Error('store is closed'));
+    if (this.closing || this.broken) return Promise.reject(this.broken ?? new Error('store is closed'));
     return new Promise<T>((resolve, reject) => {
       if (this.queue.push({ run, resolve: resolve as (v: unknown) => void, reject }) === 1) setImmediate(this.flush);
     });
@@ -267,16 +288,33 @@ export class SqliteStore implements Store {
       for (const u of units) u.reject(e);
       return;
     }
-    units.forEach((u, k) => {
-      const r = results[k]!;
-      if ('error' in r) u.reject(r.error);
-      else u.resolve(r.value);
-    });
+    const answer: Answer = (e) =>
+      units.forEach((u, k) => {
+        const r = results[k]!;
+        if (e) u.reject(e);
+        else if ('error' in r) u.reject(r.error);
+        else u.resolve(r.value);
+      });
+    if (this.walFd === undefined) return answer(null);
+    this.unsynced.push(answer);
+    if (!this.syncing) this.syncing = this.syncWal(this.walFd);
   };
 
-  /** A read sees every write submitted before it: it waits for them if any is queued. */
+  /** fdatasyncs while committed turns wait; each covers every turn committed before it began. */
+  private async syncWal(fd: number): Promise<void> {
+    while (this.unsynced.length > 0) {
+      const covered = this.unsynced;
+      this.unsynced = [];
+      const e = await new Promise<Error | null>((resolve) => fdatasync(fd, resolve));
+      if (e) this.broken ??= e;
+      for (const answer of covered) answer(e);
+    }
+    this.syncing = undefined;
+  }
+
+  /** A read sees every write submitted before it, once it is acknowledged: it waits for them if any is pending. */
   private read<T>(fn: () => T): Promise<T> {
-    if (this.queue.length > 0) return this.unit(fn);
+    if (this.queue.length > 0 || this.syncing) return this.unit(fn);
     return new Promise<T>((resolve) => resolve(fn()));
   }
 
@@ -469,12 +507,13 @@ export class SqliteStore implements Store {
   }
 
   close(): Promise<void> {
-    if (this.db.open) {
+    return (this.closing ??= (async () => {
       this.flush();
+      await this.syncing;
+      if (this.walFd !== undefined) closeSync(this.walFd);
       this.db.close();
       this.lock.close();
-    }
-    return Promise.resolve();
+    })());
   }
 }
 

@@ -3,7 +3,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { bearer, functionCall, newTrace, startFixtureServer } from '../helpers/fixtures.js';
 import type { TestServer } from '../helpers/server.js';
 import { ID_MAX_LENGTH } from '../../src/protocol/wire.js';
-import { exchange } from './raw.js';
+import { exchange, open, parseReply } from './raw.js';
+import { runs } from '../fixtures/units/tools/echo.js';
 
 let s: TestServer;
 beforeAll(async () => {
@@ -129,5 +130,34 @@ describe('nesting', () => {
     const r = await post('/tools', JSON.stringify(functionCall('echo', '['.repeat(5000) + ']'.repeat(5000))));
     expect(r.status).toBe(200);
     expect((JSON.parse(r.text) as { output: string }).output).toMatch(/^Error: arguments nest arrays and objects more than 64 levels deep/);
+  });
+});
+
+describe('shutting down', () => {
+  it('answers a request that arrives on an open connection while the server drains 503 in our shape', async () => {
+    const d = await startFixtureServer({});
+    const slow = functionCall('echo', { text: 'finishing', delay_ms: 800 });
+    const next = JSON.stringify(functionCall('echo', { text: 'too late' }));
+    const body = JSON.stringify(slow);
+    const head = (len: number) => `POST /tools HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${d.key}\r\nContent-Type: application/json\r\nContent-Length: ${len}\r\n\r\n`;
+    const socket = await open(d.url);
+    let data = '';
+    socket.on('data', (b: Buffer) => (data += b.toString()));
+    socket.write(head(Buffer.byteLength(body)) + body);
+    await expect.poll(() => runs.get(slow.trace_id)).toBe(1);
+    const closing = d.close();
+    // A second request on the same connection while the first still runs and the server drains
+    // (it stops listening after its preClose hooks ran).
+    await expect.poll(() => d.app.server.listening).toBe(false);
+    socket.write(head(Buffer.byteLength(next)) + next);
+    await expect.poll(() => (data.match(/HTTP\/1\.1 /g) ?? []).length, { timeout: 5000 }).toBe(2);
+    const second = data.slice(data.lastIndexOf('HTTP/1.1 '));
+    const first = data.slice(0, data.lastIndexOf('HTTP/1.1 '));
+    expect(parseReply(first)?.status).toBe(200);
+    const r = parseReply(second)!;
+    expect(r.status).toBe(503);
+    expect(JSON.parse(r.body).error.code).toBe('RFT_ERR_SHUTTING_DOWN');
+    socket.destroy();
+    await closing;
   });
 });

@@ -1,6 +1,7 @@
 // How deep a JSON text nests arrays and objects, found by a scan of its characters, so a
 // 5,000-level body or `arguments` string is refused before anything recursive (JSON.parse's
-// callers, canonical JSON, zod, the store) walks it.
+// callers, canonical JSON, zod, the store) walks it. Strings are skipped with indexOf (memchr for a
+// Buffer), so the scan costs a fraction of JSON.parse on ordinary bodies.
 
 const QUOTE = 0x22;
 const BACKSLASH = 0x5c;
@@ -11,21 +12,54 @@ const CLOSE_OBJECT = 0x7d;
 
 /**
  * true when the JSON text nests deeper than `max`. Works on UTF-8 bytes (no continuation byte
- * equals an ASCII one) and on strings alike; brackets inside strings are skipped.
+ * equals an ASCII one) and on strings alike; brackets inside strings do not count. Text that is
+ * not JSON gets some answer; JSON.parse refuses it afterwards anyway.
  */
 export function jsonDepthExceeds(text: Buffer | string, max: number): boolean {
   // Each level needs at least one character: a shorter text cannot be too deep.
   if (text.length <= max) return false;
-  const at: (i: number) => number = typeof text === 'string' ? (i) => text.charCodeAt(i) : (i) => text[i]!;
+  return typeof text === 'string' ? exceedsString(text, max) : exceedsBytes(text, max);
+}
+
+function exceedsBytes(b: Buffer, max: number): boolean {
   let depth = 0;
-  let inString = false;
-  for (let i = 0; i < text.length; i++) {
-    const c = at(i);
-    if (inString) {
-      if (c === BACKSLASH) i++;
-      else if (c === QUOTE) inString = false;
-    } else if (c === QUOTE) inString = true;
-    else if (c === OPEN_ARRAY || c === OPEN_OBJECT) {
+  const n = b.length;
+  for (let i = 0; i < n; i++) {
+    const c = b[i]!;
+    if (c === QUOTE) {
+      // The closing quote: the next one preceded by an even run of backslashes.
+      let j = i;
+      for (;;) {
+        j = b.indexOf(QUOTE, j + 1);
+        if (j === -1) return false;
+        let k = j - 1;
+        while (b[k] === BACKSLASH) k--;
+        if ((j - 1 - k) % 2 === 0) break;
+      }
+      i = j;
+    } else if (c === OPEN_ARRAY || c === OPEN_OBJECT) {
+      if (++depth > max) return true;
+    } else if (c === CLOSE_ARRAY || c === CLOSE_OBJECT) depth--;
+  }
+  return false;
+}
+
+function exceedsString(s: string, max: number): boolean {
+  let depth = 0;
+  const n = s.length;
+  for (let i = 0; i < n; i++) {
+    const c = s.charCodeAt(i);
+    if (c === QUOTE) {
+      let j = i;
+      for (;;) {
+        j = s.indexOf('"', j + 1);
+        if (j === -1) return false;
+        let k = j - 1;
+        while (s.charCodeAt(k) === BACKSLASH) k--;
+        if ((j - 1 - k) % 2 === 0) break;
+      }
+      i = j;
+    } else if (c === OPEN_ARRAY || c === OPEN_OBJECT) {
       if (++depth > max) return true;
     } else if (c === CLOSE_ARRAY || c === CLOSE_OBJECT) depth--;
   }

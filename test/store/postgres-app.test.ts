@@ -79,16 +79,25 @@ describeIf(unavailable === undefined, 'Postgres', unavailable ?? '')('two server
     expect(runs.get(call.trace_id)).toBe(1);
   });
 
-  it('refuses on one server a signed request replayed from the other with RFT_ERR_SIGNATURE_REPLAY', async () => {
-    const payload = JSON.stringify(functionCall('echo', { text: 'signed' }));
+  it('accepts on one server a signed retry of a request the other answered (same id and body, run once), and refuses the id with another body', async () => {
     const id = `msg_${randomUUID()}`;
     const ts = Math.floor(Date.now() / 1000);
-    const headers = { 'content-type': 'application/json', 'webhook-id': id, 'webhook-timestamp': String(ts), 'webhook-signature': signWebhook(SECRET, id, ts, payload) };
-    const send = (s: TestServer) => fetch(`${s.url}/tools`, { method: 'POST', headers, body: payload });
-    expect((await send(a)).status).toBe(200);
-    const replay = await send(b);
-    expect(replay.status).toBe(401);
-    expect(((await replay.json()) as { error: { code: string } }).error.code).toBe('RFT_ERR_SIGNATURE_REPLAY');
+    const call = functionCall('echo', { text: 'signed' });
+    const send = (s: TestServer, payload: string) =>
+      fetch(`${s.url}/tools`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', 'webhook-id': id, 'webhook-timestamp': String(ts), 'webhook-signature': signWebhook(SECRET, id, ts, payload) },
+        body: payload,
+      });
+    const first = await send(a, JSON.stringify(call));
+    expect(first.status).toBe(200);
+    const retry = await send(b, JSON.stringify(call));
+    expect(retry.status).toBe(200);
+    expect(await retry.json()).toEqual(await first.json());
+    expect(runs.get(call.trace_id)).toBe(1);
+    const other = await send(b, JSON.stringify(functionCall('echo', { text: 'another body' })));
+    expect(other.status).toBe(401);
+    expect(((await other.json()) as { error: { code: string } }).error.code).toBe('RFT_ERR_SIGNATURE_REPLAY');
   });
 
   it('shows a grade recorded by one server in the other server\'s record and listing', async () => {

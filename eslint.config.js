@@ -13,4 +13,12 @@ export default tseslint.config(
       'no-constant-condition': ['error', { checkLoops: false }],
     },
   },
+  {
+    // The dashboard's script runs in the browser (src/dashboard), with uPlot as a global.
+    files: ['src/dashboard/**/*.js'],
+    languageOptions: {
+      sourceType: 'script',
+      globals: { window: 'readonly', document: 'readonly', location: 'readonly', sessionStorage: 'readonly', URLSearchParams: 'readonly', Node: 'readonly', uPlot: 'readonly' },
+    },
+  },
 );

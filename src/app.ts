@@ -31,6 +31,7 @@ import rolloutRoutes from './routes/rollouts.js';
 import healthRoutes from './routes/health.js';
 import metricsRoutes from './routes/metrics.js';
 import statsRoutes from './routes/stats.js';
+import dashboardRoutes from './routes/dashboard.js';
 import { Metrics } from './metrics/metrics.js';
 import { failureOfHttp } from './metrics/outcomes.js';
 import { startMetricsListener, type MetricsListener } from './metrics/listener.js';
@@ -260,6 +261,7 @@ export async function buildApp(config: AppConfig, opts: BuildOptions = {}): Prom
   await app.register(rolloutRoutes);
   await app.register(metricsRoutes);
   await app.register(statsRoutes);
+  await app.register(dashboardRoutes);
   await app.register(mcpRoutes);
   return app;
 }

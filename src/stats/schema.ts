@@ -62,6 +62,7 @@ export const statsReplySchema = z.object({
       events: z.number(),
     }),
   ),
+  integrity_kinds: z.record(z.string(), z.string()).describe('each integrity flag kind and how it is detected'),
   this_replica: z.object({
     sandboxes: z.object({ driver: z.string(), live: z.number(), queued: z.number(), cap: z.number() }).nullable(),
     failures: z.array(z.object({ kind: z.string(), where: z.string(), count: z.number() })).nullable(),

@@ -4,6 +4,7 @@
 import { LATENCY_EDGES_MS, type StatsRows } from '../store/insights.js';
 import { OUTCOME_FAILURE, outcomeOf, TOOL_OUTCOMES, type ToolOutcome } from '../metrics/outcomes.js';
 import type { CallStatus } from '../store/records.js';
+import { INTEGRITY_DETECTION } from '../integrity/flags.js';
 
 /** Bucket sizes a window is cut into, smallest first; the default keeps at most TARGET_BUCKETS. */
 const BUCKET_STEPS_MS = [10_000, 30_000, 60_000, 5 * 60_000, 15 * 60_000, 60 * 60_000, 6 * 60 * 60_000, 24 * 60 * 60_000];
@@ -146,6 +147,7 @@ export function buildStats(rows: StatsRows, q: { since: number; until: number; b
     integrity: rows.flags
       .map((f) => ({ grader: f.grader, grader_version: f.grader_version, kind: f.kind, rollouts: Number(f.rollouts), events: Number(f.events) }))
       .sort((a, b) => `${a.grader}${a.grader_version}${a.kind}`.localeCompare(`${b.grader}${b.grader_version}${b.kind}`)),
+    integrity_kinds: INTEGRITY_DETECTION,
     this_replica: local,
   };
 }

@@ -1,0 +1,466 @@
+// The live dashboard (served at /dashboard). Plain browser JavaScript, no build step; charts with
+// uPlot, served from node_modules by the server (nothing from the network). The API key is typed
+// once, kept in this tab's sessionStorage and sent as a header: never in a URL, a cookie or a log.
+// Everything the server returns is put in the page as text (textContent), never as HTML: tool
+// outputs and arguments are the model's, and the model must not be able to script this page.
+'use strict';
+
+(() => {
+  const STORAGE_KEY = 'rft-endpoints.key';
+  const REFRESH_MS = 5000;
+  const OUTCOMES = ['ok', 'tool_error', 'invalid_arguments', 'timeout', 'budget_exhausted', 'interrupted'];
+  const OUTCOME_COLORS = {
+    ok: '#12b76a', tool_error: '#f79009', invalid_arguments: '#7a5af8', timeout: '#f04438', budget_exhausted: '#b54708', interrupted: '#667085',
+  };
+  const PALETTE = ['#2f6fde', '#e04f5f', '#12b76a', '#f79009', '#7a5af8', '#0e9384', '#c11574', '#667085', '#93370d', '#155eef'];
+
+  const $ = (id) => document.getElementById(id);
+  const state = { key: sessionStorage.getItem(STORAGE_KEY), generation: 0, timer: undefined, charts: new Map(), tools: null, lastRollout: '' };
+
+  /** An element with attributes and children; strings become text nodes (never parsed as HTML). */
+  function h(tag, attrs, ...children) {
+    const el = document.createElement(tag);
+    for (const [k, v] of Object.entries(attrs || {})) {
+      if (v === undefined || v === null || v === false) continue;
+      if (k === 'class') el.className = v;
+      else if (k.startsWith('on')) el.addEventListener(k.slice(2), v);
+      else el.setAttribute(k, v === true ? '' : String(v));
+    }
+    for (const c of children.flat()) {
+      if (c === undefined || c === null || c === false) continue;
+      el.append(c instanceof Node ? c : document.createTextNode(String(c)));
+    }
+    return el;
+  }
+
+  const fmt = {
+    num: (x, digits = 2) => (x === null || x === undefined ? '–' : Number(x).toLocaleString(undefined, { maximumFractionDigits: digits })),
+    pct: (x) => (x === null || x === undefined ? '–' : `${(x * 100).toFixed(1)}%`),
+    time: (iso) => (iso ? new Date(iso).toLocaleString() : '–'),
+    short: (s, n = 10) => (s && s.length > n ? `${s.slice(0, n)}…` : s ?? '–'),
+  };
+
+  function setStatus(text, error = false) {
+    $('status').textContent = text;
+    $('status').className = error ? 'error' : '';
+  }
+
+  // ---- the API --------------------------------------------------------------------------------
+
+  function authHeaders() {
+    const name = document.body.dataset.keyHeader || 'authorization';
+    return { [name]: document.body.dataset.keyScheme === 'bare' ? state.key : `Bearer ${state.key}` };
+  }
+
+  async function api(path) {
+    const res = await fetch(path, { headers: authHeaders(), cache: 'no-store', credentials: 'omit', referrerPolicy: 'no-referrer' });
+    if (res.status === 401) {
+      signOut('The server refused this key.');
+      throw new Error('unauthorized');
+    }
+    const body = await res.json().catch(() => null);
+    if (!res.ok) throw new Error((body && body.error && body.error.message) || `HTTP ${res.status}`);
+    return body;
+  }
+
+  // ---- sign in --------------------------------------------------------------------------------
+
+  async function signIn() {
+    const key = $('key').value.trim();
+    $('key').value = '';
+    if (!key) return;
+    state.key = key;
+    try {
+      await api('/v1/stats?since=1m');
+    } catch (e) {
+      if (state.key) signOut(`Could not sign in: ${e.message}`);
+      return;
+    }
+    sessionStorage.setItem(STORAGE_KEY, key);
+    route();
+  }
+
+  function signOut(message = '') {
+    state.key = null;
+    sessionStorage.removeItem(STORAGE_KEY);
+    state.generation++;
+    clearTimeout(state.timer);
+    $('signin-error').textContent = message;
+    route();
+  }
+
+  // ---- pages and refresh ----------------------------------------------------------------------
+
+  /** Runs refresh now and every REFRESH_MS until the page changes. */
+  function every(refresh) {
+    const generation = ++state.generation;
+    clearTimeout(state.timer);
+    const tick = async () => {
+      if (generation !== state.generation) return;
+      try {
+        await refresh();
+        setStatus(`updated ${new Date().toLocaleTimeString()}`);
+      } catch (e) {
+        if (e.message !== 'unauthorized') setStatus(`refresh failed: ${e.message}`, true);
+      }
+      if (generation === state.generation) state.timer = setTimeout(tick, REFRESH_MS);
+    };
+    void tick();
+  }
+
+  function show(page) {
+    for (const id of ['signin', 'overview', 'rollouts', 'rollout']) $(id).hidden = id !== page;
+    $('nav').hidden = page === 'signin';
+    $('signout').hidden = page === 'signin';
+    for (const a of $('nav').querySelectorAll('a')) {
+      a.classList.toggle('active', (page === 'overview' && a.getAttribute('href') === '#/') || (page !== 'overview' && a.getAttribute('href') === '#/rollouts'));
+    }
+  }
+
+  function route() {
+    if (!state.key) {
+      state.generation++;
+      clearTimeout(state.timer);
+      show('signin');
+      $('key').focus();
+      return;
+    }
+    const hash = location.hash.replace(/^#/, '') || '/';
+    const [path, query = ''] = hash.split('?');
+    if (path.startsWith('/rollout/')) {
+      show('rollout');
+      const traceId = decodeURIComponent(path.slice('/rollout/'.length));
+      state.lastRollout = '';
+      every(() => refreshRollout(traceId));
+    } else if (path === '/rollouts') {
+      show('rollouts');
+      setFilters(new URLSearchParams(query));
+      every(refreshRollouts);
+    } else {
+      show('overview');
+      every(refreshOverview);
+    }
+  }
+
+  // ---- charts ---------------------------------------------------------------------------------
+
+  /** A uPlot line chart in a figure; kept across refreshes while its series stay the same. */
+  function lineChart(id, buckets, series, opts = {}) {
+    const fig = $(id);
+    const xs = buckets.map((iso) => Date.parse(iso) / 1000);
+    const points = series.reduce((n, s) => n + s.values.filter((v) => v !== null && v !== undefined).length, 0);
+    fig.dataset.points = String(points);
+    fig.dataset.series = String(series.length);
+    const signature = JSON.stringify([series.map((s) => s.label), opts.yRange || null]);
+    const data = [xs, ...series.map((s) => s.values)];
+    let chart = state.charts.get(id);
+    if (chart && chart.signature === signature && chart.plot.root.isConnected) {
+      chart.plot.setData(data);
+      return;
+    }
+    if (chart) chart.plot.destroy();
+    for (const el of fig.querySelectorAll('.empty, .uplot')) el.remove();
+    if (series.length === 0) {
+      fig.append(h('div', { class: 'empty' }, 'no data in this window yet'));
+      state.charts.delete(id);
+      return;
+    }
+    const width = Math.max(300, fig.clientWidth - 16);
+    const plot = new uPlot(
+      {
+        width,
+        height: 220,
+        scales: { x: { time: true }, y: opts.yRange ? { range: opts.yRange } : {} },
+        axes: [{}, { values: (u, ticks) => ticks.map((t) => (opts.percent ? `${Math.round(t * 100)}%` : fmt.num(t))) }],
+        series: [
+          {},
+          ...series.map((s, i) => ({
+            label: s.label,
+            stroke: s.color || PALETTE[i % PALETTE.length],
+            width: 2,
+            spanGaps: true,
+            points: { show: true, size: 4 },
+            value: (u, v) => (v === null || v === undefined ? '–' : opts.percent ? fmt.pct(v) : fmt.num(v, 3)),
+          })),
+        ],
+      },
+      data,
+      fig,
+    );
+    state.charts.set(id, { plot, signature });
+  }
+
+  let resizeTimer;
+  window.addEventListener('resize', () => {
+    clearTimeout(resizeTimer);
+    resizeTimer = setTimeout(() => {
+      for (const [id, c] of state.charts) c.plot.setSize({ width: Math.max(300, $(id).clientWidth - 16), height: 220 });
+    }, 150);
+  });
+
+  // ---- overview -------------------------------------------------------------------------------
+
+  const card = (label, value, bad = false) =>
+    h('div', { class: bad ? 'card bad' : 'card' }, h('div', { class: String(value).length > 12 ? 'value long' : 'value' }, value), h('div', { class: 'label' }, label));
+
+  function table(el, head, rows) {
+    el.replaceChildren(
+      h('thead', {}, h('tr', {}, head.map(([label, num]) => h('th', { class: num ? 'num' : undefined }, label)))),
+      h('tbody', {}, rows.length ? rows : h('tr', {}, h('td', { colspan: head.length, class: 'muted' }, 'nothing yet'))),
+    );
+  }
+
+  async function refreshOverview() {
+    const span = $('curve-window').value;
+    const [now, curve] = await Promise.all([api('/v1/stats?since=15m&bucket=1m'), api(`/v1/stats?since=${encodeURIComponent(span)}`)]);
+    renderNow(now);
+    renderCurve(curve);
+  }
+
+  function renderNow(s) {
+    const t = s.totals;
+    const failed = s.tools.reduce((n, x) => n + x.calls * x.error_rate, 0);
+    const sb = s.this_replica.sandboxes;
+    $('now-cards').replaceChildren(
+      card('rollouts started / min', fmt.num(t.rollouts_started_per_minute)),
+      card('rollouts graded / min', fmt.num(t.rollouts_graded_per_minute)),
+      card('tool calls / min', fmt.num(t.tool_calls_per_minute)),
+      card('tool error rate', t.tool_calls ? fmt.pct(failed / t.tool_calls) : '–'),
+      card('infrastructure failures', fmt.num(t.failures.infra, 0), t.failures.infra > 0),
+      card('model failures', fmt.num(t.failures.model, 0)),
+      card('sandboxes live / queued', sb ? `${sb.live} / ${sb.queued}` : 'off', sb ? sb.queued > 0 : false),
+    );
+    lineChart(
+      'chart-outcomes',
+      s.buckets,
+      OUTCOMES.filter((o) => s.tool_calls[o].some((v) => v > 0) || o === 'ok').map((o) => ({ label: o, values: s.tool_calls[o], color: OUTCOME_COLORS[o] })),
+    );
+    lineChart('chart-failures', s.buckets, [
+      { label: 'infra', values: s.failures.infra, color: '#f04438' },
+      { label: 'model', values: s.failures.model, color: '#7a5af8' },
+    ]);
+    table(
+      $('tools-table'),
+      [['tool'], ['calls', 1], ['error rate', 1], ['p50 ms', 1], ['p99 ms', 1], ['outcomes']],
+      s.tools.map((x) =>
+        h(
+          'tr',
+          {},
+          h('td', { class: 'mono' }, x.tool),
+          h('td', { class: 'num' }, fmt.num(x.calls, 0)),
+          h('td', { class: 'num' }, fmt.pct(x.error_rate)),
+          h('td', { class: 'num' }, fmt.num(x.p50_ms)),
+          h('td', { class: 'num' }, fmt.num(x.p99_ms)),
+          h('td', {}, Object.entries(x.by_outcome).map(([o, n]) => h('span', { class: o === 'ok' ? 'badge good' : 'badge' }, `${o} ${n}`))),
+        ),
+      ),
+    );
+  }
+
+  function renderCurve(s) {
+    const label = (c) => `${c.grader} ${fmt.short(c.grader_version, 8)}`;
+    const per = (key) => s.learning_curve.map((c) => ({ label: label(c), values: c[key] }));
+    lineChart('chart-score', s.buckets, per('mean_score'));
+    lineChart('chart-calls', s.buckets, per('tool_calls_per_rollout'));
+    lineChart('chart-budget', s.buckets, per('budget_exhaustion_rate'), { percent: true, yRange: [0, 1] });
+    lineChart('chart-rollouts', s.buckets, [
+      { label: 'started', values: s.rollouts_started, color: '#2f6fde' },
+      { label: 'graded', values: s.rollouts_graded, color: '#12b76a' },
+      { label: 'infra failures', values: s.failures.infra, color: '#f04438' },
+    ]);
+    const kinds = s.integrity_kinds || {};
+    table(
+      $('integrity-table'),
+      [['grader'], ['version'], ['kind'], ['rollouts', 1], ['events', 1], ['how it is detected']],
+      s.integrity.map((f) => {
+        const q = new URLSearchParams({ flag: f.kind, ...(f.grader ? { grader: f.grader } : {}) });
+        return h(
+          'tr',
+          { class: 'link', onclick: () => (location.hash = `#/rollouts?${q}`) },
+          h('td', {}, f.grader ?? '(not graded)'),
+          h('td', { class: 'mono', title: f.grader_version ?? '' }, fmt.short(f.grader_version, 12)),
+          h('td', {}, h('span', { class: 'badge flag' }, f.kind)),
+          h('td', { class: 'num' }, f.rollouts),
+          h('td', { class: 'num' }, f.events),
+          h('td', { class: 'muted' }, kinds[f.kind] ?? ''),
+        );
+      }),
+    );
+    const sb = s.this_replica.sandboxes;
+    table(
+      $('replica-table'),
+      [['what'], ['value']],
+      [
+        h('tr', {}, h('td', {}, 'sandboxes'), h('td', {}, sb ? `${sb.driver}: ${sb.live} live, ${sb.queued} queued, cap ${sb.cap}` : 'disabled')),
+        ...(s.this_replica.failures || []).map((f) => h('tr', {}, h('td', {}, `failures since start (${f.kind}, ${f.where})`), h('td', {}, fmt.num(f.count, 0)))),
+      ],
+    );
+    const list = $('graders');
+    list.replaceChildren(...[...new Set(s.learning_curve.map((c) => c.grader))].map((g) => h('option', { value: g })));
+  }
+
+  // ---- rollout list ---------------------------------------------------------------------------
+
+  const FILTERS = ['min_score', 'max_score', 'tool', 'outcome', 'grader', 'flag'];
+
+  function filterField(name) {
+    return $('filters').querySelector(`[name="${name}"]`);
+  }
+
+  function setFilters(params) {
+    for (const name of FILTERS) filterField(name).value = params.get(name) ?? '';
+  }
+
+  function filterQuery() {
+    const q = new URLSearchParams();
+    for (const name of FILTERS) {
+      const v = filterField(name).value.trim();
+      if (v !== '') q.set(name, v);
+    }
+    return q;
+  }
+
+  async function loadTools() {
+    if (state.tools) return;
+    const { tools } = await api('/v1/tools');
+    state.tools = tools.map((t) => t.function.name).sort();
+    const select = filterField('tool');
+    const current = select.value;
+    select.replaceChildren(h('option', { value: '' }, 'any'), ...state.tools.map((t) => h('option', { value: t }, t)));
+    select.value = current;
+  }
+
+  function rolloutRow(r) {
+    const flags = r.integrity_flags || [];
+    return h(
+      'tr',
+      { class: 'link', 'data-trace-id': r.trace_id, onclick: () => (location.hash = `#/rollout/${encodeURIComponent(r.trace_id)}`) },
+      h('td', { class: 'mono' }, r.trace_id),
+      h('td', {}, fmt.time(r.created_at)),
+      h('td', { class: 'num' }, r.calls),
+      h('td', { class: 'num' }, `${fmt.num(r.budget.used)} / ${fmt.num(r.budget.limit)}`, r.budget.exceeded ? h('span', { class: 'badge bad' }, 'exhausted') : null),
+      h('td', { class: 'num' }, fmt.num(r.last_score, 3)),
+      h('td', {}, r.last_grader ? `${r.last_grader} ${fmt.short(r.last_grader_version, 8)}` : '–'),
+      h('td', {}, flags.map((f) => h('span', { class: 'badge flag' }, f))),
+    );
+  }
+
+  const ROLLOUT_HEAD = [['trace_id'], ['started'], ['calls', 1], ['budget', 1], ['last score', 1], ['grader'], ['integrity']];
+
+  async function refreshRollouts() {
+    void loadTools().catch(() => {});
+    // Only the first page refreshes; pages loaded with "More" stay as they are.
+    if ($('rollouts-table').dataset.paged === '1') return;
+    const q = filterQuery();
+    q.set('limit', '50');
+    const page = await api(`/v1/rollouts?${q}`);
+    table($('rollouts-table'), ROLLOUT_HEAD, page.rollouts.map(rolloutRow));
+    $('rollouts-table').dataset.count = String(page.rollouts.length);
+    $('more').hidden = !page.next_cursor;
+    $('more').dataset.cursor = page.next_cursor ?? '';
+  }
+
+  async function more() {
+    const q = filterQuery();
+    q.set('limit', '50');
+    q.set('cursor', $('more').dataset.cursor);
+    const page = await api(`/v1/rollouts?${q}`);
+    $('rollouts-table').dataset.paged = '1';
+    $('rollouts-table').querySelector('tbody').append(...page.rollouts.map(rolloutRow));
+    $('more').hidden = !page.next_cursor;
+    $('more').dataset.cursor = page.next_cursor ?? '';
+  }
+
+  function applyFilters() {
+    $('rollouts-table').dataset.paged = '';
+    const q = filterQuery().toString();
+    location.hash = `#/rollouts${q ? `?${q}` : ''}`;
+  }
+
+  // ---- one rollout ----------------------------------------------------------------------------
+
+  const pre = (text) => h('pre', { class: 'mono' }, text ?? '');
+  const fold = (label, text) => (text && text.length > 160 ? h('details', {}, h('summary', {}, label), pre(text)) : pre(text));
+
+  async function refreshRollout(traceId) {
+    const r = await api(`/v1/rollouts/${encodeURIComponent(traceId)}`);
+    const snapshot = JSON.stringify(r);
+    if (snapshot === state.lastRollout) return; // unchanged: keep open <details> as they are
+    state.lastRollout = snapshot;
+    $('rollout-title').replaceChildren('Rollout ', h('span', { class: 'mono' }, r.trace_id));
+    const lastOk = [...r.grades].reverse().find((g) => g.status === 'ok');
+    $('rollout-cards').replaceChildren(
+      card('started', fmt.time(r.created_at)),
+      card('last activity', fmt.time(r.updated_at)),
+      card('tool calls', r.calls.length),
+      card('budget used', `${fmt.num(r.budget.used)} / ${fmt.num(r.budget.limit)}${r.budget.exceeded ? ' (exhausted)' : ''}`, r.budget.exceeded),
+      card('score', lastOk ? fmt.num(lastOk.score, 4) : 'not graded'),
+    );
+    $('rollout-flags').replaceChildren(
+      ...r.integrity_flags.map((f) =>
+        h(
+          'div',
+          { class: 'flagbox' },
+          h('span', { class: 'badge flag' }, f.kind),
+          ` ${f.events} event${f.events === 1 ? '' : 's'}, first ${fmt.time(f.first_at)}${f.call_id ? ` (call ${f.call_id})` : ''}: `,
+          h('span', { class: 'mono' }, f.detail),
+        ),
+      ),
+    );
+    table(
+      $('grades-table'),
+      [['at'], ['grader'], ['version'], ['source'], ['score', 1], ['subscores'], ['explanation or error']],
+      r.grades.map((g) =>
+        h(
+          'tr',
+          {},
+          h('td', {}, fmt.time(g.created_at)),
+          h('td', {}, g.grader),
+          h('td', { class: 'mono', title: g.grader_version }, fmt.short(g.grader_version, 12)),
+          h('td', {}, g.source),
+          h('td', { class: 'num' }, g.status === 'ok' ? fmt.num(g.score, 4) : h('span', { class: 'badge bad' }, 'error')),
+          h('td', {}, Object.entries(g.subscores || {}).map(([k, v]) => h('span', { class: 'badge' }, `${k} ${fmt.num(v, 3)}`))),
+          h('td', {}, fold('show', g.status === 'ok' ? g.explanation : g.error)),
+        ),
+      ),
+    );
+    table(
+      $('calls-table'),
+      [['seq', 1], ['tool'], ['outcome'], ['started'], ['ms', 1], ['cost', 1], ['arguments'], ['output']],
+      r.calls.map((c) =>
+        h(
+          'tr',
+          {},
+          h('td', { class: 'num' }, c.seq),
+          h('td', { class: 'mono' }, c.tool),
+          h('td', {}, h('span', { class: c.status === 'ok' ? 'badge good' : 'badge bad' }, c.status === 'budget_exceeded' ? 'budget_exhausted' : c.status)),
+          h('td', {}, fmt.time(c.started_at)),
+          h('td', { class: 'num' }, fmt.num(c.duration_ms, 1)),
+          h('td', { class: 'num' }, c.cost),
+          h('td', {}, fold('arguments', c.arguments)),
+          h('td', {}, fold(`output${c.truncated ? ' (truncated)' : ''}`, c.output)),
+        ),
+      ),
+    );
+  }
+
+  // ---- wiring ---------------------------------------------------------------------------------
+
+  $('signin-button').addEventListener('click', () => void signIn());
+  $('key').addEventListener('keydown', (e) => {
+    if (e.key === 'Enter') void signIn();
+  });
+  $('signout').addEventListener('click', () => signOut());
+  $('curve-window').addEventListener('change', () => route());
+  for (const name of FILTERS) filterField(name).addEventListener('change', applyFilters);
+  $('filter-clear').addEventListener('click', () => {
+    for (const name of FILTERS) filterField(name).value = '';
+    applyFilters();
+  });
+  $('more').addEventListener('click', () => void more().catch((e) => setStatus(e.message, true)));
+  window.addEventListener('hashchange', () => {
+    $('rollouts-table').dataset.paged = '';
+    route();
+  });
+  route();
+})();

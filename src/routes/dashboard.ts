@@ -1,0 +1,48 @@
+// GET /dashboard: the live dashboard's page, script and styles, and uPlot from node_modules. These
+// are static and hold no data, so they need no credential (a browser cannot send one on navigation);
+// the page signs in with a key and reads the JSON routes (/v1/stats, /v1/rollouts) with it.
+import { readFileSync, existsSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { dirname, join } from 'node:path';
+import type { FastifyInstance } from 'fastify';
+
+/** The package's root (where package.json is), from src/ or from a build under dist/. */
+function packageRoot(from: string): string {
+  for (let dir = from; ; dir = dirname(dir)) {
+    if (existsSync(join(dir, 'package.json')) && existsSync(join(dir, 'src', 'dashboard'))) return dir;
+    if (dirname(dir) === dir) throw new Error(`cannot find the package root above ${from}`);
+  }
+}
+
+// No inline script or style, nothing from another origin, no framing, no referrer.
+const CSP = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; frame-ancestors 'none'; base-uri 'none'; form-action 'none'";
+
+export default async function dashboardRoutes(app: FastifyInstance): Promise<void> {
+  const { auth } = app.rft;
+  const dir = join(packageRoot(import.meta.dirname), 'src', 'dashboard');
+  const require = createRequire(import.meta.url);
+  // The page tells the script which header carries the key (RFT_API_KEY_HEADERS).
+  const header = auth.keyHeaders[0] ?? { name: 'authorization', scheme: 'bearer' };
+  const files: Record<string, { body: string; type: string }> = {
+    '/dashboard': {
+      body: readFileSync(join(dir, 'index.html'), 'utf8').replace('{{KEY_HEADER}}', header.name).replace('{{KEY_SCHEME}}', header.scheme),
+      type: 'text/html; charset=utf-8',
+    },
+    '/dashboard/dashboard.js': { body: readFileSync(join(dir, 'dashboard.js'), 'utf8'), type: 'text/javascript; charset=utf-8' },
+    '/dashboard/dashboard.css': { body: readFileSync(join(dir, 'dashboard.css'), 'utf8'), type: 'text/css; charset=utf-8' },
+    '/dashboard/uplot.js': { body: readFileSync(require.resolve('uplot/dist/uPlot.iife.min.js'), 'utf8'), type: 'text/javascript; charset=utf-8' },
+    '/dashboard/uplot.css': { body: readFileSync(require.resolve('uplot/dist/uPlot.min.css'), 'utf8'), type: 'text/css; charset=utf-8' },
+  };
+  for (const [url, f] of Object.entries(files)) {
+    app.get(url, { config: { public: true }, schema: { hide: true } as object }, async (_req, reply) =>
+      reply
+        .type(f.type)
+        .header('content-security-policy', CSP)
+        .header('x-content-type-options', 'nosniff')
+        .header('referrer-policy', 'no-referrer')
+        .header('cache-control', 'no-cache')
+        .send(f.body),
+    );
+  }
+  app.get('/dashboard/', { config: { public: true }, schema: { hide: true } as object }, async (_req, reply) => reply.redirect('/dashboard'));
+}

@@ -1,0 +1,216 @@
+/// <reference lib="dom" />
+/// <reference lib="dom.iterable" />
+// The live dashboard in headless Chromium (Debian's chromium, driven by playwright-core) over an
+// emulated run: the real CLI `rollout` plays finqa against the real server with a scripted model
+// that "learns" (test/helpers/learning-script.ts). It signs in, sees the charts drawn with that
+// run's data, filters the rollout list, and opens a rollout; the key never appears in a URL.
+//
+// RFT_DASHBOARD_SCREENSHOT=docs/dashboard.png also writes the README's screenshot, taken during a
+// longer run (RFT_DASHBOARD_RUN_SECONDS, default 180) while it is still going.
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, expect, it } from 'vitest';
+import { chromium, type BrowserContext, type Page } from 'playwright-core';
+import { describeIf } from '../helpers/require.js';
+import { startTestServer, type TestServer } from '../helpers/server.js';
+import { startScriptedModel, type ScriptedModel } from '../helpers/scripted-model.js';
+import { learningScript } from '../helpers/learning-script.js';
+import { finqaToolsDir, removeTempDirs, repoRoot, runCli, spawnCli, tempDir, unitsDir, reexport, writeJsonl } from '../cli/harness.js';
+
+const executablePath = ['/usr/bin/chromium', '/usr/bin/chromium-browser'].find((p) => existsSync(p));
+const screenshotOut = process.env.RFT_DASHBOARD_SCREENSHOT;
+const runSeconds = Number(process.env.RFT_DASHBOARD_RUN_SECONDS ?? 180);
+
+/** The flags the project runs Chromium with (headless is playwright's own). */
+export const CHROMIUM_FLAGS = [
+  '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking',
+  '--disable-component-update', '--disable-sync',
+];
+
+export async function launchChromium(): Promise<{ context: BrowserContext; page: Page; close(): Promise<void> }> {
+  const userDataDir = mkdtempSync(join(tmpdir(), 'rft-chromium-'));
+  const context = await chromium.launchPersistentContext(userDataDir, {
+    executablePath: executablePath!,
+    headless: true,
+    args: CHROMIUM_FLAGS,
+    viewport: { width: 1400, height: 1000 },
+  });
+  const page = context.pages()[0] ?? (await context.newPage());
+  return {
+    context,
+    page,
+    close: async () => {
+      await context.close();
+      rmSync(userDataDir, { recursive: true, force: true });
+    },
+  };
+}
+
+interface Row {
+  messages: { role: string; content: string }[];
+  reference_answer: string;
+  [k: string]: unknown;
+}
+
+describeIf(executablePath !== undefined, 'Chromium', 'install it with apt-get install -y chromium')('the live dashboard in Chromium', () => {
+  let server: TestServer;
+  let model: ScriptedModel;
+  let browser: Awaited<ReturnType<typeof launchChromium>>;
+  let cheats = 0;
+  const requested: string[] = [];
+  const rows = readFileSync(join(repoRoot, 'examples/finqa/train.jsonl'), 'utf8').trim().split('\n').map((l) => JSON.parse(l) as Row);
+  const question = (r: Row) => r.messages.filter((m) => m.role === 'user').at(-1)!.content;
+
+  beforeAll(async () => {
+    const graders = unitsDir({ 'answer_match.ts': reexport('graders/answer_match.ts') });
+    server = await startTestServer({ toolsDir: finqaToolsDir(), gradersDir: graders });
+    const long = screenshotOut !== undefined;
+    const used = rows.slice(0, long ? 12 : 6);
+    const k = long ? 12 : 3;
+    const run = learningScript(used.map((r) => ({ question: question(r), reference: String(r.reference_answer) })), used.length * k, { cheatEvery: long ? 15 : 6 });
+    // In the long run, pace the model (about 5 turns per rollout, 4 at a time) to last runSeconds.
+    const latencyMs = long ? Math.round((runSeconds * 1000 * 4) / (used.length * k * 5)) : 0;
+    model = await startScriptedModel({ script: run.script, latencyMs });
+    const work = tempDir();
+    const dataset = join(work, 'dataset.jsonl');
+    writeJsonl(dataset, used);
+    const args = ['rollout', '--dataset', dataset, '--server', server.url, '--key', server.key, '--model', 'scripted', '--base-url', model.baseURL,
+      '--out', join(work, 'results.jsonl'), '-k', String(k), '--concurrency', '4'];
+    browser = await launchChromium();
+    browser.page.on('request', (r) => requested.push(r.url()));
+    if (long) {
+      const child = spawnCli(args);
+      const ended = new Promise((resolve) => child.on('close', resolve));
+      await new Promise((r) => setTimeout(r, runSeconds * 600)); // about two thirds into the run
+      await signIn(browser.page);
+      await browser.page.selectOption('#curve-window', '5m');
+      await waitForCharts(browser.page);
+      await browser.page.waitForTimeout(6_000); // one more refresh with the newest bucket
+      await browser.page.screenshot({ path: screenshotOut, fullPage: true });
+      await browser.page.evaluate(() => sessionStorage.clear()); // the tests below sign in themselves
+      await ended;
+    } else {
+      const r = await runCli(args);
+      expect(r.code, r.stderr).toBe(0);
+    }
+    cheats = Math.floor(run.started() / (long ? 15 : 6));
+  }, 600_000);
+
+  afterAll(async () => {
+    await browser?.close();
+    await model?.close();
+    await server?.close();
+    removeTempDirs();
+  });
+
+  async function signIn(page: Page): Promise<void> {
+    await page.goto(`${server.url}/dashboard`);
+    await page.locator('#signin').waitFor({ state: 'visible' });
+    await page.fill('#key', server.key);
+    await page.click('#signin-button');
+    await page.locator('#overview').waitFor({ state: 'visible' });
+  }
+
+  const points = (page: Page, id: string) => page.evaluate((i) => Number(document.getElementById(i)?.dataset.points ?? 0), id);
+
+  async function waitForCharts(page: Page): Promise<void> {
+    await page.waitForFunction(() =>
+      ['chart-outcomes', 'chart-score', 'chart-calls', 'chart-budget', 'chart-rollouts'].every((id) => Number(document.getElementById(id)?.dataset.points ?? 0) > 0),
+    );
+  }
+
+  it('signs in with a key typed once, kept in the tab and never put in a URL', async () => {
+    const { page } = browser;
+    await signIn(page);
+    expect(page.url()).toBe(`${server.url}/dashboard`);
+    await page.reload();
+    await page.locator('#overview').waitFor({ state: 'visible' }); // still signed in: the key is kept in this tab
+    expect(requested.some((u) => u.includes(server.key))).toBe(false);
+    expect(await page.evaluate(() => document.cookie)).toBe('');
+  });
+
+  it('draws the charts with the data of the run: outcomes, learning curve, tool calls per rollout, budget', async () => {
+    const { page } = browser;
+    await page.selectOption('#curve-window', '1h');
+    await waitForCharts(page);
+    expect(await points(page, 'chart-score')).toBeGreaterThan(0);
+    // the canvases hold ink, not a blank plot area
+    const inked = await page.evaluate(() =>
+      [...document.querySelectorAll('figure.chart canvas')].map((c) => {
+        const canvas = c as HTMLCanvasElement;
+        const data = canvas.getContext('2d')!.getImageData(0, 0, canvas.width, canvas.height).data;
+        let n = 0;
+        for (let i = 3; i < data.length; i += 4) if (data[i]! > 0) n++;
+        return n;
+      }),
+    );
+    expect(inked.length).toBe(6);
+    for (const n of inked) expect(n).toBeGreaterThan(500);
+    const tools = await page.locator('#tools-table tbody tr td:first-child').allTextContents();
+    expect(tools).toEqual(expect.arrayContaining(['search_docs', 'list_docs', 'read_doc']));
+    expect(await page.locator('#integrity-table').textContent()).toContain('no_tool_score');
+  });
+
+  it('filters the rollout list and opens a rollout: its calls in order, with arguments and outputs, and its grade', async () => {
+    const { page } = browser;
+    await page.click('nav a[href="#/rollouts"]');
+    await page.waitForFunction(() => Number(document.getElementById('rollouts-table')?.dataset.count ?? 0) > 0);
+    await page.selectOption('select[name="flag"]', 'no_tool_score');
+    await page.waitForFunction((n) => Number(document.getElementById('rollouts-table')?.dataset.count) === n, cheats);
+    const flagged = await page.locator('#rollouts-table tbody tr').allTextContents();
+    for (const row of flagged) expect(row).toContain('no_tool_score');
+    expect(page.url()).toContain('flag=no_tool_score');
+
+    await page.click('#filter-clear');
+    await page.selectOption('select[name="tool"]', 'read_doc');
+    await page.fill('input[name="min_score"]', '0.5');
+    await page.locator('input[name="min_score"]').dispatchEvent('change');
+    await page.waitForFunction(() => location.hash.includes('min_score=0.5') && Number(document.getElementById('rollouts-table')?.dataset.count ?? 0) > 0);
+    const scores = await page.locator('#rollouts-table tbody tr td:nth-child(5)').allTextContents();
+    for (const s of scores) expect(Number(s)).toBeGreaterThanOrEqual(0.5);
+
+    const traceId = await page.locator('#rollouts-table tbody tr').first().getAttribute('data-trace-id');
+    await page.locator('#rollouts-table tbody tr').first().click();
+    await page.locator('#rollout').waitFor({ state: 'visible' });
+    await page.waitForFunction(() => (document.getElementById('calls-table')?.querySelectorAll('tbody tr').length ?? 0) > 1);
+    expect(await page.locator('#rollout-title').textContent()).toContain(traceId);
+    const tools = await page.locator('#calls-table tbody tr td:nth-child(2)').allTextContents();
+    expect(tools.slice(0, 2).sort()).toEqual(['list_docs', 'search_docs']);
+    expect(tools).toContain('read_doc');
+    expect(await page.locator('#calls-table').textContent()).toContain('"query"');
+    expect(await page.locator('#grades-table tbody').textContent()).toContain('answer_match');
+    expect(requested.some((u) => u.includes(server.key))).toBe(false);
+    if (screenshotOut) await page.screenshot({ path: screenshotOut.replace(/\.png$/, '-rollout.png'), fullPage: true });
+  });
+
+  it('shows what the model wrote as text: markup in an output cannot script the page', async () => {
+    const { page } = browser;
+    const trace = 'trace_dashboard_markup';
+    const doc = '<img src=x onerror="window.__pwned = 1">';
+    const res = await fetch(`${server.url}/tools`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${server.key}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ type: 'function_call', call_id: 'c1', name: 'read_doc', arguments: JSON.stringify({ doc_id: doc }), trace_id: trace, item: {} }),
+    });
+    expect(res.status).toBe(200);
+    await page.goto(`${server.url}/dashboard#/rollout/${trace}`);
+    await page.waitForFunction(() => (document.getElementById('calls-table')?.querySelectorAll('tbody tr').length ?? 0) === 1);
+    expect(await page.locator('#calls-table').textContent()).toContain(doc);
+    expect(await page.evaluate(() => (window as unknown as { __pwned?: number }).__pwned)).toBeUndefined();
+    expect(await page.locator('#calls-table img').count()).toBe(0);
+  });
+
+  it('signs out, forgetting the key, and refuses a wrong key', async () => {
+    const { page } = browser;
+    await page.goto(`${server.url}/dashboard`);
+    await page.locator('#overview').waitFor({ state: 'visible' });
+    await page.click('#signout');
+    await page.locator('#signin').waitFor({ state: 'visible' });
+    expect(await page.evaluate(() => sessionStorage.length)).toBe(0);
+    await page.fill('#key', 'not-the-key-0000000000');
+    await page.click('#signin-button');
+    await page.waitForFunction(() => (document.getElementById('signin-error')?.textContent ?? '') !== '');
+    expect(await page.locator('#signin').isVisible()).toBe(true);
+  });
+});

@@ -41,7 +41,7 @@ describe('/mcp with the SDK clients', () => {
   let srv: TestServer;
 
   beforeAll(async () => {
-    srv = await startTestServer({ toolsDir: join(repoRoot, 'test/fixtures/units/tools'), env: { RFT_SIGNING_SECRETS: SECRET } });
+    srv = await startTestServer({ toolsDir: join(repoRoot, 'test/fixtures/units/tools'), env: { RFT_SIGNING_SECRETS: SECRET, RFT_API_KEY_HEADERS: 'Authorization,X-Functions-Key' } });
   });
   afterAll(async () => srv?.close());
 
@@ -191,6 +191,14 @@ describe('/mcp with the SDK clients', () => {
     expect(raw.status).toBe(401);
     expect(((await raw.json()) as { error: { code: string } }).error.code).toBe('RFT_ERR_AUTH_MISSING');
     expect(runs.get('trace_refused')).toBeUndefined();
+  });
+
+  it('accepts the key in a key header (X-Functions-Key, as Azure Functions clients send it)', async () => {
+    const traceId = `trace_${randomUUID()}`;
+    const client = new Client({ name: 'azure', version: '1' }, { versionNegotiation: { mode: 'auto' } });
+    await client.connect(new StreamableHTTPClientTransport(new URL(`${srv.url}/mcp`), { requestInit: { headers: { 'X-Functions-Key': srv.key, 'x-rft-trace-id': traceId } } }));
+    expect((await client.callTool({ name: 'echo', arguments: { text: 'keyed' } })).content).toEqual([{ type: 'text', text: 'keyed' }]);
+    await client.close();
   });
 
   it('accepts Standard Webhooks signatures, each request signed over its body', async () => {

@@ -1,0 +1,148 @@
+// MCP costs, through the same pipeline as every tool call (POST /tools: auth, ledger, record):
+// - a bridged call (server-everything's `echo`, one shared instance) against a native no-op tool;
+// - a per-rollout instance inside the rollout's sandbox: the rollout's first call (sandbox created,
+//   server started, MCP handshake) against its later calls; the same for an instance on the host;
+// - /mcp serving: the SDK's client calling the native no-op over Streamable HTTP against POST /tools.
+// Calls run one at a time, the kinds interleaved so a busy machine weighs on all alike.
+// Run: node --import tsx bench/mcp.ts [--driver bwrap|docker] [--calls 300] [--rollouts 30]
+import { spawn } from 'node:child_process';
+import { randomUUID } from 'node:crypto';
+import { join } from 'node:path';
+import { performance } from 'node:perf_hooks';
+import { parseArgs } from 'node:util';
+import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
+import { request } from 'undici';
+import { repoRoot, startTestServer, type TestServer } from '../test/helpers/server.js';
+import { NODE_MODULES, serverEntry, writeMcpJson } from '../test/mcp/helpers.js';
+
+const { values } = parseArgs({
+  options: { driver: { type: 'string', default: 'bwrap' }, calls: { type: 'string', default: '300' }, rollouts: { type: 'string', default: '30' } },
+});
+const driver = values.driver as 'bwrap' | 'docker';
+const calls = Number(values.calls);
+const rollouts = Number(values.rollouts);
+
+function pct(xs: number[], p: number): number {
+  const s = [...xs].sort((a, b) => a - b);
+  return s[Math.min(s.length - 1, Math.floor((p / 100) * s.length))] ?? NaN;
+}
+const ms = (x: number): string => `${x.toFixed(2).padStart(8)} ms`;
+
+interface Row {
+  label: string;
+  xs: number[];
+  base?: number[];
+}
+
+function table(title: string, rows: Row[]): void {
+  console.log(`\n${title}`);
+  console.log(`  ${'call'.padEnd(56)} ${'p50'.padStart(11)} ${'p99'.padStart(11)}   vs baseline p50   p99`);
+  for (const r of rows) {
+    const ratio = r.base ? `   x${(pct(r.xs, 50) / pct(r.base, 50)).toFixed(2).padStart(7)}   x${(pct(r.xs, 99) / pct(r.base, 99)).toFixed(2)}` : '   (baseline)';
+    console.log(`  ${`${r.label} (n=${r.xs.length})`.padEnd(56)} ${ms(pct(r.xs, 50))} ${ms(pct(r.xs, 99))}${ratio}`);
+  }
+}
+
+async function call(srv: TestServer, traceId: string, name: string, args: unknown): Promise<number> {
+  const t0 = performance.now();
+  const res = await request(`${srv.url}/tools`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${srv.key}`, 'content-type': 'application/json' },
+    body: JSON.stringify({ type: 'function_call', call_id: `c_${randomUUID()}`, name, arguments: JSON.stringify(args), trace_id: traceId, item: {} }),
+  });
+  const body = (await res.body.json()) as { output?: string };
+  const took = performance.now() - t0;
+  if (res.statusCode !== 200 || (body.output ?? '').startsWith('Error')) throw new Error(`${name}: ${res.statusCode} ${JSON.stringify(body).slice(0, 300)}`);
+  return took;
+}
+
+function timeProcess(cmd: string, args: string[]): Promise<number> {
+  const t0 = performance.now();
+  return new Promise((resolve, reject) => {
+    const c = spawn(cmd, args, { stdio: 'ignore' });
+    c.on('error', reject);
+    c.on('close', () => resolve(performance.now() - t0));
+  });
+}
+
+async function endRollout(srv: TestServer, traceId: string): Promise<void> {
+  const res = await request(`${srv.url}/v1/rollouts/${traceId}`, { method: 'DELETE', headers: { authorization: `Bearer ${srv.key}` } });
+  await res.body.text();
+}
+
+const echo = { command: 'node', args: [serverEntry('server-everything')], tools: ['echo'] };
+const srv = await startTestServer({
+  toolsDir: join(repoRoot, 'bench/units/tools'),
+  env: {
+    RFT_SANDBOX: driver,
+    RFT_RATE_LIMIT: '0',
+    RFT_MCP_CONFIG: writeMcpJson({
+      shared: { ...echo, scope: 'shared', prefix: 'shared_' },
+      sandboxed: { ...echo, sandbox: true, mounts: [NODE_MODULES], prefix: 'sb_' },
+      host: { ...echo, prefix: 'host_' },
+    }),
+  },
+});
+console.log(`MCP bench: driver ${driver}, ${calls} calls per kind, ${rollouts} rollouts per instance kind; node ${process.version}`);
+try {
+  const mcpClient = new Client({ name: 'bench', version: '1' }, { versionNegotiation: { mode: 'auto' } });
+  const warmTrace = `trace_warm_${randomUUID()}`;
+  await mcpClient.connect(new StreamableHTTPClientTransport(new URL(`${srv.url}/mcp`), { requestInit: { headers: { Authorization: `Bearer ${srv.key}`, 'x-rft-trace-id': warmTrace } } }));
+  const viaMcp = async (): Promise<number> => {
+    const t0 = performance.now();
+    await mcpClient.callTool({ name: 'noop', arguments: {} });
+    return performance.now() - t0;
+  };
+
+  // Warm everything once (JIT, connections, the rollout's instance).
+  for (let i = 0; i < 20; i++) {
+    await call(srv, warmTrace, 'noop', {});
+    await call(srv, warmTrace, 'shared_echo', { message: 'x' });
+    await call(srv, warmTrace, 'sb_echo', { message: 'x' });
+    await viaMcp();
+  }
+
+  const native: number[] = [];
+  const shared: number[] = [];
+  const sandboxedLater: number[] = [];
+  const served: number[] = [];
+  for (let i = 0; i < calls; i++) {
+    native.push(await call(srv, warmTrace, 'noop', {}));
+    shared.push(await call(srv, warmTrace, 'shared_echo', { message: 'x' }));
+    sandboxedLater.push(await call(srv, warmTrace, 'sb_echo', { message: 'x' }));
+    served.push(await viaMcp());
+  }
+  await mcpClient.close();
+
+  table('[bridged call vs native no-op, through POST /tools]', [
+    { label: 'native no-op tool', xs: native },
+    { label: 'bridged echo, shared instance (stdio, host)', xs: shared, base: native },
+    { label: `bridged echo, rollout instance in its ${driver} sandbox`, xs: sandboxedLater, base: native },
+  ]);
+  table('[serving: the native no-op called by the SDK client over /mcp]', [
+    { label: 'POST /tools', xs: native },
+    { label: 'tools/call over /mcp (2026-07-28, no session)', xs: served, base: native },
+  ]);
+
+  // What Node itself costs to start on this machine now: a floor under any stdio server's start.
+  const nodeStart: number[] = [];
+  for (let r = 0; r < rollouts; r++) nodeStart.push(await timeProcess(process.execPath, ['-e', '0']));
+  for (const kind of ['sb', 'host'] as const) {
+    const first: number[] = [];
+    const later: number[] = [];
+    for (let r = 0; r < rollouts; r++) {
+      const trace = `trace_${kind}_${randomUUID()}`;
+      first.push(await call(srv, trace, `${kind}_echo`, { message: 'first' }));
+      for (let i = 0; i < 10; i++) later.push(await call(srv, trace, `${kind}_echo`, { message: 'later' }));
+      await endRollout(srv, trace);
+    }
+    const where = kind === 'sb' ? `inside the rollout's ${driver} sandbox` : `on the host (sandbox false; the ${driver} sandbox still created)`;
+    table(`[per-rollout instance ${where}: first call vs later calls]`, [
+      { label: 'later calls of the rollout', xs: later },
+      { label: "rollout's first call (sandbox + server start + handshake)", xs: first, base: later },
+      { label: 'for scale: `node -e 0` on the host', xs: nodeStart, base: later },
+    ]);
+  }
+} finally {
+  await srv.close();
+}

@@ -19,9 +19,12 @@ import { createToolServer, sessionTraceId } from './server.js';
 interface Session {
   transport: WebStandardStreamableHTTPServerTransport;
   lastUsed: number;
-  /** Requests being answered (an open SSE stream counts): a busy session never expires. */
+  /** Requests being answered: a session never expires under a call. */
   inflight: number;
 }
+
+/** Live 2025 sessions at most; past it the least recently used idle one is ended (its client gets a 404 and starts another). */
+const MAX_SESSIONS = 10_000;
 
 function toWebRequest(req: FastifyRequest, signal: AbortSignal): Request {
   const headers = new Headers();
@@ -59,15 +62,21 @@ export default async function mcpRoutes(app: FastifyInstance): Promise<void> {
     if (!sessions.delete(id)) return;
     void sandboxes?.destroy(sessionTraceId(id));
   };
+  const expire = (id: string, s: Session): void => {
+    endSession(id);
+    void s.transport.close().catch(() => {});
+  };
+  const evictOne = (): void => {
+    let oldest: [string, Session] | undefined;
+    for (const e of sessions) if (e[1].inflight === 0 && (!oldest || e[1].lastUsed < oldest[1].lastUsed)) oldest = e;
+    if (oldest) expire(...oldest);
+  };
   const ttlMs = config.sandbox.ttlMs;
   const sweeper = setInterval(
     () => {
       const now = Date.now();
       for (const [id, s] of sessions) {
-        if (s.inflight === 0 && now - s.lastUsed > ttlMs) {
-          endSession(id);
-          void s.transport.close().catch(() => {});
-        }
+        if (s.inflight === 0 && now - s.lastUsed > ttlMs) expire(id, s);
       }
     },
     Math.min(60_000, Math.max(1_000, Math.floor(ttlMs / 4))),
@@ -84,7 +93,10 @@ export default async function mcpRoutes(app: FastifyInstance): Promise<void> {
     const transport: WebStandardStreamableHTTPServerTransport = new WebStandardStreamableHTTPServerTransport({
       sessionIdGenerator: randomUUID,
       maxRequestBodySize: config.bodyLimitBytes,
-      onsessioninitialized: (id) => void sessions.set(id, { transport, lastUsed: Date.now(), inflight: 0 }),
+      onsessioninitialized: (id) => {
+        if (sessions.size >= MAX_SESSIONS) evictOne();
+        sessions.set(id, { transport, lastUsed: Date.now(), inflight: 0 });
+      },
       onsessionclosed: (id) => endSession(id),
     });
     await factory().connect(transport);

@@ -59,10 +59,10 @@ export async function pidsWith(marker: string): Promise<number[]> {
   return out;
 }
 
-export async function until(cond: () => boolean | Promise<boolean>, timeoutMs = 20_000, what = 'condition'): Promise<void> {
+export async function until(cond: () => boolean | Promise<boolean>, timeoutMs = 20_000, what = 'condition', everyMs = 25): Promise<void> {
   const end = Date.now() + timeoutMs;
   while (!(await cond())) {
     if (Date.now() > end) throw new Error(`${what} not met within ${timeoutMs} ms`);
-    await new Promise((r) => setTimeout(r, 25));
+    await new Promise((r) => setTimeout(r, everyMs));
   }
 }

@@ -273,3 +273,36 @@ describe('/mcp and sandbox tools', () => {
     await until(() => srv.app.rft.sandboxes!.stats().live === before - 1);
   });
 });
+
+describe('/mcp 2025 sessions that go idle', () => {
+  let srv: TestServer;
+
+  beforeAll(async () => {
+    srv = await startTestServer({ toolsDir: join(repoRoot, 'test/fixtures/units/tools'), env: { RFT_SANDBOX_TTL_MS: '1000' } });
+  });
+  afterAll(async () => srv?.close());
+
+  it('ends a session idle past the TTL: its id is then unknown (404), and a new session works', async () => {
+    const { client, transport } = await connect(srv, 'legacy');
+    await client.callTool({ name: 'echo', arguments: { text: 'before' } });
+    const id = transport.sessionId!;
+    await client.close(); // leaves the session open on the server (no DELETE)
+    const post = () =>
+      fetch(`${srv.url}/mcp`, {
+        method: 'POST',
+        headers: {
+          authorization: `Bearer ${srv.key}`,
+          'content-type': 'application/json',
+          accept: 'application/json, text/event-stream',
+          'mcp-session-id': id,
+          'mcp-protocol-version': '2025-11-25',
+        },
+        body: JSON.stringify({ jsonrpc: '2.0', id: 99, method: 'tools/list', params: {} }),
+      });
+    // Each look is a use of the session, so look seldom: the gaps are what lets it go idle.
+    await until(async () => (await post()).status === 404, 20_000, 'the idle session expired', 2_500);
+    const again = await connect(srv, 'legacy');
+    expect((await again.client.callTool({ name: 'echo', arguments: { text: 'after' } })).content).toEqual([{ type: 'text', text: 'after' }]);
+    await again.client.close();
+  });
+});

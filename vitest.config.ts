@@ -1,6 +1,10 @@
+import { defaultServerConditions } from 'vite';
 import { defineConfig } from 'vitest/config';
 
 export default defineConfig({
+  // Units import this package by name ('rft-endpoints', 'rft-endpoints/grading'); the rft-source
+  // condition of package.json's exports resolves those to src/*.ts, as tsx and tsc do here.
+  ssr: { resolve: { conditions: ['rft-source', ...defaultServerConditions] } },
   test: {
     include: ['test/**/*.test.ts'],
     testTimeout: 30_000,

@@ -2,7 +2,7 @@
 // from timestamps around every await), and rollouts per second at concurrency 1, 8 and 64, against
 // a real server (child process, finqa tools, answer_match grader) and a model that answers at once.
 // Baseline, measured in the same run: a bare POST /tools round trip from undici.
-// Run: node --import tsx bench/emulator.ts [rollouts-per-level]
+// Run: node --conditions=rft-source --import tsx bench/emulator.ts [rollouts-per-level]
 import { spawn } from 'node:child_process';
 import { mkdirSync, mkdtempSync, writeFileSync, rmSync } from 'node:fs';
 import { createServer } from 'node:net';
@@ -38,7 +38,7 @@ async function startServer() {
     return d;
   };
   const port = await freePort();
-  const child = spawn(process.execPath, ['--import', 'tsx', join(root, 'src/cli/main.ts'), 'serve'], {
+  const child = spawn(process.execPath, [join(root, 'bin/rft-endpoints.js'), 'serve'], {
     cwd: root,
     env: {
       PATH: process.env.PATH ?? '',

@@ -1,6 +1,6 @@
 // Grades per second for OpenAI grader configs run locally: string_check (the baseline), every
 // text_similarity metric, cosine against the fake OpenAI server on loopback, and a three-part
-// multi, on 1 KB and 10 KB answers. Run: node --import tsx bench/graders.ts [--seconds 0.5]
+// multi, on 1 KB and 10 KB answers. Run: node --conditions=rft-source --import tsx bench/graders.ts [--seconds 0.5]
 import { validateGraderConfig, type GraderConfig } from '../src/grading/config.js';
 import { runGraderConfig, type RunOptions } from '../src/grading/run.js';
 import { LOCAL_METRICS } from '../src/grading/metrics/index.js';

@@ -5,7 +5,7 @@
 // the fdatasync latency of this disk alone, which bounds the sync=full figures. Last, both routes
 // again with an 8 KB dataset row in every call.
 //
-//   node --import tsx bench/pipeline.ts [seconds]       (default 10)
+//   node --conditions=rft-source --import tsx bench/pipeline.ts [seconds]       (default 10)
 import { closeSync, fdatasyncSync, mkdtempSync, openSync, rmSync, writeSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';

@@ -1,7 +1,7 @@
 // Sandbox costs per driver: the bare primitive (a bare `bwrap ... true`, `docker run --rm` via the
 // CLI, or a plain spawn for the process driver) against this project's create + first exec, a warm
 // exec, and over HTTP a new rollout's first `shell` call and a burst of new rollouts.
-// Run: node --import tsx bench/sandbox.ts [samples] [burst-rollouts]
+// Run: node --conditions=rft-source --import tsx bench/sandbox.ts [samples] [burst-rollouts]
 import { spawn } from 'node:child_process';
 import { readdir, readFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';

@@ -2,7 +2,7 @@
 // corpus 50 times larger, against a baseline measured in the same run: scoring the same query
 // by re-tokenizing every document per query (what a search without an index costs).
 //
-//   node --import tsx bench/search.ts
+//   node --conditions=rft-source --import tsx bench/search.ts
 import { fileURLToPath } from 'node:url';
 import { Bm25Index, loadCorpus, tokenize, type Bm25Document } from '../tools/_lib/search/index.js';
 

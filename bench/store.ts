@@ -4,7 +4,7 @@
 // each, like a training step) and all callers on one rollout (every admission takes the same row
 // lock). Both stores fsync each commit (Postgres: fsync and synchronous_commit as configured).
 //
-//   node --import tsx bench/store.ts            (RFT_TEST_DATABASE_URL, default the .ci/setup-postgres.sh URL)
+//   node --conditions=rft-source --import tsx bench/store.ts            (RFT_TEST_DATABASE_URL, default the .ci/setup-postgres.sh URL)
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';

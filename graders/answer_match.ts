@@ -2,8 +2,8 @@
 // relative tolerance, short text answers by words and fuzzy match, times a budget multiplier so a
 // correct answer found with fewer tool calls scores higher. Details of each part live in
 // graders/_lib/ (answer-text, score-number, score-text).
-import { defineGrader, errors } from '../src/index.js';
-import { budgetPenalty, parseNumber } from '../src/grading/index.js';
+import { defineGrader, errors } from 'rft-endpoints';
+import { budgetPenalty, parseNumber } from 'rft-endpoints/grading';
 import { answerText, questionText } from './_lib/answer-text.js';
 import { scoreNumber } from './_lib/score-number.js';
 import { scoreText } from './_lib/score-text.js';

@@ -9,9 +9,9 @@
 //   fraction            the fraction of cases passed: partial credit, but doing nothing already
 //                       earns what the untouched template passes (the default without a template,
 //                       where there is no baseline to improve on).
-import { defineGrader, errors, type GraderContext, type GraderResult, type Item, type Sandbox } from '../src/index.js';
-import { budgetPenalty } from '../src/grading/helpers.js';
-import { workspaceSource } from '../src/sandbox/workspace.js';
+import { defineGrader, errors, type GraderContext, type GraderResult, type Item, type Sandbox } from 'rft-endpoints';
+import { budgetPenalty } from 'rft-endpoints/grading';
+import { workspaceSource } from 'rft-endpoints/sandbox';
 import { readCases } from './_unit_tests/cases.js';
 import { baselinePassing, runHiddenOn, withTempDir } from './_unit_tests/grade-dir.js';
 import type { CaseResult } from './_unit_tests/run.js';

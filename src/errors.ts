@@ -204,6 +204,27 @@ export const errors = {
     { status },
   ]),
   modelApi: define('RFT_ERR_MODEL_API', 502, (api: string, msg: string) => [`model (${api} API): ${msg}`, { api }]),
+  modelConfig: define('RFT_ERR_MODEL_CONFIG', 400, () => [
+    'no model endpoint: pass --base-url http://HOST/v1 (any OpenAI-compatible server) or set OPENAI_BASE_URL, or set OPENAI_API_KEY for the OpenAI API',
+  ]),
+  serverUnreachable: define('RFT_ERR_SERVER_UNREACHABLE', 503, (url: string, why: string) => [
+    `cannot reach the rft-endpoints server at ${url} (${why}): is it running? (--server URL or RFT_SERVER)`,
+    { url },
+  ]),
+  serverAuth: define('RFT_ERR_SERVER_AUTH', 401, (url: string, code: string) => [
+    `the server at ${url} refused the credential (${code}): pass --key (RFT_API_KEY) or --signing-secret (RFT_SIGNING_SECRET) as configured on the server`,
+    { url, server_code: code },
+  ]),
+  file: define('RFT_ERR_FILE', 400, (path: string, why: string) => [`${path}: ${why}`, { path }]),
+  portInUse: define('RFT_ERR_PORT_IN_USE', 500, (host: string, port: number) => [
+    `${host}:${port} is already in use by another process: stop it, or choose another port (--port or PORT)`,
+    { host, port },
+  ]),
+  initTarget: define('RFT_ERR_INIT_TARGET', 400, (dir: string, why: string) => [`cannot create a project in ${dir}: ${why}`, { dir }]),
+  allDiscarded: define('RFT_ERR_ALL_DISCARDED', 502, (n: number, first: string, retry: string) => [
+    `all ${n} rollouts were discarded (first: ${first}); fix the cause, then run them again: ${retry}`,
+    { discarded: n },
+  ]),
   rolloutDiscarded: define('RFT_ERR_ROLLOUT_DISCARDED', 502, (why: string) => [`rollout discarded: ${why}`]),
 
   // coding tools (apply_patch, file tools): tool-level failures the model reads and can fix

@@ -19,7 +19,13 @@ export async function startServer(config: AppConfig): Promise<StartedServer> {
   }
   // (A process sandbox driver on a non-loopback host never gets here: building the app refuses it.)
   const sandboxDriver = app.rft.sandboxes?.stats().driver;
-  await app.listen({ port: config.port, host: config.host });
+  try {
+    await app.listen({ port: config.port, host: config.host });
+  } catch (e) {
+    await app.close();
+    if ((e as NodeJS.ErrnoException).code === 'EADDRINUSE') throw errors.portInUse(config.host, config.port);
+    throw e;
+  }
   const addr = app.server.address();
   const port = typeof addr === 'object' && addr ? addr.port : config.port;
   const host = config.host.includes(':') ? `[${config.host}]` : config.host;

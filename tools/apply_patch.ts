@@ -1,9 +1,7 @@
 // Applies a patch (Codex `*** Begin Patch` format or a unified diff) to the workspace. Every hunk is
 // located before anything is written; if a write still fails midway (a path the sandbox refuses),
 // the files already written are restored, so a patch applies whole or not at all.
-import { z } from 'zod';
-import { defineTool, type Sandbox } from '../src/index.js';
-import { errors, isRftError } from '../src/errors.js';
+import { z, defineTool, type Sandbox, errors, isRftError } from 'rft-endpoints';
 import { parsePatch, planPatch, type FileChange } from './_lib/patch/index.js';
 import { assertNotHidden } from '../src/sandbox/workspace.js';
 

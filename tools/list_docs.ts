@@ -1,6 +1,5 @@
 // The corpus's table of contents, so the model can browse when keywords fail.
-import { z } from 'zod';
-import { defineTool } from '../src/index.js';
+import { z, defineTool } from 'rft-endpoints';
 import { finqaCorpus } from './_lib/finqa-corpus.js';
 
 export default defineTool({

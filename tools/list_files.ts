@@ -1,7 +1,6 @@
 // Lists a workspace directory, recursively to a depth, with an entry cap so a huge tree does not
 // flood the model.
-import { z } from 'zod';
-import { defineTool } from '../src/index.js';
+import { z, defineTool } from 'rft-endpoints';
 import { workspacePath } from './_lib/patch/index.js';
 import { humanBytes } from './_lib/text.js';
 

@@ -1,6 +1,5 @@
 // Reads one document a page at a time: pages keep each output short enough for the model to use.
-import { z } from 'zod';
-import { defineTool, errors } from '../src/index.js';
+import { z, defineTool, errors } from 'rft-endpoints';
 import { closestIds, paginate } from './_lib/search/index.js';
 import { finqaCorpus } from './_lib/finqa-corpus.js';
 

@@ -1,8 +1,6 @@
 // Reads a workspace file as numbered lines, a window at a time, so the model can quote exact lines
 // into apply_patch and page through long files.
-import { z } from 'zod';
-import { defineTool } from '../src/index.js';
-import { errors } from '../src/errors.js';
+import { z, defineTool, errors } from 'rft-endpoints';
 import { workspacePath } from './_lib/patch/index.js';
 import { clipLine, humanBytes, looksBinary } from './_lib/text.js';
 

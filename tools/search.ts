@@ -2,9 +2,7 @@
 // the sandboxed user, so it sees only what the sandbox sees; the starting path is checked first so a
 // symlink planted by an earlier shell call is not followed out of the workspace.
 import { posix } from 'node:path';
-import { z } from 'zod';
-import { defineTool, type Sandbox } from '../src/index.js';
-import { errors } from '../src/errors.js';
+import { z, defineTool, type Sandbox, errors } from 'rft-endpoints';
 import { workspacePath } from './_lib/patch/index.js';
 import { clipLine } from './_lib/text.js';
 

@@ -1,6 +1,5 @@
 // Ranked full-text search over the finqa corpus: the model's way in to the documents.
-import { z } from 'zod';
-import { defineTool } from '../src/index.js';
+import { z, defineTool } from 'rft-endpoints';
 import { finqaCorpus } from './_lib/finqa-corpus.js';
 
 export default defineTool({

@@ -1,7 +1,6 @@
 // Runs a shell command in the rollout's sandbox. The command's own failure (non-zero exit, timeout)
 // is an observation for the model, never a thrown error.
-import { z } from 'zod';
-import { defineTool } from '../src/index.js';
+import { z, defineTool } from 'rft-endpoints';
 import { workspacePath } from './_lib/patch/index.js';
 import { clip } from './_lib/text.js';
 

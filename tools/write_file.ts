@@ -1,7 +1,6 @@
 // Writes a whole file (creating parent directories); for edits to existing files apply_patch is
 // cheaper and safer, but a model sometimes needs to write a new file from scratch.
-import { z } from 'zod';
-import { defineTool } from '../src/index.js';
+import { z, defineTool } from 'rft-endpoints';
 import { workspacePath } from './_lib/patch/index.js';
 
 export default defineTool({

@@ -4,8 +4,8 @@
 // checks each task: the reference patch applies to the template, the hidden cases parse, and the
 // hidden folder is not inside the template.
 //
-//   node --import tsx examples/coding/build-dataset.ts          # check and write
-//   node --import tsx examples/coding/build-dataset.ts --check  # check, and fail if train.jsonl is stale
+//   node --conditions=rft-source --import tsx examples/coding/build-dataset.ts          # check and write
+//   node --conditions=rft-source --import tsx examples/coding/build-dataset.ts --check  # check, and fail if train.jsonl is stale
 import { existsSync } from 'node:fs';
 import { readdir, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
@@ -115,7 +115,7 @@ async function main(): Promise<void> {
   if (process.argv.includes('--check')) {
     const current = existsSync(TRAIN_FILE) ? await readFile(TRAIN_FILE, 'utf8') : '';
     if (current !== text) {
-      console.error(`${TRAIN_FILE} is stale: run node --import tsx examples/coding/build-dataset.ts`);
+      console.error(`${TRAIN_FILE} is stale: run node --conditions=rft-source --import tsx examples/coding/build-dataset.ts`);
       process.exit(1);
     }
     console.log(`${ids.length} tasks ok, train.jsonl up to date`);

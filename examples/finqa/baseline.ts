@@ -2,7 +2,7 @@
 // the top result's snippet, answer its first number (or its first words for a text question).
 // Rows such a shortcut always solves teach a model little; traps should defeat it.
 //
-//   node --import tsx examples/finqa/baseline.ts
+//   node --conditions=rft-source --import tsx examples/finqa/baseline.ts
 import { readFileSync } from 'node:fs';
 import pino from 'pino';
 import answerMatch from '../../graders/answer_match.js';

@@ -3,8 +3,8 @@
 // figure would score under 0.5. The rows' `tools` are generated from the tools' zod schemas the
 // same way the server's GET /v1/tools does, so the model sees what the server accepts.
 //
-//   node --import tsx examples/finqa/build-dataset.ts          # check and write
-//   node --import tsx examples/finqa/build-dataset.ts --check  # check, and fail if the files are stale
+//   node --conditions=rft-source --import tsx examples/finqa/build-dataset.ts          # check and write
+//   node --conditions=rft-source --import tsx examples/finqa/build-dataset.ts --check  # check, and fail if the files are stale
 import { readFile, writeFile } from 'node:fs/promises';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { extractNumbers } from '../../src/grading/index.js';
@@ -143,7 +143,7 @@ async function main(): Promise<void> {
       if ((await readFile(file, 'utf8').catch(() => '')) !== text) stale.push(file);
     }
     if (stale.length) {
-      console.error(`out of date: ${stale.join(', ')}; run node --import tsx examples/finqa/build-dataset.ts`);
+      console.error(`out of date: ${stale.join(', ')}; run node --conditions=rft-source --import tsx examples/finqa/build-dataset.ts`);
       process.exit(1);
     }
     console.log('finqa dataset is consistent with the corpus and up to date');

@@ -1,7 +1,7 @@
 // Which part of a sample is "the answer", and what the question was. Scoring only the answer part
 // (a structured `answer` field, else the last "Answer:" line, else the whole reply) means the model
 // may reason aloud before answering without the figures of its reasoning counting as guesses.
-import type { Item, Sample } from '../../src/index.js';
+import type { Item, Sample } from 'rft-endpoints';
 
 export interface AnswerText {
   text: string;

@@ -11,7 +11,7 @@
 //   model gains nothing by restating the question, and "in Q2 2025 revenue was ..." is not a guess.
 // - Numbers of the wrong kind (a percent when a dollar amount is asked, or the reverse, or another
 //   currency) are not candidates either: they cannot be right, and usually are context ("up 11%").
-import { extractNumbers, numericCloseness, parseNumber, type FoundNumber } from '../../src/grading/index.js';
+import { extractNumbers, numericCloseness, parseNumber, type FoundNumber } from 'rft-endpoints/grading';
 
 export interface NumberScore {
   score: number;

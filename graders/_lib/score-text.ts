@@ -6,8 +6,7 @@
 // The word score is precision x recall (not F1): naming three candidates where one is right then
 // scores about 1/3, like a 1-in-3 guess. A near-miss spelling ("Lumenwerd Data") gets credit
 // from fuzzy_match, counted only above 0.5 similarity so unrelated names score 0.
-import { fuzzyRatio } from '../../src/grading/metrics/index.js';
-import { clamp01 } from '../../src/grading/index.js';
+import { fuzzyRatio, clamp01 } from 'rft-endpoints/grading';
 
 export interface TextScore {
   score: number;

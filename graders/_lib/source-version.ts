@@ -4,7 +4,7 @@
 import { readFileSync } from 'node:fs';
 import { extname } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { sha256 } from '../../src/protocol/canonical.js';
+import { sha256 } from 'rft-endpoints/grading';
 
 /** sha256 (12 hex digits) of the given modules, named without extension relative to `base` (an import.meta.url). */
 export function sourceVersion(base: string, modules: readonly string[]): string {

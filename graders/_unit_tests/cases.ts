@@ -2,8 +2,7 @@
 // host before anything runs so a broken task fails loudly instead of scoring every rollout 0.
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { z } from 'zod';
-import { errors } from '../../src/errors.js';
+import { z, errors } from 'rft-endpoints';
 
 const caseSchema = z
   .object({

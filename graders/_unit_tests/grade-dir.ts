@@ -5,7 +5,7 @@ import { createHash } from 'node:crypto';
 import { cp, mkdir, mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join, resolve, sep } from 'node:path';
-import type { GraderContext } from '../../src/index.js';
+import type { GraderContext } from 'rft-endpoints';
 import type { CasesFile } from './cases.js';
 import { overlayFiles } from './overlay.js';
 import { runCases, type RunOutcome } from './run.js';

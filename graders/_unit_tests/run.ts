@@ -4,8 +4,7 @@
 // workspace, and no command line holds anything worth stealing.
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { errors } from '../../src/errors.js';
-import type { Sandbox } from '../../src/index.js';
+import { errors, type Sandbox } from 'rft-endpoints';
 import type { CasesFile } from './cases.js';
 
 const RUNNER = readFileSync(join(import.meta.dirname, 'runner.py'), 'utf8');

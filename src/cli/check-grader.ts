@@ -12,11 +12,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Command } from 'commander';
-import { buildApp } from '../app.js';
-import { loadConfig } from '../config.js';
 import { errors } from '../errors.js';
-import { perturbations } from '../grading/perturb.js';
-import { readDataset } from './rollout-dataset.js';
 import { renderTable, type Cell } from './report/table.js';
 
 export interface CheckThresholds {
@@ -95,6 +91,13 @@ export async function runCheckGrader(opts: CheckGraderOptions): Promise<CheckRep
     throw errors.cliUsage('--concurrency must be an integer >= 1');
   }
   const field = opts.referenceField ?? 'reference_answer';
+  // Imported here, not at the top, so the CLI's --help does not load the server.
+  const [{ buildApp }, { loadConfig }, { perturbations }, { readDataset }] = await Promise.all([
+    import('../app.js'),
+    import('../config.js'),
+    import('../grading/perturb.js'),
+    import('./rollout-dataset.js'),
+  ]);
   const rows = readDataset(opts.dataset).slice(0, opts.limit ?? Infinity);
   const dataDir = mkdtempSync(join(tmpdir(), 'rft-check-grader-'));
   const key = randomBytes(18).toString('base64url');

@@ -1,10 +1,12 @@
 // `export` and `import`: rollouts move between servers as JSONL, one GET /v1/rollouts/:trace_id
 // object per line, so a record can be replayed, re-graded or archived elsewhere.
-import { createWriteStream, readFileSync } from 'node:fs';
+import { createWriteStream } from 'node:fs';
 import type { Command } from 'commander';
 import { errors } from '../errors.js';
+import { readInputFile } from './files.js';
 import { fetchRollout } from './replay-source.js';
-import { clientFrom, withServerOptions, type ServerClient, type ServerOptions } from './rollout-http.js';
+import type { ServerClient } from './rollout-http.js';
+import { withServerOptions, type ServerOptions } from './server-options.js';
 import { pool } from './rollout-pool.js';
 
 interface ListPage {
@@ -44,7 +46,7 @@ interface ExportOptions extends ServerOptions, Selection {
 }
 
 async function exportAction(opts: ExportOptions): Promise<void> {
-  const server = clientFrom(opts);
+  const server = (await import('./rollout-http.js')).clientFrom(opts);
   const out = opts.out ? createWriteStream(opts.out) : process.stdout;
   try {
     const ids = await selectTraces(server, opts);
@@ -84,7 +86,7 @@ export function batches(lines: string[]): string[][] {
 }
 
 async function importAction(file: string, opts: ServerOptions): Promise<void> {
-  const lines = readFileSync(file, 'utf8').split('\n').filter((l) => l.trim() !== '');
+  const lines = readInputFile(file, 'export file').split('\n').filter((l) => l.trim() !== '');
   const rollouts = lines.map((l, i) => {
     try {
       return JSON.parse(l) as unknown;
@@ -92,7 +94,7 @@ async function importAction(file: string, opts: ServerOptions): Promise<void> {
       throw errors.dataset(file, i + 1, `not JSON: ${(e as Error).message}`);
     }
   });
-  const server = clientFrom(opts);
+  const server = (await import('./rollout-http.js')).clientFrom(opts);
   const tally = { imported: 0, exists: 0 };
   try {
     let offset = 0;

@@ -1,8 +1,14 @@
 #!/usr/bin/env node
-// rft-endpoints command line: each subcommand lives in its own module and registers itself.
-import { Command } from 'commander';
+// rft-endpoints command line: each subcommand lives in its own module and registers itself. Those
+// modules import only what declaring their options needs; the work (server, HTTP client, model
+// client) is imported when the command runs, so `--help` and `--version` answer at once.
+import { readFileSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import { Command, CommanderError } from 'commander';
 import { isRftError } from '../errors.js';
+import { codedSystemError, EXIT, exitStatusOf } from './exit-codes.js';
 import { register as registerServe } from './serve.js';
+import { register as registerInit } from './init.js';
 import { register as registerKeys } from './keys.js';
 import { register as registerRollout } from './rollout.js';
 import { register as registerReport } from './report.js';
@@ -11,14 +17,29 @@ import { register as registerExportImport } from './export-import.js';
 import { register as registerRegrade } from './regrade.js';
 import { register as registerCheckGrader } from './check-grader.js';
 
+function packageVersion(): string {
+  const file = fileURLToPath(import.meta.resolve('rft-endpoints/package.json'));
+  return (JSON.parse(readFileSync(file, 'utf8')) as { version: string }).version;
+}
+
+function fail(code: string, message: string, status: number): never {
+  process.stderr.write(`error ${code}: ${message}\n`);
+  process.exit(status);
+}
+
 const program = new Command();
 program
   .name('rft-endpoints')
   .description('Tool and grader endpoints for Agent RFT, plus local rollouts, replay and grading checks')
-  .showHelpAfterError();
+  .version(packageVersion(), '-V, --version')
+  // Usage errors come back here (below) as one coded line; subcommands inherit these settings.
+  .exitOverride()
+  .configureOutput({ outputError: () => {} })
+  .showHelpAfterError('(add --help for usage)');
 
 // subcommands (one import and one register call per module)
 registerServe(program);
+registerInit(program);
 registerKeys(program);
 registerRollout(program);
 registerReport(program);
@@ -30,10 +51,16 @@ registerCheckGrader(program);
 try {
   await program.parseAsync(process.argv);
 } catch (e) {
-  // Coded errors (bad config, a unit that does not load) are the user's to fix: no stack trace.
-  if (isRftError(e)) {
-    process.stderr.write(`error ${e.code}: ${e.message}\n`);
-    process.exit(2);
+  if (e instanceof CommanderError) {
+    // --help and --version end here too, with status 0.
+    if (e.exitCode === 0) process.exit(0);
+    fail('RFT_ERR_CLI_USAGE', e.message.replace(/^error: /, ''), EXIT.usage);
   }
-  throw e;
+  // Coded errors (bad config, server down, bad key, a missing file) are the user's to fix: one line, no stack trace.
+  const coded = isRftError(e) ? e : codedSystemError(e);
+  if (coded) fail(coded.code, coded.message, exitStatusOf(coded));
+  // Anything else is a bug: say so on the first line, keep the stack for the report.
+  process.stderr.write(`error RFT_ERR_INTERNAL: ${e instanceof Error ? e.message : String(e)} (an rft-endpoints bug; details follow)\n`);
+  if (e instanceof Error && e.stack) process.stderr.write(e.stack + '\n');
+  process.exit(EXIT.internal);
 }

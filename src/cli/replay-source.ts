@@ -1,7 +1,8 @@
 // Where a replay's rollouts come from: the server's record (GET /v1/rollouts/:trace_id) or a file
 // written by `export` (JSONL, one rollout per line), a single JSON rollout, or `{ rollouts: [...] }`.
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync } from 'node:fs';
 import { errors } from '../errors.js';
+import { readInputFile } from './files.js';
 import type { ServerClient } from './rollout-http.js';
 
 export interface RecordedCallJson {
@@ -40,7 +41,7 @@ function isRollout(v: unknown): v is RolloutJson {
 }
 
 export function parseRolloutsFile(file: string): RolloutJson[] {
-  const text = readFileSync(file, 'utf8');
+  const text = readInputFile(file, 'rollouts file');
   const out: RolloutJson[] = [];
   const take = (v: unknown, where: number) => {
     if (isRollout(v)) out.push(v);

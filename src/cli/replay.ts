@@ -6,7 +6,8 @@ import type { Command } from 'commander';
 import { DEFAULT_NORMALIZERS, forDiff, normalize, unifiedDiff, userNormalizer, type Normalizer } from './replay-diff.js';
 import { planReplay } from './replay-plan.js';
 import { fetchRollout, loadRollouts, type RecordedCallJson, type RolloutJson } from './replay-source.js';
-import { clientFrom, withServerOptions, type ServerClient, type ServerOptions } from './rollout-http.js';
+import type { ServerClient } from './rollout-http.js';
+import { withServerOptions, type ServerOptions } from './server-options.js';
 import { postWithRetries } from './rollout-retry.js';
 import { outputOf, scoreOf } from './rollout-run.js';
 
@@ -120,7 +121,7 @@ interface ReplayOptions extends ServerOptions {
 }
 
 async function action(source: string, opts: ReplayOptions): Promise<void> {
-  const server = clientFrom(opts);
+  const server = (await import('./rollout-http.js')).clientFrom(opts);
   try {
     const normalizers = [...(opts.exact ? [] : DEFAULT_NORMALIZERS), ...opts.normalize.map(userNormalizer)];
     let diverged = false;

@@ -1,5 +1,5 @@
 // `report`: what a results JSONL from `rollout` says about the dataset, as a table and an HTML page.
-import { writeFileSync } from 'node:fs';
+import { existsSync, writeFileSync } from 'node:fs';
 import type { Command } from 'commander';
 import { errors } from '../errors.js';
 import { readResults } from './rollout-results.js';
@@ -18,6 +18,7 @@ export function renderTerminal(s: ReportStats): string {
 }
 
 async function action(file: string, opts: { html?: string }): Promise<void> {
+  if (!existsSync(file)) throw errors.file(file, 'no such results file');
   const results = readResults(file);
   if (results.length === 0) throw errors.cliUsage(`${file} holds no rollout results`);
   const stats = computeStats(results);

@@ -1,8 +1,8 @@
 // Agent RFT dataset rows (JSONL): `messages` and `tools` in Chat Completions format, plus any field
 // the grader reads. The whole row is what the trainer sends as `item`.
-import { readFileSync } from 'node:fs';
 import { z } from 'zod';
 import { errors } from '../errors.js';
+import { readInputFile } from './files.js';
 
 const chatToolSchema = z.looseObject({
   type: z.literal('function'),
@@ -26,7 +26,7 @@ export type DatasetRow = z.infer<typeof rowSchema>;
 
 export function readDataset(file: string): DatasetRow[] {
   const rows: DatasetRow[] = [];
-  const lines = readFileSync(file, 'utf8').split('\n');
+  const lines = readInputFile(file, 'dataset').split('\n');
   lines.forEach((line, i) => {
     if (line.trim() === '') return;
     let parsed: unknown;

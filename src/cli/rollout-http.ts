@@ -2,11 +2,11 @@
 // Standard Webhooks signature per request (a fresh webhook-id each time, since the server refuses
 // an id it has already seen).
 import { randomUUID } from 'node:crypto';
-import type { Command } from 'commander';
 import { Agent, request } from 'undici';
 import { loadCliEnv } from '../config.js';
 import { errors } from '../errors.js';
 import { signWebhook } from '../authentication/webhooks.js';
+import { DEFAULT_SERVER, type ServerOptions } from './server-options.js';
 
 export interface ServerAuth {
   key?: string;
@@ -51,18 +51,23 @@ export class ServerClient {
     } else if (this.auth.key) {
       headers.authorization = `Bearer ${this.auth.key}`;
     }
-    const res = await request(this.baseUrl + path, {
-      method,
-      headers,
-      ...(raw !== undefined ? { body: raw } : {}),
-      dispatcher: this.agent,
-    });
-    return { status: res.statusCode, text: await res.body.text() };
+    try {
+      const res = await request(this.baseUrl + path, {
+        method,
+        headers,
+        ...(raw !== undefined ? { body: raw } : {}),
+        dispatcher: this.agent,
+      });
+      return { status: res.statusCode, text: await res.body.text() };
+    } catch (e) {
+      throw errors.serverUnreachable(this.baseUrl, transportReason(e));
+    }
   }
 
   /** A JSON reply from a 2xx, or a coded error naming what was asked. */
   async json<T>(method: 'GET' | 'POST' | 'DELETE', path: string, body?: unknown): Promise<T> {
     const reply = await this.send(method, path, body);
+    if (reply.status === 401) throw errors.serverAuth(this.baseUrl, errorCodeOf(reply.text) ?? '401');
     if (reply.status < 200 || reply.status >= 300) throw errors.serverReply(`${method} ${path}`, reply.status, reply.text);
     try {
       return JSON.parse(reply.text) as T;
@@ -71,23 +76,35 @@ export class ServerClient {
     }
   }
 
+  /** Before any work: the server answers, and accepts this credential (an authenticated GET). */
+  async check(): Promise<void> {
+    await this.json('GET', '/v1/tools');
+  }
+
   close(): Promise<void> {
     return this.agent.close();
   }
 }
 
-export interface ServerOptions {
-  server: string;
-  key?: string;
-  signingSecret?: string;
+/** `ECONNREFUSED`, `ENOTFOUND`, a timeout...: the innermost system code undici reports. */
+function transportReason(e: unknown): string {
+  let cur = e as { code?: unknown; cause?: unknown; message?: unknown } | undefined;
+  let reason = e instanceof Error ? e.message : String(e);
+  for (let depth = 0; cur && depth < 5; depth++, cur = cur.cause as typeof cur) {
+    if (typeof cur.code === 'string' && /^E[A-Z]+$/.test(cur.code)) reason = cur.code;
+    else if (typeof cur.code === 'string' && cur.code.startsWith('UND_ERR')) reason = `${cur.code}: ${String(cur.message)}`;
+  }
+  return reason;
 }
 
-/** Adds --server, --key and --signing-secret (with their environment fallbacks) to a command. */
-export function withServerOptions(cmd: Command): Command {
-  return cmd
-    .option('--server <url>', 'rft-endpoints server URL (env RFT_SERVER)', loadCliEnv().RFT_SERVER ?? 'http://127.0.0.1:8787')
-    .option('--key <key>', 'API key sent as a bearer token (env RFT_API_KEY)')
-    .option('--signing-secret <whsec>', 'sign requests with this Standard Webhooks secret instead (env RFT_SIGNING_SECRET)');
+/** The RFT_ERR_* code of an error reply, if it has one. */
+function errorCodeOf(text: string): string | undefined {
+  try {
+    const code = (JSON.parse(text) as { error?: { code?: unknown } }).error?.code;
+    return typeof code === 'string' ? code : undefined;
+  } catch {
+    return undefined;
+  }
 }
 
 export function clientFrom(opts: ServerOptions, connections?: number): ServerClient {
@@ -95,5 +112,5 @@ export function clientFrom(opts: ServerOptions, connections?: number): ServerCli
   const signingSecret = opts.signingSecret ?? env.RFT_SIGNING_SECRET;
   const key = opts.key ?? env.RFT_API_KEY;
   const auth: ServerAuth = signingSecret ? { signingSecret } : key ? { key } : {};
-  return new ServerClient(opts.server, auth, connections !== undefined ? { connections } : {});
+  return new ServerClient(opts.server ?? env.RFT_SERVER ?? DEFAULT_SERVER, auth, connections !== undefined ? { connections } : {});
 }

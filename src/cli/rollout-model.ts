@@ -36,8 +36,23 @@ export interface Conversation {
 export interface ModelOptions {
   model: string;
   api: ModelApi;
-  baseURL?: string;
+  /** From modelEndpoint(): always explicit, so the SDK never falls back to its own default. */
+  baseURL: string;
   apiKey?: string;
+}
+
+export const OPENAI_API_BASE = 'https://api.openai.com/v1';
+
+/**
+ * Where the model is: --base-url, else OPENAI_BASE_URL, else the OpenAI API when OPENAI_API_KEY is
+ * set. Nothing named at all is an error: the SDK's default address with a placeholder key would only
+ * discard every rollout.
+ */
+export function modelEndpoint(baseUrl: string | undefined): { baseURL: string; apiKey?: string } {
+  const env = loadCliEnv();
+  const baseURL = baseUrl ?? env.OPENAI_BASE_URL ?? (env.OPENAI_API_KEY ? OPENAI_API_BASE : undefined);
+  if (!baseURL) throw errors.modelConfig();
+  return { baseURL, ...(env.OPENAI_API_KEY ? { apiKey: env.OPENAI_API_KEY } : {}) };
 }
 
 export class ModelClient {
@@ -49,8 +64,8 @@ export class ModelClient {
   constructor(opts: ModelOptions) {
     this.openai = new OpenAI({
       // A local OpenAI-compatible server usually needs no key; the SDK refuses to start without one.
-      apiKey: opts.apiKey ?? loadCliEnv().OPENAI_API_KEY ?? 'unused',
-      ...(opts.baseURL !== undefined ? { baseURL: opts.baseURL } : {}),
+      apiKey: opts.apiKey ?? 'unused',
+      baseURL: opts.baseURL,
     });
     this.model = opts.model;
     this.api = opts.api;

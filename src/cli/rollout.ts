@@ -1,13 +1,13 @@
 // `rollout`: plays the trainer against a real server for k tries of every dataset row.
 import type { Command } from 'commander';
 import { errors } from '../errors.js';
-import { readDataset, type DatasetRow } from './rollout-dataset.js';
-import { clientFrom, withServerOptions, type ServerOptions } from './rollout-http.js';
-import { ModelClient, type ModelApi } from './rollout-model.js';
+import type { DatasetRow } from './rollout-dataset.js';
+import type { ModelApi } from './rollout-model.js';
 import { pool } from './rollout-pool.js';
 import { Progress } from './rollout-progress.js';
 import { ResultsFile, pairKey } from './rollout-results.js';
 import { runRollout, type RolloutDeps, type RolloutResult } from './rollout-run.js';
+import { withServerOptions, type ServerOptions } from './server-options.js';
 
 interface RolloutOptions extends ServerOptions {
   dataset: string;
@@ -64,17 +64,33 @@ export async function runAll(o: RolloutRunOptions, jobs: Job[]): Promise<Rollout
   return finished;
 }
 
+const RETRY_HINT = 'the same command with --retry-discarded';
+
 async function action(opts: RolloutOptions): Promise<void> {
   const k = positiveInt('-k', opts.k);
   const concurrency = positiveInt('--concurrency', opts.concurrency);
   const maxSteps = positiveInt('--max-steps', opts.maxSteps);
   if (!['responses', 'chat', 'auto'].includes(opts.api)) throw errors.cliUsage(`--api must be responses, chat or auto, got "${opts.api}"`);
+  const [{ readDataset }, { clientFrom }, { ModelClient, modelEndpoint }] = await Promise.all([
+    import('./rollout-dataset.js'),
+    import('./rollout-http.js'),
+    import('./rollout-model.js'),
+  ]);
   const rows = readDataset(opts.dataset);
+  // Before the first row: a model endpoint is named (never the SDK's default with a placeholder
+  // key), and the server answers with this credential, so a wrong setup fails once, not per rollout.
+  const endpoint = modelEndpoint(opts.baseUrl);
+  const server = clientFrom(opts, Math.max(16, concurrency * 4));
+  try {
+    await server.check();
+  } catch (e) {
+    await server.close();
+    throw e;
+  }
   const results = new ResultsFile(opts.out, { retryDiscarded: opts.retryDiscarded === true });
   const jobs = pendingJobs(rows.length, k, results.done);
   const skipped = rows.length * k - jobs.length;
-  const server = clientFrom(opts, Math.max(16, concurrency * 4));
-  const model = new ModelClient({ model: opts.model, api: opts.api as ModelApi, ...(opts.baseUrl !== undefined ? { baseURL: opts.baseUrl } : {}) });
+  const model = new ModelClient({ model: opts.model, api: opts.api as ModelApi, ...endpoint });
   if (skipped > 0) process.stderr.write(`resuming: ${skipped} rollouts already in ${opts.out}\n`);
   const progress = new Progress(jobs.length);
   // First Ctrl-C: finish the rollouts in flight (their lines are kept), start no more. Second: quit now.
@@ -100,6 +116,11 @@ async function action(opts: RolloutOptions): Promise<void> {
     if (stop.signal.aborted) {
       console.log(`interrupted with ${jobs.length - finished.length} rollouts left: run the same command again to resume`);
       process.exitCode = 130;
+    } else if (discarded > 0 && scored.length === 0) {
+      const first = finished.find((r) => r.discarded);
+      throw errors.allDiscarded(discarded, `${first?.error_code ?? ''} ${first?.error ?? ''}`.trim().slice(0, 300), RETRY_HINT);
+    } else if (discarded > 0) {
+      console.log(`${discarded} discarded (their error is in ${opts.out}); to run them again: ${RETRY_HINT}`);
     }
   } finally {
     process.off('SIGINT', onSigint);
@@ -114,7 +135,7 @@ export function register(program: Command): void {
       .description('run k rollouts per dataset row against the server, playing the trainer with any OpenAI-compatible model')
       .requiredOption('--dataset <file>', 'Agent RFT dataset (JSONL with messages, tools, other fields)')
       .requiredOption('--model <name>', 'model name')
-      .option('--base-url <url>', 'OpenAI-compatible API base URL (default: the SDK reads OPENAI_BASE_URL)')
+      .option('--base-url <url>', 'OpenAI-compatible API base URL (env OPENAI_BASE_URL; with neither, OPENAI_API_KEY must be set and the OpenAI API is used)')
       .option('-k <n>', 'rollouts per row', '1')
       .option('--concurrency <c>', 'rollouts in flight', '4')
       .option('--max-steps <s>', 'model turns per rollout', '10')

@@ -1,6 +1,13 @@
 // `rft-endpoints serve`: what `npm start` runs.
 import type { Command } from 'commander';
-import { runServer } from '../server.js';
+
+interface ServeOptions {
+  config?: string;
+  port?: string;
+  host?: string;
+  tools?: string;
+  graders?: string;
+}
 
 export function register(program: Command): void {
   program
@@ -9,8 +16,16 @@ export function register(program: Command): void {
     .option('-c, --config <file>', 'JSON config file (same names as the environment variables)')
     .option('-p, --port <port>', 'port (PORT)')
     .option('--host <host>', 'address to listen on (HOST)')
-    .action(async (opts: { config?: string; port?: string; host?: string }) => {
-      const overrides = { ...(opts.port ? { PORT: opts.port } : {}), ...(opts.host ? { HOST: opts.host } : {}) };
+    .option('--tools <dir>', 'tool units folder (RFT_TOOLS_DIR, default ./tools)')
+    .option('--graders <dir>', 'grader units folder (RFT_GRADERS_DIR, default ./graders)')
+    .action(async (opts: ServeOptions) => {
+      const overrides = {
+        ...(opts.port ? { PORT: opts.port } : {}),
+        ...(opts.host ? { HOST: opts.host } : {}),
+        ...(opts.tools ? { RFT_TOOLS_DIR: opts.tools } : {}),
+        ...(opts.graders ? { RFT_GRADERS_DIR: opts.graders } : {}),
+      };
+      const { runServer } = await import('../server.js');
       await runServer({ configFile: opts.config, overrides });
     });
 }

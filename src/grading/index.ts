@@ -7,10 +7,10 @@ export type { GraderConfig, StringCheckConfig, TextSimilarityConfig, ScoreModelC
 export { runGraderConfig, runErrorReply } from './run.js';
 export type { RunOptions, RunResult, RunErrorFlags } from './run.js';
 export { graderFromConfig, configVersion } from './endpoint.js';
-export { canonicalJson } from '../protocol/canonical.js';
+export { canonicalJson, sha256 } from '../protocol/canonical.js';
 export type { FromConfigOptions } from './endpoint.js';
 export type { ModelOptions } from './model-client.js';
 export { parseFormula, evaluateFormula, calculate } from './formula.js';
 export { renderTemplate, resolvePath } from './template.js';
-export { localSimilarity, LOCAL_METRICS } from './metrics/index.js';
+export { localSimilarity, LOCAL_METRICS, fuzzyRatio } from './metrics/index.js';
 export type { LocalMetric } from './metrics/index.js';

@@ -48,8 +48,23 @@ async function listUnits(dir: string, allowJson: boolean): Promise<string[]> {
     .sort();
 }
 
+let typeScript: Promise<void> | undefined;
+
+/**
+ * Units may be TypeScript while the server runs compiled (an init'ed project's tools/*.ts served by
+ * the installed package's dist/): tsx's loader is registered then, once. A server running from its
+ * own .ts sources (tsx, vitest) already loads TypeScript.
+ */
+function loadsTypeScript(file: string): Promise<void> {
+  if (!/\.[mc]?ts$/.test(file) || import.meta.url.endsWith('.ts')) return Promise.resolve();
+  return (typeScript ??= import('tsx/esm/api').then(({ register }) => {
+    register();
+  }));
+}
+
 async function importDefault(file: string): Promise<unknown> {
   try {
+    await loadsTypeScript(file);
     const mod = (await import(pathToFileURL(file).href)) as { default?: unknown };
     if (mod.default === undefined) throw new Error('has no default export (export default defineTool(...) / defineGrader(...))');
     return mod.default;
@@ -141,9 +156,10 @@ export async function loadRegistry(opts: LoadOptions): Promise<Registry> {
   return { tools, graders };
 }
 
-/** The Chat Completions `tools` array a dataset row carries. */
-export function chatCompletionsTools(reg: Registry): unknown[] {
-  return [...reg.tools.values()].map((t) => ({
+/** The Chat Completions `tools` array a dataset row carries (all the tools, or the named ones in that order). */
+export function chatCompletionsTools(reg: Registry, names?: readonly string[]): unknown[] {
+  const tools = names ? names.flatMap((n) => reg.tools.get(n) ?? []) : [...reg.tools.values()];
+  return tools.map((t) => ({
     type: 'function',
     function: { name: t.def.name, description: t.def.description, parameters: t.parameters },
   }));

@@ -10,7 +10,7 @@ export { BwrapDriver } from './bwrap-driver.js';
 export { DockerDriver } from './docker-driver.js';
 export type { DockerDriverOptions } from './docker-driver.js';
 export type { LocalDriverOptions } from './local-driver.js';
-export { workspaceSource, populateWorkspace } from './workspace.js';
+export { workspaceSource, populateWorkspace, assertNotHidden } from './workspace.js';
 export type { WorkspaceSource } from './workspace.js';
 export { WORKSPACE_MOUNT, workspaceComponents } from './paths.js';
 export { HostWorkspace } from './host-fs.js';

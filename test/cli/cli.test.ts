@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { repoRoot } from '../helpers/server.js';
 
 const cli = (args: string[]) =>
-  spawnSync(process.execPath, ['--import', 'tsx', join(repoRoot, 'src/cli/main.ts'), ...args], {
+  spawnSync(process.execPath, [join(repoRoot, 'bin/rft-endpoints.js'), ...args], {
     cwd: repoRoot,
     encoding: 'utf8',
     env: { ...process.env, RFT_SANDBOX: 'none', RFT_LOG_LEVEL: 'silent' },
@@ -20,7 +20,7 @@ describe('the CLI as a process', () => {
   }, 60_000);
 
   it('exits 2 with a coded message for a bad configuration', () => {
-    const r = spawnSync(process.execPath, ['--import', 'tsx', join(repoRoot, 'src/cli/main.ts'), 'serve'], {
+    const r = spawnSync(process.execPath, [join(repoRoot, 'bin/rft-endpoints.js'), 'serve'], {
       cwd: repoRoot,
       encoding: 'utf8',
       env: { ...process.env, PORT: 'not-a-port' },

@@ -47,7 +47,7 @@ export interface CliResult {
 }
 
 export function spawnCli(args: string[], env: Record<string, string> = {}): ChildProcess {
-  return spawn(process.execPath, ['--import', 'tsx', join(repoRoot, 'src/cli/main.ts'), ...args], {
+  return spawn(process.execPath, [join(repoRoot, 'bin/rft-endpoints.js'), ...args], {
     cwd: repoRoot,
     // No inherited credentials or model endpoint: every test names its own, on loopback.
     env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? tmpdir(), NO_COLOR: '1', ...env },

@@ -140,9 +140,9 @@ describe('replay, export and import', () => {
     expect(copy.calls).toEqual(original.calls);
   });
 
-  it('exits 2 with a coded error when the trace id is unknown', async () => {
+  it('exits 3 (the server\'s answer) with a coded error when the trace id is unknown', async () => {
     const r = await runCli(['replay', 'trace_does-not-exist', ...auth(a)]);
-    expect(r.code).toBe(2);
+    expect(r.code).toBe(3);
     expect(r.stderr).toMatch(/RFT_ERR_SERVER_REPLY.*404/);
   });
 });

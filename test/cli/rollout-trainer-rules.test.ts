@@ -1,4 +1,5 @@
 import { randomBytes } from 'node:crypto';
+import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { RolloutResult } from '../../src/cli/rollout-run.js';
@@ -38,10 +39,11 @@ function rollout(out: string, auth: string[], extra: string[] = []) {
 }
 
 describe('rollout follows the trainer rules', () => {
-  it('retries a failing grader 3 times, then discards the rollout', async () => {
+  it('retries a failing grader 3 times, then discards the rollout; every rollout discarded exits 1 saying how to retry', async () => {
     const out = join(work, 'boom.jsonl');
     const r = await rollout(out, ['--key', server.key], ['--grader-path', '/graders/boom']);
-    expect(r.code).toBe(0);
+    expect(r.code).toBe(1);
+    expect(r.stderr.trimEnd().split('\n').at(-1)).toMatch(/^error RFT_ERR_ALL_DISCARDED: all 2 rollouts were discarded \(first: RFT_ERR_ROLLOUT_DISCARDED .*--retry-discarded$/);
     const results = readJsonl<RolloutResult>(out);
     expect(results).toHaveLength(2);
     for (const x of results) {
@@ -74,18 +76,15 @@ describe('rollout follows the trainer rules', () => {
     expect(results.every((x) => x.budget_exhausted === false)).toBe(true);
   });
 
-  it('takes the signing secret from RFT_SIGNING_SECRET too, and a wrong one leaves the rollout ungraded', async () => {
+  it('takes the signing secret from RFT_SIGNING_SECRET too, and refuses a wrong one before the first row', async () => {
     const out = join(work, 'wrong-secret.jsonl');
     const wrong = `whsec_${randomBytes(24).toString('base64')}`;
     const child = await runCli(
       ['rollout', '--dataset', dataset, '--server', server.url, '--model', 'scripted', '--base-url', model.baseURL, '--out', out],
       { RFT_SIGNING_SECRET: wrong },
     );
-    expect(child.code).toBe(0);
-    for (const x of readJsonl<RolloutResult>(out)) {
-      // A 401 is a 4xx: shown to the model for tools, and an ungraded (discarded) rollout for the grader.
-      expect(x).toMatchObject({ discarded: true, score: null });
-      expect(x.error).toMatch(/grader answered 401.*RFT_ERR_SIGNATURE_INVALID/);
-    }
+    expect(child.code).toBe(3);
+    expect(child.stderr).toMatch(/^error RFT_ERR_SERVER_AUTH: .*\(RFT_ERR_SIGNATURE_INVALID\)/);
+    expect(existsSync(out)).toBe(false);
   });
 });

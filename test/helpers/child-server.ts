@@ -19,7 +19,7 @@ export interface ChildServer {
 // Generous: the wait ends as soon as the server prints its address; a loaded 2-core machine can take
 // tens of seconds to compile and boot the TypeScript sources.
 export async function spawnServer(env: Record<string, string>, timeoutMs = 60_000): Promise<ChildServer> {
-  const proc = spawn(process.execPath, ['--import', 'tsx', join(repoRoot, 'src/cli/main.ts'), 'serve'], {
+  const proc = spawn(process.execPath, [join(repoRoot, 'bin/rft-endpoints.js'), 'serve'], {
     cwd: repoRoot,
     env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '/tmp', RFT_LOG_LEVEL: 'warn', HOST: '127.0.0.1', PORT: '0', RFT_SANDBOX: 'none', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],

@@ -1,12 +1,15 @@
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { isRftError } from '../../src/errors.js';
 import listDocs from '../../tools/list_docs.js';
 import readDoc, { PAGE_CHARS } from '../../tools/read_doc.js';
 import searchDocs from '../../tools/search_docs.js';
+import { FINQA_DOCS_DIR } from '../../tools/_lib/finqa-corpus.js';
+import { corpusFor } from '../../tools/_lib/search/index.js';
 import { toolContext } from '../helpers/finqa-context.js';
+import { repoRoot } from '../helpers/server.js';
 
 type SearchOut = { results: Array<{ doc_id: string; title: string; score: number; snippet: string }>; message?: string };
 type ListOut = { count: number; docs: Array<{ doc_id: string; title: string }>; message?: string };
@@ -26,10 +29,6 @@ async function rejection(p: Promise<unknown>): Promise<unknown> {
 }
 
 describe('finqa tools on the shipped corpus', () => {
-  beforeEach(() => {
-    delete process.env.FINQA_DOCS_DIR;
-  });
-
   it('search_docs finds the document naming a rare term first, with its title and the matching line', async () => {
     const out = await search({ query: 'Kestrel Line contract worth', top_k: 1 });
     expect(out.results).toHaveLength(1);
@@ -122,7 +121,7 @@ describe('finqa tools on the shipped corpus', () => {
   });
 });
 
-describe('finqa tools on a corpus chosen by FINQA_DOCS_DIR', () => {
+describe('the finqa corpus', () => {
   let dir: string;
   beforeAll(async () => {
     dir = await mkdtemp(join(tmpdir(), 'finqa-docs-'));
@@ -131,24 +130,23 @@ describe('finqa tools on a corpus chosen by FINQA_DOCS_DIR', () => {
     await writeFile(join(dir, 'notes.txt'), 'not a document');
   });
   afterAll(async () => {
-    delete process.env.FINQA_DOCS_DIR;
     await rm(dir, { recursive: true, force: true });
   });
-  beforeEach(() => {
-    process.env.FINQA_DOCS_DIR = dir;
+
+  it('is examples/finqa/docs, found from the module itself (no environment variable)', () => {
+    expect(FINQA_DOCS_DIR).toBe(join(repoRoot, 'examples/finqa/docs/'));
   });
 
-  it('reads the documents of that directory (only .md files)', async () => {
-    expect((await list({})).docs).toEqual([
-      { doc_id: 'alpha', title: 'Alpha Corp Report' },
-      { doc_id: 'beta', title: 'Beta Inc Note' },
+  it('of a folder holds its .md files only, titled by their first heading', async () => {
+    const corpus = await corpusFor(dir);
+    expect(corpus.docs.map((d) => [d.id, d.title])).toEqual([
+      ['alpha', 'Alpha Corp Report'],
+      ['beta', 'Beta Inc Note'],
     ]);
-    expect((await search({ query: 'engineers' })).results.map((r) => r.doc_id)).toEqual(['beta']);
   });
 
-  it('fails with RFT_ERR_CORPUS when the directory does not exist', async () => {
-    process.env.FINQA_DOCS_DIR = join(dir, 'missing');
-    const e = await rejection(list({}));
+  it('of a missing folder fails with RFT_ERR_CORPUS', async () => {
+    const e = await rejection(corpusFor(join(dir, 'missing')));
     expect(isRftError(e) && e.code).toBe('RFT_ERR_CORPUS');
   });
 });

@@ -1,17 +1,12 @@
-// Where the finqa tools find their documents. Read at call time (not import time) so a deployment
-// or a test can point FINQA_DOCS_DIR elsewhere; the default is the example corpus in this repo.
-import { existsSync } from 'node:fs';
+// Where the finqa tools find their documents: examples/finqa/docs, resolved from this module, so
+// the same relative path holds in this repo, in a project made by `rft-endpoints init --example
+// finqa` (which copies the documents there) and in dist/ (`npm run build` copies them too). To
+// serve other documents, replace the .md files in that folder.
 import { fileURLToPath } from 'node:url';
 import { corpusFor, type Corpus } from './search/index.js';
 
-// From tools/_lib/ in the source tree; one level more from dist/tools/_lib/ after `npm run build`
-// (tsc does not copy the .md documents into dist/).
-const CANDIDATES = ['../../examples/finqa/docs/', '../../../examples/finqa/docs/'].map((p) => fileURLToPath(new URL(p, import.meta.url)));
-
-export function finqaDocsDir(): string {
-  return process.env.FINQA_DOCS_DIR || (CANDIDATES.find((d) => existsSync(d)) ?? (CANDIDATES[0] as string));
-}
+export const FINQA_DOCS_DIR = fileURLToPath(new URL('../../examples/finqa/docs/', import.meta.url));
 
 export function finqaCorpus(): Promise<Corpus> {
-  return corpusFor(finqaDocsDir());
+  return corpusFor(FINQA_DOCS_DIR);
 }

@@ -1,7 +1,7 @@
 // Computes what a parsed patch does to the workspace without touching it: every hunk of every file
 // is located first, so a patch either applies as a whole or fails with the file and hunk that did
 // not match, and the caller writes nothing.
-import { errors } from '../../../src/errors.js';
+import { errors } from 'rft-endpoints';
 import { workspacePath } from './paths.js';
 import { seekSequence } from './seek.js';
 import type { FileChange, ParsedPatch, UpdateChunk } from './types.js';

@@ -1,5 +1,5 @@
 // Patch parsing and applying, as pure code: the apply_patch tool reads and writes through the sandbox.
-import { errors } from '../../../src/errors.js';
+import { errors } from 'rft-endpoints';
 import { looksLikeCodexPatch, parseCodexPatch } from './parse-codex.js';
 import { looksLikeUnifiedDiff, parseUnifiedDiff } from './parse-unified.js';
 import type { ParsedPatch } from './types.js';

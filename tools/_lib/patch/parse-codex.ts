@@ -10,7 +10,7 @@
 // Lenient like the published parser: markers may carry surrounding whitespace, the body may be
 // wrapped in a `<<'EOF' ... EOF` heredoc, the first chunk of an update may omit its `@@`, and a
 // blank line inside a chunk is an empty context line.
-import { errors } from '../../../src/errors.js';
+import { errors } from 'rft-endpoints';
 import type { ParsedPatch, PatchOp, UpdateChunk } from './types.js';
 
 const BEGIN = '*** Begin Patch';

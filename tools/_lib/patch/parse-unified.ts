@@ -2,7 +2,7 @@
 // hunks, `/dev/null` for added and deleted files, git's `rename from/to`. Hunk line counts are used
 // when they add up and ignored when they do not: models often get them wrong, and the lines
 // themselves say enough.
-import { errors } from '../../../src/errors.js';
+import { errors } from 'rft-endpoints';
 import type { ParsedPatch, PatchOp, UpdateChunk } from './types.js';
 
 const HUNK_RE = /^@@+ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@+(.*)$/;

@@ -2,9 +2,8 @@
 // is the workspace, other absolute paths and `..` are escapes). The sandbox enforces the boundary at
 // the kernel level, symlinks included; this is the cheap first gate, so that a patch naming `../x`
 // is refused before anything is read or written.
-import { workspaceComponents } from '../../../src/sandbox/paths.js';
-import { assertNotHidden } from '../../../src/sandbox/workspace.js';
-import type { Item } from '../../../src/index.js';
+import { assertNotHidden, workspaceComponents } from 'rft-endpoints/sandbox';
+import type { Item } from 'rft-endpoints';
 
 /**
  * Normalizes a workspace-relative path (`./a//b` -> `a/b`, `/workspace/a` -> `a`); `.` for the root.

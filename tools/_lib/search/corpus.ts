@@ -3,7 +3,7 @@
 // read-only documents.
 import { readdir, readFile } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
-import { errors } from '../../../src/errors.js';
+import { errors } from 'rft-endpoints';
 import { Bm25Index, type Bm25Options } from './bm25.js';
 
 export interface CorpusDoc {

@@ -2,7 +2,7 @@
 // relative tolerance, short text answers by words and fuzzy match, times a budget multiplier so a
 // correct answer found with fewer tool calls scores higher. Details of each part live in
 // graders/_lib/ (answer-text, score-number, score-text).
-import { defineGrader, errors } from 'rft-endpoints';
+import { defineGrader, errors, z } from 'rft-endpoints';
 import { budgetPenalty, parseNumber } from 'rft-endpoints/grading';
 import { answerText, questionText } from './_lib/answer-text.js';
 import { scoreNumber } from './_lib/score-number.js';
@@ -23,6 +23,13 @@ export default defineGrader({
     'Compares the answer (output_json.answer, else the last "Answer:" line, else output_text) with item.reference_answer: ' +
     'numbers within item.tolerance (relative, default 0.1%) decaying to 0 at 10x, text by words and fuzzy match; ' +
     'times a budget multiplier (1 up to item.target_calls budget units, then linear down to 0.2 at the budget limit).',
+  itemSchema: z.looseObject({
+    reference_answer: z.union([z.string().min(1), z.number()]),
+    answer_type: z.enum(['number', 'text']).optional(),
+    tolerance: z.number().min(0).optional(),
+    aliases: z.array(z.string()).optional(),
+    target_calls: z.number().min(0).optional(),
+  }),
   async handler({ sample, item }, ctx) {
     const reference = item.reference_answer;
     if (typeof reference !== 'string' && typeof reference !== 'number') {

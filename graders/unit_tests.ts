@@ -9,7 +9,7 @@
 //   fraction            the fraction of cases passed: partial credit, but doing nothing already
 //                       earns what the untouched template passes (the default without a template,
 //                       where there is no baseline to improve on).
-import { defineGrader, errors, type GraderContext, type GraderResult, type Item, type Sandbox } from 'rft-endpoints';
+import { defineGrader, errors, z, type GraderContext, type GraderResult, type Item, type Sandbox } from 'rft-endpoints';
 import { budgetPenalty } from 'rft-endpoints/grading';
 import { workspaceSource } from 'rft-endpoints/sandbox';
 import { readCases } from './_unit_tests/cases.js';
@@ -82,6 +82,16 @@ export default defineGrader({
   description:
     'Hidden test cases (item.sandbox.hidden/cases.json) run on the final workspace in a fresh sandbox: the fraction passed ' +
     '(or, with item.unit_tests.mode = "improvement", the improvement over the untouched template), times a tool-budget penalty.',
+  itemSchema: z.looseObject({
+    sandbox: z.looseObject({ hidden: z.string().min(1), template: z.string().min(1).optional() }),
+    unit_tests: z
+      .looseObject({
+        mode: z.enum(['fraction', 'improvement']).optional(),
+        budget_target: z.number().min(0).optional(),
+        budget_floor: z.number().min(0).max(1).optional(),
+      })
+      .optional(),
+  }),
   async handler({ item }, ctx): Promise<GraderResult> {
     const source = await workspaceSource(item, templatesRoot(ctx));
     if (source.hiddenDir === undefined) throw errors.graderConfig('item.sandbox.hidden', 'the row names no hidden tests folder');

@@ -9,6 +9,7 @@ import { isRftError } from '../errors.js';
 import { codedSystemError, EXIT, exitStatusOf } from './exit-codes.js';
 import { register as registerServe } from './serve.js';
 import { register as registerInit } from './init.js';
+import { register as registerDataset } from './dataset.js';
 import { register as registerKeys } from './keys.js';
 import { register as registerRollout } from './rollout.js';
 import { register as registerReport } from './report.js';
@@ -40,6 +41,7 @@ program
 // subcommands (one import and one register call per module)
 registerServe(program);
 registerInit(program);
+registerDataset(program);
 registerKeys(program);
 registerRollout(program);
 registerReport(program);

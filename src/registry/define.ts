@@ -82,6 +82,11 @@ export interface GraderDefinition {
   range?: [number, number];
   /** Changes whenever the grading logic changes; defaults to a hash of the file. */
   version?: string;
+  /**
+   * The dataset fields the grader reads, as a zod schema of the row (use z.looseObject: other fields
+   * are allowed). `rft-endpoints dataset check` validates every row with it before a job is paid for.
+   */
+  itemSchema?: z.ZodType;
   handler: (input: GraderInput, ctx: GraderContext) => number | GraderResult | Promise<number | GraderResult>;
 }
 

@@ -111,6 +111,7 @@ export function checkGrader(file: string, v: unknown, source: string): LoadedGra
     throw fail(`grader "${d.name}": range must be [min, max] with min < max`);
   }
   if (d.version !== undefined && (typeof d.version !== 'string' || !d.version)) throw fail(`grader "${d.name}": version must be a non-empty string`);
+  if (d.itemSchema !== undefined && !isZodSchema(d.itemSchema)) throw fail(`grader "${d.name}": itemSchema must be a zod schema (z.looseObject({...}))`);
   return { def: d as GraderDefinition, file, version: d.version ?? sha256(source).slice(0, 12), range: [range[0], range[1]] };
 }
 
@@ -154,6 +155,13 @@ export async function loadRegistry(opts: LoadOptions): Promise<Registry> {
     graders.set(g.def.name, g);
   }
   return { tools, graders };
+}
+
+/** The grader behind POST /grade: the configured one, else the only one, else answer_match when present. */
+export function defaultGrader(reg: Registry, configured: string | undefined): string | undefined {
+  if (configured) return configured;
+  if (reg.graders.size === 1) return [...reg.graders.keys()][0];
+  return reg.graders.has('answer_match') ? 'answer_match' : undefined;
 }
 
 /** The Chat Completions `tools` array a dataset row carries (all the tools, or the named ones in that order). */

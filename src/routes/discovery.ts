@@ -2,7 +2,7 @@
 import type { FastifyInstance } from 'fastify';
 import { z } from 'zod';
 import { errors } from '../errors.js';
-import { chatCompletionsTools } from '../registry/loader.js';
+import { chatCompletionsTools, defaultGrader } from '../registry/loader.js';
 import { headerSnippet } from '../authentication/key-headers.js';
 
 export default async function discoveryRoutes(app: FastifyInstance): Promise<void> {
@@ -40,10 +40,7 @@ export default async function discoveryRoutes(app: FastifyInstance): Promise<voi
   });
 }
 
-/** The grader behind POST /grade: configured, else the only one, else answer_match when present. */
+/** The grader behind POST /grade (registry/loader's defaultGrader for this app). */
 export function defaultGraderName(app: FastifyInstance): string | undefined {
-  const { config, registry } = app.rft;
-  if (config.defaultGrader) return config.defaultGrader;
-  if (registry.graders.size === 1) return [...registry.graders.keys()][0];
-  return registry.graders.has('answer_match') ? 'answer_match' : undefined;
+  return defaultGrader(app.rft.registry, app.rft.config.defaultGrader);
 }

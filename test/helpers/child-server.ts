@@ -16,13 +16,25 @@ export interface ChildServer {
   stop(signal?: NodeJS.Signals): Promise<number | null>;
 }
 
-// Generous: the wait ends as soon as the server prints its address; a loaded 2-core machine can take
-// tens of seconds to compile and boot the TypeScript sources.
-export async function spawnServer(env: Record<string, string>, timeoutMs = 60_000): Promise<ChildServer> {
-  const proc = spawn(process.execPath, [join(repoRoot, 'bin/rft-endpoints.js'), 'serve'], {
-    cwd: repoRoot,
+export interface SpawnOptions {
+  /** The command (default: this checkout's `rft-endpoints serve`). */
+  command?: [string, ...string[]];
+  cwd?: string;
+  timeoutMs?: number;
+}
+
+// Generous by default: the wait ends as soon as the server prints its address; a loaded 2-core machine
+// can take tens of seconds to compile and boot the TypeScript sources.
+export async function spawnServer(env: Record<string, string>, opts: SpawnOptions | number = {}): Promise<ChildServer> {
+  const o = typeof opts === 'number' ? { timeoutMs: opts } : opts;
+  const timeoutMs = o.timeoutMs ?? 60_000;
+  const [cmd, ...args] = o.command ?? [process.execPath, join(repoRoot, 'bin/rft-endpoints.js'), 'serve'];
+  const proc = spawn(cmd, args, {
+    cwd: o.cwd ?? repoRoot,
     env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '/tmp', RFT_LOG_LEVEL: 'warn', HOST: '127.0.0.1', PORT: '0', RFT_SANDBOX: 'none', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
+    // Its own process group: `npm start` runs the server as a grandchild, and stop() ends them all.
+    detached: true,
   });
   let err = '';
   let out = '';
@@ -52,7 +64,7 @@ export async function spawnServer(env: Record<string, string>, timeoutMs = 60_00
       new Promise((resolve) => {
         if (proc.exitCode !== null || proc.signalCode !== null) return resolve(proc.exitCode);
         proc.once('exit', (code) => resolve(code));
-        proc.kill(signal);
+        process.kill(-proc.pid!, signal);
       }),
   };
 }

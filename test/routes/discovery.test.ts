@@ -34,6 +34,16 @@ describe('discovery and the record', () => {
     expect(res.grader).toMatchObject({ type: 'endpoint', name: 'exact', url: 'https://rft.example.com/graders/exact' });
   });
 
+  it('limits both answers to the tools named in ?tools= (one task of a server holding several), in that order', async () => {
+    const names = (await get('/v1/tools?tools=fail,echo')).json().tools.map((t: { function: { name: string } }) => t.function.name);
+    expect(names).toEqual(['fail', 'echo']);
+    const job = (await get('/v1/job-config?tools=echo&base_url=https://rft.example.com')).json();
+    expect(job.tools.map((t: { name: string }) => t.name)).toEqual(['echo']);
+    const unknown = await get('/v1/tools?tools=echo,nope');
+    expect(unknown.statusCode).toBe(404);
+    expect(unknown.json().error).toMatchObject({ code: 'RFT_ERR_UNKNOWN_TOOL', details: { tool: 'nope' } });
+  });
+
   it('refuses a base_url that is not a URL', async () => {
     expect((await get('/v1/job-config?base_url=nope')).json().error.code).toBe('RFT_ERR_BAD_REQUEST');
   });

@@ -6,8 +6,13 @@
 //   P = m / |answer|, R = m / |reference|, Fmean = P R / (alpha P + (1 - alpha) R);
 //   penalty = gamma (chunks / m)^beta, where chunks are runs of matches adjacent on both sides;
 //   score = (1 - penalty) Fmean.
-// WordNet is not available offline, so the synonym stage is skipped: answers that only use
-// synonyms of the reference score lower than under NLTK with WordNet installed.
+// The WordNet synonym stage is skipped: answers that only use synonyms of the reference score
+// lower than under NLTK with WordNet (test/grading/nltk-parity.test.ts shows one case). Debian's
+// wordnet-base holds the WordNet 3.0 database, but shipping or requiring it for one metric stage is
+// not worth it: NLTK 3.8 looks an answer word's synonyms up against the already stemmed reference
+// words, so the stage only matches where the reference word is its own stem ("car" / "auto", not
+// "big" / "large", stemmed "larg").
+// Tokens come from Python's str.split() rules (tokenize.ts); stems count code points (porter.ts).
 import { porterStem } from './porter.js';
 
 export type Enum = Array<[index: number, word: string]>;

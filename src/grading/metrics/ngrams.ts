@@ -1,9 +1,17 @@
-// n-gram counting shared by BLEU, GLEU and ROUGE-N. Keys join tokens with U+0000, which no
-// tokenizer here produces.
+// n-gram counting shared by BLEU, GLEU and ROUGE-N. A key is each token prefixed with its length
+// ("3:the3:cat"), which no two different n-grams share, whatever characters the tokens hold
+// (a separator such as U+0000 can itself be inside a token: "a\0b" would meet the bigram a, b).
+
+/** The key of tokens[start, end): length-prefixed, so it cannot collide with another n-gram's. */
+export function ngramKey(tokens: readonly string[], start: number, end: number): string {
+  let key = '';
+  for (let i = start; i < end; i++) key += `${(tokens[i] as string).length}:${tokens[i] as string}`;
+  return key;
+}
 
 export function ngramCounts(tokens: string[], n: number, into = new Map<string, number>()): Map<string, number> {
   for (let i = 0; i + n <= tokens.length; i++) {
-    const key = tokens.slice(i, i + n).join('\u0000');
+    const key = ngramKey(tokens, i, i + n);
     into.set(key, (into.get(key) ?? 0) + 1);
   }
   return into;

@@ -173,7 +173,30 @@ function step5(w: string, mode: PorterMode): string {
 }
 
 /** Porter-stems one lowercase word. */
+/**
+ * Stems a word as Python does, counting code points: the rules measure lengths and compare
+ * neighbouring characters, and a JavaScript string counts an emoji as two. A word holding
+ * characters outside the BMP is stemmed with each one swapped for a private-use character the word
+ * does not contain (one unit, a consonant like the original), then swapped back.
+ */
 export function porterStem(word: string, mode: PorterMode = 'nltk'): string {
+  if (!/[\uD800-\uDBFF][\uDC00-\uDFFF]/.test(word)) return stemUnits(word, mode);
+  const toStandIn = new Map<string, string>();
+  const fromStandIn = new Map<string, string>();
+  let next = 0xe000;
+  for (const ch of word) {
+    if (ch.length === 1 || toStandIn.has(ch)) continue;
+    while (next <= 0xf8ff && word.includes(String.fromCharCode(next))) next++;
+    if (next > 0xf8ff) return stemUnits(word, mode); // thousands of distinct emoji in one word
+    const standIn = String.fromCharCode(next++);
+    toStandIn.set(ch, standIn);
+    fromStandIn.set(standIn, ch);
+  }
+  const stem = stemUnits([...word].map((ch) => toStandIn.get(ch) ?? ch).join(''), mode);
+  return [...stem].map((ch) => fromStandIn.get(ch) ?? ch).join('');
+}
+
+function stemUnits(word: string, mode: PorterMode): string {
   if (mode === 'nltk') {
     const irregular = Object.hasOwn(IRREGULAR, word) ? IRREGULAR[word] : undefined;
     if (irregular !== undefined) return irregular;

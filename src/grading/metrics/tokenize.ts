@@ -1,8 +1,14 @@
 // The tokenizers the reference implementations use, kept apart so each metric names its own.
 
+/**
+ * The characters Python's str.isspace() accepts, the separators of str.split(). JavaScript's \s
+ * differs: it lacks U+001C-U+001F and U+0085 and adds U+FEFF (the byte order mark).
+ */
+const PYTHON_WHITESPACE = /[\t\n\v\f\r\x1c-\x1f \x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]+/;
+
 /** Python's str.split(): runs of whitespace separate tokens; what NLTK's BLEU/GLEU/METEOR docs feed in. */
 export function whitespaceTokens(text: string): string[] {
-  return text.split(/\s+/u).filter((t) => t.length > 0);
+  return text.split(PYTHON_WHITESPACE).filter((t) => t.length > 0);
 }
 
 /**

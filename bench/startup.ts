@@ -44,9 +44,9 @@ function startOnce(args: readonly string[]): Promise<number> {
   });
 }
 
-function helpOnce(args: readonly string[]): Promise<number> {
+function runOnce(args: readonly string[]): Promise<number> {
   const t0 = performance.now();
-  const child = spawn(process.execPath, [args[0]!, '--help'], { cwd: root, stdio: 'ignore' });
+  const child = spawn(process.execPath, args, { cwd: root, stdio: 'ignore' });
   return new Promise((resolve) => child.once('exit', () => resolve(performance.now() - t0)));
 }
 
@@ -57,9 +57,9 @@ const bare: number[] = [];
 for (let i = 0; i < runs; i++) {
   for (const [mode, args] of Object.entries(MODES)) {
     serve[mode]!.push(await startOnce(args));
-    help[mode]!.push(await helpOnce(args));
+    help[mode]!.push(await runOnce([args[0]!, '--help']));
   }
-  bare.push(await helpOnce(['-e0']));
+  bare.push(await runOnce(['-e', '0']));
 }
 const c = median(serve.compiled!);
 const t = median(serve.tsx!);

@@ -16,7 +16,6 @@ export default defineTool({
   description: 'Price in USD, name and stock of a product, by SKU.',
   parameters: z.object({ sku: z.string().describe('the product SKU, e.g. "A-1001"') }),
   cost: 1,
-  readOnly: true,
   async handler({ sku }) {
     const id = sku.trim().toUpperCase();
     const product = CATALOGUE[id];

@@ -4,6 +4,7 @@
  * The characters Python's str.isspace() accepts, the separators of str.split(). JavaScript's \s
  * differs: it lacks U+001C-U+001F and U+0085 and adds U+FEFF (the byte order mark).
  */
+// eslint-disable-next-line no-control-regex -- U+001C-U+001F are whitespace to Python: that is the point
 const PYTHON_WHITESPACE = /[\t\n\v\f\r\x1c-\x1f \x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]+/;
 
 /** Python's str.split(): runs of whitespace separate tokens; what NLTK's BLEU/GLEU/METEOR docs feed in. */

@@ -48,7 +48,7 @@ const env = {
 async function startServer(): Promise<{ url: string; proc: ChildProcess }> {
   const proc = spawn(
     process.execPath,
-    ['--expose-gc', '--import', 'tsx', '--import', join(import.meta.dirname, 'lib', 'soak-probe.ts'), join(repoRoot, 'src/cli/main.ts'), 'serve'],
+    ['--expose-gc', '--conditions=rft-source', '--import', 'tsx', '--import', join(import.meta.dirname, 'lib', 'soak-probe.ts'), join(repoRoot, 'src/cli/main.ts'), 'serve'],
     { cwd: repoRoot, env, stdio: ['ignore', 'ignore', 'pipe', 'ipc'] },
   );
   let err = '';

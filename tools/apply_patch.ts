@@ -3,7 +3,7 @@
 // the files already written are restored, so a patch applies whole or not at all.
 import { z, defineTool, type Sandbox, errors, isRftError } from 'rft-endpoints';
 import { parsePatch, planPatch, type FileChange } from './_lib/patch/index.js';
-import { assertNotHidden } from '../src/sandbox/workspace.js';
+import { assertNotHidden } from 'rft-endpoints/sandbox';
 
 async function readOrNull(sandbox: Sandbox, path: string): Promise<string | null> {
   try {

@@ -34,7 +34,7 @@ function readme(t: TemplateInput): string {
   const datasets = t.spec.datasets.map(([, to]) => `\`${to}\``).join(', ');
   return `# ${t.name}
 
-An Agent RFT project served by [rft-endpoints](https://www.npmjs.com/package/rft-endpoints): the tool
+An Agent RFT project served by rft-endpoints: the tool
 endpoint and the reward grader endpoint of a reinforcement fine-tuning job. Started from the
 \`${t.example}\` example: ${t.spec.summary}.
 

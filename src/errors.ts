@@ -176,7 +176,9 @@ export const errors = {
     { template },
   ]),
   processDriverNotAllowed: define('RFT_ERR_SANDBOX_PROCESS_DRIVER', 500, (host: string) => [
-    `the process sandbox driver isolates nothing and is refused while listening on ${host}: listen on loopback or use bwrap/docker`,
+    `the process sandbox driver isolates nothing and is refused while listening on ${host}: give the server an isolating driver ` +
+      `(RFT_SANDBOX=docker with the engine's socket mounted, or bwrap where user namespaces are allowed: docs/deploy.md), ` +
+      `listen on loopback, or set RFT_SANDBOX=none if no tool needs a sandbox`,
     { host },
   ]),
   sandboxClosed: define('RFT_ERR_SANDBOX_CLOSED', 503, () => ['the sandbox manager is shut down']),

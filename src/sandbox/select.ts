@@ -50,5 +50,7 @@ export async function selectDriver(name: DriverName, opts: DriverOptions): Promi
     if (await d.available()) return d;
     await d.close?.();
   }
-  throw errors.config(`sandbox driver "${name}" is not available on this machine`, { driver: name });
+  throw errors.config(`sandbox driver "${name}" is not available on this machine (docs/sandbox.md; RFT_SANDBOX=none if no tool needs a sandbox)`, {
+    driver: name,
+  });
 }

@@ -51,7 +51,9 @@ export interface ServiceContainer extends AsyncDisposable {
   start(): Promise<void>;
 }
 
-const docker = (...args: string[]) => execFileAsync('docker', args, { timeout: 60_000 });
+/** The docker CLI; rejects (with stdout, stderr and code) when it exits non-zero. */
+export const docker = (args: string[], timeout = 60_000): Promise<{ stdout: string; stderr: string }> =>
+  execFileAsync('docker', args, { timeout, encoding: 'utf8' });
 
 function disposable(container: StartedTestContainer, port: number, url: string): ServiceContainer {
   const id = container.getId();
@@ -59,38 +61,77 @@ function disposable(container: StartedTestContainer, port: number, url: string):
     url,
     port,
     container,
-    kill: async () => void (await docker('kill', id)),
+    kill: async () => void (await docker(['kill', id])),
     // restart() on a stopped container starts it and waits on the container's wait strategy again.
     start: () => container.restart(),
-    // Whatever state kill() left it in (testcontainers' own stop() is once only).
-    [Symbol.asyncDispose]: async () => void (await docker('rm', '-f', '-v', id)),
+    // A clean stop first (SIGTERM: a server removes its sandboxes), then whatever state kill() left
+    // it in (testcontainers' own stop() is once only).
+    [Symbol.asyncDispose]: async () => {
+      await docker(['stop', '-t', '30', id]).catch(() => undefined);
+      await docker(['rm', '-f', '-v', id]);
+    },
   };
+}
+
+export interface ContainerOptions {
+  env?: Record<string, string>;
+  command?: string[];
+  binds?: string[];
+  /** Supplementary groups (docker run --group-add). */
+  groupAdd?: string[];
+  /** docker run --security-opt values. */
+  securityOpt?: string[];
+  /** A log line that says the service is ready. */
+  waitFor: RegExp;
+  /** The port it listens on, on 127.0.0.1 (host networking). */
+  port: number;
+  url?: string;
+}
+
+/** A local image run on host networking, removed (with its volumes) by its dispose. */
+export async function startContainer(image: string, o: ContainerOptions): Promise<ServiceContainer> {
+  class Container extends GenericContainer {
+    constructor() {
+      super(image);
+      if (o.groupAdd) this.hostConfig.GroupAdd = o.groupAdd;
+      if (o.binds) this.hostConfig.Binds = o.binds;
+      if (o.securityOpt) {
+        // The CLI's systempaths=unconfined is no security option in the Engine API: it empties the masked and read-only /proc paths.
+        this.hostConfig.SecurityOpt = o.securityOpt.filter((x) => x !== 'systempaths=unconfined');
+        if (o.securityOpt.includes('systempaths=unconfined')) Object.assign(this.hostConfig, { MaskedPaths: [], ReadonlyPaths: [] });
+      }
+    }
+  }
+  let c = new Container()
+    .withNetworkMode('host')
+    .withEnvironment(o.env ?? {})
+    .withLabels({ 'rft-endpoints.test': image })
+    .withWaitStrategy(Wait.forLogMessage(o.waitFor))
+    .withStartupTimeout(90_000);
+  if (o.command) c = c.withCommand(o.command);
+  return disposable(await c.start(), o.port, o.url ?? `http://127.0.0.1:${o.port}`);
 }
 
 /** A fresh PostgreSQL 15 (user and password rft, database rft) on 127.0.0.1. */
 export async function startPostgres(): Promise<ServiceContainer> {
   const port = await freePort();
-  const container = await new GenericContainer(serviceImages.postgres)
-    .withNetworkMode('host')
-    .withEnvironment({ POSTGRES_USER: 'rft', POSTGRES_PASSWORD: 'rft', POSTGRES_DB: 'rft' })
+  return startContainer(serviceImages.postgres, {
+    env: { POSTGRES_USER: 'rft', POSTGRES_PASSWORD: 'rft', POSTGRES_DB: 'rft' },
     // Loopback only; fsync stays on: a test that kills this server relies on it.
-    .withCommand(['postgres', '-p', String(port), '-c', 'listen_addresses=127.0.0.1'])
-    .withLabels({ 'rft-endpoints.test': 'postgres' })
-    .withWaitStrategy(Wait.forLogMessage(/database system is ready to accept connections/))
-    .withStartupTimeout(60_000)
-    .start();
-  return disposable(container, port, `postgres://rft:rft@127.0.0.1:${port}/rft`);
+    command: ['postgres', '-p', String(port), '-c', 'listen_addresses=127.0.0.1'],
+    waitFor: /database system is ready to accept connections/,
+    port,
+    url: `postgres://rft:rft@127.0.0.1:${port}/rft`,
+  });
 }
 
 /** A fresh Redis 7 on 127.0.0.1, nothing persisted. */
 export async function startRedis(): Promise<ServiceContainer> {
   const port = await freePort();
-  const container = await new GenericContainer(serviceImages.redis)
-    .withNetworkMode('host')
-    .withCommand(['redis-server', '--bind', '127.0.0.1', '--port', String(port), '--save', '', '--appendonly', 'no'])
-    .withLabels({ 'rft-endpoints.test': 'redis' })
-    .withWaitStrategy(Wait.forLogMessage(/Ready to accept connections/))
-    .withStartupTimeout(30_000)
-    .start();
-  return disposable(container, port, `redis://127.0.0.1:${port}`);
+  return startContainer(serviceImages.redis, {
+    command: ['redis-server', '--bind', '127.0.0.1', '--port', String(port), '--save', '', '--appendonly', 'no'],
+    waitFor: /Ready to accept connections/,
+    port,
+    url: `redis://127.0.0.1:${port}`,
+  });
 }

@@ -15,10 +15,8 @@ WORKDIR /app
 # Dependencies first: this layer is reused until package*.json change.
 COPY package.json package-lock.json ./
 RUN npm ci --no-fund --no-audit
-COPY tsconfig.json tsconfig.build.json ./
-COPY src src
-COPY tools tools
-COPY graders graders
+# The rest of the context (.dockerignore keeps it to what the build reads).
+COPY . .
 # better-sqlite3 compiled from source leaves its sources and objects (25 MB): the addon is all it loads.
 RUN npm run build && npm prune --omit=dev --no-fund --no-audit \
  && rm -rf node_modules/better-sqlite3/deps node_modules/better-sqlite3/src \
@@ -38,14 +36,17 @@ WORKDIR /app
 COPY --from=build /app/package.json ./
 COPY --from=build /app/node_modules node_modules
 COPY --from=build /app/dist dist
+# The shipped units, compiled, where yours go (they import 'rft-endpoints', which is this package).
+COPY --from=build /app/dist/tools tools
+COPY --from=build /app/dist/graders graders
 COPY docker/healthcheck.mjs docker/healthcheck.mjs
 COPY examples examples
 ENV NODE_ENV=production \
     HOST=0.0.0.0 \
     PORT=8787 \
     RFT_DATA_DIR=/data \
-    RFT_TOOLS_DIR=/app/dist/tools \
-    RFT_GRADERS_DIR=/app/dist/graders \
+    RFT_TOOLS_DIR=/app/tools \
+    RFT_GRADERS_DIR=/app/graders \
     RFT_SANDBOX_TEMPLATES=/app/examples
 USER rft
 VOLUME /data

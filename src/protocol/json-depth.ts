@@ -18,7 +18,20 @@ const CLOSE_OBJECT = 0x7d;
 export function jsonDepthExceeds(text: Buffer | string, max: number): boolean {
   // Each level needs at least one character: a shorter text cannot be too deep.
   if (text.length <= max) return false;
+  // Nor can a text with at most `max` opening brackets (strings included: an upper bound), which is
+  // most rows: counted with a few native indexOf calls instead of a walk over every character.
+  if (openingsAtMost(text, max)) return false;
   return typeof text === 'string' ? exceedsString(text, max) : exceedsBytes(text, max);
+}
+
+function openingsAtMost(text: Buffer | string, max: number): boolean {
+  const find: (c: number, from: number) => number =
+    typeof text === 'string' ? (c, from) => text.indexOf(String.fromCharCode(c), from) : (c, from) => text.indexOf(c, from);
+  let count = 0;
+  for (const open of [OPEN_ARRAY, OPEN_OBJECT]) {
+    for (let i = find(open, 0); i !== -1; i = find(open, i + 1)) if (++count > max) return false;
+  }
+  return true;
 }
 
 function exceedsBytes(b: Buffer, max: number): boolean {

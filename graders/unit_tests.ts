@@ -60,7 +60,8 @@ async function assertWorkspaceSurvived(ctx: GraderContext, sandbox: Sandbox): Pr
   const calls = (await ctx.rollout.calls()).filter((c) => c.status === 'ok' && SANDBOX_TOOLS.has(c.tool) && c.finishedAt !== null);
   if (calls.length === 0) return;
   const lastMs = Math.max(...calls.map((c) => c.finishedAt as number));
-  const r = await sandbox.exec(['stat', '-c', '%Z', '.'], { timeoutMs: 10_000 });
+  // find, not stat: gVisor's runsc (Debian's package) refuses the statx flags coreutils' stat uses.
+  const r = await sandbox.exec(['find', '.', '-maxdepth', '0', '-printf', '%C@'], { timeoutMs: 10_000 });
   const ctimeS = Number(r.stdout.trim());
   if (r.exitCode !== 0 || !Number.isFinite(ctimeS)) return; // cannot tell: grade what is there
   if (ctimeS * 1000 > lastMs + 2_000) {

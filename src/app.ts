@@ -135,6 +135,7 @@ export async function buildApp(config: AppConfig, opts: BuildOptions = {}): Prom
 
   const store = await createStore(config, config.instanceId, {
     onIdleError: (err) => app.log.warn({ err }, 'idle store connection failed; the pool replaces it'),
+    log: app.log as unknown as Logger,
   });
   const shutdown = new AbortController();
   // Every in-flight call that uses ctx.signal listens to it: hundreds at once is normal.
@@ -165,7 +166,11 @@ export async function buildApp(config: AppConfig, opts: BuildOptions = {}): Prom
     }
     integrity = new IntegrityFlags({ store, metrics, log });
     const mcpConfig = loadMcpConfig(config.mcpConfig.path, config.mcpConfig.required);
-    sandboxes = await createSandboxProvider(config, log, { observer: sandboxObserver(metrics, integrity), readOnlyMounts: McpBridge.readOnlyMounts(mcpConfig) });
+    sandboxes = await createSandboxProvider(config, log, {
+      observer: sandboxObserver(metrics, integrity),
+      readOnlyMounts: McpBridge.readOnlyMounts(mcpConfig),
+      ...(store.replicas ? { placements: store.replicas.placements } : {}),
+    });
     if (sandboxes && metrics) metrics.watchSandboxes(() => sandboxes!.stats());
     if (mcpConfig) {
       const bridge = await McpBridge.start(mcpConfig, {
@@ -199,6 +204,7 @@ export async function buildApp(config: AppConfig, opts: BuildOptions = {}): Prom
     shutdown: shutdown.signal,
     metrics,
     integrity,
+    serialTools: () => [...registry.tools.values()].filter((t) => t.def.serial).map((t) => t.def.name),
   });
   const grading = new GradingService({
     store,

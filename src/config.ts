@@ -6,6 +6,7 @@ import { hostname } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { z } from 'zod';
 import { errors } from './errors.js';
+import { parseDockerHosts, type DockerHostSpec } from './sandbox/docker-hosts.js';
 import type { SandboxLimits } from './sandbox/types.js';
 
 const int = (min: number, max = Number.MAX_SAFE_INTEGER) => z.coerce.number().int().min(min).max(max);
@@ -114,7 +115,19 @@ export const configSchema = z.object({
   RFT_SANDBOX_DISK_MB: int(1).default(256),
   RFT_SANDBOX_EXEC_TIMEOUT_MS: int(100).default(30_000),
   RFT_DOCKER_IMAGE: z.string().default('rft-endpoints-sandbox:latest'),
-  RFT_DOCKER_SOCKET: z.string().default('/var/run/docker.sock'),
+  /** One local engine (the default when RFT_DOCKER_HOSTS and DOCKER_HOST are unset: /var/run/docker.sock). */
+  RFT_DOCKER_SOCKET: z.string().optional(),
+  /** Engines to place sandboxes on: unix:///path or tcp://host:port, each with ?cap=&name=&cert_path=&tls_verify= (docs/deploy.md). */
+  RFT_DOCKER_HOSTS: z.string().optional(),
+  /** Docker's own conventions, used when RFT_DOCKER_HOSTS is unset (DOCKER_HOST) and for TLS to tcp:// engines. */
+  DOCKER_HOST: z.string().optional(),
+  DOCKER_TLS_VERIFY: z.string().optional(),
+  DOCKER_TLS: z.string().optional(),
+  DOCKER_CERT_PATH: z.string().optional(),
+  /** OCI runtime the engines know by this name, e.g. runsc (gVisor); the engine's default otherwise. */
+  RFT_DOCKER_RUNTIME: z.string().regex(/^[\w.-]{1,64}$/, 'a runtime name as registered with the engine').optional(),
+  /** Started, empty containers kept ready per engine for new rollouts (0: none). */
+  RFT_DOCKER_WARM: int(0, 1000).default(0),
   OPENAI_BASE_URL: z.string().url().optional(),
   OPENAI_API_KEY: z.string().optional(),
   RFT_MODEL_TIMEOUT_MS: int(100, 600_000).default(60_000),
@@ -170,7 +183,9 @@ export interface AppConfig {
     graceMs: number;
     templatesRoot: string;
     dockerImage: string;
-    dockerSocket: string;
+    dockerHosts: DockerHostSpec[];
+    dockerRuntime: string | undefined;
+    dockerWarm: number;
     limits: SandboxLimits;
   };
   openai: ModelApiOptions;
@@ -274,7 +289,17 @@ export function loadConfig(
       graceMs: c.RFT_SANDBOX_GRACE_MS,
       templatesRoot: resolve(c.RFT_SANDBOX_TEMPLATES),
       dockerImage: c.RFT_DOCKER_IMAGE,
-      dockerSocket: c.RFT_DOCKER_SOCKET,
+      dockerHosts: parseDockerHosts({
+        hosts: c.RFT_DOCKER_HOSTS,
+        socket: c.RFT_DOCKER_SOCKET,
+        dockerHost: c.DOCKER_HOST,
+        tlsVerify: c.DOCKER_TLS_VERIFY,
+        tls: c.DOCKER_TLS,
+        certPath: c.DOCKER_CERT_PATH,
+        cap: c.RFT_SANDBOX_CAP,
+      }),
+      dockerRuntime: c.RFT_DOCKER_RUNTIME,
+      dockerWarm: c.RFT_DOCKER_WARM,
       limits: {
         cpuSeconds: c.RFT_SANDBOX_CPU_SECONDS,
         memoryBytes: c.RFT_SANDBOX_MEMORY_MB * 1024 * 1024,

@@ -33,7 +33,15 @@ export interface LedgerOptions {
   metrics?: Metrics | undefined;
   /** Where a call that tried to leave its sandbox is flagged. */
   integrity?: IntegrityFlags | undefined;
+  /** Names of the serial tools (their order across replicas is kept through the store). */
+  serialTools?: () => readonly string[];
 }
+
+/**
+ * Longest wait for another replica's earlier serial call of the same rollout: past the trainer's
+ * 10 minutes per call, that call's replica is stuck, and the rollout goes on without it.
+ */
+const SERIAL_WAIT_MS = 11 * 60_000;
 
 export interface ToolCallInput {
   traceId: string;
@@ -169,7 +177,10 @@ export class Ledger {
     }
 
     const outcome = def.serial
-      ? await this.serially(input.traceId, () => this.execute(tool, input, args))
+      ? await this.serially(input.traceId, async () => {
+          await this.serialTurn(input.traceId, begin.call.seq);
+          return this.execute(tool, input, args);
+        })
       : await this.execute(tool, input, args);
     try {
       await store.finishCall(input.traceId, input.callId, {
@@ -200,7 +211,18 @@ export class Ledger {
     if (problem) this.o.log.warn({ trace_id: input.traceId, default_budget: this.o.defaultBudget }, `${problem}; this rollout uses the default budget`);
   }
 
-  /** Runs fn after every serial call of this rollout that arrived before it. */
+  /** Across replicas (a shared store): waits for the rollout's earlier serial calls running elsewhere. */
+  private async serialTurn(traceId: string, seq: number): Promise<void> {
+    const replicas = this.o.store.replicas;
+    if (!replicas || !this.o.serialTools) return;
+    const signal = AbortSignal.any([this.o.shutdown, AbortSignal.timeout(SERIAL_WAIT_MS)]);
+    await replicas.serialTurn(traceId, seq, this.o.serialTools(), signal).catch((e: unknown) => {
+      if (this.o.shutdown.aborted) throw e;
+      this.o.log.warn({ err: e, trace_id: traceId, seq }, 'a serial call no longer waits for the earlier ones of its rollout');
+    });
+  }
+
+  /** Runs fn after every serial call of this rollout that arrived before it (in this process). */
   private async serially<T>(traceId: string, fn: () => Promise<T>): Promise<T> {
     const prev = this.serialTails.get(traceId) ?? Promise.resolve();
     const mine = prev.then(fn, fn);

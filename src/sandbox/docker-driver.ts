@@ -48,6 +48,10 @@ const INIT_USER = '65534:65534';
  * (each container has its own PID namespace, and nothing is killed by uid from the host).
  */
 const UID_BASE = 1_300_000;
+/** Host threads of a gVisor sandbox (its kernel, the ptrace platform's stubs), on top of the process limit. */
+const GVISOR_THREADS = 4096;
+/** Memory of a gVisor sandbox's kernel, on top of what its processes may use. */
+const GVISOR_MEMORY = 256 * 1024 * 1024;
 const UID_SPAN = 1_000_000;
 
 interface Warm {
@@ -112,6 +116,7 @@ export class DockerDriver implements SandboxDriver {
     const disk = l.diskBytes ?? 64 * 1024 * 1024;
     const inodes = l.inodes ?? this.o.inodes ?? Math.max(1024, Math.floor(disk / 16384));
     const owner = { [INSTANCE_LABEL]: this.o.instanceId };
+    const gvisor = this.o.runtime === 'runsc';
     return {
       Image: this.o.image,
       Cmd: ['sleep', 'infinity'],
@@ -127,15 +132,27 @@ export class DockerDriver implements SandboxDriver {
         SecurityOpt: ['no-new-privileges'],
         Init: true,
         ...(this.o.runtime ? { Runtime: this.o.runtime } : {}),
-        Memory: l.memoryBytes,
-        MemorySwap: l.memoryBytes,
-        PidsLimit: l.maxProcesses + 2,
+        // gVisor: the cgroup holds its kernel too, and a command past it would take the whole sandbox
+        // down (the kernel is killed, not the command): processes get RLIMIT_DATA, as under bwrap,
+        // and the cgroup room for the kernel on top.
+        Memory: l.memoryBytes + (gvisor ? GVISOR_MEMORY : 0),
+        MemorySwap: l.memoryBytes + (gvisor ? GVISOR_MEMORY : 0),
+        // Under gVisor the cgroup counts the sandbox kernel's own threads, not the sandboxed processes:
+        // it gets room for those, and the process limit is RLIMIT_NPROC inside gVisor's kernel (per
+        // sandbox there; under runc it would count every container's init, all run by nobody).
+        PidsLimit: l.maxProcesses + 2 + (gvisor ? GVISOR_THREADS : 0),
         NanoCpus: 1_000_000_000,
         Ulimits: [
           { Name: 'fsize', Soft: l.maxFileBytes, Hard: l.maxFileBytes },
           { Name: 'cpu', Soft: Math.ceil(l.cpuSeconds), Hard: Math.ceil(l.cpuSeconds) },
           { Name: 'nofile', Soft: 1024, Hard: 1024 },
           { Name: 'core', Soft: 0, Hard: 0 },
+          ...(gvisor
+            ? [
+                { Name: 'nproc', Soft: l.maxProcesses + 2, Hard: l.maxProcesses + 2 },
+                { Name: 'data', Soft: l.memoryBytes, Hard: l.memoryBytes },
+              ]
+            : []),
         ],
         // Capped in inodes as well as bytes: empty files cost kernel memory, not pages (see mount.ts).
         Tmpfs: { '/tmp': `rw,nosuid,nodev,size=${disk},nr_inodes=${inodes},mode=1777`, '/dev/shm': `rw,nosuid,nodev,noexec,size=${disk},nr_inodes=${inodes},mode=1777` },

@@ -46,32 +46,45 @@ exit $rc`;
 const SPAWN_WRAPPER = `printf 'rft-pid %s\\n' $$ >&2; exec "$@"`;
 
 /**
- * Kills the process tree of pid $1, found by parent pid in /proc and stopped pass by pass so nothing
- * forks behind the walk. $2 = tree: the root too (a spawned process). $2 = under: its descendants
- * only (an exec's command, under the wrapper, which then exits), then, unless another exec runs,
- * what escaped the tree (setsid'd orphans) as well.
+ * Kills processes of the sandbox uid $1, run as that uid (the init, another uid, is never touched).
+ * $2 = tree: pid $3 and its descendants (a spawned process);
+ * under: the descendants of $3 (an exec's command, under its wrapper, which then exits), then,
+ * unless another exec runs, every process of the uid (setsid'd orphans); all: every process of the
+ * uid. Found by parent pid and uid in /proc and stopped pass by pass, so nothing forks behind the
+ * walk, then killed. No fork: builtins only.
  */
-const KILL_TREE = `${OTHER_EXEC}r=$1; set=" $r "; pass=0
-while [ $pass -lt 8 ]; do
-  pass=$((pass+1)); grew=
-  for d in /proc/[0-9]*; do
-    p=\${d#/proc/}
-    case "$set" in *" $p "*) continue;; esac
-    while read -r k v; do
-      if [ "$k" = PPid: ]; then
-        case "$set" in *" $v "*) kill -STOP "$p" 2>/dev/null; set="$set$p "; grew=1;; esac
-        break
-      fi
-    done 2>/dev/null < "$d/status"
+const KILL_SCRIPT = `${OTHER_EXEC}u=$1; mode=$2; r=\${3:-0}
+collect() {
+  pass=0
+  while [ $pass -lt 16 ]; do
+    pass=$((pass+1)); grew=
+    for d in /proc/[0-9]*; do
+      p=\${d#/proc/}
+      case "$set $$ " in *" $p "*) continue;; esac
+      pp=; id=
+      while read -r k v rest; do
+        case $k in PPid:) pp=$v;; Uid:) id=$v; break;; esac
+      done 2>/dev/null < "$d/status"
+      [ "$id" = "$u" ] || continue
+      if [ "$1" = all ]; then :; else case "$set" in *" $pp "*) ;; *) continue;; esac; fi
+      kill -STOP "$p" 2>/dev/null; set="$set$p "; grew=1
+    done
+    if [ -z "$grew" ]; then break; fi
   done
-  if [ -z "$grew" ]; then break; fi
-done
-if [ "$2" = tree ]; then kill -KILL $set 2>/dev/null; exit 0; fi
-kill -KILL \${set# $r } 2>/dev/null
-if ! other_exec /proc/$r; then kill -9 -1 2>/dev/null; fi`;
+}
+case $mode in
+  tree) set=" $r "; collect; kill -KILL $set 2>/dev/null ;;
+  under) set=" $r "; collect; kill -KILL \${set# $r } 2>/dev/null
+    if ! other_exec /proc/$r; then set=" "; collect all; kill -KILL $set 2>/dev/null; fi ;;
+  all) set=" "; collect all; kill -KILL $set 2>/dev/null ;;
+esac`;
 
-/** After a kill, how long the stream may stay open before the engine is presumed gone. */
+/** Longest a kill script may take (it walks /proc: quick, unless the engine or the sandbox is stuck). */
+const KILL_TIMEOUT_MS = 10_000;
+/** After a kill, how long the command's stream may stay open before it is given up on. */
 const KILL_GRACE_MS = 5_000;
+/** The reason an exec's stream is dropped after a kill that did not end it. */
+const GIVEN_UP = new Error('the killed command did not end');
 /** Output cap for a directory listing (find's records). */
 const LIST_CAP = 16 * 1024 * 1024;
 
@@ -109,6 +122,11 @@ export class DockerSandbox implements Sandbox {
     return this.o.container;
   }
 
+  /** The engine that holds it. */
+  get engine(): DockerEngine {
+    return this.o.engine;
+  }
+
   private get user(): string {
     return `${this.o.uid}:${this.o.uid}`;
   }
@@ -117,21 +135,40 @@ export class DockerSandbox implements Sandbox {
     return Object.entries({ PATH: SANDBOX_PATH, HOME: WORKSPACE_MOUNT, LANG: 'C.UTF-8', TMPDIR: '/tmp', ...extra }).map(([k, v]) => `${k}=${v}`);
   }
 
-  /** Runs a small script as the sandbox uid, for its effect only; never throws. */
-  private async quiet(argv: string[]): Promise<void> {
+  /** Kills processes of the sandbox uid (see KILL_SCRIPT); never throws. */
+  private async kill(mode: 'tree' | 'under' | 'all', pid?: number): Promise<void> {
+    const argv = ['/bin/sh', '-c', KILL_SCRIPT, 'rft-kill', String(this.o.uid), mode, ...(pid !== undefined ? [String(pid)] : [])];
     await this.o.engine
-      .use((api) => dockerExec(api, { container: this.o.container, argv, env: [], workingDir: '/', user: this.user, stdin: '', maxOutputBytes: 1024 }, { stop: () => {} }))
+      .use((api) =>
+        dockerExec(api, { container: this.o.container, argv, env: [], workingDir: '/', user: this.user, stdin: '', maxOutputBytes: 1024 }, { stop: () => {}, abandon: AbortSignal.timeout(KILL_TIMEOUT_MS) }),
+      )
       .catch(() => {});
+  }
+
+  /**
+   * A killed command's stream stayed open: the engine does not answer (ENGINE_DOWN), the container
+   * died under it (LOST: gVisor's kernel can go down under a fork bomb), or the kill did not take
+   * (the command is reported killed, with what it printed lost).
+   */
+  private async givenUp(): Promise<void> {
+    if (!(await this.o.engine.ping())) {
+      this.o.engine.markDown('a killed command never ended');
+      throw errors.sandboxEngineDown();
+    }
+    const info = await this.o.engine
+      .use((api) => api.call<{ State?: { Running?: boolean } }>('GET', `/containers/${this.o.container}/json`, undefined, { ok: [404] }))
+      .catch(() => null);
+    if (info && (info.status === 404 || !info.body.State?.Running)) throw await this.lost();
   }
 
   /**
    * Kills an exec's command: the tree under its wrapper (its pid comes first thing on stderr: a
    * command stopped before it started is killed as soon as it does), and, when no other exec or
-   * spawned process runs, everything of the uid.
+   * spawned process runs, everything of the uid; with a result channel, the command's own tree.
    */
   private async killExec(preamble: PidPreamble, mode: 'under' | 'tree'): Promise<void> {
     const pid = await preamble.wait();
-    if (pid !== null) await this.quiet(['/bin/sh', '-c', KILL_TREE, 'rft-kill', String(pid), mode]);
+    if (pid !== null) await this.kill(mode, pid);
   }
 
   /**
@@ -162,15 +199,12 @@ export class DockerSandbox implements Sandbox {
     // With a result channel (the exec's stdout), the command takes the wrapper's place (exec) so
     // that no other process holds the channel; a kill then takes the command's whole tree.
     const channel = opts.resultChannel === true;
-    let finished = false;
     const stop = (): void => {
       if (kill) return;
-      // The kill normally ends the stream at once; an engine that stops answering must not hold the call.
-      kill = this.killExec(preamble, channel ? 'tree' : 'under').finally(() => {
-        if (finished) return;
-        grace = setTimeout(() => abandon.abort(errors.sandboxEngineDown()), KILL_GRACE_MS);
-        grace.unref();
-      });
+      kill = this.killExec(preamble, channel ? 'tree' : 'under');
+      // The kill normally ends the stream at once; a stuck engine or sandbox must not hold the call.
+      grace = setTimeout(() => abandon.abort(GIVEN_UP), KILL_TIMEOUT_MS + KILL_GRACE_MS);
+      grace.unref();
     };
     const timer = setTimeout(() => {
       timedOut = true;
@@ -191,10 +225,17 @@ export class DockerSandbox implements Sandbox {
       };
       // The wrapper itself was killed (by the command): what it would have swept is swept from outside.
       const onExit = async (): Promise<void> => {
-        if (this.inflight <= 1 && this.processes.size === 0) await this.quiet(['/bin/sh', '-c', 'kill -9 -1']);
+        if (this.inflight <= 1 && this.processes.size === 0) await this.kill('all');
       };
       const hooks = { stop, onExit, abandon: abandon.signal, preamble };
-      const out = await this.run(req, hooks);
+      let out: DockerExecOutcome;
+      try {
+        out = await this.run(req, hooks);
+      } catch (e) {
+        if (e !== GIVEN_UP) throw e;
+        await this.givenUp();
+        out = { exitCode: 137, stdout: Buffer.alloc(0), stderr: Buffer.alloc(0), stdoutTruncated: false, stderrTruncated: false };
+      }
       if (kill) await kill;
       const killed = kill !== null && out.exitCode === 137;
       return {
@@ -209,7 +250,6 @@ export class DockerSandbox implements Sandbox {
         durationMs: Math.round((performance.now() - started) * 10) / 10,
       };
     } finally {
-      finished = true;
       this.inflight--;
       clearTimeout(timer);
       clearTimeout(grace);
@@ -233,7 +273,7 @@ export class DockerSandbox implements Sandbox {
       user: this.user,
     };
     const kill = async (pre: PidPreamble): Promise<void> => {
-      if (pre.pid !== null) await this.quiet(['/bin/sh', '-c', KILL_TREE, 'rft-kill', String(pre.pid), 'tree']);
+      if (pre.pid !== null) await this.kill('tree', pre.pid);
     };
     const proc = await this.o.engine.use((api) => dockerSpawn(api, this.o.engine.deaths, req, kill));
     this.processes.add(proc);

@@ -1,11 +1,14 @@
 // Builds and starts the SandboxManager from the server's AppConfig (see docs/sandbox.md for the
-// environment variables). The instance id and the sandboxes root derive from the data dir, so a
-// restarted server finds, and reaps, what its crashed predecessor left.
+// environment variables). Host-bound sandboxes (bwrap, process) are named by the data dir, so a
+// restarted server finds, and reaps, what its crashed predecessor left. Docker sandboxes may outlive
+// their creator for other replicas (Postgres store): there they carry the replica's id
+// (RFT_INSTANCE_ID), which the store records as their owner.
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Logger } from 'pino';
 import type { AppConfig } from '../config.js';
 import { instanceIdFor } from './instance-id.js';
+import type { PlacementStore } from '../store/replicas.js';
 import { defaultLimits } from './limits.js';
 import { SandboxManager } from './manager.js';
 import { assertProcessDriverAllowed } from './process-driver.js';
@@ -20,6 +23,8 @@ export interface SandboxExtras {
   readOnlyMounts?: string[];
   /** Metrics and integrity flags. */
   observer?: SandboxObserver;
+  /** Sandbox placements shared by replicas (the Postgres store's). */
+  placements?: PlacementStore;
 }
 
 export { instanceIdFor };
@@ -30,7 +35,18 @@ export async function createManagerFromConfig(config: AppConfig, log: Logger, ex
   const instanceId = instanceIdFor(config.dataDir);
   // Not under the data dir: sandbox uids must be able to traverse every parent of their workspace.
   const sandboxesRoot = join(tmpdir(), 'rft-endpoints', instanceId);
-  const driver = await selectDriver(s.driver, { sandboxesRoot, instanceId, dockerImage: s.dockerImage, dockerSocket: s.dockerSocket, warmPool: WARM_POOL });
+  const owner = config.store.kind === 'postgres' ? config.instanceId : instanceId;
+  const driver = await selectDriver(s.driver, {
+    sandboxesRoot,
+    instanceId,
+    warmPool: WARM_POOL,
+    dockerOwner: owner,
+    dockerImage: s.dockerImage,
+    dockerHosts: s.dockerHosts,
+    ...(s.dockerRuntime ? { dockerRuntime: s.dockerRuntime } : {}),
+    dockerWarm: s.dockerWarm,
+    log: log.child({ component: 'sandbox' }),
+  });
   if (driver.name === 'process') assertProcessDriverAllowed(config.host);
   const manager = new SandboxManager({
     driver,
@@ -40,11 +56,12 @@ export async function createManagerFromConfig(config: AppConfig, log: Logger, ex
     queueTimeoutMs: s.queueTimeoutMs,
     ttlMs: s.ttlMs,
     graceMs: s.graceMs,
-    instanceId,
+    instanceId: driver.name === 'docker' ? owner : instanceId,
     templatesRoot: s.templatesRoot,
     log: log.child({ component: 'sandbox', driver: driver.name }),
     ...(extra.readOnlyMounts ? { readOnlyMounts: extra.readOnlyMounts } : {}),
     ...(extra.observer ? { observer: extra.observer } : {}),
+    ...(extra.placements ? { placements: extra.placements } : {}),
   });
   await manager.start();
   log.info({ driver: driver.name, cap: s.cap, sandboxes_root: sandboxesRoot }, 'sandboxes ready');

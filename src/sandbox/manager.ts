@@ -4,13 +4,14 @@
 // signal, and a rollout can be dropped without one), capped with a bounded admission queue, and
 // reaped after a crash.
 import type { Logger } from 'pino';
-import { errors } from '../errors.js';
+import { errors, isRftError } from '../errors.js';
 import type { Item } from '../protocol/wire.js';
+import type { PlacementStore } from '../store/replicas.js';
 import { Admission } from './admission.js';
 import { TrackedSandbox } from './tracked.js';
 import { INSTANCE_LABEL } from './workdir.js';
 import { workspaceSource } from './workspace.js';
-import type { Sandbox, SandboxDriver, SandboxLimits, SandboxObserver, SandboxSpec, SandboxStats } from './types.js';
+import type { Sandbox, SandboxDriver, SandboxLimits, SandboxObserver, SandboxRef, SandboxSpec, SandboxStats } from './types.js';
 
 export interface SandboxManagerOptions {
   driver: SandboxDriver;
@@ -34,6 +35,12 @@ export interface SandboxManagerOptions {
   readOnlyMounts?: string[];
   /** Metrics and integrity flags. */
   observer?: SandboxObserver;
+  /**
+   * Where rollouts' sandboxes are, shared by replicas (the Postgres store): with a driver whose
+   * sandboxes any replica can reach (docker), a rollout's sandbox is created once for all replicas
+   * and opened by the others from its record. Without it, each replica keeps its own.
+   */
+  placements?: PlacementStore;
 }
 
 /** How an admission wait ended, from the error it failed with. */
@@ -51,6 +58,8 @@ const EPHEMERAL = 'ephemeral';
 
 interface Entry {
   pending: Promise<TrackedSandbox>;
+  /** When its record's last use was last written (shared placements). */
+  touchedAt?: number;
   /** Callers still waiting for the creation; when the last one gives up, the creation is abandoned. */
   waiting: number;
   abandon: AbortController;
@@ -82,7 +91,9 @@ export class SandboxManager {
     if (this.opts.driver.name === 'process') {
       this.opts.log?.warn('sandbox driver "process": commands run on the host with no isolation; use bwrap or docker for real training');
     }
-    const n = await this.opts.driver.reapOrphans();
+    // Sandboxes recorded for other replicas to use survive this replica's restart (its sweep removes them when idle).
+    const keep = this.shared ? await this.shared.containersOf(this.opts.instanceId) : undefined;
+    const n = await this.opts.driver.reapOrphans(keep);
     this.reaped += n;
     if (n > 0) this.opts.log?.info({ reaped: n, driver: this.opts.driver.name }, 'reaped sandboxes left by a previous run');
     const every = this.opts.sweepIntervalMs ?? Math.min(60_000, Math.max(1_000, Math.floor(this.opts.ttlMs / 4)));
@@ -98,6 +109,7 @@ export class SandboxManager {
     if (existing && !existing.sandbox?.isDestroyed && !existing.abandon.signal.aborted) {
       if (existing.sandbox) {
         existing.sandbox.lastUsed = Date.now();
+        this.touch(traceId, existing);
         return Promise.resolve(existing.sandbox);
       }
       return this.join(existing, signal);
@@ -105,10 +117,7 @@ export class SandboxManager {
     const entry: Entry = { pending: Promise.resolve(null as unknown as TrackedSandbox), waiting: 0, abandon: new AbortController() };
     // Shared by every caller of this rollout, so not tied to the first caller's signal: each caller
     // stops waiting on its own abort; only when all have left is the creation abandoned.
-    entry.pending = this.create(traceId, entry.abandon.signal, async () => {
-      const src = await workspaceSource(item, this.opts.templatesRoot);
-      return { ...src, labels: { [PURPOSE_LABEL]: ROLLOUT } };
-    }).then(
+    entry.pending = this.open(traceId, item, entry.abandon.signal).then(
       (sb) => {
         entry.sandbox = sb;
         return sb;
@@ -176,10 +185,10 @@ export class SandboxManager {
     entry.graceTimer.unref();
   }
 
-  /** Destroys the rollout's sandbox now; false when it had none. */
+  /** Destroys the rollout's sandbox now (wherever it is, with shared placements); false when it had none. */
   async destroy(traceId: string): Promise<boolean> {
     const entry = this.entries.get(traceId);
-    if (!entry) return false;
+    if (!entry) return this.destroyRecorded(traceId);
     this.entries.delete(traceId);
     if (entry.graceTimer) clearTimeout(entry.graceTimer);
     const sb = await entry.pending.catch(() => null);
@@ -208,7 +217,11 @@ export class SandboxManager {
     this.closed = true;
     if (this.sweeper) clearInterval(this.sweeper);
     this.admission.close();
-    const all = [...this.entries.keys()].map((t) => this.destroy(t));
+    // Placed sandboxes stay for the other replicas (their owner's sweep, or this replica's after a
+    // restart, removes them when idle); only this process's own are destroyed.
+    const all = [...this.entries]
+      .filter(([, e]) => !this.shared || !e.sandbox?.ref)
+      .map(([t]) => this.destroy(t));
     const eph = [...this.ephemeral].map((sb) => sb.destroy().catch(() => {}));
     await Promise.all([...all, ...eph]);
     await this.opts.driver.close?.();
@@ -221,7 +234,7 @@ export class SandboxManager {
     try {
       const isIdle = (sb: TrackedSandbox | undefined): sb is TrackedSandbox => !!sb && sb.inflight === 0 && now - sb.lastUsed >= this.opts.ttlMs;
       const idle: (() => Promise<boolean>)[] = [
-        ...[...this.entries].filter(([, e]) => isIdle(e.sandbox)).map(([traceId]) => () => this.destroy(traceId)),
+        ...(this.shared ? await this.idleShared(now, isIdle) : [...this.entries].filter(([, e]) => isIdle(e.sandbox)).map(([traceId]) => () => this.destroy(traceId))),
         // An ephemeral sandbox is its caller's to destroy; one a crashed grader forgot still expires.
         ...[...this.ephemeral].filter(isIdle).map((sb) => () => sb.destroy().then(() => true, () => false)),
       ];
@@ -279,14 +292,146 @@ export class SandboxManager {
     const onExec = observer?.exec;
     return new TrackedSandbox(
       inner,
-      (sb) => {
+      (sb, removed) => {
         this.ephemeral.delete(sb);
-        const entry = this.entries.get(sb.traceId);
-        if (entry?.sandbox === sb) this.entries.delete(sb.traceId);
         this.admission.release();
-        if (rollout) for (const l of this.endListeners) l(sb.traceId);
+        if (rollout) this.ended(sb, removed);
       },
       onExec ? (command, result) => onExec.call(observer, traceId, command, result) : undefined,
     );
+  }
+
+  /** A rollout's sandbox is gone (or its removal failed: then its record stays, for a later sweep). */
+  private ended(sb: TrackedSandbox, removed: boolean): void {
+    const entry = this.entries.get(sb.traceId);
+    if (entry?.sandbox === sb) this.entries.delete(sb.traceId);
+    const ref = sb.ref;
+    if (this.shared && ref && removed) {
+      this.shared.release(sb.traceId, ref.container, this.opts.instanceId).catch((e: unknown) => this.opts.log?.warn({ err: e, trace_id: sb.traceId }, 'could not drop the record of a removed sandbox'));
+    }
+    for (const l of this.endListeners) l(sb.traceId);
+  }
+
+  /** Placements are shared only when they are configured and the driver's sandboxes can be reached from anywhere. */
+  private get shared(): PlacementStore | undefined {
+    return this.opts.driver.attach ? this.opts.placements : undefined;
+  }
+
+  private rolloutSource(item: Item): () => Promise<Omit<SandboxSpec, 'traceId' | 'limits'>> {
+    return async () => ({ ...(await workspaceSource(item, this.opts.templatesRoot)), labels: { [PURPOSE_LABEL]: ROLLOUT } });
+  }
+
+  /**
+   * The rollout's sandbox for this process: created here, or, with shared placements, opened where
+   * another replica created it. Two replicas asked at once create one: the store's claim decides.
+   */
+  private async open(traceId: string, item: Item, signal: AbortSignal): Promise<TrackedSandbox> {
+    const shared = this.shared;
+    if (!shared) return this.create(traceId, signal, this.rolloutSource(item));
+    const deadline = Date.now() + this.opts.queueTimeoutMs;
+    for (let delay = 25; ; delay = Math.min(delay * 2, 250)) {
+      if (signal.aborted) throw signal.reason;
+      const claim = await shared.claim(traceId, this.opts.instanceId, Date.now()).catch((e: Error) => {
+        throw errors.store(e.message);
+      });
+      if (claim.kind === 'placed') {
+        try {
+          return await this.attach(traceId, { engine: claim.engine, container: claim.container });
+        } catch (e) {
+          if (!isRftError(e) || e.code !== 'RFT_ERR_NOT_FOUND') throw e;
+          // Its container is gone (removed by hand, its engine reset): the record goes, a new one is made.
+          await shared.release(traceId, claim.container, this.opts.instanceId);
+          continue;
+        }
+      }
+      if (claim.kind === 'mine') {
+        let sb: TrackedSandbox;
+        try {
+          sb = await this.create(traceId, signal, this.rolloutSource(item));
+        } catch (e) {
+          await shared.release(traceId, null, this.opts.instanceId).catch(() => {});
+          throw e;
+        }
+        const ref = sb.ref as { engine: string; container: string };
+        if (await shared.place(traceId, this.opts.instanceId, ref.engine, ref.container, Date.now())) return sb;
+        // The claim was handed over meanwhile (this replica looked gone): use the other one's.
+        await sb.destroy().catch(() => {});
+        continue;
+      }
+      if (Date.now() + delay > deadline) throw errors.sandboxQueueTimeout(this.opts.queueTimeoutMs);
+      await new Promise((r) => setTimeout(r, delay));
+    }
+  }
+
+  /** Opens another replica's sandbox: no slot of this replica's cap, and its removal drops the record. */
+  private async attach(traceId: string, ref: SandboxRef): Promise<TrackedSandbox> {
+    const inner = await this.opts.driver.attach!(traceId, ref, this.opts.limits);
+    const observer = this.opts.observer;
+    const onExec = observer?.exec;
+    return new TrackedSandbox(
+      inner,
+      (sb, removed) => this.ended(sb, removed),
+      onExec ? (command, result) => onExec.call(observer, traceId, command, result) : undefined,
+      false,
+    );
+  }
+
+  /** Writes the rollout's last use to its record, at most every ttl/4 (the sweep allows for that much). */
+  private touch(traceId: string, entry: Entry): void {
+    const shared = this.shared;
+    const now = Date.now();
+    if (!shared || now - (entry.touchedAt ?? 0) < this.touchEveryMs) return;
+    entry.touchedAt = now;
+    shared.touch(traceId, now).catch((e: unknown) => this.opts.log?.warn({ err: e, trace_id: traceId }, 'could not record a sandbox use'));
+  }
+
+  private get touchEveryMs(): number {
+    return Math.max(1_000, Math.floor(this.opts.ttlMs / 4));
+  }
+
+  /**
+   * With shared placements, idle is what the record says (uses on every replica), for this replica's
+   * sandboxes and those of replicas that are gone. Opened copies of others' sandboxes are only
+   * forgotten; this replica's sandboxes that another replica removed (DELETE, a grade's grace) free
+   * their slots.
+   */
+  private async idleShared(now: number, isIdle: (sb: TrackedSandbox | undefined) => sb is TrackedSandbox): Promise<(() => Promise<boolean>)[]> {
+    const shared = this.shared as PlacementStore;
+    const jobs: (() => Promise<boolean>)[] = [];
+    const [records, mine] = await Promise.all([shared.idle(this.opts.instanceId, now - this.opts.ttlMs - this.touchEveryMs), shared.containersOf(this.opts.instanceId)]);
+    const busy = new Set([...this.entries].filter(([, e]) => !e.sandbox || e.sandbox.inflight > 0 || !isIdle(e.sandbox)).map(([t]) => t));
+    for (const p of records) {
+      if (busy.has(p.traceId)) continue;
+      jobs.push(() => this.destroyRecorded(p.traceId));
+    }
+    const doomed = new Set(records.map((p) => p.traceId));
+    for (const [traceId, e] of this.entries) {
+      const sb = e.sandbox;
+      if (!sb || doomed.has(traceId)) continue;
+      if (!sb.owned && isIdle(sb)) this.entries.delete(traceId);
+      else if (sb.owned && sb.ref && !mine.has(sb.ref.container) && isIdle(sb)) jobs.push(() => this.destroy(traceId));
+    }
+    return jobs;
+  }
+
+  /** Removes the sandbox a record names (this process's entry for it too) and drops the record. */
+  private async destroyRecorded(traceId: string): Promise<boolean> {
+    const shared = this.shared;
+    if (!shared) return false;
+    const entry = this.entries.get(traceId);
+    if (entry) return this.destroy(traceId);
+    const p = await shared.get(traceId);
+    if (!p) return false;
+    if (p.engine !== null && p.container !== null) {
+      try {
+        await this.opts.driver.remove!({ engine: p.engine, container: p.container });
+      } catch (e) {
+        this.opts.log?.warn({ err: e, trace_id: traceId }, 'could not remove an idle sandbox; it is tried again at the next sweep');
+        return false;
+      }
+    }
+    await shared.release(traceId, p.container, p.owner);
+    for (const l of this.endListeners) l(traceId);
+    return true;
   }
 }

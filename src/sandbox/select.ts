@@ -13,10 +13,11 @@ export interface DriverOptions {
   sandboxesRoot: string;
   instanceId: string;
   dockerImage?: string;
-  dockerSocket?: string;
-  /** Docker engines (RFT_DOCKER_HOSTS); without them, the one at dockerSocket. */
+  /** Docker engines (RFT_DOCKER_HOSTS); without them, the local socket. */
   dockerHosts?: DockerHostSpec[];
   dockerRuntime?: string;
+  /** Owner label of Docker containers (default: instanceId). */
+  dockerOwner?: string;
   /** Started containers kept ready per Docker engine. */
   dockerWarm?: number;
   log?: Logger;
@@ -27,9 +28,9 @@ export interface DriverOptions {
 async function dockerDriver(opts: DriverOptions): Promise<SandboxDriver> {
   const { DockerDriver } = await import('./docker-driver.js');
   return new DockerDriver({
-    instanceId: opts.instanceId,
+    instanceId: opts.dockerOwner ?? opts.instanceId,
     image: opts.dockerImage ?? 'rft-endpoints-sandbox:latest',
-    ...(opts.dockerHosts ? { hosts: opts.dockerHosts } : { socketPath: opts.dockerSocket ?? '/var/run/docker.sock' }),
+    ...(opts.dockerHosts ? { hosts: opts.dockerHosts } : {}),
     ...(opts.dockerRuntime ? { runtime: opts.dockerRuntime } : {}),
     ...(opts.dockerWarm !== undefined ? { warmPool: opts.dockerWarm } : {}),
     ...(opts.log ? { log: opts.log } : {}),

@@ -1,7 +1,8 @@
 // The Sandbox handed to tools and graders: delegates to the driver's sandbox, records activity for
 // the inactivity TTL, and routes destroy() through the manager so the slot and the entry are freed
-// whoever destroys it.
-import type { ExecOptions, ExecResult, FileEntry, Sandbox, SandboxProcess, SpawnOptions } from './types.js';
+// whoever destroys it (told whether the removal succeeded: a record of a sandbox that is still there
+// must stay, so that it is removed later).
+import type { ExecOptions, ExecResult, FileEntry, Sandbox, SandboxProcess, SandboxRef, SpawnOptions } from './types.js';
 
 export class TrackedSandbox implements Sandbox {
   lastUsed = Date.now();
@@ -10,9 +11,15 @@ export class TrackedSandbox implements Sandbox {
 
   constructor(
     readonly inner: Sandbox,
-    private readonly onDestroy: (sb: TrackedSandbox) => void,
+    private readonly onDestroy: (sb: TrackedSandbox, removed: boolean) => void,
     private readonly onExec?: (command: string | string[], result: ExecResult) => void,
+    /** Created by this process (holds a slot of its cap); false when opened from another replica's record. */
+    readonly owned = true,
   ) {}
+
+  get ref(): SandboxRef | undefined {
+    return this.inner.ref;
+  }
 
   get id(): string {
     return this.inner.id;
@@ -64,7 +71,13 @@ export class TrackedSandbox implements Sandbox {
   }
 
   destroy(): Promise<void> {
-    this.destroyed ??= this.inner.destroy().finally(() => this.onDestroy(this));
+    this.destroyed ??= this.inner.destroy().then(
+      () => this.onDestroy(this, true),
+      (e: unknown) => {
+        this.onDestroy(this, false);
+        throw e;
+      },
+    );
     return this.destroyed;
   }
 }

@@ -91,7 +91,7 @@ export interface Sandbox {
   readonly driver: string;
   readonly traceId: string;
   /** Set by drivers whose sandboxes any replica can reach (docker); absent for host-bound ones. */
-  readonly ref?: SandboxRef;
+  readonly ref?: SandboxRef | undefined;
   /** argv runs as is; a string runs under `sh -c`. Never throws for the command's own failure. */
   exec(command: string | string[], opts?: ExecOptions): Promise<ExecResult>;
   /** Starts a long-running argv (see SandboxProcess); destroy() kills whatever is still running. */

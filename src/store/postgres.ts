@@ -4,11 +4,14 @@
 // pg-schema.ts), webhook ids are claimed with one atomic upsert, and a booting replica interrupts
 // only the calls it started itself (calls.owner).
 import pg from 'pg';
+import type { Logger } from 'pino';
 import { errors } from '../errors.js';
 import { redactUrl } from '../config.js';
 import type { BudgetUsage, GradeRecord, RecordedCall, RolloutSummary } from './records.js';
 import { decodeCursor, encodeCursor, GRADE_COLUMNS, gradeValues, rowMappers, type CallRowShape, type GradeRow, type RolloutRowShape } from './rows.js';
 import { ensureSchema, quoteIdent } from './pg-schema.js';
+import { ensureReplicaSchema, PgReplicas } from './pg-replicas.js';
+import type { Replicas } from './replicas.js';
 import { KeyedBatcher } from './keyed-batcher.js';
 import { isTransient, retryOnce } from './pg-retry.js';
 import { decodeText, encodeNullable, encodeText } from './pg-text.js';
@@ -54,6 +57,7 @@ export interface PostgresStoreOptions {
   orphanAfterMs?: number;
   /** Errors of idle pooled connections (the database restarted ...); unhandled they would crash. */
   onIdleError?: (e: Error) => void;
+  log?: Logger;
 }
 
 // Rows as Postgres returns them: int8 parsed to number, booleans as booleans, free text NUL-encoded.
@@ -93,6 +97,8 @@ export class PostgresStore implements Store {
     schema: string,
     private readonly instanceId: string,
     private readonly orphanAfterMs: number,
+    /** Placements of sandboxes and the order of serial calls across replicas (pg-replicas.ts). */
+    readonly replicas: Replicas & { close(): Promise<void> },
   ) {
     const s = quoteIdent(schema);
     this.dialect = postgresDialect(s);
@@ -132,6 +138,7 @@ export class PostgresStore implements Store {
       const client = await pool.connect();
       try {
         await ensureSchema(client, schema);
+        await ensureReplicaSchema(client, schema);
       } finally {
         client.release();
       }
@@ -139,7 +146,14 @@ export class PostgresStore implements Store {
       await pool.end().catch(() => undefined);
       throw errors.storeConnect(`${redactUrl(opts.url)} (schema ${schema})`, (e as Error).message);
     }
-    return new PostgresStore(pool, schema, opts.instanceId, opts.orphanAfterMs ?? DEFAULT_ORPHAN_AFTER_MS);
+    let replicas: PgReplicas;
+    try {
+      replicas = await PgReplicas.start(pool, schema, { connectionString: opts.url }, opts.instanceId, opts.log);
+    } catch (e) {
+      await pool.end().catch(() => undefined);
+      throw e;
+    }
+    return new PostgresStore(pool, schema, opts.instanceId, opts.orphanAfterMs ?? DEFAULT_ORPHAN_AFTER_MS, replicas);
   }
 
   private async rows<R extends pg.QueryResultRow>(text: string, values: unknown[] = [], name?: string): Promise<R[]> {
@@ -513,6 +527,7 @@ export class PostgresStore implements Store {
 
   async close(): Promise<void> {
     if (this.pool.ended) return;
+    await this.replicas.close();
     await this.pool.end();
   }
 }

@@ -1,5 +1,6 @@
 // The Store: everything durable. SQLite (one process) is the default; the interface is async and
 // free of SQLite types so a Postgres implementation (many replicas) can stand behind it.
+import type { Replicas } from './replicas.js';
 import type { BudgetUsage, CallStatus, GradeRecord, RecordedCall, RolloutRecord, RolloutSummary } from './records.js';
 import type { NewFlag, RolloutFilter, StatsQuery, StatsRows } from './insights.js';
 
@@ -76,6 +77,11 @@ export interface ImportedRollout {
 
 export interface Store {
   readonly kind: string;
+  /**
+   * Coordination of replicas sharing this store (Postgres): sandbox placements and the order of
+   * serial calls across them. Absent where one process owns the store (SQLite): both stay in memory.
+   */
+  readonly replicas?: Replicas;
   beginCall(input: BeginCallInput): Promise<BeginCallResult>;
   /** Records a started call's result (once: a finished call keeps its first result). */
   finishCall(traceId: string, callId: string, result: FinishCallInput): Promise<void>;

@@ -8,11 +8,10 @@ import { chmod, lstat, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises
 import { createServer, type Server } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { selectDriver } from '../../src/sandbox/select.js';
 import { canSwitchUid } from '../../src/sandbox/uids.js';
 import type { ExecResult, Sandbox, SandboxDriver } from '../../src/sandbox/types.js';
 import { describeIf } from '../helpers/require.js';
-import { DOCKER_IMAGE, driversPresent, hostView, liveProcessesOf, spec, tempRoot, testLimits } from './helpers.js';
+import { driversPresent, hostView, liveProcessesOf, makeTestDriver, spec, tempRoot, testLimits, type TestDriver } from './helpers.js';
 
 const present = await driversPresent();
 const root = canSwitchUid();
@@ -26,25 +25,24 @@ async function survivorsOf(uid: number): Promise<number[]> {
   }
 }
 
-type DriverName = 'process' | 'bwrap' | 'docker';
 /** Why the process driver cannot contain a case, or null when it can (some only when we are root). */
 function processGap(what: 'always' | 'root'): string | null {
   if (what === 'always') return 'no namespaces: it shares the host filesystem and network';
   return root ? null : 'needs root to run commands as a per-sandbox uid';
 }
 
-for (const name of ['process', 'bwrap', 'docker'] as DriverName[]) {
+for (const name of ['process', 'bwrap', 'docker', 'gvisor'] as TestDriver[]) {
   describeIf(present[name], `abuse suite on ${name}`, `${name} sandbox driver not available`)(`abuse suite (${name})`, () => {
     let tmp: Awaited<ReturnType<typeof tempRoot>>;
     let driver: SandboxDriver;
     let bystander: Sandbox;
     let dataDir: string;
     const gap = (what: 'always' | 'root'): string | null => (name === 'process' ? processGap(what) : null);
-    const title = (t: string, g: string | null): string => (g ? `${t} [not contained by the process driver: ${g}]` : t);
+    const title = (t: string, g: string | null): string => (g ? `${t} [not contained by the ${name} driver: ${g}]` : t);
 
     beforeAll(async () => {
       tmp = await tempRoot();
-      driver = await selectDriver(name, { sandboxesRoot: tmp.root, instanceId: `abuse-${name}-${process.pid}`, dockerImage: DOCKER_IMAGE });
+      driver = await makeTestDriver(name, { sandboxesRoot: tmp.root, instanceId: `abuse-${name}-${process.pid}` });
       bystander = await driver.create(spec('trace_bystander', { files: { 'secret.txt': 'bystander-secret' } }));
       // Stands for the server's data dir: a normal directory with a database-like file in it.
       dataDir = await mkdtemp(join(tmpdir(), 'rft-abuse-data-'));
@@ -77,7 +75,16 @@ for (const name of ['process', 'bwrap', 'docker'] as DriverName[]) {
 
     const quick = (r: ExecResult): void => expect(r.durationMs).toBeLessThan(8_000);
 
-    it.skipIf(gap('root'))(title('a fork bomb hits the process limit and is killed whole', gap('root')), async () => {
+    // gVisor (Debian's runsc, ptrace platform) maps each sandboxed process to host processes of its
+    // own; a fork bomb can take the victim's sandbox kernel down with it (its next call answers
+    // RFT_ERR_SANDBOX_LOST and the trainer drops the rollout). The host and the bystander are fine:
+    // that part runs below, the victim's own outcome is not asserted.
+    const bombGap = name === 'gvisor' ? 'the victim sandbox may be lost' : gap('root');
+    it.skipIf(gap('root'))(title('a fork bomb hits the process limit and is killed whole', bombGap), async () => {
+      if (name === 'gvisor') {
+        await contained((sb) => sb.exec('f(){ f | f & }; f; sleep 30', { timeoutMs: 2_000 }).then(() => undefined, () => undefined));
+        return;
+      }
       await contained(async (sb) => {
         const r = await sb.exec('f(){ f | f & }; f; sleep 30', { timeoutMs: 2_000 });
         // Either the shell itself could no longer fork (and gave up) or the timeout killed the lot.
@@ -124,9 +131,13 @@ for (const name of ['process', 'bwrap', 'docker'] as DriverName[]) {
       }
     });
 
-    it('a memory hog fails to get its memory', async () => {
+    // gVisor's kernel lives in the sandbox's memory cgroup: past it, the kernel is killed, not the
+    // command (the victim's next call answers RFT_ERR_SANDBOX_LOST); the host and the bystander are fine.
+    it(title('a memory hog fails to get its memory', name === 'gvisor' ? 'the victim sandbox may be lost' : null), async () => {
       await contained(async (sb) => {
-        const r = await sb.exec(['python3', '-c', 'x = bytearray(3 * 1024 ** 3); x[::4096] = b"y" * len(x[::4096]); print("allocated")']);
+        const hog = sb.exec(['python3', '-c', 'x = bytearray(3 * 1024 ** 3); x[::4096] = b"y" * len(x[::4096]); print("allocated")']);
+        if (name === 'gvisor') return void (await hog.then(() => undefined, () => undefined));
+        const r = await hog;
         expect(r.exitCode).not.toBe(0);
         expect(r.stdout).not.toContain('allocated');
         quick(r);
@@ -137,7 +148,7 @@ for (const name of ['process', 'bwrap', 'docker'] as DriverName[]) {
       await contained(async (sb) => {
         const big = await sb.exec('head -c 100000000 /dev/zero > big');
         expect(big.exitCode).not.toBe(0);
-        const size = await sb.exec('stat -c %s big');
+        const size = await sb.exec('wc -c < big');
         expect(Number(size.stdout.trim())).toBeLessThanOrEqual(testLimits.maxFileBytes);
         const many = await sb.exec('i=0; while [ $i -lt 20 ]; do head -c 4000000 /dev/zero > f$i || break; i=$((i+1)); done; du -sk . | cut -f1');
         expect(Number(many.stdout.trim()) * 1024).toBeLessThanOrEqual(testLimits.diskBytes ?? 0);

@@ -9,7 +9,7 @@ import { driversPresent, driverWithSandbox, spec } from './helpers.js';
 
 const present = await driversPresent();
 
-for (const name of ['process', 'bwrap', 'docker'] as const) {
+for (const name of ['process', 'bwrap', 'docker', 'gvisor'] as const) {
   describeIf(present[name], `exec on ${name}`, `${name} sandbox driver not available`)(`exec contract (${name})`, () => {
     const ctx = driverWithSandbox(name, spec('trace_exec', { files: { 'sub/f.txt': 'in sub' } }));
     const sb = { exec: (...a: Parameters<Sandbox['exec']>) => ctx.sb.exec(...a) };

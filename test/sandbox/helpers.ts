@@ -3,6 +3,8 @@ import { chmod, mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll } from 'vitest';
+import { DockerDriver } from '../../src/sandbox/docker-driver.js';
+import { parseDockerHosts } from '../../src/sandbox/docker-hosts.js';
 import { defaultLimits } from '../../src/sandbox/limits.js';
 import { selectDriver } from '../../src/sandbox/select.js';
 import type { Sandbox, SandboxDriver, SandboxLimits, SandboxSpec } from '../../src/sandbox/types.js';
@@ -19,18 +21,41 @@ export function spec(traceId: string, extra: Partial<SandboxSpec> = {}): Sandbox
   return { traceId, limits: testLimits, labels: {}, ...extra };
 }
 
+export const DOCKER_IMAGE = process.env.RFT_DOCKER_IMAGE ?? 'rft-endpoints-sandbox:latest';
+
+/** The Docker driver under gVisor: an engine with the runsc runtime (.ci/setup-engines.sh starts one). */
+export const GVISOR_ENGINE = process.env.RFT_TEST_GVISOR_ENGINE ?? 'unix:///run/rft-engines/2.sock';
+
+export type TestDriver = 'process' | 'bwrap' | 'docker' | 'gvisor';
+
+function gvisorDriver(instanceId: string): SandboxDriver {
+  return new DockerDriver({ instanceId, image: DOCKER_IMAGE, hosts: parseDockerHosts({ cap: 1000, hosts: GVISOR_ENGINE }), runtime: 'runsc' });
+}
+
 /** Which drivers work on this machine (each probed for real). */
-export async function driversPresent(): Promise<Record<'process' | 'bwrap' | 'docker', boolean>> {
+export async function driversPresent(): Promise<Record<TestDriver, boolean>> {
   const { BwrapDriver } = await import('../../src/sandbox/bwrap-driver.js');
-  const { DockerDriver } = await import('../../src/sandbox/docker-driver.js');
   const opts = { sandboxesRoot: '/nonexistent', instanceId: 'probe' };
   const docker = new DockerDriver({ ...opts, image: DOCKER_IMAGE, socketPath: '/var/run/docker.sock' });
-  const present = { process: true, bwrap: await new BwrapDriver(opts).available(), docker: await docker.available() };
+  const gvisor = gvisorDriver('probe') as DockerDriver;
+  const runsc = async (): Promise<boolean> => {
+    if (!(await gvisor.available())) return false;
+    const info = await gvisor.engines[0]!.api.call<{ Runtimes?: Record<string, unknown> }>('GET', '/info').catch(() => null);
+    return info?.body.Runtimes?.['runsc'] !== undefined;
+  };
+  const present = { process: true, bwrap: await new BwrapDriver(opts).available(), docker: await docker.available(), gvisor: await runsc() };
   await docker.close();
+  await gvisor.close();
   return present;
 }
 
-export const DOCKER_IMAGE = process.env.RFT_DOCKER_IMAGE ?? 'rft-endpoints-sandbox:latest';
+/** A driver by test name (gvisor: the Docker driver with runtime runsc on GVISOR_ENGINE). */
+export async function makeTestDriver(name: TestDriver, opts: { sandboxesRoot: string; instanceId: string }): Promise<SandboxDriver> {
+  if (name !== 'gvisor') return selectDriver(name, { ...opts, dockerImage: DOCKER_IMAGE });
+  const d = gvisorDriver(opts.instanceId);
+  await d.available();
+  return d;
+}
 
 /** pids of live (not zombie) processes whose real uid is `uid`. */
 export async function liveProcessesOf(uid: number): Promise<number[]> {
@@ -45,11 +70,11 @@ export async function liveProcessesOf(uid: number): Promise<number[]> {
 }
 
 /** Inside a describe: a driver and one sandbox made from `sandboxSpec`, set up before and removed after the suite. */
-export function driverWithSandbox(name: 'process' | 'bwrap' | 'docker', sandboxSpec: SandboxSpec): { driver: SandboxDriver; sb: Sandbox } {
+export function driverWithSandbox(name: TestDriver, sandboxSpec: SandboxSpec): { driver: SandboxDriver; sb: Sandbox } {
   const ctx = {} as { driver: SandboxDriver; sb: Sandbox; tmp: Awaited<ReturnType<typeof tempRoot>> };
   beforeAll(async () => {
     ctx.tmp = await tempRoot();
-    ctx.driver = await selectDriver(name, { sandboxesRoot: ctx.tmp.root, instanceId: `${name}-${process.pid}`, dockerImage: DOCKER_IMAGE });
+    ctx.driver = await makeTestDriver(name, { sandboxesRoot: ctx.tmp.root, instanceId: `${name}-${process.pid}` });
     ctx.sb = await ctx.driver.create(sandboxSpec);
   });
   afterAll(async () => {
@@ -79,7 +104,8 @@ export async function hostView(sb: Sandbox, sandboxesRoot: string): Promise<Host
     return { uid: meta.uid, ws, gone: async () => !existsSync(ws) };
   }
   const { DockerApi } = await import('../../src/sandbox/docker-api.js');
-  const api = new DockerApi('/var/run/docker.sock');
+  const endpoint = (sb as unknown as { engine: { api: { endpoint: import('../../src/sandbox/docker-api.js').DockerEndpoint } } }).engine.api.endpoint;
+  const api = new DockerApi(endpoint);
   try {
     const filters = encodeURIComponent(JSON.stringify({ label: [`rft-endpoints.sandbox=${sb.id}`] }));
     const [c] = (await api.call<{ Id: string }[]>('GET', `/containers/json?all=true&filters=${filters}`)).body;
@@ -89,7 +115,7 @@ export async function hostView(sb: Sandbox, sandboxesRoot: string): Promise<Host
       uid: Number(info.Config.Labels['rft-endpoints.uid']),
       ws: vol?.Source ?? '',
       gone: async () => {
-        const again = new DockerApi('/var/run/docker.sock');
+        const again = new DockerApi(endpoint);
         try {
           const left = (await again.call<unknown[]>('GET', `/containers/json?all=true&filters=${filters}`)).body;
           const volume = await again.call('GET', `/volumes/${vol?.Name}`, undefined, [404]);

@@ -2,13 +2,14 @@
 // capabilities, a read-only tree outside /workspace and /tmp, no network interface but loopback.
 import { expect, it } from 'vitest';
 import { DockerApi } from '../../src/sandbox/docker-api.js';
+import type { DockerSandbox } from '../../src/sandbox/docker-sandbox.js';
 import type { Sandbox } from '../../src/sandbox/types.js';
 import { describeIf } from '../helpers/require.js';
 import { driversPresent, driverWithSandbox, spec } from './helpers.js';
 
 const present = await driversPresent();
 
-for (const name of ['bwrap', 'docker'] as const) {
+for (const name of ['bwrap', 'docker', 'gvisor'] as const) {
   describeIf(present[name], `isolation on ${name}`, `${name} sandbox driver not available`)(`isolation (${name})`, () => {
     const ctx = driverWithSandbox(name, spec('trace_iso', { labels: { 'rft-endpoints.trace_id': 'trace_iso' } }));
     const sb = { exec: (...a: Parameters<Sandbox['exec']>) => ctx.sb.exec(...a), get id() { return ctx.sb.id; } };
@@ -30,7 +31,9 @@ for (const name of ['bwrap', 'docker'] as const) {
       expect(r.stdout.trim().split('\n')).toEqual(['lo']);
     });
 
-    it('refuses to create nested user namespaces', async () => {
+    // Debian's runsc applies the engine's seccomp profile to a container's first process only, not to
+    // execs: a user namespace made there is one of gVisor's own kernel, which grants nothing on the host.
+    it.skipIf(name === 'gvisor')('refuses to create nested user namespaces', async () => {
       const r = await sb.exec('unshare --user true && echo nested');
       expect(r.stdout).not.toContain('nested');
     });
@@ -39,12 +42,13 @@ for (const name of ['bwrap', 'docker'] as const) {
       expect((await sb.exec('pwd')).stdout).toBe('/workspace\n');
     });
 
-    if (name === 'docker') {
+    if (name === 'docker' || name === 'gvisor') {
+      const engineApi = (sb: Sandbox): DockerApi => new DockerApi((sb as unknown as DockerSandbox).engine.api.endpoint);
       it('answers RFT_ERR_SANDBOX_LOST once the container stopped, rather than go on in an empty workspace', async () => {
         const victim = await ctx.driver.create(spec('trace_iso_lost'));
         try {
           await victim.writeFile('kept.txt', 'work');
-          const api = new DockerApi('/var/run/docker.sock');
+          const api = engineApi(victim);
           try {
             const filters = encodeURIComponent(JSON.stringify({ label: [`rft-endpoints.sandbox=${victim.id}`] }));
             const [c] = (await api.call<{ Id: string }[]>('GET', `/containers/json?filters=${filters}`)).body;
@@ -61,7 +65,7 @@ for (const name of ['bwrap', 'docker'] as const) {
       });
 
       it('labels the container with the instance, trace id and creation time, and configures it locked down', async () => {
-        const api = new DockerApi('/var/run/docker.sock');
+        const api = engineApi(ctx.sb);
         try {
           const filters = encodeURIComponent(JSON.stringify({ label: [`rft-endpoints.sandbox=${sb.id}`] }));
           const [c] = (await api.call<{ Id: string }[]>('GET', `/containers/json?filters=${filters}`)).body;
@@ -73,6 +77,7 @@ for (const name of ['bwrap', 'docker'] as const) {
           expect(info.HostConfig).toMatchObject({ NetworkMode: 'none', ReadonlyRootfs: true, CapDrop: ['ALL'], SecurityOpt: ['no-new-privileges'] });
           expect(info.HostConfig['Memory']).toBeGreaterThan(0);
           expect(info.HostConfig['PidsLimit']).toBeGreaterThan(0);
+          expect(info.HostConfig['Runtime']).toBe(name === 'gvisor' ? 'runsc' : 'runc');
         } finally {
           await api.close();
         }

@@ -1,5 +1,5 @@
 // Child process for bench/pipeline.ts: either the full server with the noop tools (mode
-// full[:normal]), or a bare Fastify route answering the same JSON (mode bare). Prints its
+// full[:normal][:nometrics]), or a bare Fastify route answering the same JSON (mode bare). Prints its
 // URL on stdout.
 import Fastify from 'fastify';
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -29,7 +29,7 @@ if (mode === 'bare') {
   const a = app.server.address();
   process.stdout.write(`http://127.0.0.1:${typeof a === 'object' && a ? a.port : 0}\n`);
 } else {
-  // mode: full[:normal] (the SQLite sync level; default full)
+  // mode: full[:normal][:nometrics] (the SQLite sync level, default full; metrics off)
   const opts = mode?.split(':') ?? [];
   const config = loadConfig({
     RFT_DATA_DIR: dataDir,
@@ -40,6 +40,7 @@ if (mode === 'bare') {
     RFT_SANDBOX: 'none',
     RFT_RATE_LIMIT: '0',
     RFT_SQLITE_SYNC: opts.includes('normal') ? 'normal' : 'full',
+    RFT_METRICS: opts.includes('nometrics') ? 'false' : 'true',
   });
   const app = await buildApp(config);
   close = () => app.close();

@@ -1,7 +1,8 @@
 // The server's Prometheus metrics (prom-client), in a registry of its own (several apps in one
-// process, as in the tests, never share series). Counting sits on the tool path, so the labelled
-// children are looked up once per label set and kept: a call costs a Map lookup and an add.
+// process, as in the tests, never share series). The series recorded on every call and request are
+// hot.ts's (an observation is a Map lookup and an add); the rest are prom-client's own.
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
+import { HotCounter, HotHistogram } from './hot.js';
 import { OUTCOME_FAILURE, TOOL_OUTCOMES, type Failure, type ToolOutcome } from './outcomes.js';
 
 /** Seconds: from a fast in-memory tool (sub-millisecond) to the trainer's 10-minute ceiling. */
@@ -30,34 +31,33 @@ export type GradeOutcome = 'ok' | 'error' | 'replayed';
 
 export class Metrics {
   readonly registry = new Registry();
-  private readonly toolCalls: Counter<'tool' | 'outcome'>;
-  private readonly toolDuration: Histogram<'tool'>;
-  private readonly httpDuration: Histogram<'route' | 'status'>;
+  private readonly toolCalls: HotCounter;
+  private readonly toolDuration: HotHistogram;
+  private readonly httpDuration: HotHistogram;
   private readonly grades: Counter<'grader' | 'outcome'>;
   private readonly gradeScore: Histogram<'grader'>;
   private readonly rolloutToolCalls: Histogram<'grader'>;
   private readonly budgetExhausted: Counter<'grader'>;
-  private readonly failures: Counter<'kind' | 'where'>;
+  private readonly failures: HotCounter;
   private readonly sandboxCreate: Histogram<'driver'>;
   private readonly sandboxQueueWait: Histogram<'outcome'>;
   private readonly integrity: Counter<'kind'>;
   private sandboxStats: (() => { live: number; queued: number }) | undefined;
-  /** Labelled children by label values joined with \0: no label hashing per call. */
-  private readonly counters = new Map<string, Counter.Internal>();
-  private readonly histograms = new Map<string, Histogram.Internal<string>>();
 
   constructor(opts: MetricsOptions = {}) {
     const registers = [this.registry];
     const counter = <L extends string>(name: string, help: string, labelNames: L[]) => new Counter({ name, help, labelNames, registers });
     const histogram = <L extends string>(name: string, help: string, labelNames: L[], buckets: number[]) =>
       new Histogram({ name, help, labelNames, buckets, registers });
-    this.toolCalls = counter(
+    const reg = this.registry;
+    this.toolCalls = new HotCounter(
       'rft_tool_calls_total',
       'Tool calls answered, by tool and outcome (ok, tool_error, invalid_arguments, timeout, budget_exhausted, interrupted, replayed)',
       ['tool', 'outcome'],
+      reg,
     );
-    this.toolDuration = histogram('rft_tool_call_duration_seconds', "Tool handler time (the tool's own work, without the record's writes)", ['tool'], DURATION_BUCKETS);
-    this.httpDuration = histogram('rft_http_request_duration_seconds', 'HTTP request time, by route template and status', ['route', 'status'], DURATION_BUCKETS);
+    this.toolDuration = new HotHistogram('rft_tool_call_duration_seconds', "Tool handler time (the tool's own work, without the record's writes)", ['tool'], DURATION_BUCKETS, reg);
+    this.httpDuration = new HotHistogram('rft_http_request_duration_seconds', 'HTTP request time, by route template and status', ['route', 'status'], DURATION_BUCKETS, reg);
     this.grades = counter('rft_grades_total', 'Grades answered, by grader and outcome (ok, error, replayed)', ['grader', 'outcome']);
     this.gradeScore = histogram(
       'rft_grade_score',
@@ -72,10 +72,11 @@ export class Metrics {
       TOOL_CALL_COUNT_BUCKETS,
     );
     this.budgetExhausted = counter('rft_budget_exhausted_rollouts_total', 'Graded rollouts that had a call refused for lack of budget', ['grader']);
-    this.failures = counter(
+    this.failures = new HotCounter(
       'rft_failures_total',
       "Failures by whose they are: kind=model (the model's mistake, shown to it) or infra (ours: retried, then the rollout is dropped)",
       ['kind', 'where'],
+      reg,
     );
     this.sandboxCreate = histogram('rft_sandbox_create_duration_seconds', 'Time to create a sandbox (after its admission), by driver', ['driver'], SANDBOX_CREATE_BUCKETS);
     this.sandboxQueueWait = histogram(
@@ -122,31 +123,19 @@ export class Metrics {
     return this.registry.metrics();
   }
 
-  private counter(key: string, make: () => Counter.Internal): Counter.Internal {
-    let c = this.counters.get(key);
-    if (!c) this.counters.set(key, (c = make()));
-    return c;
-  }
-
-  private histogram(key: string, make: () => Histogram.Internal<string>): Histogram.Internal<string> {
-    let h = this.histograms.get(key);
-    if (!h) this.histograms.set(key, (h = make()));
-    return h;
-  }
-
   /** A tool call's reply. `seconds`: the handler's time, for calls that ran it. */
   toolCall(tool: string, outcome: ToolOutcome, seconds: number | undefined, failure: Failure | null = OUTCOME_FAILURE[outcome]): void {
-    this.counter(`c\0${tool}\0${outcome}`, () => this.toolCalls.labels(tool, outcome)).inc();
-    if (seconds !== undefined) this.histogram(`d\0${tool}`, () => this.toolDuration.labels(tool)).observe(seconds);
+    this.toolCalls.labels(tool, outcome).inc();
+    if (seconds !== undefined) this.toolDuration.labels(tool).observe(seconds);
     if (failure) this.failure(failure);
   }
 
   failure(f: Failure): void {
-    this.counter(`f\0${f.kind}\0${f.where}`, () => this.failures.labels(f.kind, f.where)).inc();
+    this.failures.labels(f.kind, f.where).inc();
   }
 
   http(route: string, status: number, seconds: number): void {
-    this.histogram(`h\0${route}\0${status}`, () => this.httpDuration.labels(route, String(status))).observe(seconds);
+    this.httpDuration.labels(route, String(status)).observe(seconds);
   }
 
   grade(grader: string, outcome: GradeOutcome, score?: number): void {
@@ -163,9 +152,7 @@ export class Metrics {
   /** This process's failures so far, as counted (for the dashboard's view of this replica). */
   async failureTotals(): Promise<{ kind: string; where: string; count: number }[]> {
     const { values } = await this.failures.get();
-    return values
-      .filter((v) => v.value > 0)
-      .map((v) => ({ kind: String(v.labels.kind), where: String(v.labels.where), count: v.value }));
+    return values.filter((v) => v.value > 0).map((v) => ({ kind: String(v.labels.kind), where: String(v.labels.where), count: v.value }));
   }
 
   integrityFlag(kind: string): void {

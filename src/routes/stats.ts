@@ -5,8 +5,12 @@ import { errors } from '../errors.js';
 import { buildStats, defaultBucketMs, MAX_BUCKETS } from '../stats/stats.js';
 import { statsQuerySchema, statsReplySchema } from '../stats/schema.js';
 import { parseDuration, parseInstant } from '../stats/time.js';
+import type { StatsPart } from '../store/insights.js';
 
 const DEFAULT_SPAN_MS = 60 * 60_000;
+
+type StatsInclude = 'calls' | 'rollouts' | 'grades' | 'integrity';
+const PART_OF: Record<StatsInclude, StatsPart> = { calls: 'calls', rollouts: 'rolloutsStarted', grades: 'grades', integrity: 'flags' };
 
 export default async function statsRoutes(app: FastifyInstance): Promise<void> {
   const { store, sandboxes, metrics } = app.rft;
@@ -34,9 +38,10 @@ export default async function statsRoutes(app: FastifyInstance): Promise<void> {
       const bucketMs = req.query.bucket === undefined ? defaultBucketMs(until - since) : parseDuration(req.query.bucket);
       if (bucketMs === undefined) throw errors.badRequest(`bucket must be a duration such as "1m" or "30s", got "${req.query.bucket}"`);
       if ((until - since) / bucketMs > MAX_BUCKETS) throw errors.badRequest(`at most ${MAX_BUCKETS} buckets: widen bucket or narrow the window`);
-      const q = { since, until, bucketMs };
+      const include = (req.query.include ?? 'calls,rollouts,grades,integrity').split(',') as StatsInclude[];
+      const q = { since, until, bucketMs, parts: include.map((i) => PART_OF[i]) };
       const s = sandboxes?.stats();
-      return buildStats(await store.stats(q), q, {
+      return buildStats(await store.stats(q), { ...q, include: [...new Set(include)] }, {
         sandboxes: s ? { driver: s.driver, live: s.live, queued: s.queued, cap: s.cap } : null,
         failures: metrics ? await metrics.failureTotals() : null,
       });

@@ -7,6 +7,12 @@ export const statsQuerySchema = z.object({
   since: z.string().max(40).optional().describe('window start: ISO time, ms since epoch, or a duration back from now ("15m", "6h", "7d"); default 1h'),
   until: z.string().max(40).optional().describe('window end, same forms; default now'),
   bucket: z.string().max(20).optional().describe('bucket size: ms, or a number with s, m, h, d; default: at most 120 buckets'),
+  include: z
+    .string()
+    .max(100)
+    .regex(/^(calls|rollouts|grades|integrity)(,(calls|rollouts|grades|integrity))*$/, 'a comma-separated list of calls, rollouts, grades, integrity')
+    .optional()
+    .describe('the figures to compute (default all); calls is the one that scans every call of the window'),
 });
 
 const series = z.array(z.number()).describe('one value per bucket');
@@ -17,6 +23,7 @@ export const statsReplySchema = z.object({
   since: z.string(),
   until: z.string(),
   bucket_ms: z.number(),
+  include: z.array(z.enum(['calls', 'rollouts', 'grades', 'integrity'])),
   buckets: z.array(z.string()).describe('start of each bucket (ISO)'),
   totals: z.object({
     rollouts_started: z.number(),

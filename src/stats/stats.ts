@@ -42,7 +42,7 @@ export interface LocalView {
 
 const round = (x: number, digits = 4) => Math.round(x * 10 ** digits) / 10 ** digits;
 
-export function buildStats(rows: StatsRows, q: { since: number; until: number; bucketMs: number }, local: LocalView) {
+export function buildStats(rows: StatsRows, q: { since: number; until: number; bucketMs: number; include?: string[] }, local: LocalView) {
   const first = Math.floor(q.since / q.bucketMs) * q.bucketMs;
   const buckets: number[] = [];
   for (let t = first; t < q.until; t += q.bucketMs) buckets.push(t);
@@ -119,6 +119,7 @@ export function buildStats(rows: StatsRows, q: { since: number; until: number; b
     since: new Date(q.since).toISOString(),
     until: new Date(q.until).toISOString(),
     bucket_ms: q.bucketMs,
+    include: (q.include ?? ['calls', 'rollouts', 'grades', 'integrity']) as ('calls' | 'rollouts' | 'grades' | 'integrity')[],
     buckets: buckets.map((t) => new Date(t).toISOString()),
     totals: {
       rollouts_started: sum(started),

@@ -11,7 +11,12 @@ export interface StatsQuery {
   since: number;
   until: number;
   bucketMs: number;
+  /** The figures to compute (default all): a learning curve over days needs no scan of every call. */
+  parts?: readonly StatsPart[] | undefined;
 }
+
+export type StatsPart = keyof StatsRows;
+export const STATS_PARTS: readonly StatsPart[] = ['calls', 'rolloutsStarted', 'grades', 'flags'];
 
 /** Calls started in a bucket, by tool, status and latency bucket (index in LATENCY_EDGES_MS; its length = above the last; -1 = no handler time). */
 export interface CallBucketRow {
@@ -228,11 +233,12 @@ export function rolloutFilterSql(d: Dialect, f: RolloutFilter, first: number): {
   if (f.tool !== undefined) where.push(`EXISTS (SELECT 1 FROM ${t.calls} c WHERE c.trace_id = r.trace_id AND c.tool = ${p(f.tool)})`);
   if (f.status !== undefined) where.push(`EXISTS (SELECT 1 FROM ${t.calls} c WHERE c.trace_id = r.trace_id AND c.status = ${p(f.status)})`);
   if (f.grader !== undefined) where.push(`EXISTS (SELECT 1 FROM ${t.grades} g WHERE g.trace_id = r.trace_id AND g.grader = ${p(f.grader)})`);
+  // Flags are few: the list is driven from them (their rollouts, then sorted), not from every rollout.
   if (f.flag !== undefined) {
     where.push(
       f.flag === 'any'
-        ? `EXISTS (SELECT 1 FROM ${t.flags} f WHERE f.trace_id = r.trace_id)`
-        : `EXISTS (SELECT 1 FROM ${t.flags} f WHERE f.trace_id = r.trace_id AND f.kind = ${p(f.flag)})`,
+        ? `r.trace_id IN (SELECT f.trace_id FROM ${t.flags} f)`
+        : `r.trace_id IN (SELECT f.trace_id FROM ${t.flags} f WHERE f.kind = ${p(f.flag)})`,
     );
   }
   return { where, params };

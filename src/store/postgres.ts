@@ -19,6 +19,7 @@ import {
   postgresDialect,
   rolloutFilterSql,
   statsSql,
+  STATS_PARTS,
   summaryExtrasSql,
   toFlag,
   upsertFlagSql,
@@ -486,8 +487,9 @@ export class PostgresStore implements Store {
     const [calls, rolloutsStarted, grades, flags] = await retryOnce(() =>
       this.tx(async (c) => {
         await c.query('SET TRANSACTION ISOLATION LEVEL REPEATABLE READ READ ONLY');
-        const run = async (s: { text: string; params: unknown[] }) => (await c.query(s.text, s.params)).rows;
-        return [await run(sql.calls), await run(sql.rolloutsStarted), await run(sql.grades), await run(sql.flags)];
+        const parts = q.parts ?? STATS_PARTS;
+        const run = async (k: keyof StatsRows) => (parts.includes(k) ? (await c.query(sql[k].text, sql[k].params)).rows : []);
+        return [await run('calls'), await run('rolloutsStarted'), await run('grades'), await run('flags')];
       }),
     );
     return { calls, rolloutsStarted, grades, flags } as StatsRows;

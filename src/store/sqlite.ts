@@ -22,6 +22,7 @@ import {
   sqliteDialect,
   sqliteParams,
   statsSql,
+  STATS_PARTS,
   summaryExtrasSql,
   toFlag,
   upsertFlagSql,
@@ -421,7 +422,8 @@ export class SqliteStore implements Store {
   stats(q: StatsQuery): Promise<StatsRows> {
     return this.read(() => {
       const sql = statsSql(sqliteDialect, q);
-      const run = <K extends keyof StatsRows>(k: K) => this.stats_[k].all(sqliteParams(sql[k].params)) as StatsRows[K];
+      const parts = q.parts ?? STATS_PARTS;
+      const run = <K extends keyof StatsRows>(k: K) => (parts.includes(k) ? (this.stats_[k].all(sqliteParams(sql[k].params)) as StatsRows[K]) : []);
       return { calls: run('calls'), rolloutsStarted: run('rolloutsStarted'), grades: run('grades'), flags: run('flags') };
     });
   }

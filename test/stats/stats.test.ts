@@ -99,6 +99,15 @@ describe('GET /v1/stats', () => {
     expect(body.this_replica.failures).toEqual([]);
   });
 
+  it('computes only the figures asked for: a curve over days need not scan every call', async () => {
+    const res = await get('/v1/stats?since=1h&include=grades,integrity');
+    expect(res.statusCode).toBe(200);
+    expect(res.json().include).toEqual(['grades', 'integrity']);
+    expect(res.json().tools).toEqual([]);
+    expect(res.json().learning_curve.find((c: { grader: string }) => c.grader === 'exact')).toBeDefined();
+    expect((await get('/v1/stats?include=calls,everything')).statusCode).toBe(400);
+  });
+
   it('refuses a bad window with 400 and a code', async () => {
     for (const url of ['/v1/stats?since=yesterday', '/v1/stats?since=1h&bucket=1ms', '/v1/stats?since=1m&until=2m', '/v1/stats?bucket=x']) {
       const res = await get(url);

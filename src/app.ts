@@ -68,6 +68,8 @@ declare module 'fastify' {
     rawBody?: Buffer;
     /** A body the parser refused, answered after authentication. */
     bodyError?: RftError;
+    /** The part of the body replaced by null because it nested too deep. */
+    cutFromBody?: string;
     /** The code of the error this request was answered with. */
     errorCode?: string;
     credential?: Credential;
@@ -78,6 +80,8 @@ declare module 'fastify' {
     public?: boolean;
     /** The trainer calls this route (tools, graders): a 4xx is shown to the model, so limits answer 503. */
     trainer?: boolean;
+    /** A grade: a sample.output_json nested too deep is cut to null instead of refusing the body. */
+    cutDeepOutputJson?: boolean;
   }
 }
 

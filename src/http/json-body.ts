@@ -2,7 +2,7 @@
 // nesting limit. Anything else is a 415.
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { errors, type RftError } from '../errors.js';
-import { jsonDepthExceeds } from '../protocol/json-depth.js';
+import { cutValue, jsonDepthExceeds } from '../protocol/json-depth.js';
 
 /**
  * A body that cannot be used is answered after authentication (a preValidation hook registered
@@ -23,8 +23,17 @@ export function registerJsonBody(app: FastifyInstance, maxDepth: number): void {
   app.addContentTypeParser('application/json', { parseAs: 'buffer' }, (req, body: Buffer, done) => {
     req.rawBody = body;
     if (body.length === 0) return done(null, undefined);
-    if (jsonDepthExceeds(body, maxDepth)) return fail(req, done, errors.bodyTooDeep(maxDepth));
-    const text = body.toString('utf8');
+    let parsed = body;
+    if (jsonDepthExceeds(body, maxDepth)) {
+      // A grade's sample.output_json is the model's answer parsed by the trainer: the model, not the
+      // dataset or the trainer, decides its depth. Refusing it would let a model turn a bad answer
+      // into a discarded rollout, so it is cut to null and the grade goes on.
+      const cut = req.routeOptions.config.cutDeepOutputJson ? cutValue(body, ['sample', 'output_json']) : undefined;
+      if (!cut || jsonDepthExceeds(cut, maxDepth)) return fail(req, done, errors.bodyTooDeep(maxDepth));
+      req.cutFromBody = 'sample.output_json';
+      parsed = cut;
+    }
+    const text = parsed.toString('utf8');
     if (text.indexOf('__proto__') === -1 && text.indexOf('\\u') === -1) {
       let value: unknown;
       try {

@@ -24,6 +24,9 @@ export default async function graderRoutes(app: FastifyInstance): Promise<void> 
     if (!grader) throw errors.unknownGrader(name, [...registry.graders.keys()]);
     const parsed = gradeRequestSchema.safeParse(req.body);
     if (!parsed.success) throw errors.badRequest(`malformed grader request: ${formatZodIssues(parsed.error.issues)}`);
+    if (req.cutFromBody) {
+      req.log.warn({ trace_id: parsed.data.trace_id, cut: req.cutFromBody }, `${req.cutFromBody} nested deeper than RFT_MAX_JSON_DEPTH: graded as null`);
+    }
     const { record } = await grading.grade(grader, {
       sample: parsed.data.sample,
       item: parsed.data.item ?? {},
@@ -34,7 +37,7 @@ export default async function graderRoutes(app: FastifyInstance): Promise<void> 
     return { score: record.score };
   }
 
-  const trainer = { config: { trainer: true } };
+  const trainer = { config: { trainer: true, cutDeepOutputJson: true } };
   app.post('/grade', trainer, (req) => grade(req, defaultGraderName(app)));
   app.post<{ Params: { name: string } }>('/graders/:name', trainer, (req) => grade(req, req.params.name));
 

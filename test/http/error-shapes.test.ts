@@ -121,6 +121,20 @@ describe('nesting', () => {
     expect((await fetch(`${d.url}/v1/rollouts/${trace}`, { headers: bearer(d.key) })).status).toBe(404);
   });
 
+  it('grades a sample whose output_json (the model\'s answer) nests 50,000 levels deep, with output_json cut to null', async () => {
+    const trace = newTrace();
+    const deepAnswer = '['.repeat(50_000) + ']'.repeat(50_000);
+    const body = `{"sample":{"output_text":"4.2","output_json":${deepAnswer}},"item":{"reference_answer":"4.2"},"trace_id":"${trace}"}`;
+    const r = await post('/graders/exact', body);
+    expect(r.status).toBe(200);
+    expect(JSON.parse(r.text)).toEqual({ score: 1 });
+    const rec = (await (await fetch(`${d.url}/v1/rollouts/${trace}`, { headers: bearer(d.key) })).json()) as { grades: { sample: unknown }[] };
+    expect(rec.grades[0]!.sample).toMatchObject({ output_text: '4.2', output_json: null });
+    // The same depth anywhere else in a grade is still refused.
+    const deepItem = await post('/graders/exact', `{"sample":{"output_text":"4.2"},"item":{"x":${deepAnswer}},"trace_id":"${trace}"}`);
+    expect(deepItem).toMatchObject({ status: 400, code: 'RFT_ERR_BODY_TOO_DEEP' });
+  });
+
   it('accepts an item at the limit', async () => {
     expect((await post('/tools', withDeepItem(functionCall('echo', { text: 'x' }), 63))).status).toBe(200);
     expect((await post('/tools', withDeepItem(functionCall('echo', { text: 'x' }), 64))).code).toBe('RFT_ERR_BODY_TOO_DEEP');

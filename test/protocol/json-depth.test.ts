@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import fc from 'fast-check';
-import { jsonDepthExceeds } from '../../src/protocol/json-depth.js';
+import { cutValue, jsonDepthExceeds } from '../../src/protocol/json-depth.js';
 
 /** The reference: nesting depth of a parsed value (a scalar is 0, [] or {} is 1). */
 function depthOf(v: unknown): number {
@@ -34,5 +34,29 @@ describe('jsonDepthExceeds', () => {
     expect(jsonDepthExceeds('['.repeat(5000) + ']'.repeat(5000), 64)).toBe(true);
     expect(jsonDepthExceeds(JSON.stringify({ a: '['.repeat(5000) }), 64)).toBe(false);
     expect(jsonDepthExceeds(JSON.stringify({ a: '\\"' + '{'.repeat(100) }), 64)).toBe(false);
+  });
+});
+
+describe('cutValue', () => {
+  const cut = (v: unknown) => {
+    const r = cutValue(Buffer.from(JSON.stringify(v)), ['sample', 'output_json']);
+    return r === undefined ? undefined : (JSON.parse(r.toString()) as unknown);
+  };
+
+  it('replaces sample.output_json, and only it, by null when it is an array or object', () => {
+    fc.assert(
+      fc.property(value, value, value, fc.dictionary(tricky, value, { maxKeys: 3 }), (answer, item, other, extra) => {
+        const body = { ...extra, sample: { output_text: 'x', output_json: answer, output_json_x: other, nested: { output_json: other } }, item: { output_json: item } };
+        const expected = answer !== null && typeof answer === 'object' ? { ...body, sample: { ...body.sample, output_json: null } } : undefined;
+        expect(cut(body)).toEqual(expected);
+      }),
+      { numRuns: 1000 },
+    );
+  });
+
+  it('cuts an answer nested 100,000 levels deep without parsing it', () => {
+    const body = Buffer.from(`{"sample":{"output_text":"42","output_json":${'['.repeat(100_000)}"]}"${']'.repeat(100_000)}},"item":{"a":1}}`);
+    const r = cutValue(body, ['sample', 'output_json'])!;
+    expect(JSON.parse(r.toString())).toEqual({ sample: { output_text: '42', output_json: null }, item: { a: 1 } });
   });
 });

@@ -70,6 +70,8 @@ export interface ToolCallOutcome {
 }
 
 const WAIT_POLL_MS = 25;
+/** How often a wait for a call running on another replica checks that the replica is still there. */
+const ORPHAN_CHECK_MS = 1_000;
 
 export const INTERRUPTED_OUTPUT =
   'Error: this tool call was interrupted by a server restart and was not completed. It will not be run again; ' +
@@ -277,9 +279,16 @@ export class Ledger {
   private async replay(call: RecordedCall, timeoutMs: number): Promise<ToolCallOutcome> {
     const deadline = Date.now() + timeoutMs + 5_000;
     let c: RecordedCall | undefined = call;
+    let checked = Date.now();
     while (c && c.status === 'running') {
       if (Date.now() > deadline || this.o.shutdown.aborted) throw errors.store(`call ${call.callId} is still running`);
       await new Promise((r) => setTimeout(r, WAIT_POLL_MS));
+      // Running on a replica that is gone: it will never finish there; close it as its restart would.
+      const replicas = this.o.store.replicas;
+      if (replicas && Date.now() - checked >= ORPHAN_CHECK_MS) {
+        checked = Date.now();
+        await replicas.interruptOrphan(call.traceId, call.callId, INTERRUPTED_OUTPUT, checked).catch(() => false);
+      }
       c = await this.o.store.getCall(call.traceId, call.callId);
     }
     if (!c) throw errors.store(`call ${call.callId} disappeared`);

@@ -12,6 +12,7 @@ import pg from 'pg';
 import type { Logger } from 'pino';
 import { quoteIdent } from './pg-schema.js';
 import { retryOnce } from './pg-retry.js';
+import { encodeText } from './pg-text.js';
 import type { Claim, Placement, PlacementStore, Replicas } from './replicas.js';
 
 const WAIT_POLL_MS = 25;
@@ -232,6 +233,16 @@ export class PgReplicas implements Replicas {
       if (signal.aborted) throw signal.reason;
       await new Promise((r) => setTimeout(r, WAIT_POLL_MS));
     }
+  }
+
+  async interruptOrphan(traceId: string, callId: string, output: string, now: number): Promise<boolean> {
+    const res = await this.pool.query(
+      `UPDATE ${this.s}.calls SET status = 'interrupted', output = $3, finished_at = $4
+       WHERE trace_id = $1 AND call_id = $2 AND status = 'running' AND owner IS NOT NULL AND owner <> $5
+         AND NOT ${this.s}.replica_alive(owner)`,
+      [traceId, callId, encodeText(output), now, this.owner],
+    );
+    return res.rowCount === 1;
   }
 
   async close(): Promise<void> {

@@ -48,4 +48,10 @@ export interface Replicas {
    * Calls of this replica are ordered in memory by the ledger; a dead replica's calls never block.
    */
   serialTurn(traceId: string, seq: number, serialTools: readonly string[], signal: AbortSignal): Promise<void>;
+  /**
+   * Marks a call interrupted if it is running on a replica that is gone (its restart would do the
+   * same): a retry that reached another replica then gets an answer now instead of waiting for that
+   * restart. True if it did.
+   */
+  interruptOrphan(traceId: string, callId: string, output: string, now: number): Promise<boolean>;
 }

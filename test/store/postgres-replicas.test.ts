@@ -81,4 +81,18 @@ describeIf(unavailable === undefined, 'Postgres', unavailable ?? '')('replicas t
     await gone.close(); // its running c4 will never finish: the turn passes it
     expect(await settledWithin(blocked, 2_000)).toBe(true);
   });
+
+  it('closes a call left running by a gone replica (as its restart would), never a live replica\'s', async () => {
+    const schema = testSchema();
+    const [a, b] = [await openStore(schema, { instanceId: 'pod-a' }), await openStore(schema, { instanceId: 'pod-b' })];
+    const gone = await openStore(schema, { instanceId: 'pod-gone' });
+    await b.beginCall(begin('trace_o', 'on_b'));
+    await gone.beginCall(begin('trace_o', 'on_gone'));
+    expect(await a.replicas.interruptOrphan('trace_o', 'on_gone', 'interrupted', Date.now())).toBe(false);
+    await gone.close();
+    expect(await a.replicas.interruptOrphan('trace_o', 'on_b', 'interrupted', Date.now())).toBe(false);
+    expect(await a.replicas.interruptOrphan('trace_o', 'on_gone', 'interrupted', Date.now())).toBe(true);
+    expect(await a.getCall('trace_o', 'on_gone')).toMatchObject({ status: 'interrupted', output: 'interrupted' });
+    expect(await a.getCall('trace_o', 'on_b')).toMatchObject({ status: 'running' });
+  });
 });

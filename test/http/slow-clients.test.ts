@@ -1,13 +1,13 @@
 // Slow and keyless clients (issue 10, item 6). Before: the key was checked after the body was read,
 // and 1,100 connections sending partial bodies without a key made every legitimate call fail.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Socket } from 'node:net';
 import { bearer, fixtureGraders, fixtureTools, functionCall, startFixtureServer } from '../helpers/fixtures.js';
-import { repoRoot, type TestServer } from '../helpers/server.js';
+import type { TestServer } from '../helpers/server.js';
+import { spawnServer, type ChildServer } from '../helpers/child-server.js';
 import { open, parseReply } from './raw.js';
 
 const SECRET = 'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw';
@@ -115,7 +115,7 @@ describe('timeouts count how long a request takes to arrive, not how long it run
 });
 
 describe('a server with 1,024 file descriptors, held by 1,100 slow connections', () => {
-  let proc: ChildProcess;
+  let server: ChildServer;
   let url = '';
   let dataDir = '';
   const KEY = 'slow-clients-key-0123456789';
@@ -123,35 +123,14 @@ describe('a server with 1,024 file descriptors, held by 1,100 slow connections',
   beforeAll(async () => {
     dataDir = mkdtempSync(join(tmpdir(), 'rft-slow-'));
     // The descriptor limit of many hosts; the server keeps half of it for the store and sandboxes.
-    proc = spawn('sh', ['-c', `ulimit -n 1024 && exec "${process.execPath}" --import tsx src/cli/main.ts serve`], {
-      cwd: repoRoot,
-      env: {
-        PATH: process.env.PATH ?? '',
-        HOME: process.env.HOME ?? '/tmp',
-        HOST: '127.0.0.1',
-        PORT: '0',
-        RFT_SANDBOX: 'none',
-        RFT_LOG_LEVEL: 'warn',
-        RFT_DATA_DIR: dataDir,
-        RFT_API_KEYS: KEY,
-        RFT_SIGNING_SECRETS: SECRET,
-        RFT_TOOLS_DIR: fixtureTools,
-        RFT_GRADERS_DIR: fixtureGraders,
-      },
-      stdio: ['ignore', 'ignore', 'pipe'],
-    });
-    let err = '';
-    url = await new Promise<string>((resolve, reject) => {
-      proc.stderr!.on('data', (d: Buffer) => {
-        err += d.toString();
-        const m = /listening on (http\S+)/.exec(err);
-        if (m) resolve(m[1]!);
-      });
-      proc.once('exit', (code) => reject(new Error(`server exited ${code}: ${err}`)));
-    });
-  }, 60_000);
-  afterAll(() => {
-    proc.kill('SIGKILL');
+    server = await spawnServer(
+      { RFT_DATA_DIR: dataDir, RFT_API_KEYS: KEY, RFT_SIGNING_SECRETS: SECRET, RFT_TOOLS_DIR: fixtureTools, RFT_GRADERS_DIR: fixtureGraders },
+      { command: ['sh', '-c', `ulimit -n 1024 && exec "${process.execPath}" bin/rft-endpoints.js serve`] },
+    );
+    url = server.url;
+  }, 120_000);
+  afterAll(async () => {
+    await server?.stop('SIGKILL');
     rmSync(dataDir, { recursive: true, force: true });
   });
 

@@ -152,6 +152,7 @@ export class McpBridge {
         description: t.description ?? t.title ?? `${t.name} (MCP server "${s.name}")`,
         parameters: ANY_OBJECT,
         cost: s.cost,
+        ...(s.serial ? { serial: true } : {}),
         ...(s.timeoutMs !== undefined ? { timeoutMs: s.timeoutMs } : {}),
         ...(s.maxOutputBytes !== undefined ? { maxOutputBytes: s.maxOutputBytes } : {}),
         handler: (args, ctx) => this.call(s, t.name, args as Record<string, unknown>, ctx),

@@ -33,6 +33,8 @@ const serverSchema = z
     /** Only these of the server's tools (its own names); all when absent. */
     tools: z.array(z.string().min(1)).optional(),
     cost: z.number().int().min(0).default(1),
+    /** Run this server's calls one at a time per rollout, in arrival order (for servers that are not safe under parallel calls). */
+    serial: z.boolean().default(false),
     timeoutMs: z.number().int().min(1).max(600_000).optional(),
     maxOutputBytes: z.number().int().min(64).optional(),
     /** How long an instance may take to start and answer `initialize`. */

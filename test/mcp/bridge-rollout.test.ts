@@ -27,6 +27,8 @@ function mcpJson(): string {
       env: { MEMORY_FILE_PATH: '${RFT_WORKSPACE}/memory.jsonl' },
       prefix: 'mem_',
       tools: ['create_entities', 'add_observations', 'read_graph'],
+      // Its writes read, change and rewrite one file: parallel ones would lose each other's changes.
+      serial: true,
       ...sandboxed,
     },
     // Allowed the whole filesystem it can see: the sandbox is what confines it.
@@ -92,12 +94,15 @@ for (const driver of ['bwrap', 'docker'] as const) {
       await until(async () => (await pidsWith(marker(t))).length === 0, 20_000, 'the graded rollout has no memory server');
     });
 
-    it("serves a rollout's parallel calls, the first ones included, from one instance", async () => {
+    it("serves a rollout's parallel calls, the first ones included, from one instance, one at a time when serial", async () => {
       const t = `trace_${randomUUID()}`;
-      // Reads: the memory server itself does not serialise concurrent writes to its file.
-      const replies = await Promise.all(Array.from({ length: 6 }, () => callTool(srv, t, 'mem_read_graph', {})));
-      expect(replies.map((r) => graph(r.output).entities)).toEqual(Array(6).fill([]));
+      const replies = await Promise.all(
+        Array.from({ length: 6 }, (_, i) => callTool(srv, t, 'mem_create_entities', { entities: [{ name: `e${i}`, entityType: 'thing', observations: [] }] })),
+      );
+      expect(replies.map((r) => r.status)).toEqual(Array(6).fill(200));
       expect(await pidsWith(marker(t))).toHaveLength(1);
+      // `serial: true` in mcp.json: without it the memory server loses concurrent writes (it keeps one of the six).
+      expect(graph((await callTool(srv, t, 'mem_read_graph', {})).output).entities.map((e) => e.name).sort()).toEqual(['e0', 'e1', 'e2', 'e3', 'e4', 'e5']);
     });
 
     it('recovers from an instance killed mid-rollout: the next call answers, with the state it had saved', async () => {

@@ -18,7 +18,7 @@ describe('mcp.json', () => {
   it('reads the mcpServers shape with the defaults filled in', () => {
     const c = loadMcpConfig(writeMcpJson({ memory: { command: 'node', args: ['x.js'] }, docs: { url: 'http://127.0.0.1:9/mcp', scope: 'shared' } }), true);
     expect(c?.servers).toMatchObject([
-      { name: 'memory', command: 'node', args: ['x.js'], env: {}, scope: 'rollout', sandbox: false, prefix: '', cost: 1, mounts: [] },
+      { name: 'memory', command: 'node', args: ['x.js'], env: {}, scope: 'rollout', sandbox: false, prefix: '', cost: 1, serial: false, mounts: [] },
       { name: 'docs', url: 'http://127.0.0.1:9/mcp', headers: {}, scope: 'shared' },
     ]);
   });

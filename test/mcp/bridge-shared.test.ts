@@ -61,6 +61,7 @@ describe('a shared server (server-everything)', () => {
         tools: ['echo', 'get-structured-content', 'get-tiny-image', 'trigger-long-running-operation', 'get-sum'],
         // Covers the whole call, a restart of the instance included (a few seconds on a loaded machine).
         timeoutMs: 8_000,
+        maxOutputBytes: 256,
         cost: 2,
       },
     });
@@ -89,6 +90,12 @@ describe('a shared server (server-everything)', () => {
     expect(JSON.parse((await callTool(srv, trace, 'ev_get-structured-content', { location: 'Chicago' })).output)).toEqual({ temperature: 36, conditions: 'Light rain / drizzle', humidity: 82 });
     expect((await callTool(srv, trace, 'ev_get-tiny-image', {})).output).toMatch(/^Here's the image you requested:\n\[image: image\/png, \d+ bytes\]/);
     expect((await getJson(srv, `/v1/rollouts/${trace}`)).budget).toMatchObject({ used: 6 });
+  });
+
+  it('cuts a long result at the output cap, with the usual marker', async () => {
+    const out = (await callTool(srv, `trace_${randomUUID()}`, 'ev_echo', { message: 'y'.repeat(2000) })).output;
+    expect(Buffer.byteLength(out)).toBeLessThanOrEqual(256);
+    expect(out).toMatch(/^Echo: y+\n\[output truncated: 2006 bytes, showing the first 256\]$/);
   });
 
   it("answers the server's refusal of bad arguments as a tool error the model reads", async () => {

@@ -86,6 +86,17 @@ describe('/mcp with the SDK clients', () => {
         await client.close();
       });
 
+      it("applies the tool's timeout and output cap, as POST /tools does", async () => {
+        const { client } = await connect(srv, mode, { 'x-rft-trace-id': `trace_${randomUUID()}` });
+        const hung = await client.callTool({ name: 'hang', arguments: {} });
+        expect(hung).toMatchObject({ isError: true, content: [{ type: 'text', text: 'Error: tool "hang" timed out after 200 ms.' }] });
+        const big = await client.callTool({ name: 'big', arguments: { bytes: 5000 } });
+        const text = (big.content as { text: string }[])[0]?.text ?? '';
+        expect(Buffer.byteLength(text)).toBeLessThanOrEqual(1024);
+        expect(text).toMatch(/\[output truncated: 5000 bytes, showing the first 1024\]$/);
+        await client.close();
+      });
+
       it('answers an unknown tool with a protocol error naming the known ones', async () => {
         const { client } = await connect(srv, mode);
         await expect(client.callTool({ name: 'no_such_tool', arguments: {} })).rejects.toMatchObject({

@@ -47,6 +47,8 @@ export class McpBridge {
   readonly tools: LoadedTool[] = [];
   private readonly shared = new Map<string, Promise<McpInstance>>();
   private readonly rollouts = new Map<string, Map<string, RolloutEntry>>();
+  /** Instances running now (started, not yet exited or stopped). */
+  private readonly running = new Set<McpInstance>();
   private closed = false;
 
   private constructor(
@@ -90,11 +92,17 @@ export class McpBridge {
     for (const entry of byServer.values()) void this.stopEntry(entry);
   }
 
-  /** Live per-rollout instances (for tests and /readyz-style counts). */
-  liveInstances(): number {
-    let n = 0;
-    for (const m of this.rollouts.values()) n += m.size;
-    return n + this.shared.size;
+  /** What /readyz reports: servers bridged, instances running now. */
+  stats(): { servers: number; tools: number; instances: number } {
+    return { servers: this.config.servers.length, tools: this.tools.length, instances: this.running.size };
+  }
+
+  /** Starts an instance and keeps count of it while it runs. */
+  private async launch(s: McpServerSpec, where: Placement): Promise<McpInstance> {
+    const instance = await McpInstance.start(s, where);
+    this.running.add(instance);
+    instance.onEnd(() => this.running.delete(instance));
+    return instance;
   }
 
   async close(): Promise<void> {
@@ -121,7 +129,7 @@ export class McpBridge {
     const workspace = sandbox ? null : this.privateDir(s, traceId);
     if (workspace) await mkdir(workspace, { recursive: true, mode: 0o700 });
     try {
-      const instance = await McpInstance.start(s, this.placement(s, traceId, sandbox, workspace));
+      const instance = await this.launch(s, this.placement(s, traceId, sandbox, workspace));
       try {
         return await instance.listTools();
       } finally {
@@ -191,7 +199,7 @@ export class McpBridge {
   }
 
   private startShared(s: McpServerSpec): Promise<McpInstance> {
-    const p = McpInstance.start(s, this.placement(s, null, null, null));
+    const p = this.launch(s, this.placement(s, null, null, null));
     this.shared.set(s.name, p);
     p.catch(() => {
       if (this.shared.get(s.name) === p) this.shared.delete(s.name);
@@ -243,7 +251,7 @@ export class McpBridge {
     const workspace = s.sandbox ? null : this.privateDir(s, traceId);
     const instance = (async () => {
       if (workspace) await mkdir(workspace, { recursive: true, mode: 0o700 });
-      return McpInstance.start(s, this.placement(s, traceId, s.sandbox ? sandbox : null, workspace));
+      return this.launch(s, this.placement(s, traceId, s.sandbox ? sandbox : null, workspace));
     })();
     return { sandbox, instance, workspace };
   }

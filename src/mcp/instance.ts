@@ -28,6 +28,7 @@ export type Placement =
 
 export class McpInstance {
   private stopped = false;
+  private readonly endListeners: (() => void)[] = [];
 
   private constructor(
     readonly server: McpServerSpec,
@@ -57,13 +58,25 @@ export class McpInstance {
       throw errors.mcpStart(server.name, end.stderr ? `${end.how}; its stderr ends with:\n${end.stderr}` : end.how);
     }
     const instance = new McpInstance(server, client, transport);
-    client.onclose = () => void (instance.stopped = true);
+    client.onclose = () => instance.ended();
     return instance;
   }
 
   /** False once the server exited (crashed, killed) or was stopped. */
   get alive(): boolean {
     return !this.stopped;
+  }
+
+  /** Calls `listener` once the instance is gone (exited, killed, stopped). */
+  onEnd(listener: () => void): void {
+    if (this.stopped) listener();
+    else this.endListeners.push(listener);
+  }
+
+  private ended(): void {
+    if (this.stopped && this.endListeners.length === 0) return;
+    this.stopped = true;
+    for (const l of this.endListeners.splice(0)) l();
   }
 
   /** Why the instance is gone, for the model and the logs: exit status and the tail of its stderr. */
@@ -89,7 +102,7 @@ export class McpInstance {
   }
 
   async stop(): Promise<void> {
-    this.stopped = true;
+    this.ended();
     await this.client.close().catch(() => {});
     await this.transport.close().catch(() => {});
   }

@@ -109,8 +109,11 @@ for (const driver of ['bwrap', 'docker'] as const) {
       const t = `trace_${randomUUID()}`;
       await callTool(srv, t, 'mem_create_entities', { entities: [{ name: 'bob', entityType: 'person', observations: ['before'] }] });
       const [pid] = await pidsWith(marker(t));
+      const running = async () => ((await fetch(`${srv.url}/readyz`).then((r) => r.json())) as { mcp: { instances: number } }).mcp.instances;
+      const before = await running();
       process.kill(pid!, 'SIGKILL');
-      await until(async () => !(await pidsWith(marker(t))).includes(pid!), 10_000, 'the killed server is gone');
+      // Gone, and seen gone by the bridge (a call racing the exit would be the call "during" the crash).
+      await until(async () => !(await pidsWith(marker(t))).includes(pid!) && (await running()) === before - 1, 20_000, 'the killed server is gone');
       const after = await callTool(srv, t, 'mem_add_observations', { observations: [{ entityName: 'bob', contents: ['after'] }] });
       expect(after.output).toContain('after');
       expect(graph((await callTool(srv, t, 'mem_read_graph', {})).output).entities).toMatchObject([{ name: 'bob', observations: ['before', 'after'] }]);

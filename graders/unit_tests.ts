@@ -11,7 +11,7 @@
 //                       where there is no baseline to improve on).
 import { defineGrader, errors, z, type GraderContext, type GraderResult, type Item, type Sandbox } from 'rft-endpoints';
 import { budgetPenalty } from 'rft-endpoints/grading';
-import { workspaceSource } from 'rft-endpoints/sandbox';
+import { copyNote, workspaceSource, type CopyReport } from 'rft-endpoints/sandbox';
 import { readCases } from './_unit_tests/cases.js';
 import { baselinePassing, runHiddenOn, withTempDir } from './_unit_tests/grade-dir.js';
 import type { CaseResult } from './_unit_tests/run.js';
@@ -106,13 +106,18 @@ export default defineGrader({
 
     const rolloutSandbox = await ctx.sandbox();
     await assertWorkspaceSurvived(ctx, rolloutSandbox);
+    // The copy leaves out what a fresh sandbox could not hold (special files, too deep paths, what
+    // is past its disk and inode budget) and says so: what the rollout broke scores the cases that
+    // still pass, never a failed grade the trainer would discard.
+    let copied: CopyReport | undefined;
     const outcome = await withTempDir(async (ws) => {
-      await rolloutSandbox.copyOut(ws);
+      copied = await rolloutSandbox.copyOut(ws);
       return runHiddenOn(ctx, ws, hiddenDir, cases);
     });
     const penalty = budgetPenalty(budget, { target: opts.target, floor: opts.floor });
+    const note = copied ? copyNote(copied) : '';
     if (outcome.cases === null) {
-      return { score: 0, subscores: { tests_passed: 0, budget: penalty }, explanation: outcome.failure ?? 'no result' };
+      return { score: 0, subscores: { tests_passed: 0, budget: penalty }, explanation: [outcome.failure ?? 'no result', note].filter(Boolean).join('\n') };
     }
     const passed = outcome.cases.filter((c) => c.passed).length;
     const fraction = passed / cases.cases.length;
@@ -128,6 +133,7 @@ export default defineGrader({
     }
     explanation += `; budget ${budget.used}/${budget.limit} (x${penalty.toFixed(2)})`;
     if (failed.length) explanation += `\nfailed: ${failed.slice(0, 10).join('; ')}`;
+    if (note) explanation += `\n${note}`;
     return { score: base * penalty, subscores, explanation };
   },
 });

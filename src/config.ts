@@ -113,6 +113,8 @@ export const configSchema = z.object({
   RFT_SANDBOX_PIDS: int(8).default(128),
   RFT_SANDBOX_FILE_MB: int(1).default(64),
   RFT_SANDBOX_DISK_MB: int(1).default(256),
+  /** Files a sandbox may create (workspace, /tmp, /dev/shm): each pins ~1 KB of kernel memory. */
+  RFT_SANDBOX_INODES: int(64).default(16_384),
   RFT_SANDBOX_EXEC_TIMEOUT_MS: int(100).default(30_000),
   RFT_DOCKER_IMAGE: z.string().default('rft-endpoints-sandbox:latest'),
   /** One local engine (the default when RFT_DOCKER_HOSTS and DOCKER_HOST are unset: /var/run/docker.sock). */
@@ -306,6 +308,7 @@ export function loadConfig(
         maxProcesses: c.RFT_SANDBOX_PIDS,
         maxFileBytes: c.RFT_SANDBOX_FILE_MB * 1024 * 1024,
         diskBytes: c.RFT_SANDBOX_DISK_MB * 1024 * 1024,
+        inodes: c.RFT_SANDBOX_INODES,
         wallTimeoutMs: c.RFT_SANDBOX_EXEC_TIMEOUT_MS,
         maxOutputBytes: c.RFT_MAX_OUTPUT_BYTES,
       },

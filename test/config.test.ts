@@ -28,6 +28,12 @@ describe('configuration', () => {
     expect(c).toMatchObject({ port: 8787, host: '127.0.0.1', toolBudget: 50, maxOutputBytes: 16384, apiKeys: [], autoKey: true });
   });
 
+  it('caps sandbox inodes (RFT_SANDBOX_INODES), refusing values too small to start a sandbox', () => {
+    expect(loadConfig({}).sandbox.limits.inodes).toBe(16_384);
+    expect(loadConfig({ RFT_SANDBOX_INODES: '5000' }).sandbox.limits.inodes).toBe(5000);
+    expect(() => loadConfig({ RFT_SANDBOX_INODES: '10' })).toThrow(/RFT_SANDBOX_INODES/);
+  });
+
   it('picks the SQLite durability, refusing other values by name', () => {
     expect(loadConfig({}).store).toEqual({ kind: 'sqlite', sync: 'full' });
     expect(loadConfig({ RFT_SQLITE_SYNC: 'normal' }).store).toEqual({ kind: 'sqlite', sync: 'normal' });

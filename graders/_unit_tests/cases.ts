@@ -35,13 +35,14 @@ export async function readCases(hiddenDir: string): Promise<CasesFile> {
   try {
     raw = JSON.parse(await readFile(file, 'utf8'));
   } catch (e) {
-    throw errors.graderConfig('item.sandbox.hidden', `cannot read ${file}: ${(e as Error).message}`);
+    // Named as the row names it: the host path stays in the server's log.
+    throw errors.graderConfig('item.sandbox.hidden', `cannot read cases.json: ${(e as { code?: string }).code ?? (e instanceof SyntaxError ? 'not JSON' : 'unreadable')}`);
   }
   const parsed = casesSchema.safeParse(raw);
-  if (!parsed.success) throw errors.graderConfig('item.sandbox.hidden', `${file}: ${parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ')}`);
+  if (!parsed.success) throw errors.graderConfig('item.sandbox.hidden', `cases.json: ${parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ')}`);
   const names = new Set<string>();
   for (const c of parsed.data.cases) {
-    if (names.has(c.name)) throw errors.graderConfig('item.sandbox.hidden', `${file}: case "${c.name}" appears twice`);
+    if (names.has(c.name)) throw errors.graderConfig('item.sandbox.hidden', `cases.json: case "${c.name}" appears twice`);
     names.add(c.name);
   }
   return parsed.data;

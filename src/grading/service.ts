@@ -151,7 +151,7 @@ export class GradingService {
       failure =
         isRftError(e) && e.statusCode >= 500
           ? e
-          : errors.graderFailed(g.def.name, isRftError(e) ? `${e.code}: ${e.message}` : e instanceof Error ? e.message : String(e));
+          : errors.graderFailed(g.def.name, withoutHostPaths(isRftError(e) ? `${e.code}: ${e.message}` : e instanceof Error ? e.message : String(e)));
       log.warn({ err: e }, 'grader failed');
     } finally {
       clearTimeout(timer);
@@ -204,4 +204,12 @@ export class GradingService {
       await integrity?.record(record.traceId, 'no_tool_score', `${g.def.name} scored ${record.score} on a rollout with no tool call`);
     }
   }
+}
+
+/**
+ * A failure's text as a caller may see it: absolute paths (a thrown fs error names the host's)
+ * become "<path>". The full error is in the server's log.
+ */
+export function withoutHostPaths(text: string): string {
+  return text.replace(/(?<![\w.])\/(?:[^\s'"`:,;()]+\/)+[^\s'"`:,;()]*/g, '<path>');
 }

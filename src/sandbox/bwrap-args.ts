@@ -72,27 +72,31 @@ export function osDirArgs(): string[] {
 
 const within = (p: string, dir: string): boolean => p === dir || p.startsWith(dir + '/');
 
+/** Options hiding host directories: empty tmpfs mounts, and their remounts read-only (see bwrapArgs). */
+export interface HideArgs {
+  mounts: string[];
+  seals: string[];
+}
+
 /**
  * Options that hide `paths` (host directories: the templates root, the data dir, this package) from
- * every sandbox: each one that lies inside a bound OS directory gets an empty read-only tmpfs over
- * it, wherever the package is installed. Paths outside the binds are not visible anyway.
+ * every sandbox: each one that lies inside a bound OS directory gets an empty tmpfs over it, read-only
+ * once set up, wherever the package is installed. Paths outside the binds are not visible anyway.
  */
-export function hideArgs(paths: readonly string[]): string[] {
+export function hideArgs(paths: readonly string[]): HideArgs {
   const { sources } = osDirs();
-  const out: string[] = [];
-  const seen = new Set<string>();
+  const reals = new Set<string>();
   for (const p of [...ALWAYS_HIDDEN, ...paths]) {
-    let real: string;
     try {
-      real = realpathSync(p);
+      const real = realpathSync(p);
+      if (sources.some((s) => within(real, s)) && lstatSync(real).isDirectory()) reals.add(real);
     } catch {
-      continue; // does not exist: nothing to hide
+      // does not exist: nothing to hide
     }
-    if (seen.has(real) || !sources.some((s) => within(real, s)) || !lstatSync(real).isDirectory()) continue;
-    seen.add(real);
-    out.push('--tmpfs', real, '--remount-ro', real);
   }
-  return out;
+  // One inside another is hidden with it (a tmpfs over the outer one would bury the inner mount).
+  const outermost = [...reals].filter((r) => ![...reals].some((o) => o !== r && within(r, o))).sort();
+  return { mounts: outermost.flatMap((r) => ['--tmpfs', r]), seals: outermost.flatMap((r) => ['--remount-ro', r]) };
 }
 
 export function passwdFiles(uid: number): { passwd: string; group: string } {
@@ -109,7 +113,7 @@ export interface BwrapArgsInput {
   shm: string;
   cwd: string[];
   /** Output of hideArgs(). */
-  hide: readonly string[];
+  hide: HideArgs;
   /** Host directories bound read-only at the same path (SandboxSpec.readOnlyMounts). */
   readOnlyMounts?: readonly string[];
 }
@@ -128,7 +132,7 @@ export function bwrapArgs(i: BwrapArgsInput): string[] {
     '--hostname',
     'sandbox',
     ...osDirArgs(),
-    ...i.hide,
+    ...i.hide.mounts,
     '--ro-bind-data',
     String(BWRAP_FDS.passwd),
     '/etc/passwd',
@@ -150,7 +154,10 @@ export function bwrapArgs(i: BwrapArgsInput): string[] {
     '--bind',
     i.ws,
     WORKSPACE_MOUNT,
+    // Read-only host mounts may lie inside a hidden directory (an MCP server in a global install):
+    // bound before the hiding tmpfs is sealed read-only.
     ...(i.readOnlyMounts ?? []).flatMap((m) => ['--ro-bind', m, m]),
+    ...i.hide.seals,
     '--remount-ro',
     '/dev',
     '--remount-ro',

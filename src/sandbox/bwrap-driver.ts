@@ -3,7 +3,7 @@
 // its own PID namespace, so whatever it started (setsid daemons included) dies with it.
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
-import { argsPayload, BWRAP_FDS, bwrapArgs, hideArgs, osDirArgs, passwdFiles } from './bwrap-args.js';
+import { argsPayload, BWRAP_FDS, bwrapArgs, hideArgs, osDirArgs, passwdFiles, type HideArgs } from './bwrap-args.js';
 import { prlimitArgs } from './limits.js';
 import { LocalDriver, type LocalDriverOptions } from './local-driver.js';
 import { SANDBOX_PATH, type LocalDriverHooks } from './local-sandbox.js';
@@ -19,7 +19,7 @@ export const BWRAP = '/usr/bin/bwrap';
 export class BwrapDriver extends LocalDriver {
   readonly name = 'bwrap' as const;
   private probe: Promise<boolean> | null = null;
-  private readonly hide: string[];
+  private readonly hide: HideArgs;
   /** null on an architecture we have no filter for: then the driver is not available. */
   private readonly seccomp = seccompFilter();
 

@@ -5,6 +5,7 @@
 // container from its placement (engine + container name) and gets the same behaviour.
 import { mkdir } from 'node:fs/promises';
 import { errors } from '../errors.js';
+import { copyBoundsFor, type CopyBounds, type CopyReport } from './copy-out.js';
 import { QUICK_TIMEOUT_MS, SLOW_TIMEOUT_MS } from './docker-api.js';
 import type { DockerEngine } from './docker-engine.js';
 import { dockerExec, dockerSpawn, PidPreamble, type DockerExecHooks, type DockerExecOutcome, type DockerExecRequest } from './docker-exec.js';
@@ -334,10 +335,10 @@ export class DockerSandbox implements Sandbox {
     return parseListing(out, parts, opts.maxEntries ?? 1000);
   }
 
-  async copyOut(hostDir: string): Promise<void> {
+  async copyOut(hostDir: string, bounds: CopyBounds = copyBoundsFor(this.o.limits)): Promise<CopyReport> {
     await mkdir(hostDir, { recursive: true });
     const res = await this.o.engine.use((api) => api.stream(`/containers/${this.o.container}/archive?path=${encodeURIComponent(`${WORKSPACE_MOUNT}/.`)}`));
-    await extractArchive(res.body, hostDir);
+    return extractArchive(res.body, hostDir, bounds);
   }
 
   /** Removes the container, and with it every process in it (spawned ones included) and the workspace. */

@@ -15,6 +15,7 @@ import { join, relative } from 'node:path';
 import { Readable } from 'node:stream';
 import { extract, pack, type Header, type Pack } from 'tar-stream';
 import { errors } from '../errors.js';
+import { CopyBudget, UNBOUNDED, type CopyBounds, type CopyReport } from './copy-out.js';
 import { at, openDir, type Owner } from './host-fs.js';
 import { workspaceComponents } from './paths.js';
 import type { SandboxSpec } from './types.js';
@@ -118,17 +119,14 @@ function tarOf(
   return Readable.from(p as AsyncIterable<Buffer>);
 }
 
-export interface ExtractReport {
-  files: number;
-  bytes: number;
-  /** Entries not copied, with why ("p: a FIFO"); at most a few dozen are listed. */
-  skipped: string[];
-  skippedCount: number;
-}
+/** What an extraction copied and left out (see copy-out.ts). */
+export type ExtractReport = CopyReport;
 
-const SKIPPED_LISTED = 50;
 /** Errors an entry's name or kind causes (a link where a directory was, a name too long ...). */
 const SHAPE_ERRORS = new Set(['ELOOP', 'EEXIST', 'ENOTDIR', 'EISDIR', 'ENAMETOOLONG', 'ENOTEMPTY']);
+
+/** How the copy report names what it leaves out (as copy-out.ts does for a host directory). */
+const SPECIAL: Record<string, string> = { fifo: 'a FIFO', 'character-device': 'a device', 'block-device': 'a device' };
 
 /** Splits an archive name into workspace-relative components, or null when it would leave the root. */
 function components(name: string): string[] | null {
@@ -137,12 +135,32 @@ function components(name: string): string[] | null {
   return parts.some((p) => p === '..') ? null : parts;
 }
 
-async function withParent<T>(root: string, parts: string[], me: Owner, fn: (dir: FileHandle, name: string) => Promise<T>): Promise<T> {
-  const dir = await openDir(root, parts.slice(0, -1), me);
-  try {
-    return await fn(dir, parts[parts.length - 1] as string);
-  } finally {
-    await dir.close();
+/**
+ * The directory an entry goes in, opened without following links. A tar lists a directory's entries
+ * together, so the last one opened is kept for the next entry (a directory this extraction created,
+ * that nothing else writes to): one open per directory instead of one per component per file.
+ */
+class Parents {
+  private last: { key: string; dir: FileHandle } | null = null;
+
+  constructor(
+    private readonly root: string,
+    private readonly me: Owner,
+  ) {}
+
+  async with<T>(parts: string[], fn: (dir: FileHandle, name: string) => Promise<T>): Promise<T> {
+    const key = parts.slice(0, -1).join('/');
+    if (this.last?.key !== key) {
+      await this.close();
+      this.last = { key, dir: await openDir(this.root, parts.slice(0, -1), this.me) };
+    }
+    return fn(this.last.dir, parts[parts.length - 1] as string);
+  }
+
+  async close(): Promise<void> {
+    const last = this.last;
+    this.last = null;
+    await last?.dir.close();
   }
 }
 
@@ -150,18 +168,17 @@ async function withParent<T>(root: string, parts: string[], me: Owner, fn: (dir:
  * Unpacks `src` into the existing directory `root` (see the header for what is refused). Never
  * follows a link it or the archive planted; resolves with what was copied and what was skipped.
  */
-export async function extractArchive(src: Readable, root: string): Promise<ExtractReport> {
+export async function extractArchive(src: Readable, root: string, bounds: CopyBounds = UNBOUNDED): Promise<ExtractReport> {
   const me: Owner = { uid: process.getuid?.() ?? 0, gid: process.getgid?.() ?? 0 };
-  const report: ExtractReport = { files: 0, bytes: 0, skipped: [], skippedCount: 0 };
-  const skip = (name: string, why: string): void => {
-    report.skippedCount++;
-    if (report.skipped.length < SKIPPED_LISTED) report.skipped.push(`${name}: ${why}`);
-  };
-  /** Where each regular file went, for hard links to it. */
-  const extracted = new Set<string>();
+  const budget = new CopyBudget(bounds);
+  const parents = new Parents(root, me);
+  const skip = (name: string, why: string): void => budget.skip(name, why);
+  /** Each regular file extracted, and its size, for hard links to it. */
+  const extracted = new Map<string, number>();
   const ex = extract();
   src.once('error', (e) => ex.destroy(e));
   src.pipe(ex as unknown as NodeJS.WritableStream);
+  try {
   for await (const entry of ex) {
     const h = entry.header;
     const parts = components(h.name);
@@ -172,18 +189,24 @@ export async function extractArchive(src: Readable, root: string): Promise<Extra
       }
       if (parts.length === 0) continue; // the workspace root itself
       const name = parts.join('/');
+      const kind = h.type === 'directory' ? 'dir' : h.type === 'symlink' ? 'symlink' : h.type === 'file' || h.type === 'contiguous-file' || h.type === 'link' ? 'file' : 'other';
+      const linked = h.type === 'link' ? components(h.linkname ?? '') : null;
+      if (h.type === 'link' && (linked === null || !extracted.has(linked.join('/')))) throw errors.pathEscape(name);
+      // A hard link becomes a copy: it costs what its target does.
+      const size = linked ? (extracted.get(linked.join('/')) ?? 0) : (h.size ?? 0);
+      if (!budget.admit(parts, kind, size, SPECIAL[h.type ?? ''] ?? 'a special file')) continue;
       if (h.type === 'directory') {
         const dir = await openDir(root, parts, me);
         await dir.chmod(((h.mode ?? 0o755) & 0o777) | 0o700).finally(() => dir.close());
       } else if (h.type === 'file' || h.type === 'contiguous-file' || h.type === 'link') {
-        await withParent(root, parts, me, async (dir, base) => {
+        await parents.with(parts, async (dir, base) => {
           const fh = await open(at(dir, base), O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_NONBLOCK, 0o600);
           try {
             if (!(await fh.stat()).isFile()) throw errors.pathEscape(name);
-            if (h.type === 'link') {
-              const target = components(h.linkname ?? '');
-              if (target === null || !extracted.has(target.join('/'))) throw errors.pathEscape(name);
-              const from = await withParent(root, target, me, (d, b) => open(at(d, b), O_RDONLY | O_NOFOLLOW | O_NONBLOCK));
+            if (linked) {
+              const from = await openDir(root, linked.slice(0, -1), me).then((d) =>
+                open(at(d, linked[linked.length - 1] as string), O_RDONLY | O_NOFOLLOW | O_NONBLOCK).finally(() => d.close()),
+              );
               try {
                 for await (const chunk of from.createReadStream({ autoClose: false })) await fh.write(chunk as Buffer);
               } finally {
@@ -192,7 +215,6 @@ export async function extractArchive(src: Readable, root: string): Promise<Extra
             } else {
               // Not stream.pipeline: it ends a streamx entry early, and tar-stream then waits forever.
               for await (const chunk of entry) await fh.write(chunk as Buffer);
-              report.bytes += h.size ?? 0;
             }
             await fh.chmod((h.mode ?? 0o644) & 0o777);
             if (h.mtime) await fh.utimes(h.mtime, h.mtime);
@@ -200,12 +222,9 @@ export async function extractArchive(src: Readable, root: string): Promise<Extra
             await fh.close();
           }
         });
-        extracted.add(name);
-        report.files++;
+        extracted.set(name, size);
       } else if (h.type === 'symlink') {
-        await withParent(root, parts, me, (dir, base) => symlink(h.linkname ?? '', at(dir, base)));
-      } else {
-        skip(name, `a ${h.type ?? 'special file'}`);
+        await parents.with(parts, (dir, base) => symlink(h.linkname ?? '', at(dir, base)));
       }
     } catch (e) {
       // What the archive's own shape causes is skipped and reported; a failure of the server's disk is not.
@@ -216,5 +235,8 @@ export async function extractArchive(src: Readable, root: string): Promise<Extra
       entry.resume(); // whatever was not read is drained, so the next entry comes
     }
   }
-  return report;
+  } finally {
+    await parents.close();
+  }
+  return budget.report;
 }

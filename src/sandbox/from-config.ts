@@ -4,7 +4,7 @@
 // their creator for other replicas (Postgres store): there they carry the replica's id
 // (RFT_INSTANCE_ID), which the store records as their owner.
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { join, resolve } from 'node:path';
 import type { Logger } from 'pino';
 import type { AppConfig } from '../config.js';
 import { instanceIdFor } from './instance-id.js';
@@ -14,6 +14,9 @@ import { SandboxManager } from './manager.js';
 import { assertProcessDriverAllowed } from './process-driver.js';
 import { selectDriver } from './select.js';
 import type { SandboxObserver } from './types.js';
+
+/** This package's root (src/sandbox/.. or dist/sandbox/..). */
+const PACKAGE_ROOT = resolve(import.meta.dirname, '..', '..');
 
 /** Prepared workdirs: enough to take the mount off the first call of steadily arriving rollouts. */
 const WARM_POOL = 2;
@@ -40,6 +43,9 @@ export async function createManagerFromConfig(config: AppConfig, log: Logger, ex
     sandboxesRoot,
     instanceId,
     warmPool: WARM_POOL,
+    // Never visible in a sandbox, wherever they are (a global install puts them under /usr): the
+    // hidden tests, the database, the units, this package.
+    hiddenPaths: [s.templatesRoot, config.dataDir, config.toolsDir, config.gradersDir, PACKAGE_ROOT],
     dockerOwner: owner,
     dockerImage: s.dockerImage,
     dockerHosts: s.dockerHosts,

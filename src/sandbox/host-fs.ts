@@ -26,7 +26,8 @@ export function mapError(e: unknown, path: string): Error {
   if (code === 'ENOENT') return errors.notFound(`file "${path}"`);
   if (code === 'ENOTDIR') return errors.badRequest(`"${path}": a parent is not a directory`, { path });
   if (code === 'EISDIR') return errors.badRequest(`"${path}" is a directory`, { path });
-  return errors.sandboxFailed(`"${path}": ${(e as Error).message}`);
+  // The code, not Node's message: that one names the host path.
+  return errors.sandboxFailed(`"${path}": ${code ?? 'failed'}`);
 }
 
 export const at = (dir: FileHandle, name: string): string => `/proc/self/fd/${dir.fd}/${name}`;

@@ -45,3 +45,12 @@ export function prlimitArgs(limits: SandboxLimits): string[] {
     '--',
   ];
 }
+
+/**
+ * A grader's fresh sandbox (SandboxManager.createEphemeral): twice a rollout's disk and inodes, so a
+ * full copy of a rollout's workspace (however full it was left) fits with the same room again for
+ * the tests' own files. Its other limits are a rollout's, and start afresh.
+ */
+export function gradingLimits(l: SandboxLimits): SandboxLimits {
+  return { ...l, ...(l.diskBytes ? { diskBytes: 2 * l.diskBytes } : {}), inodes: 2 * (l.inodes ?? DEFAULT_INODES) };
+}

@@ -1,17 +1,14 @@
 // The Sandbox of every driver whose workspace is a host directory (bwrap, process): file operations
 // go through HostWorkspace; commands are host programs built by the driver (`wrap`).
-import { execFile } from 'node:child_process';
 import { mkdir } from 'node:fs/promises';
-import { promisify } from 'node:util';
 import { errors } from '../errors.js';
+import { copyBoundsFor, copyTree, CopyBudget, type CopyBounds, type CopyReport } from './copy-out.js';
 import { HostWorkspace } from './host-fs.js';
 import { workspaceComponents } from './paths.js';
 import { runProgram, type RunOptions } from './run.js';
 import { RESULT_FD, startProgram } from './spawn.js';
 import { removeWorkdir, type Workdir } from './workdir.js';
 import type { ExecOptions, ExecResult, FileEntry, Sandbox, SandboxLimits, SandboxProcess, SpawnOptions } from './types.js';
-
-const run = promisify(execFile);
 
 export const SANDBOX_PATH = '/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin';
 
@@ -123,10 +120,9 @@ export class LocalSandbox implements Sandbox {
     return this.files.listFiles(path, opts);
   }
 
-  async copyOut(hostDir: string): Promise<void> {
+  async copyOut(hostDir: string, bounds: CopyBounds = copyBoundsFor(this.limits)): Promise<CopyReport> {
     await mkdir(hostDir, { recursive: true });
-    // -a keeps symlinks as links (never followed into the host) and copies special files as such.
-    await run('cp', ['-a', '--reflink=auto', '--no-preserve=ownership', `${this.workdir.ws}/.`, hostDir]);
+    return copyTree(this.workdir.ws, hostDir, new CopyBudget(bounds));
   }
 
   destroy(): Promise<void> {

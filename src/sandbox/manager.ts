@@ -8,6 +8,7 @@ import { errors, isRftError } from '../errors.js';
 import type { Item } from '../protocol/wire.js';
 import type { PlacementStore } from '../store/replicas.js';
 import { Admission } from './admission.js';
+import { gradingLimits } from './limits.js';
 import { TrackedSandbox } from './tracked.js';
 import { INSTANCE_LABEL } from './workdir.js';
 import { workspaceSource } from './workspace.js';
@@ -171,6 +172,7 @@ export class SandboxManager {
       ...(spec.templateDir !== undefined ? { templateDir: spec.templateDir } : {}),
       ...(spec.files !== undefined ? { files: spec.files } : {}),
       labels: { [PURPOSE_LABEL]: EPHEMERAL },
+      limits: gradingLimits(this.opts.limits),
     }));
     this.ephemeral.add(sb);
     return sb;
@@ -258,7 +260,7 @@ export class SandboxManager {
   private async create(
     traceId: string,
     signal: AbortSignal | undefined,
-    source: () => Promise<Omit<SandboxSpec, 'traceId' | 'limits'>>,
+    source: () => Promise<Omit<SandboxSpec, 'traceId' | 'limits'> & { limits?: SandboxLimits }>,
   ): Promise<TrackedSandbox> {
     const observer = this.opts.observer;
     const waitStart = performance.now();
@@ -276,7 +278,7 @@ export class SandboxManager {
       labels = { ...src.labels, [INSTANCE_LABEL]: this.opts.instanceId, 'rft-endpoints.trace_id': traceId };
       const mounts = this.opts.readOnlyMounts?.length ? { readOnlyMounts: this.opts.readOnlyMounts } : {};
       const createStart = performance.now();
-      inner = await this.opts.driver.create({ ...src, traceId, limits: this.opts.limits, labels, ...mounts });
+      inner = await this.opts.driver.create({ ...src, traceId, limits: src.limits ?? this.opts.limits, labels, ...mounts });
       observer?.created?.(this.opts.driver.name, (performance.now() - createStart) / 1000);
     } catch (e) {
       this.admission.release();

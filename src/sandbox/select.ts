@@ -23,6 +23,8 @@ export interface DriverOptions {
   log?: Logger;
   /** Workdirs kept prepared for new rollouts (see WorkdirPool). */
   warmPool?: number;
+  /** Host directories no sandbox may see (LocalDriverOptions.hiddenPaths). */
+  hiddenPaths?: string[];
 }
 
 async function dockerDriver(opts: DriverOptions): Promise<SandboxDriver> {

@@ -2,6 +2,7 @@
 // the inactivity TTL, and routes destroy() through the manager so the slot and the entry are freed
 // whoever destroys it (told whether the removal succeeded: a record of a sandbox that is still there
 // must stay, so that it is removed later).
+import type { CopyBounds, CopyReport } from './copy-out.js';
 import type { ExecOptions, ExecResult, FileEntry, Sandbox, SandboxProcess, SandboxRef, SpawnOptions } from './types.js';
 
 export class TrackedSandbox implements Sandbox {
@@ -66,8 +67,8 @@ export class TrackedSandbox implements Sandbox {
   listFiles(path?: string, opts?: { maxDepth?: number; maxEntries?: number }): Promise<FileEntry[]> {
     return this.use(() => this.inner.listFiles(path, opts));
   }
-  copyOut(hostDir: string): Promise<void> {
-    return this.use(() => this.inner.copyOut(hostDir));
+  copyOut(hostDir: string, bounds?: CopyBounds): Promise<CopyReport> {
+    return this.use(() => this.inner.copyOut(hostDir, bounds));
   }
 
   destroy(): Promise<void> {

@@ -1,6 +1,7 @@
 // The Sandbox interface: one isolated workspace per rollout. Drivers (bwrap, docker, process)
 // implement SandboxDriver; the manager owns lifecycle (lazy create, sharing, TTL, caps, reaping).
 import type { Readable, Writable } from 'node:stream';
+import type { CopyBounds, CopyReport } from './copy-out.js';
 
 export interface SandboxLimits {
   /** CPU seconds per exec (RLIMIT_CPU or cgroup cpu quota). */
@@ -103,8 +104,13 @@ export interface Sandbox {
   readFile(path: string, opts?: { maxBytes?: number }): Promise<Buffer>;
   writeFile(path: string, data: string | Buffer): Promise<void>;
   listFiles(path?: string, opts?: { maxDepth?: number; maxEntries?: number }): Promise<FileEntry[]>;
-  /** Copies the whole workspace into a host directory (for grading in a fresh sandbox). */
-  copyOut(hostDir: string): Promise<void>;
+  /**
+   * Copies the workspace into a host directory (for grading in a fresh sandbox), within `bounds`
+   * (default: what a fresh sandbox with this one's limits can hold with room to spare). Never fails
+   * for what the workspace holds: special files, too deep or long paths and what is past the budget
+   * are left out and listed in the report (see copy-out.ts).
+   */
+  copyOut(hostDir: string, bounds?: CopyBounds): Promise<CopyReport>;
   destroy(): Promise<void>;
 }
 

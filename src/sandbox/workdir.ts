@@ -60,7 +60,8 @@ export async function prepareRoot(root: string): Promise<void> {
   for (let d = root; ; d = dirname(d)) {
     const st = await stat(d);
     if ((st.mode & 0o001) === 0) {
-      throw errors.config(`sandboxes root ${root}: ${d} is not searchable by other users (needs o+x)`, { dir: d });
+      // No path in the message: a tool call that creates the first sandbox would show it.
+      throw errors.config('a parent of the sandboxes root ($TMPDIR/rft-endpoints) is not searchable by other users (needs o+x)');
     }
     if (d === dirname(d)) break;
   }
@@ -84,7 +85,7 @@ export async function createWorkdir(root: string, driver: string, spec: SandboxS
     }
   } catch (e) {
     await removeWorkdir({ meta, ...paths });
-    throw errors.sandboxFailed(`could not create workspace: ${(e as Error).message}`);
+    throw errors.sandboxFailed(`could not create a workspace: ${(e as { code?: string }).code ?? 'failed'}`);
   }
   return { meta, ...paths, ...(fs ? { fs } : {}) };
 }

@@ -25,7 +25,7 @@ export interface WorkspaceSource {
 /** Resolves `rel` below `root`, following symlinks, and refuses anything that ends up outside it. */
 async function resolveBelow(root: string, rel: string): Promise<string> {
   const realRoot = await realpath(root).catch(() => {
-    throw errors.config(`sandbox templates root ${root} does not exist`, { root });
+    throw errors.config('the sandbox templates root (RFT_SANDBOX_TEMPLATES) does not exist');
   });
   if (rel.startsWith('/') || rel.includes('\0')) throw errors.sandboxTemplate(rel, 'must be a relative path');
   let real: string;

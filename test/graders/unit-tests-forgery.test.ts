@@ -5,13 +5,13 @@
 // driver isolates nothing by design and is skipped unless it can at least run as a sandbox uid.
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { afterAll, beforeAll, expect, it } from 'vitest';
-import type { Sandbox, SandboxDriver } from '../../src/sandbox/types.js';
+import { expect, it } from 'vitest';
+import type { Sandbox } from '../../src/sandbox/types.js';
 import { canSwitchUid } from '../../src/sandbox/uids.js';
 import { describeIf } from '../helpers/require.js';
 import { repoRoot } from '../helpers/server.js';
 import { grade } from './unit-tests-helpers.js';
-import { driverCases, sandboxSpec, tempDirs } from '../helpers/sandboxes.js';
+import { driverCases, sandboxSpec, useDriver } from '../helpers/sandboxes.js';
 
 const fixtures = join(repoRoot, 'test/sandbox/fixtures');
 const FORGE = readFileSync(join(fixtures, 'forge.py'), 'utf8');
@@ -56,13 +56,7 @@ for (const d of driverCases) {
   const why = d.name === 'process' && !canSwitchUid() ? 'the process driver runs as the server user without root: nothing separates it from the runner' : d.reason;
   const available = d.available && !(d.name === 'process' && !canSwitchUid());
   describeIf(available, `grade forgery on the ${d.name} driver`, why)(`grade forgery (${d.name})`, () => {
-    let dirs: Awaited<ReturnType<typeof tempDirs>>;
-    let driver: SandboxDriver;
-    beforeAll(async () => {
-      dirs = await tempDirs();
-      driver = d.make(dirs.root);
-    });
-    afterAll(() => dirs.cleanup());
+    const ctx = useDriver(d);
 
     const plant = (code: string) => async (sb: Sandbox) => {
       await sb.writeFile('_planted.py', code);
@@ -70,8 +64,8 @@ for (const d of driverCases) {
     };
 
     it('scores the reported attack (stolen runner descriptors, invented case names) as the untouched workspace', async () => {
-      const untouched = await grade(driver, 'stats', undefined, budget, improvement);
-      const forged = await grade(driver, 'stats', plant(FORGE), budget, improvement);
+      const untouched = await grade(ctx.driver, 'stats', undefined, budget, improvement);
+      const forged = await grade(ctx.driver, 'stats', plant(FORGE), budget, improvement);
       expect(untouched.score).toBe(0);
       expect(forged.score).toBe(0);
       // The attack writes junk into its own cases' reports too, so it may pass fewer; never more.
@@ -81,8 +75,10 @@ for (const d of driverCases) {
 
     it('leaves the hidden-test runner out of reach of the code under test, with nothing secret in sight', async () => {
       let reports: Report[] = [];
-      await grade(driver, 'stats', plant(PROBE), budget, improvement, [], async (grading) => {
-        reports = await probeReports(grading);
+      await grade(ctx.driver, 'stats', plant(PROBE), budget, improvement, [], {
+        inspect: async (grading) => {
+          reports = await probeReports(grading);
+        },
       });
       expect(reports.length).toBeGreaterThan(0);
       for (const r of reports) {
@@ -97,13 +93,13 @@ for (const d of driverCases) {
         }
         if (d.name === 'process') continue; // it runs in the host's view: host paths are everywhere
         for (const text of [r.self.cmdline, r.self.environ, r.self.mountinfo, ...r.processes.flatMap((p) => [p.cmdline, p.environ ?? ''])]) {
-          expect(secretsIn(text, dirs.root)).toEqual([]);
+          expect(secretsIn(text, ctx.dirs.root)).toEqual([]);
         }
       }
     }, 90_000);
 
     it('leaves a rollout command nothing outside its own process tree to reach', async () => {
-      const sb = await driver.create(sandboxSpec('trace_probe', { files: { 'probe.py': PROBE } }));
+      const sb = await ctx.driver.create(sandboxSpec('trace_probe', { files: { 'probe.py': PROBE } }));
       try {
         const r = await sb.exec(['python3', 'probe.py', 'report']);
         expect(r.exitCode, r.stderr).toBe(0);
@@ -121,7 +117,7 @@ for (const d of driverCases) {
         if (d.name !== 'process') {
           expect(report.processes.map((p) => p.cmdline).filter((c) => /bwrap|prlimit/.test(c))).toEqual([]);
           for (const text of [report.self.mountinfo, ...report.processes.flatMap((p) => [p.cmdline, p.environ ?? ''])]) {
-            expect(secretsIn(text, dirs.root)).toEqual([]);
+            expect(secretsIn(text, ctx.dirs.root)).toEqual([]);
           }
         }
       } finally {

@@ -8,9 +8,10 @@ import unitTests from '../../graders/unit_tests.js';
 import applyPatch from '../../tools/apply_patch.js';
 import type { GraderContext, GraderResult } from '../../src/registry/define.js';
 import type { BudgetUsage, RecordedCall } from '../../src/store/records.js';
-import type { Sandbox, SandboxDriver } from '../../src/sandbox/types.js';
+import type { Sandbox, SandboxDriver, SandboxLimits } from '../../src/sandbox/types.js';
 import { repoRoot } from '../helpers/server.js';
-import { runTool, sandboxSpec } from '../helpers/sandboxes.js';
+import { gradingLimits } from '../../src/sandbox/limits.js';
+import { limits, runTool, sandboxSpec } from '../helpers/sandboxes.js';
 
 export const TASKS = ['roman', 'inventory', 'stats', 'slugify', 'intervals', 'orders', 'duration'] as const;
 export const tasksDir = join(repoRoot, 'examples/coding/tasks');
@@ -32,12 +33,17 @@ export async function grade(
   budget: BudgetUsage = { used: 4, limit: 50, exceeded: false },
   itemExtra: Record<string, unknown> = {},
   calls: RecordedCall[] = [],
-  /** Sees the grading sandboxes (the grader's fresh ones) before they are destroyed. */
-  inspect?: (grading: Sandbox[]) => Promise<void>,
+  more: {
+    /** Sees the grading sandboxes (the grader's fresh ones) before they are destroyed. */
+    inspect?: (grading: Sandbox[]) => Promise<void>;
+    /** The rollout's limits (default: the test helpers'); its grading sandboxes get gradingLimits of them. */
+    limits?: SandboxLimits;
+  } = {},
 ): Promise<GraderResult> {
   const traceId = `trace_${randomUUID()}`;
   const item = { ...taskItem(id), ...itemExtra };
-  const rollout = await driver.create(sandboxSpec(traceId, { templateDir: join(tasksDir, id, 'workspace') }));
+  const rolloutLimits = more.limits ?? limits;
+  const rollout = await driver.create({ ...sandboxSpec(traceId, { templateDir: join(tasksDir, id, 'workspace') }), limits: rolloutLimits });
   const grading: Sandbox[] = [];
   try {
     await change(rollout);
@@ -49,13 +55,14 @@ export async function grade(
       templatesRoot: join(repoRoot, 'examples'),
       sandbox: async () => rollout,
       freshSandbox: async (opts = {}) => {
-        const sb = await driver.create(sandboxSpec(traceId, opts));
+        // as SandboxManager.createEphemeral does
+        const sb = await driver.create({ ...sandboxSpec(traceId, opts), limits: gradingLimits(rolloutLimits) });
         grading.push(sb);
         return sb;
       },
     };
     const r = await unitTests.handler({ sample: { output_text: 'done' }, item, traceId }, ctx);
-    await inspect?.(grading);
+    await more.inspect?.(grading);
     return typeof r === 'number' ? { score: r } : r;
   } finally {
     await Promise.allSettled([rollout, ...grading].map((s) => s.destroy()));

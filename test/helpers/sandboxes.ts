@@ -4,6 +4,7 @@ import { chmod, mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pino from 'pino';
+import { afterAll, beforeAll } from 'vitest';
 import type { z } from 'zod';
 import { BwrapDriver, ProcessDriver, defaultLimits } from '../../src/sandbox/index.js';
 import { DockerDriver } from '../../src/sandbox/docker-driver.js';
@@ -17,7 +18,7 @@ export interface DriverCase {
   make(root: string): SandboxDriver;
 }
 
-export const limits = { ...defaultLimits, wallTimeoutMs: 10_000, diskBytes: 64 * 1024 * 1024, maxFileBytes: 8 * 1024 * 1024 };
+export const limits = { ...defaultLimits, wallTimeoutMs: 10_000, diskBytes: 64 * 1024 * 1024, maxFileBytes: 8 * 1024 * 1024, inodes: 4096 };
 
 export function sandboxSpec(traceId: string, extra: Partial<SandboxSpec> = {}): SandboxSpec {
   return { traceId, limits, labels: {}, ...extra };
@@ -89,4 +90,15 @@ export async function runTool<P extends z.ZodType>(tool: ToolDefinition<P>, args
   const parsed = tool.parameters.parse(args);
   const out = await tool.handler(parsed, toolContext(sandbox));
   return typeof out === 'string' ? out : JSON.stringify(out);
+}
+
+/** Inside a describe: the case's driver on a fresh sandboxes root, removed after the suite. */
+export function useDriver(d: DriverCase): { driver: SandboxDriver; dirs: Awaited<ReturnType<typeof tempDirs>> } {
+  const ctx = {} as { driver: SandboxDriver; dirs: Awaited<ReturnType<typeof tempDirs>> };
+  beforeAll(async () => {
+    ctx.dirs = await tempDirs();
+    ctx.driver = d.make(ctx.dirs.root);
+  });
+  afterAll(() => ctx.dirs?.cleanup());
+  return ctx;
 }

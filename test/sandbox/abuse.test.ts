@@ -3,6 +3,7 @@
 // directory, process or container behind. The process driver isolates nothing: the cases it cannot
 // contain are skipped for it by name, with the reason (see docs/sandbox.md).
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { execFile } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { chmod, lstat, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { createServer, type Server } from 'node:net';
@@ -158,6 +159,54 @@ for (const name of ['process', 'bwrap', 'docker', 'gvisor'] as TestDriver[]) {
         }
       });
     });
+
+    it.skipIf(gap('root'))(title('creating files past the inode cap fails in the workspace, /tmp and /dev/shm', gap('root')), async () => {
+      // Empty files cost no disk but about 1 KB of kernel memory each; a tmpfs allows millions by
+      // default. Capped, the kernel memory a sandbox can pin this way is the cap times that.
+      const cap = 1_000;
+      const places = name === 'process' ? ['.'] : ['.', '/tmp', '/dev/shm'];
+      const py = [
+        'import errno, json, os',
+        'out = {}',
+        `for d in ${JSON.stringify(places)}:`,
+        '    n, err = 0, None',
+        '    try:',
+        '        os.mkdir(os.path.join(d, "many"))', // bwrap: fails once the workspace took every inode
+        `        while n < ${3 * cap}:`,
+        '            open(os.path.join(d, "many", str(n)), "w").close()',
+        '            n += 1',
+        '    except OSError as e:',
+        '        err = errno.errorcode[e.errno]',
+        '    st = os.statvfs(d)',
+        '    out[d] = {"created": n, "error": err, "inodes": st.f_files}',
+        'print(json.dumps(out))',
+      ].join('\n');
+      const sb = await driver.create(spec(`trace_inodes_${name}`, { limits: { ...testLimits, inodes: cap } }));
+      try {
+        const r = await sb.exec(['python3', '-c', py], { timeoutMs: 60_000 });
+        expect(r.exitCode, r.stderr).toBe(0);
+        const got = JSON.parse(r.stdout) as Record<string, { created: number; error: string | null; inodes: number }>;
+        for (const d of places) {
+          expect(got[d]?.error, d).toBe('ENOSPC');
+          expect(got[d]?.inodes, d).toBeLessThanOrEqual(name === 'bwrap' ? cap : cap + 1);
+        }
+        const total = places.reduce((n, d) => n + (got[d]?.created ?? 0), 0);
+        // bwrap: one tmpfs holds all three; Docker: one each
+        expect(total).toBeLessThanOrEqual(name === 'docker' ? places.length * cap : cap);
+        if (name !== 'docker') {
+          // and so does the host's view of the sandbox's tmpfs
+          const ws = (sb as unknown as { workdir: { ws: string } }).workdir.ws;
+          const host = await new Promise<string>((resolve, reject) =>
+            execFile('df', ['-iP', ws], (e, out) => (e ? reject(e) : resolve(out))),
+          );
+          const [, inodes, used] = host.trim().split('\n')[1]?.split(/\s+/) ?? [];
+          expect(Number(inodes)).toBe(cap);
+          expect(Number(used)).toBeLessThanOrEqual(cap);
+        }
+      } finally {
+        await sb.destroy();
+      }
+    }, 90_000);
 
     it.skipIf(gap('root'))(title('a daemon (setsid + nohup) does not outlive its exec', gap('root')), async () => {
       await contained(async (sb) => {

@@ -39,6 +39,14 @@ describe('workspace templates', () => {
     await expect(workspaceSource({ sandbox: { template } }, templates)).rejects.toMatchObject({ code: 'RFT_ERR_SANDBOX_TEMPLATE', statusCode: 400 });
   });
 
+  it('names no host path when the templates root is missing', async () => {
+    const missing = join(templates, 'no-such-root');
+    const e = (await workspaceSource({ sandbox: { template: 'repo' } }, missing).catch((x: unknown) => x)) as Error;
+    expect(e).toMatchObject({ code: 'RFT_ERR_CONFIG' });
+    expect(JSON.stringify(e)).not.toContain(tmp.root.split('/sandboxes')[0]);
+    expect(e.message).not.toContain(missing);
+  });
+
   it('refuses a malformed sandbox field with RFT_ERR_SANDBOX_TEMPLATE', async () => {
     await expect(workspaceSource({ sandbox: { files: { a: 1 } } }, templates)).rejects.toMatchObject({ code: 'RFT_ERR_SANDBOX_TEMPLATE' });
   });

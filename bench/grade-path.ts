@@ -64,10 +64,19 @@ async function measure(start: () => Promise<Server>, headers: Record<string, str
 
 console.log(`grade body: ${Buffer.byteLength(body())} bytes`);
 const fastapi = await measure(startFastApi);
-const ours = await measure(() => startServer('full'), { authorization: 'Bearer bench-key-0123456789abcdef' });
+const auth = { authorization: 'Bearer bench-key-0123456789abcdef' };
+const ours = await measure(() => startServer('full'), auth);
+const normal = await measure(() => startServer('full:normal'), auth);
+const bare = await measure(() => startServer('bare'));
 console.log(`\ngrade path, ${connections} connections, ${seconds} s each\n`);
 console.log('route                                        req/s   p50 ms   p99 ms  errors  rps ratio  server us/req');
-for (const [label, r] of [['FastAPI + uvicorn, no record', fastapi], ['rft-endpoints, grade recorded (sync=full)', ours]] as const) {
+const rows = [
+  ['FastAPI + uvicorn, no record', fastapi],
+  ['rft-endpoints, grade recorded (sync=full)', ours],
+  ['rft-endpoints, sync=normal (no fsync)', normal],
+  ['bare Fastify route, no record', bare],
+] as const;
+for (const [label, r] of rows) {
   console.log(`${label.padEnd(42)}${fmt(r.rps, 0)}${fmt(r.p50)}${fmt(r.p99)}${String(r.errors).padStart(8)}${fmt(r.rps / fastapi.rps, 2)}x${fmt(r.serverUs)}`);
 }
 console.log(`target: >= 1x FastAPI's throughput with the record durable: ${ours.rps >= fastapi.rps && ours.errors === 0 ? 'met' : 'NOT met'}`);

@@ -1,4 +1,4 @@
-// Child process for bench/pipeline.ts: either the full server with the noop tools (mode
+// Child process for bench/pipeline.ts and bench/grade-path.ts: either the full server with the noop tools (mode
 // full[:normal][:nometrics]), or a bare Fastify route answering the same JSON (mode bare). Prints its
 // URL on stdout.
 import Fastify from 'fastify';
@@ -24,6 +24,11 @@ if (mode === 'bare') {
   app.post('/tools', async (req) => {
     const b = req.body as { call_id: string; id?: string };
     return { type: 'function_call_output', call_id: b.call_id, id: b.id, output: 'ok' };
+  });
+  // bench/grade-path.ts: the comparison its grader makes, with no record.
+  app.post('/graders/reference_match', async (req) => {
+    const b = req.body as { sample?: { output_text?: string }; item?: { reference_answer?: unknown } };
+    return { score: (b.sample?.output_text ?? '').trim() === String(b.item?.reference_answer ?? '').trim() ? 1 : 0 };
   });
   await app.listen({ host: '127.0.0.1', port: 0 });
   const a = app.server.address();

@@ -1,5 +1,5 @@
 // Store throughput: beginCall + finishCall pairs per second at 50 concurrent callers, SQLite (the
-// baseline, group commit, synchronous=FULL) against Postgres (one replica's pool, and two replicas
+// baseline: one transaction per event-loop turn, group fsync) against Postgres (one replica's pool, and two replicas
 // each with its own pool on one schema), in two shapes: callers spread over many rollouts (10 calls
 // each, like a training step) and all callers on one rollout (every admission takes the same row
 // lock). Both stores fsync each commit (Postgres: fsync and synchronous_commit as configured).
@@ -43,8 +43,7 @@ async function run(stores: Store[], shape: Shape, tag: string): Promise<number> 
   return (CALLERS * PER_CALLER) / ((performance.now() - t0) / 1000);
 }
 
-// SqliteStore.close() awaits its checkpoint worker, which is unref'd: with nothing else holding the
-// event loop, a plain script would exit (code 13) inside close(). Hold it until the end.
+// Holds the process until the end (idle Postgres pools let it exit between phases).
 const keepAlive = setInterval(() => undefined, 60_000);
 const dir = mkdtempSync(join(tmpdir(), 'rft-bench-store-'));
 const schema = `rft_bench_${randomBytes(4).toString('hex')}`;

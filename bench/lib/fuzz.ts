@@ -202,7 +202,7 @@ function requests(apiKey: string): fc.Arbitrary<FuzzRequest> {
   const contentType = fc.oneof({ weight: 12, arbitrary: fc.constant('application/json') }, { weight: 1, arbitrary: fc.constantFrom('text/plain', 'application/json; charset=latin1', 'multipart/form-data', '') });
   return fc.oneof(
     ...ROUTES.map((r) =>
-      fc.record({ path: r.path, auth, contentType, payload: r.body ? payloadOf(r.body) : fc.constant(undefined), address: fc.integer({ min: 1, max: 2 ** 24 - 2 }) }).map(
+      fc.record({ path: r.path, auth, contentType, payload: r.body ? payloadOf(r.body) : fc.constant(undefined), address: fc.noBias(fc.integer({ min: 1, max: 2 ** 24 - 2 })) }).map(
         ({ path, auth: a, contentType: ct, payload, address }): FuzzRequest => ({
           method: r.method,
           url: path,

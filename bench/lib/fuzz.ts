@@ -260,7 +260,7 @@ export async function fuzzRoutes(o: FuzzOptions): Promise<FuzzResult> {
     const tenth = Math.max(1, Math.floor(o.requests / 10));
     let nextSample = 0;
     for (let done = 0; done < o.requests; ) {
-      const batch = fc.sample(arb, { numRuns: Math.min(chunk, o.requests - done), seed: seed + done });
+      let batch = fc.sample(arb, { numRuns: Math.min(chunk, o.requests - done), seed: seed + done });
       let next = 0;
       const worker = async () => {
         while (next < batch.length) {
@@ -270,6 +270,7 @@ export async function fuzzRoutes(o: FuzzOptions): Promise<FuzzResult> {
       };
       await Promise.all(Array.from({ length: concurrency }, worker));
       done += batch.length;
+      batch = []; // what was sent is garbage now: the heap is sampled without it
       if (done >= nextSample) {
         collect();
         heapMb.push(process.memoryUsage().heapUsed / 2 ** 20);

@@ -32,6 +32,7 @@ import healthRoutes from './routes/health.js';
 import metricsRoutes from './routes/metrics.js';
 import statsRoutes from './routes/stats.js';
 import dashboardRoutes from './routes/dashboard.js';
+import { registerOpenApi } from './routes/openapi.js';
 import { Metrics } from './metrics/metrics.js';
 import { failureOfHttp } from './metrics/outcomes.js';
 import { startMetricsListener, type MetricsListener } from './metrics/listener.js';
@@ -264,6 +265,7 @@ export async function buildApp(config: AppConfig, opts: BuildOptions = {}): Prom
   registerBodyErrors(app);
   await registerRateLimit(app, config.rateLimit, redis);
 
+  await registerOpenApi(app);
   await app.register(healthRoutes);
   await app.register(toolRoutes);
   await app.register(graderRoutes);

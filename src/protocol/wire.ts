@@ -61,12 +61,13 @@ export function parseFunctionCall(body: unknown): { success: true; data: Functio
   return functionCallSchema.safeParse(body);
 }
 
-export interface FunctionCallOutput {
-  type: 'function_call_output';
-  call_id: string;
-  id?: string;
-  output: string;
-}
+export const functionCallOutputSchema = z.object({
+  type: z.literal('function_call_output'),
+  call_id: z.string(),
+  id: z.string().optional(),
+  output: z.string().describe("what the model reads: the tool's result, or its error in words"),
+});
+export type FunctionCallOutput = z.infer<typeof functionCallOutputSchema>;
 
 export const toolCallSchema = z.looseObject({
   id: z.string().optional(),

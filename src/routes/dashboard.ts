@@ -17,6 +17,14 @@ function packageRoot(from: string): string {
 // No inline script or style, nothing from another origin, no framing, no referrer.
 const CSP = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; frame-ancestors 'none'; base-uri 'none'; form-action 'none'";
 
+const SUMMARY: Record<string, string> = {
+  '/dashboard': 'The live dashboard (HTML page; signs in with a key kept in the tab)',
+  '/dashboard/dashboard.js': "The dashboard's script",
+  '/dashboard/dashboard.css': "The dashboard's styles",
+  '/dashboard/uplot.js': 'uPlot, the chart library (from node_modules)',
+  '/dashboard/uplot.css': "uPlot's styles",
+};
+
 export default async function dashboardRoutes(app: FastifyInstance): Promise<void> {
   const { auth } = app.rft;
   const dir = join(packageRoot(import.meta.dirname), 'src', 'dashboard');
@@ -34,7 +42,7 @@ export default async function dashboardRoutes(app: FastifyInstance): Promise<voi
     '/dashboard/uplot.css': { body: readFileSync(require.resolve('uplot/dist/uPlot.min.css'), 'utf8'), type: 'text/css; charset=utf-8' },
   };
   for (const [url, f] of Object.entries(files)) {
-    app.get(url, { config: { public: true }, schema: { hide: true } as object }, async (_req, reply) =>
+    app.get(url, { config: { public: true }, schema: { summary: SUMMARY[url] ?? url, tags: ['dashboard'] } }, async (_req, reply) =>
       reply
         .type(f.type)
         .header('content-security-policy', CSP)
@@ -44,5 +52,7 @@ export default async function dashboardRoutes(app: FastifyInstance): Promise<voi
         .send(f.body),
     );
   }
-  app.get('/dashboard/', { config: { public: true }, schema: { hide: true } as object }, async (_req, reply) => reply.redirect('/dashboard'));
+  app.get('/dashboard/', { config: { public: true }, schema: { summary: 'Redirects to /dashboard', tags: ['dashboard'] } }, async (_req, reply) =>
+    reply.redirect('/dashboard'),
+  );
 }

@@ -7,7 +7,11 @@ import { canonicalJson, sha256 } from './canonical.js';
 import { formatZodIssues } from '../ledger/output.js';
 import type { IntegrityFlag, RecordedCall, RolloutRecord, RolloutSummary } from '../store/records.js';
 
-const iso = (ms: number | null) => (ms === null ? null : new Date(ms).toISOString());
+function iso(ms: number): string;
+function iso(ms: number | null): string | null;
+function iso(ms: number | null): string | null {
+  return ms === null ? null : new Date(ms).toISOString();
+}
 
 export function summaryToJson(r: RolloutSummary) {
   return {
@@ -74,6 +78,67 @@ export function rolloutToJson(r: RolloutRecord & { grades: GradeWithSample[] }) 
   };
 }
 
+/** A grade's fields in the record's JSON; `time` is how its time reads (an ISO string, or parsed to ms on import). */
+const gradeFields = <T extends z.ZodType>(time: T) => ({
+  grader: z.string().min(1),
+  grader_version: z.string(),
+  sample: z.unknown(),
+  score: z.number().nullable(),
+  subscores: z.record(z.string(), z.number()).nullable(),
+  explanation: z.string().nullable(),
+  status: z.enum(['ok', 'error']),
+  error: z.string().nullable(),
+  source: z.string(),
+  created_at: time,
+  duration_ms: z.number(),
+});
+
+// The replies' shapes, for the routes' schemas and /openapi.json (times are ISO strings).
+const at = z.string().describe('ISO time');
+const budgetJson = z.object({ used: z.number(), limit: z.number(), exceeded: z.boolean() });
+
+export const summaryJsonSchema = z.object({
+  trace_id: z.string(),
+  created_at: at,
+  updated_at: at,
+  calls: z.number(),
+  budget: budgetJson,
+  last_score: z.number().nullable(),
+  last_grader: z.string().nullable().describe('grader of the last successful grade'),
+  last_grader_version: z.string().nullable(),
+  integrity_flags: z.array(z.string()).describe('kinds of the rollout\'s integrity flags'),
+});
+
+export const rolloutJsonSchema = z.object({
+  trace_id: z.string(),
+  created_at: at,
+  updated_at: at,
+  item: z.record(z.string(), z.unknown()).nullable().describe('the dataset row'),
+  budget: budgetJson,
+  calls: z.array(
+    z.object({
+      seq: z.number(),
+      call_id: z.string(),
+      tool: z.string(),
+      arguments: z.string().describe('canonical JSON of the arguments (or the raw string when it was not JSON)'),
+      output: z.string().nullable(),
+      status: z.string().describe('running, ok, tool_error, invalid_arguments, timeout, budget_exceeded, interrupted'),
+      cost: z.number(),
+      credential: z.string().nullable(),
+      started_at: at,
+      finished_at: at.nullable(),
+      duration_ms: z.number().nullable(),
+      truncated: z.boolean(),
+    }),
+  ),
+  grades: z.array(
+    z.object({ id: z.number(), ...gradeFields(at) }),
+  ),
+  integrity_flags: z.array(
+    z.object({ kind: z.string(), events: z.number(), call_id: z.string().nullable(), detail: z.string(), first_at: at, last_at: at }),
+  ),
+});
+
 const isoTime = z.iso.datetime({ offset: true }).transform((s) => Date.parse(s));
 const status = z.enum(['running', 'ok', 'tool_error', 'invalid_arguments', 'timeout', 'budget_exceeded', 'interrupted']);
 
@@ -100,19 +165,7 @@ const importSchema = z.object({
     }),
   ),
   grades: z.array(
-    z.object({
-      grader: z.string().min(1),
-      grader_version: z.string(),
-      sample: z.unknown(),
-      score: z.number().nullable(),
-      subscores: z.record(z.string(), z.number()).nullable(),
-      explanation: z.string().nullable(),
-      status: z.enum(['ok', 'error']),
-      error: z.string().nullable(),
-      source: z.string(),
-      created_at: isoTime,
-      duration_ms: z.number(),
-    }),
+    z.object(gradeFields(isoTime)),
   ),
 });
 

@@ -1,9 +1,25 @@
 // What a user pastes into a dataset row (tool schemas) and into a job (method.reinforcement).
 import type { FastifyInstance } from 'fastify';
+import type { ZodTypeProvider } from '@fastify/type-provider-zod';
 import { z } from 'zod';
 import { errors } from '../errors.js';
 import { chatCompletionsTools, defaultGrader } from '../registry/loader.js';
 import { headerSnippet } from '../authentication/key-headers.js';
+
+const toolsParam = z.union([z.string(), z.array(z.string())]).optional().describe('comma-separated tool names: only these (one task\'s tools)');
+const jobConfigQuery = z.object({
+  base_url: z.url().optional().describe('the public address of this server, e.g. https://rft.example.com'),
+  grader: z.string().optional(),
+  tools: toolsParam,
+});
+const endpoint = { headers: z.record(z.string(), z.string()) };
+const jobConfigReply = z.object({
+  tools: z.array(z.object({ name: z.string(), server_url: z.string(), ...endpoint })),
+  grader: z
+    .object({ type: z.string().describe('"endpoint"'), name: z.string(), url: z.string(), ...endpoint, rate_limit: z.number(), pass_threshold: z.number() })
+    .optional(),
+  max_episode_steps: z.number(),
+});
 
 export default async function discoveryRoutes(app: FastifyInstance): Promise<void> {
   const { registry, config } = app.rft;
@@ -19,12 +35,24 @@ export default async function discoveryRoutes(app: FastifyInstance): Promise<voi
     return [...new Set(names)];
   };
 
-  app.get('/v1/tools', async (req) => ({ tools: chatCompletionsTools(registry, selected(req.query)) }));
+  const api = app.withTypeProvider<ZodTypeProvider>();
+  const tags = ['discovery'];
+  api.get(
+    '/v1/tools',
+    {
+      schema: {
+        summary: "The tools' schemas in Chat Completions format: the `tools` array every dataset row carries",
+        tags,
+        querystring: z.object({ tools: toolsParam }),
+        response: { 200: z.object({ tools: z.array(z.unknown()).describe('[{type: "function", function: {name, description, parameters (JSON Schema)}}]') }) },
+      },
+    },
+    async (req) => ({ tools: chatCompletionsTools(registry, selected(req.query)) }),
+  );
 
-  app.get('/v1/job-config', async (req) => {
+  api.get('/v1/job-config', { schema: { summary: "The job's method.reinforcement fragment for these tools and grader", tags, querystring: jobConfigQuery, response: { 200: jobConfigReply } } }, async (req) => {
     const tools = selected(req.query);
-    const q = z.object({ base_url: z.url().optional(), grader: z.string().optional() }).safeParse(req.query);
-    if (!q.success) throw errors.badRequest('base_url must be an absolute URL, e.g. https://rft.example.com');
+    const q = { data: req.query };
     const base = (q.data.base_url ?? `${config.tls ? 'https' : 'http'}://${req.headers.host ?? `${config.host}:${config.port}`}`).replace(/\/+$/, '');
     const graderName = q.data.grader ?? defaultGraderName(app);
     if (graderName && !registry.graders.has(graderName)) throw errors.unknownGrader(graderName, [...registry.graders.keys()]);

@@ -1,10 +1,28 @@
 // Liveness and readiness; the only routes that need no credential.
 import type { FastifyInstance } from 'fastify';
+import type { ZodTypeProvider } from '@fastify/type-provider-zod';
+import { z } from 'zod';
+
+const readySchema = z.looseObject({
+  status: z.enum(['ready', 'unavailable']),
+  store: z.string().describe('"writable", or why not'),
+  tools: z.number(),
+  graders: z.number(),
+  sandboxes: z.unknown().describe('driver, live, queued, cap ... (null: sandboxes off)'),
+  mcp: z.unknown(),
+  connections: z.unknown().describe('open, unauthenticated, closed for room'),
+});
 
 export default async function healthRoutes(app: FastifyInstance): Promise<void> {
-  app.get('/healthz', { config: { public: true } }, async () => ({ status: 'ok' }));
+  const api = app.withTypeProvider<ZodTypeProvider>();
+  const tags = ['monitoring'];
+  api.get(
+    '/healthz',
+    { config: { public: true }, schema: { summary: 'Alive', tags, response: { 200: z.object({ status: z.literal('ok') }) } } },
+    async () => ({ status: 'ok' as const }),
+  );
 
-  app.get('/readyz', { config: { public: true } }, async (_req, reply) => {
+  api.get('/readyz', { config: { public: true }, schema: { summary: 'Ready: the store writes (503 when it cannot), units and sandboxes', tags, response: { 200: readySchema, 503: readySchema } } }, async (_req, reply) => {
     const { store, sandboxes, registry, connections, mcp } = app.rft;
     const body: Record<string, unknown> = {
       tools: registry.tools.size,
@@ -15,9 +33,9 @@ export default async function healthRoutes(app: FastifyInstance): Promise<void> 
     };
     try {
       await store.ping();
-      return { status: 'ready', store: 'writable', ...body };
+      return { status: 'ready' as const, store: 'writable', ...body } as z.infer<typeof readySchema>;
     } catch (e) {
-      return reply.status(503).send({ status: 'unavailable', store: (e as Error).message, ...body });
+      return reply.status(503).send({ status: 'unavailable' as const, store: (e as Error).message, ...body } as z.infer<typeof readySchema>);
     }
   });
 }

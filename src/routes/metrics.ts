@@ -6,5 +6,9 @@ import type { FastifyInstance } from 'fastify';
 export default async function metricsRoutes(app: FastifyInstance): Promise<void> {
   const { metrics } = app.rft;
   if (!metrics) return;
-  app.get('/metrics', async (_req, reply) => reply.type(metrics.contentType).send(await metrics.text()));
+  app.get(
+    '/metrics',
+    { schema: { summary: 'Prometheus metrics (text format 0.0.4); RFT_METRICS_PORT serves them without a credential', tags: ['monitoring'] } },
+    async (_req, reply) => reply.type(metrics.contentType).send(await metrics.text()),
+  );
 }

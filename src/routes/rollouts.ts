@@ -1,23 +1,41 @@
 // The durable record: list and read rollouts, re-grade a stored sample, import, and end a rollout.
 import type { FastifyInstance } from 'fastify';
+import type { ZodTypeProvider } from '@fastify/type-provider-zod';
 import { z } from 'zod';
 import { errors } from '../errors.js';
-import { formatZodIssues } from '../ledger/output.js';
-import { rolloutFromJson, rolloutToJson, summaryToJson } from '../protocol/record-json.js';
+import { rolloutFromJson, rolloutJsonSchema, rolloutToJson, summaryJsonSchema, summaryToJson } from '../protocol/record-json.js';
+import { traceIdSchema } from '../protocol/wire.js';
 import { defaultGraderName } from './discovery.js';
 import { INTEGRITY_KINDS } from '../integrity/flags.js';
 
 const listQuery = z.object({
   limit: z.coerce.number().int().min(1).max(500).default(50),
-  cursor: z.string().max(500).optional(),
-  since: z.string().optional(),
-  min_score: z.coerce.number().optional(),
-  max_score: z.coerce.number().optional(),
-  tool: z.string().max(64).optional(),
-  outcome: z.enum(['ok', 'tool_error', 'invalid_arguments', 'timeout', 'budget_exhausted', 'interrupted']).optional(),
-  grader: z.string().max(64).optional(),
-  flag: z.enum(['any', ...INTEGRITY_KINDS]).optional(),
+  cursor: z.string().max(500).optional().describe('next_cursor of the previous page'),
+  since: z.string().optional().describe('only rollouts updated since: ISO time or ms since epoch'),
+  min_score: z.coerce.number().optional().describe('last score at least'),
+  max_score: z.coerce.number().optional().describe('last score at most'),
+  tool: z.string().max(128).optional().describe('with a call of this tool'),
+  outcome: z.enum(['ok', 'tool_error', 'invalid_arguments', 'timeout', 'budget_exhausted', 'interrupted']).optional().describe('with a call of this outcome'),
+  grader: z.string().max(128).optional().describe('graded by this grader'),
+  flag: z.enum(['any', ...INTEGRITY_KINDS]).optional().describe('with an integrity flag (of this kind)'),
 });
+const traceParams = z.object({ trace_id: traceIdSchema });
+const listReply = z.object({ rollouts: z.array(summaryJsonSchema), next_cursor: z.string().nullable() });
+const regradeBody = z.object({ grader: z.string().optional().describe('default: the grader of the last grade') }).nullish();
+const regradeReply = z.object({
+  trace_id: z.string(),
+  grader: z.string(),
+  previous: z.object({ score: z.number().nullable(), grader_version: z.string() }).nullable(),
+  current: z.object({
+    score: z.number().nullable(),
+    grader_version: z.string(),
+    subscores: z.record(z.string(), z.number()).nullable(),
+    explanation: z.string().nullable(),
+  }),
+});
+const importBody = z.object({ rollouts: z.array(z.unknown()).max(10_000).describe('rollouts as GET /v1/rollouts/{trace_id} answers them') });
+const importReply = z.object({ results: z.array(z.object({ trace_id: z.string(), status: z.enum(['imported', 'exists']) })) });
+const deleteReply = z.object({ trace_id: z.string(), sandbox_destroyed: z.boolean() });
 
 function parseSince(s: string | undefined): number | undefined {
   if (s === undefined) return undefined;
@@ -29,9 +47,11 @@ function parseSince(s: string | undefined): number | undefined {
 export default async function rolloutRoutes(app: FastifyInstance): Promise<void> {
   const { store, registry, grading, sandboxes } = app.rft;
 
-  app.get('/v1/rollouts', async (req) => {
-    const q = listQuery.safeParse(req.query);
-    if (!q.success) throw errors.badRequest(formatZodIssues(q.error.issues));
+  const api = app.withTypeProvider<ZodTypeProvider>();
+  const tags = ['record'];
+
+  api.get('/v1/rollouts', { schema: { summary: 'Recent rollouts, newest first, filtered', tags, querystring: listQuery, response: { 200: listReply } } }, async (req) => {
+    const q = { data: req.query };
     const { min_score, max_score, tool, outcome, grader, flag } = q.data;
     const filter = {
       minScore: min_score,
@@ -45,15 +65,21 @@ export default async function rolloutRoutes(app: FastifyInstance): Promise<void>
     return { rollouts: page.rollouts.map(summaryToJson), next_cursor: page.nextCursor };
   });
 
-  app.get<{ Params: { trace_id: string } }>('/v1/rollouts/:trace_id', async (req) => {
+  api.get(
+    '/v1/rollouts/:trace_id',
+    { schema: { summary: "One rollout: its calls in order, budget, grades and integrity flags", tags, params: traceParams, response: { 200: rolloutJsonSchema } } },
+    async (req) => {
     const r = await store.getRollout(req.params.trace_id);
     if (!r) throw errors.notFound(`rollout ${req.params.trace_id}`);
     return rolloutToJson(r);
-  });
+    },
+  );
 
-  app.post<{ Params: { trace_id: string } }>('/v1/rollouts/:trace_id/regrade', async (req) => {
-    const body = z.object({ grader: z.string().optional() }).safeParse(req.body ?? {});
-    if (!body.success) throw errors.badRequest('expected { "grader"?: string }');
+  api.post(
+    '/v1/rollouts/:trace_id/regrade',
+    { schema: { summary: 'Re-score the sample the trainer sent, with the current grader', tags, params: traceParams, body: regradeBody, response: { 200: regradeReply } } },
+    async (req) => {
+    const body = { data: req.body ?? {} };
     const r = await store.getRollout(req.params.trace_id);
     if (!r) throw errors.notFound(`rollout ${req.params.trace_id}`);
     // The sample the trainer sent is the one to re-score: the latest endpoint grade's (or any grade's).
@@ -78,20 +104,19 @@ export default async function rolloutRoutes(app: FastifyInstance): Promise<void>
       previous: previous ? { score: previous.score, grader_version: previous.graderVersion } : null,
       current: { score: record.score, grader_version: record.graderVersion, subscores: record.subscores, explanation: record.explanation },
     };
-  });
+    },
+  );
 
-  app.post('/v1/rollouts/import', async (req) => {
-    const body = z.object({ rollouts: z.array(z.unknown()).max(10_000) }).safeParse(req.body);
-    if (!body.success) throw errors.badRequest('expected { "rollouts": [ ... ] }');
+  api.post('/v1/rollouts/import', { schema: { summary: 'Import exported rollouts (each once)', tags, body: importBody, response: { 200: importReply } } }, async (req) => {
     const results: { trace_id: string; status: 'imported' | 'exists' }[] = [];
-    for (const [i, raw] of body.data.rollouts.entries()) {
+    for (const [i, raw] of req.body.rollouts.entries()) {
       const r = rolloutFromJson(raw, `rollouts[${i}]`);
       results.push({ trace_id: r.traceId, status: await store.importRollout(r) });
     }
     return { results };
   });
 
-  app.delete<{ Params: { trace_id: string } }>('/v1/rollouts/:trace_id', async (req) => {
+  api.delete('/v1/rollouts/:trace_id', { schema: { summary: 'End a rollout: its sandbox goes', tags, params: traceParams, response: { 200: deleteReply } } }, async (req) => {
     const destroyed = sandboxes ? await sandboxes.destroy(req.params.trace_id) : false;
     return { trace_id: req.params.trace_id, sandbox_destroyed: destroyed };
   });

@@ -3,7 +3,7 @@
 // Each route is answered by the real app (app.inject: routing, validation, the store's queries,
 // shaping, serialization); its latency is printed as p50 and p95 over repeated requests.
 //
-//   node --import tsx bench/stats.ts [calls]      (default 1000000; RFT_TEST_DATABASE_URL for Postgres)
+//   node --conditions=rft-source --import tsx bench/stats.ts [calls]   (default 1000000; RFT_TEST_DATABASE_URL for Postgres)
 //
 // The record is written straight into the tables (one INSERT ... SELECT per table, from a recursive
 // CTE: the same SQL on both stores), after the store created its schema and indexes.

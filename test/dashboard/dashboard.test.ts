@@ -201,6 +201,17 @@ describeIf(executablePath !== undefined, 'Chromium', 'install it with apt-get in
     expect(await page.locator('#calls-table img').count()).toBe(0);
   });
 
+  it('renders the API reference at /docs from this server alone', async () => {
+    const { page } = browser;
+    const seen: string[] = [];
+    page.on('request', (r) => seen.push(r.url()));
+    await page.goto(`${server.url}/docs/`);
+    await page.waitForFunction(() => document.querySelectorAll('.opblock').length > 20);
+    const text = await page.locator('#swagger-ui').textContent();
+    for (const path of ['/tools', '/v1/stats', '/v1/rollouts/{trace_id}', '/metrics']) expect(text).toContain(path);
+    expect(seen.filter((u) => !u.startsWith(server.url) && !u.startsWith('data:'))).toEqual([]);
+  });
+
   it('signs out, forgetting the key, and refuses a wrong key', async () => {
     const { page } = browser;
     await page.goto(`${server.url}/dashboard`);

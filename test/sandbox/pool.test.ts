@@ -2,6 +2,7 @@ import { afterEach, beforeEach, expect, it, describe } from 'vitest';
 import { readdir, readFile, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import { ProcessDriver } from '../../src/sandbox/process-driver.js';
+import { workdirLayout } from '../../src/sandbox/workdir.js';
 import { spec, tempRoot } from './helpers.js';
 
 const workdirs = async (root: string) => (await readdir(root).catch(() => [] as string[])).filter((d) => d.startsWith('sb_')).sort();
@@ -18,7 +19,7 @@ async function until(cond: () => Promise<boolean>, timeoutMs = 10_000): Promise<
 async function prepared(dir: string): Promise<boolean> {
   try {
     const meta = JSON.parse(await readFile(join(dir, 'meta.json'), 'utf8')) as { uid: number | null };
-    const ws = await stat(join(dir, 'ws'));
+    const ws = await stat(workdirLayout(dir).ws);
     return meta.uid === null || ws.uid === meta.uid;
   } catch {
     return false;

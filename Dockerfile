@@ -36,8 +36,6 @@ WORKDIR /app
 COPY --from=build /app/package.json ./
 COPY --from=build /app/node_modules node_modules
 COPY --from=build /app/dist dist
-# The dashboard's static files, found from the package root (src/routes/dashboard.ts).
-COPY --from=build /app/src/dashboard src/dashboard
 # The shipped units, compiled, where yours go (they import 'rft-endpoints', which is this package).
 COPY --from=build /app/dist/tools tools
 COPY --from=build /app/dist/graders graders

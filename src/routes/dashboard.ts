@@ -1,18 +1,10 @@
 // GET /dashboard: the live dashboard's page, script and styles, and uPlot from node_modules. These
 // are static and hold no data, so they need no credential (a browser cannot send one on navigation);
 // the page signs in with a key and reads the JSON routes (/v1/stats, /v1/rollouts) with it.
-import { readFileSync, existsSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
-import { dirname, join } from 'node:path';
+import { join } from 'node:path';
 import type { FastifyInstance } from 'fastify';
-
-/** The package's root (where package.json is), from src/ or from a build under dist/. */
-function packageRoot(from: string): string {
-  for (let dir = from; ; dir = dirname(dir)) {
-    if (existsSync(join(dir, 'package.json')) && existsSync(join(dir, 'src', 'dashboard'))) return dir;
-    if (dirname(dir) === dir) throw new Error(`cannot find the package root above ${from}`);
-  }
-}
 
 // No inline script or style, nothing from another origin, no framing, no referrer.
 const CSP = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; frame-ancestors 'none'; base-uri 'none'; form-action 'none'";
@@ -27,7 +19,9 @@ const SUMMARY: Record<string, string> = {
 
 export default async function dashboardRoutes(app: FastifyInstance): Promise<void> {
   const { auth } = app.rft;
-  const dir = join(packageRoot(import.meta.dirname), 'src', 'dashboard');
+  // Beside this module's folder: src/dashboard in the source tree, dist/src/dashboard in a build
+  // (npm run build copies it).
+  const dir = join(import.meta.dirname, '..', 'dashboard');
   const require = createRequire(import.meta.url);
   // The page tells the script which header carries the key (RFT_API_KEY_HEADERS).
   const header = auth.keyHeaders[0] ?? { name: 'authorization', scheme: 'bearer' };

@@ -96,12 +96,15 @@ export interface HostView {
 
 export async function hostView(sb: Sandbox, sandboxesRoot: string): Promise<HostView> {
   if (sb.driver !== 'docker') {
-    // A local sandbox's host side, as reaping after a crash reads it: <root>/<id>/meta.json and ws/.
+    // A local sandbox's host side, as reaping after a crash reads it: <root>/<id>/meta.json and its
+    // workspace. Gone means the whole workdir is gone.
     const { existsSync } = await import('node:fs');
+    const { workdirLayout } = await import('../../src/sandbox/workdir.js');
     const dir = join(sandboxesRoot, sb.id);
     const meta = JSON.parse(await readFile(join(dir, 'meta.json'), 'utf8')) as { uid: number | null };
-    const ws = join(dir, 'ws');
-    return { uid: meta.uid, ws, gone: async () => !existsSync(ws) };
+    const { ws } = workdirLayout(dir);
+    if (!existsSync(ws)) throw new Error(`no workspace at ${ws}: the workdir layout changed`);
+    return { uid: meta.uid, ws, gone: async () => !existsSync(dir) };
   }
   const { DockerApi } = await import('../../src/sandbox/docker-api.js');
   const endpoint = (sb as unknown as { engine: { api: { endpoint: import('../../src/sandbox/docker-api.js').DockerEndpoint } } }).engine.api.endpoint;

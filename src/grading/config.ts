@@ -6,7 +6,7 @@ import { z } from 'zod';
 import { errors } from '../errors.js';
 import { parseFormula } from './formula.js';
 import { LOCAL_METRICS } from './metrics/index.js';
-import { templatePaths } from './template.js';
+import { SAMPLE_FIELDS, templatePaths } from './template.js';
 
 export const GRADER_TYPES = ['string_check', 'text_similarity', 'score_model', 'label_model', 'multi'] as const;
 export const SIMILARITY_METRICS = [...LOCAL_METRICS, 'cosine'] as const;
@@ -118,6 +118,10 @@ function checkTemplate(text: string, at: string): void {
   }
   for (const p of templatePaths(text)) {
     if (!/^(item|sample)(\.|\[|$)/.test(p)) throw errors.graderConfig(at, `template path {{${p}}} must start with item or sample`);
+    const field = /^sample\.([^.[]+)/.exec(p)?.[1];
+    if (p.startsWith('sample') && !(SAMPLE_FIELDS as readonly string[]).includes(field ?? '')) {
+      throw errors.graderConfig(at, `template path {{${p}}} must name a sample field: ${SAMPLE_FIELDS.join(', ')}`);
+    }
   }
 }
 

@@ -1,6 +1,10 @@
-// OpenAI grader templates: "{{item.reference_answer}}", "{{sample.output_json.x}}", ... A path
-// that does not resolve is an error, never an empty string: a silently empty reference would make
-// every answer "match" (string_check ne, like "") or score 0 for reasons nobody sees.
+// OpenAI grader templates: "{{item.reference_answer}}", "{{sample.output_json.x}}", ... An `item`
+// path that does not resolve is an error, never an empty string: a silently empty reference would
+// make every answer "match" (string_check ne, like "") or score 0 for reasons nobody sees, and it is
+// the dataset's mistake (dataset check finds it). A `sample` path is the model's answer: when the
+// answer lacks it (no final text, output_json not an object), it renders as "" and the grader scores
+// that, since refusing would answer 500 and let a model turn a bad answer into a discarded rollout
+// instead of a low score. Which sample fields a template may name is checked when the config loads.
 //
 // Paths start at `item` or `sample`; segments are separated by dots; array elements are reached
 // with a number segment or brackets (`item.answers.0`, `item.answers[0]`). Strings render as they
@@ -26,19 +30,30 @@ function segments(path: string): string[] | null {
   return out;
 }
 
-/** The value at `path` ("item.a.b", "sample.output_text"), or throws RFT_ERR_TEMPLATE_PATH. */
+/** The fields of the trainer's sample a template may name (sample.<field>...). */
+export const SAMPLE_FIELDS = ['output_text', 'output_json', 'output_tools', 'choices'] as const;
+
+/**
+ * The value at `path` ("item.a.b", "sample.output_text"). A path that cannot be a template path, or
+ * an `item` path that does not resolve, throws RFT_ERR_TEMPLATE_PATH; a `sample` path that the
+ * model's answer does not have is "" (see the header).
+ */
 export function resolvePath(path: string, scope: TemplateScope): unknown {
   const segs = segments(path);
   const root = segs?.[0];
   if (!segs || (root !== 'item' && root !== 'sample')) throw errors.templatePath(path);
   let cur: unknown = root === 'item' ? scope.item : scope.sample;
+  const missing = (): string => {
+    if (root === 'sample') return '';
+    throw errors.templatePath(path);
+  };
   for (const seg of segs.slice(1)) {
     if (Array.isArray(cur) && /^\d+$/.test(seg)) cur = cur[Number(seg)];
     else if (cur !== null && typeof cur === 'object' && !Array.isArray(cur) && Object.hasOwn(cur, seg)) {
       cur = (cur as Record<string, unknown>)[seg];
-    } else throw errors.templatePath(path);
+    } else return missing();
   }
-  if (cur === undefined) throw errors.templatePath(path);
+  if (cur === undefined || (root === 'sample' && cur === null)) return missing();
   return cur;
 }
 

@@ -53,6 +53,12 @@ describe('validateGraderConfig', () => {
     expect(pathOf({ ...judge, sampling_params: { temperature: 5 } })).toBe('sampling_params.temperature');
   });
 
+  it('refuses a template naming a sample field the trainer never sends (a typo would render as an empty answer)', () => {
+    expect(pathOf({ ...exact, input: '{{sample.output_txt}}' })).toBe('input');
+    expect(pathOf({ ...exact, input: '{{sample}}' })).toBe('input');
+    expect(validateGraderConfig({ ...exact, input: '{{sample.output_json.answer}}' })).toBeTruthy();
+  });
+
   it('points at a message role it does not know', () => {
     expect(pathOf({ ...judge, input: [{ role: 'tool', content: 'x' }] })).toBe('input.0.role');
   });

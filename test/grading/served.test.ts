@@ -75,6 +75,13 @@ describe('JSON graders served by the server', () => {
     expect(JSON.stringify(r.body)).toContain('RFT_ERR_TEMPLATE_PATH');
   });
 
+  it('scores an answer with no final text (it does not answer 500: a discarded rollout would pay the model for it)', async () => {
+    for (const sample of [{ output_text: null }, {}, { output_text: null, output_json: null }]) {
+      const r = await post('/graders/combo', { sample, item: { reference_answer: 'Paris' }, trace_id: `trace_${crypto.randomUUID()}` });
+      expect(r).toEqual({ status: 200, body: { score: 0 } });
+    }
+  });
+
   it('runs a config through /v1/graders/run in the OpenAI reply shape', async () => {
     const r = await post('/v1/graders/run', {
       grader: { type: 'text_similarity', name: 'sim', input: '{{sample.output_text}}', reference: '{{item.reference_answer}}', evaluation_metric: 'rouge_1' },

@@ -43,7 +43,6 @@ describe('templates', () => {
     ['item.meta.source.line'],
     ['item.answers.5'],
     ['item.answers.x'],
-    ['sample.output_json.nested.y.z'],
     ['other.thing'],
     ['item..a'],
     ['item.nothing.deeper'],
@@ -51,6 +50,17 @@ describe('templates', () => {
     const e = thrown(() => renderTemplate(`{{${path}}}`, scope));
     expect(e.code).toBe('RFT_ERR_TEMPLATE_PATH');
     expect(e.details).toEqual({ path });
+  });
+
+  it.each([
+    ['sample.output_json.nested.y.z', scope.sample],
+    ['sample.output_json.x', { output_text: 'not json', output_json: null }],
+    ['sample.output_json.x', { output_text: 'no json at all' }],
+    ['sample.output_text', { output_text: null }],
+    ['sample.output_text', {}],
+    ['sample.output_tools.0.function.name', { output_tools: [] }],
+  ])('renders %s as "" when the model\'s answer lacks it (a low score, never a discarded rollout)', (path, sample) => {
+    expect(renderTemplate(`[{{${path}}}]`, { item: scope.item, sample })).toBe('[]');
   });
 
   it('refuses an unclosed placeholder', () => {

@@ -12,6 +12,10 @@ ARG BUILD_IMAGE=${NODE_IMAGE}
 
 FROM ${BUILD_IMAGE} AS build
 WORKDIR /app
+# A C compiler: the bwrap driver's supervisor is built with dist/ (static, so the runtime needs none).
+RUN command -v cc >/dev/null || (apt-get update -qq \
+ && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends gcc libc6-dev >/dev/null \
+ && rm -rf /var/lib/apt/lists/*)
 # Dependencies first: this layer is reused until package*.json change.
 COPY package.json package-lock.json ./
 RUN npm ci --no-fund --no-audit

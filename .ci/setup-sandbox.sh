@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Prepares a machine for the sandbox drivers: bubblewrap, Docker Engine (without any bridge network:
-# containers here only ever use NetworkMode "none"), debootstrap, and the sandbox images.
+# Prepares a machine for the sandbox drivers: bubblewrap and a C compiler (for the bwrap driver's
+# supervisor), Docker Engine (without any bridge network: containers here only ever use NetworkMode
+# "none"), debootstrap, and the sandbox images.
 # Idempotent; CI runs it as root on a fresh machine.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -23,6 +24,9 @@ command -v bwrap >/dev/null || need_pkgs+=(bubblewrap)
 command -v dockerd >/dev/null || need_pkgs+=(docker.io)
 command -v debootstrap >/dev/null || need_pkgs+=(debootstrap)
 command -v prlimit >/dev/null || need_pkgs+=(util-linux)
+# The bwrap driver's supervisor (src/sandbox/supervisor/*.c) is compiled on first use, statically.
+command -v cc >/dev/null || need_pkgs+=(gcc)
+[ -e /usr/lib/x86_64-linux-gnu/libc.a ] || [ -e /usr/lib/aarch64-linux-gnu/libc.a ] || need_pkgs+=(libc6-dev)
 if [ ${#need_pkgs[@]} -gt 0 ]; then
   apt-get update -qq
   DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need_pkgs[@]}"

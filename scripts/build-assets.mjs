@@ -2,8 +2,13 @@
 // at run time that tsc does not emit: everything in tools/ and graders/ that is not TypeScript
 // (OpenAI grader JSON, unit_tests' Python runner) and the finqa documents the finqa tools read at
 // ../../examples/finqa/docs from their own module; and the dashboard's static files (src/dashboard),
-// which the compiled dashboard route reads beside its own folder.
-import { cpSync, existsSync, readdirSync, statSync } from 'node:fs';
+// which the compiled dashboard route reads beside its own folder. Then the bwrap driver's supervisor:
+// its C sources, and the executable built from them with the hash of what it was built from
+// (src/sandbox/supervisor/binary.ts), when this machine has a C compiler (else the server compiles
+// it on first use).
+import { execFileSync } from 'node:child_process';
+import { createHash } from 'node:crypto';
+import { cpSync, existsSync, readdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { join, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
@@ -30,4 +35,31 @@ walk(join(root, 'tools'));
 walk(join(root, 'graders'));
 walk(join(root, 'src/dashboard'));
 copy(join(root, 'examples/finqa/docs'));
+
+const supervisor = join(root, 'src/sandbox/supervisor');
+const sources = ['supervisor.c', 'enter.c', 'enter.h']; // as SUPERVISOR_SOURCES in binary.ts
+for (const f of sources) copy(join(supervisor, f));
+const out = join(dist, 'src/sandbox/supervisor');
+const hash = createHash('sha256');
+for (const f of sources) hash.update(readFileSync(join(out, f)));
+const c = sources.filter((f) => f.endsWith('.c')).map((f) => join(out, f));
+const flags = ['-O2', '-std=gnu11', '-Wall', '-o', join(out, 'rft-supervisor.tmp'), ...c];
+let built = false;
+for (const attempt of [['-static', ...flags], flags]) {
+  try {
+    execFileSync('cc', attempt, { stdio: ['ignore', 'ignore', 'pipe'] });
+    built = true;
+    break;
+  } catch {
+    // no compiler, or no static C library: try without -static, then give up
+  }
+}
+if (built) {
+  renameSync(join(out, 'rft-supervisor.tmp'), join(out, 'rft-supervisor'));
+  writeFileSync(join(out, 'rft-supervisor.sha256'), `${hash.digest('hex').slice(0, 16)}\n`);
+  copied.push('rft-supervisor (compiled)');
+} else {
+  rmSync(join(out, 'rft-supervisor.tmp'), { force: true });
+  process.stderr.write('build: no C compiler (cc): the bwrap driver compiles its supervisor on first use instead\n');
+}
 process.stdout.write(`build: copied ${copied.length} assets into dist/ (${copied.join(', ')})\n`);

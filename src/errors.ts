@@ -186,6 +186,10 @@ export const errors = {
   sandboxLost: define('RFT_ERR_SANDBOX_LOST', 503, () => [
     "this rollout's sandbox was lost (its container stopped, and its workspace with it); the rollout cannot continue",
   ]),
+  // The model cannot cause it: the supervisor and a sandbox's holder are out of its reach (docs/sandbox.md).
+  sandboxInterrupted: define('RFT_ERR_SANDBOX_INTERRUPTED', 503, () => [
+    "the command was ended by a failure of the server's sandbox supervisor, not by anything it did; the workspace is kept, retry",
+  ]),
   sandboxEngineDown: define('RFT_ERR_SANDBOX_ENGINE_DOWN', 503, () => [
     "the Docker engine that holds this rollout's sandbox is not answering; retry later",
   ]),

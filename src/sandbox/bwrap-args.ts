@@ -1,13 +1,14 @@
-// The bubblewrap command line for one exec. Everything is unshared (no network: the sandbox gets
+// The bubblewrap command line that builds a rollout's sandbox around its holder (bwrap-runner.ts;
+// each command then enters it through the supervisor). Everything is unshared (no network: the sandbox gets
 // its own empty network namespace), the host is visible only through read-only binds of the OS
 // directories and a handful of /etc files (no /root, no /home, no data dir, no /etc/shadow), and the
 // rest of the tree (/, /dev) is remounted read-only so the only writable places are the sandbox's
 // own tmpfs: /workspace, /tmp and /dev/shm.
 //
 // Nothing of the host shows inside: the options travel on a descriptor (`--args`), so no process in
-// the sandbox can read host paths in a command line, and the command itself is PID 1
-// (`--as-pid-1`), so no bwrap process with the options in its memory or our pipes in its
-// descriptors shares the sandbox.
+// the sandbox can read host paths in a command line, and the holder is PID 1 (`--as-pid-1`) of a PID
+// namespace no command sees (each has its own), so no bwrap process with the options in its memory
+// shares a command's view.
 import { existsSync, lstatSync, readlinkSync, realpathSync } from 'node:fs';
 import { WORKSPACE_MOUNT } from './paths.js';
 
@@ -33,7 +34,7 @@ const ETC_FILES = [
  */
 export const ALWAYS_HIDDEN = ['/usr/lib/node_modules', '/usr/local/lib/node_modules'];
 
-/** The fds bwrap reads its setup from (see runProgram: fd 3 is the result channel). */
+/** The fds bwrap reads its setup from (its --info-fd follows them). */
 export const BWRAP_FDS = { args: 4, passwd: 5, group: 6, seccomp: 7 } as const;
 
 interface OsView {
@@ -118,7 +119,7 @@ export interface BwrapArgsInput {
   readOnlyMounts?: readonly string[];
 }
 
-/** bwrap's setup options, sent NUL-separated on fd BWRAP_FDS.args; the command follows `--` on the real command line. */
+/** bwrap's setup options, sent NUL-separated on fd BWRAP_FDS.args; the holder follows `--` on the real command line. */
 export function bwrapArgs(i: BwrapArgsInput): string[] {
   return [
     '--unshare-all',

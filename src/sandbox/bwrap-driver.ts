@@ -1,20 +1,33 @@
-// The `bwrap` driver (default on Linux): each exec is one bubblewrap invocation over the rollout's
-// workspace, as the sandbox's own uid, under rlimits and a seccomp filter. The command is PID 1 of
-// its own PID namespace, so whatever it started (setsid daemons included) dies with it.
+// The `bwrap` driver (default on Linux): one sandbox per rollout, built once by bubblewrap (every
+// namespace, the read-only view of the host, the tmpfs workspace, the seccomp filter) as the
+// sandbox's own uid; each command enters it in PID, mount and IPC namespaces of its own, so whatever
+// it started (setsid daemons included) dies with it. Every process is created by the driver's
+// supervisor (supervisor/), a small C program, never by forking the server.
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
-import { argsPayload, BWRAP_FDS, bwrapArgs, hideArgs, osDirArgs, passwdFiles, type HideArgs } from './bwrap-args.js';
-import { prlimitArgs } from './limits.js';
+import { errors } from '../errors.js';
+import { hideArgs, osDirArgs, type HideArgs } from './bwrap-args.js';
+import { BWRAP, BwrapRunner } from './bwrap-runner.js';
+import { hostOpsFrom, type HostOps } from './host-ops.js';
 import { LocalDriver, type LocalDriverOptions } from './local-driver.js';
-import { SANDBOX_PATH, type LocalDriverHooks } from './local-sandbox.js';
-import { WORKSPACE_MOUNT } from './paths.js';
+import type { CommandRunner } from './local-sandbox.js';
+import { tmpfsOptions } from './mount.js';
 import { seccompFilter } from './seccomp.js';
+import { supervisorBinary } from './supervisor/binary.js';
+import { Supervisor } from './supervisor/client.js';
+import { canSwitchUid, isSandboxUid } from './uids.js';
 import type { Workdir } from './workdir.js';
 import type { SandboxSpec } from './types.js';
 
 const run = promisify(execFile);
 
-export const BWRAP = '/usr/bin/bwrap';
+export { BWRAP };
+
+export interface BwrapDriverOptions extends LocalDriverOptions {
+  /** Where the driver says why it is not available (a missing C compiler, user namespaces refused). */
+  onUnavailable?: (why: string) => void;
+  log?: import('pino').Logger;
+}
 
 export class BwrapDriver extends LocalDriver {
   readonly name = 'bwrap' as const;
@@ -22,35 +35,80 @@ export class BwrapDriver extends LocalDriver {
   private readonly hide: HideArgs;
   /** null on an architecture we have no filter for: then the driver is not available. */
   private readonly seccomp = seccompFilter();
+  private supervisor: Supervisor | null = null;
+  private hostOps: HostOps | null = null;
 
-  constructor(opts: LocalDriverOptions) {
-    super(opts);
-    this.hide = hideArgs(opts.hiddenPaths ?? []);
+  constructor(private readonly bwrapOpts: BwrapDriverOptions) {
+    super(bwrapOpts);
+    this.hide = hideArgs(bwrapOpts.hiddenPaths ?? []);
   }
 
-  /** bwrap is installed and can create the namespaces (user namespaces may be disabled), and we have a seccomp filter for this CPU. */
+  /**
+   * bwrap is installed and can create the namespaces (user namespaces may be disabled), we have a
+   * seccomp filter for this CPU, and the supervisor runs (built by `npm run build`, or compiled now).
+   */
   available(): Promise<boolean> {
-    if (!this.seccomp) return Promise.resolve(false);
-    this.probe ??= run(BWRAP, ['--unshare-all', '--die-with-parent', '--as-pid-1', ...osDirArgs(), '--', '/usr/bin/true'], { timeout: 5000 })
-      .then(() => true)
-      .catch(() => false);
+    this.probe ??= (async () => {
+      const why = await this.unavailable();
+      this.why = why;
+      if (why) this.bwrapOpts.onUnavailable?.(why);
+      return why === null;
+    })();
     return this.probe;
   }
 
-  protected hooks(w: Workdir, spec: SandboxSpec): Omit<LocalDriverHooks, 'onDestroy'> {
-    const ids = passwdFiles(w.meta.uid ?? process.getuid?.() ?? 0);
-    const seccomp = this.seccomp ?? Buffer.alloc(0); // never empty: available() refused the driver
-    return {
-      wrap: (argv, cwd, env) => ({
-        argv: ['prlimit', ...prlimitArgs(spec.limits), BWRAP, '--args', String(BWRAP_FDS.args), '--', ...argv],
-        cwd: w.ws,
-        env: { PATH: SANDBOX_PATH, HOME: WORKSPACE_MOUNT, LANG: 'C.UTF-8', TMPDIR: '/tmp', ...env },
-        // fds 4, 5, 6, 7 in this order: BWRAP_FDS
-        inputFds: [argsPayload(bwrapArgs({ ws: w.ws, tmp: w.tmp, shm: w.shm, cwd, hide: this.hide, readOnlyMounts: spec.readOnlyMounts ?? [] })), ids.passwd, ids.group, seccomp],
-      }),
-      // Nothing to sweep: the PID namespace dies with its PID 1 (--die-with-parent covers a killed
-      // bwrap), taking setsid'd daemons with it. Skipping it saves a process spawn per exec.
-      afterKill: async () => {},
-    };
+  private why: string | null = null;
+
+  /** The supervisor, started by the first use if available() was not asked first. */
+  private async sup(): Promise<Supervisor> {
+    await this.available();
+    if (!this.supervisor) throw errors.sandboxFailed(`the bwrap driver is not available: ${this.why ?? 'closed'}`);
+    return this.supervisor;
+  }
+
+  private async unavailable(): Promise<string | null> {
+    if (!this.seccomp) return `no seccomp filter for ${process.arch}`;
+    try {
+      await run(BWRAP, ['--unshare-all', '--die-with-parent', '--as-pid-1', ...osDirArgs(), '--', '/usr/bin/true'], { timeout: 5000 });
+    } catch {
+      return 'bwrap cannot create the namespaces here (is it installed, are user namespaces allowed?)';
+    }
+    let binary: string;
+    try {
+      binary = await supervisorBinary();
+    } catch (e) {
+      return `the sandbox supervisor could not be built (needs a C compiler: cc): ${(e as Error).message.split('\n')[0]}`;
+    }
+    this.supervisor = new Supervisor(binary, this.seccomp, this.bwrapOpts.log);
+    try {
+      await this.supervisor.ready();
+    } catch (e) {
+      this.supervisor = null;
+      return (e as Error).message;
+    }
+    return null;
+  }
+
+  protected override get ops(): HostOps {
+    this.hostOps ??= hostOpsFrom({
+      mountTmpfs: async (dir, cap, owner) => (await this.sup()).mountTmpfs(dir, tmpfsOptions(cap, owner)),
+      unmount: async (target) => (await this.sup()).unmount(target),
+      killAllOf: async (uid) => {
+        if (isSandboxUid(uid) && canSwitchUid()) await (await this.sup()).killUid(uid);
+      },
+    });
+    return this.hostOps;
+  }
+
+  protected async runnerFor(w: Workdir, spec: SandboxSpec): Promise<CommandRunner> {
+    return BwrapRunner.start(await this.sup(), w, { hide: this.hide, seccomp: this.seccomp ?? Buffer.alloc(0), readOnlyMounts: spec.readOnlyMounts ?? [] });
+  }
+
+  override async close(): Promise<void> {
+    await super.close();
+    await this.supervisor?.close();
+    this.supervisor = null;
+    this.hostOps = null;
+    this.probe = null;
   }
 }

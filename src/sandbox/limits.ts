@@ -22,28 +22,39 @@ export const defaultLimits: SandboxLimits = {
   inodes: DEFAULT_INODES,
 };
 
-/** Processes a driver itself needs under the sandbox uid (bwrap's outer process and its pid-1 reaper). */
+/** Processes a driver itself runs under the sandbox uid (bwrap: the sandbox's holder and its bwrap). */
 const DRIVER_PROCESSES = 4;
 
 const GiB = 1024 * 1024 * 1024;
 
 /**
- * `prlimit` arguments that apply `limits` to the program that follows them. Memory is RLIMIT_DATA
+ * The rlimits of every process of a command. Memory is RLIMIT_DATA
  * (private writable memory: heap, anonymous mmap), which JIT runtimes live with: Node reserves about
  * 1 GiB of PROT_NONE address space at start and dies under a 512 MiB RLIMIT_AS. RLIMIT_AS stays as a
  * loose backstop (4x, at least 4 GiB) for what RLIMIT_DATA does not count, such as shared mappings.
  */
+export function rlimits(limits: SandboxLimits): Record<'cpu' | 'data' | 'as' | 'nproc' | 'fsize' | 'core' | 'nofile', number> {
+  return {
+    cpu: Math.max(1, Math.ceil(limits.cpuSeconds)),
+    data: limits.memoryBytes,
+    as: Math.max(4 * limits.memoryBytes, 4 * GiB),
+    nproc: limits.maxProcesses + DRIVER_PROCESSES,
+    fsize: limits.maxFileBytes,
+    core: 0,
+    nofile: 1024,
+  };
+}
+
+/** `prlimit` arguments that apply `limits` to the program that follows them. */
 export function prlimitArgs(limits: SandboxLimits): string[] {
-  return [
-    `--cpu=${Math.max(1, Math.ceil(limits.cpuSeconds))}`,
-    `--data=${limits.memoryBytes}`,
-    `--as=${Math.max(4 * limits.memoryBytes, 4 * GiB)}`,
-    `--nproc=${limits.maxProcesses + DRIVER_PROCESSES}`,
-    `--fsize=${limits.maxFileBytes}`,
-    '--core=0',
-    '--nofile=1024',
-    '--',
-  ];
+  return [...Object.entries(rlimits(limits)).map(([k, v]) => `--${k}=${v}`), '--'];
+}
+
+/** The same limits as the bwrap supervisor takes them: "cpu=N,data=N,...". */
+export function rlimitSpec(limits: SandboxLimits): string {
+  return Object.entries(rlimits(limits))
+    .map(([k, v]) => `${k}=${v}`)
+    .join(',');
 }
 
 /**

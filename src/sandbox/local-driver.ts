@@ -1,11 +1,13 @@
-// What the bwrap and process drivers share: workdirs under the sandboxes root, population
-// from the template, and reaping by directory. A driver only says how a command runs.
+// What the bwrap and process drivers share: workdirs under the sandboxes root, population from the
+// template, a warm pool, and reaping by directory. A driver says how commands run (a CommandRunner
+// per workdir) and how the privileged host steps are done (HostOps).
 import { rmdir } from 'node:fs/promises';
-import { LocalSandbox, type LocalDriverHooks } from './local-sandbox.js';
-import { prepareRoot, reapWorkdirs, removeWorkdir, INSTANCE_LABEL, type Workdir } from './workdir.js';
-import { WorkdirPool } from './workdir-pool.js';
+import { spawnOps, type HostOps } from './host-ops.js';
+import { LocalSandbox, type CommandRunner } from './local-sandbox.js';
+import { createWorkdir, prepareRoot, reapWorkdirs, removeWorkdir, tmpfsCaps, writeMeta, INSTANCE_LABEL, type Workdir } from './workdir.js';
+import { WarmPool } from './workdir-pool.js';
 import { populateWorkspace } from './workspace.js';
-import { killAllOf } from './uids.js';
+import { canSwitchUid } from './uids.js';
 import type { Sandbox, SandboxDriver, SandboxSpec } from './types.js';
 
 export interface LocalDriverOptions {
@@ -13,7 +15,7 @@ export interface LocalDriverOptions {
   sandboxesRoot: string;
   /** Names this server across restarts, so a new process reaps what a crashed one left. */
   instanceId: string;
-  /** Workdirs kept prepared for new rollouts (default 0); the server uses 2. */
+  /** Sandboxes kept prepared for new rollouts (default 0); the server uses 2. */
   warmPool?: number;
   /**
    * Host directories no sandbox may see, wherever they are (the templates root with the hidden
@@ -22,33 +24,57 @@ export interface LocalDriverOptions {
   hiddenPaths?: string[];
 }
 
-/**
- * Runs when an exec's process group is gone. setsid'd children left the group, so the sandbox uid is
- * what still names them. A concurrent exec of the same sandbox would die too, hence only when this
- * exec was the only one.
- */
-export async function sweepUid(w: Workdir, alone: boolean): Promise<void> {
-  if (alone && w.meta.uid !== null) await killAllOf(w.meta.uid);
+interface Prepared {
+  w: Workdir;
+  runner: CommandRunner;
 }
 
 export abstract class LocalDriver implements SandboxDriver {
   abstract readonly name: 'bwrap' | 'process';
   protected readonly live = new Set<string>();
-  private poolInstance: WorkdirPool | null = null;
+  private poolInstance: WarmPool<Prepared> | null = null;
   private rootReady: Promise<void> | null = null;
 
   constructor(protected readonly opts: LocalDriverOptions) {}
 
+  abstract available(): Promise<boolean>;
+
+  /** How commands run in this workdir (bwrap: builds the sandbox around it). */
+  protected abstract runnerFor(w: Workdir, spec: SandboxSpec): Promise<CommandRunner>;
+
+  /** Mounts, unmounts and uid-wide kills. */
+  protected get ops(): HostOps {
+    return spawnOps;
+  }
+
   // Lazy: `name` is a subclass field, not set yet while this constructor runs.
-  private get pool(): WorkdirPool {
-    this.poolInstance ??= new WorkdirPool(this.opts.sandboxesRoot, this.name, this.opts.warmPool ?? 0);
+  private get pool(): WarmPool<Prepared> {
+    this.poolInstance ??= new WarmPool(this.opts.warmPool ?? 0, {
+      make: (spec) => this.prepare(spec),
+      discard: (p) => this.discard(p),
+      key: (spec) => JSON.stringify([canSwitchUid() ? tmpfsCaps(spec.limits) : null, spec.readOnlyMounts ?? []]),
+      id: (p) => p.w.meta.id,
+    });
     return this.poolInstance;
   }
 
-  abstract available(): Promise<boolean>;
+  private async prepare(spec: SandboxSpec, populate = false): Promise<Prepared> {
+    const w = await createWorkdir(this.opts.sandboxesRoot, this.name, spec, this.ops);
+    try {
+      const uid = w.meta.uid;
+      // The workspace is filled while the driver builds the sandbox around it.
+      const [runner] = await Promise.all([this.runnerFor(w, spec), populate ? populateWorkspace(w.ws, spec, uid !== null ? { uid, gid: uid } : null) : null]);
+      return { w, runner };
+    } catch (e) {
+      await removeWorkdir(w, this.ops);
+      throw e;
+    }
+  }
 
-  /** How commands run in this workdir; called once the workspace is populated. */
-  protected abstract hooks(w: Workdir, spec: SandboxSpec): Omit<LocalDriverHooks, 'onDestroy'> | Promise<Omit<LocalDriverHooks, 'onDestroy'>>;
+  private async discard(p: Prepared): Promise<void> {
+    await p.runner.close().catch(() => {});
+    await removeWorkdir(p.w, this.ops);
+  }
 
   async create(spec: SandboxSpec): Promise<Sandbox> {
     this.rootReady ??= prepareRoot(this.opts.sandboxesRoot).catch((e: unknown) => {
@@ -56,28 +82,40 @@ export abstract class LocalDriver implements SandboxDriver {
       throw e;
     });
     await this.rootReady;
-    const labels = { ...spec.labels, [INSTANCE_LABEL]: this.opts.instanceId };
-    const w = await this.pool.take({ ...spec, labels });
-    this.live.add(w.meta.id);
-    let hooks: Omit<LocalDriverHooks, 'onDestroy'>;
-    try {
-      const uid = w.meta.uid;
-      await populateWorkspace(w.ws, spec, uid !== null ? { uid, gid: uid } : null);
-      hooks = await this.hooks(w, { ...spec, labels });
-    } catch (e) {
-      await removeWorkdir(w);
-      this.live.delete(w.meta.id);
-      throw e;
+    const labeled = { ...spec, labels: { ...spec.labels, [INSTANCE_LABEL]: this.opts.instanceId } };
+    let p = this.pool.take(labeled);
+    if (p) {
+      const w = p.w;
+      this.live.add(w.meta.id);
+      try {
+        w.meta = { ...w.meta, traceId: spec.traceId, createdAt: new Date().toISOString() };
+        await writeMeta(w);
+        await populateWorkspace(w.ws, spec, w.meta.uid !== null ? { uid: w.meta.uid, gid: w.meta.uid } : null);
+      } catch (e) {
+        this.live.delete(w.meta.id);
+        await this.discard(p);
+        throw e;
+      }
+    } else {
+      p = await this.prepare(labeled, true);
+      this.live.add(p.w.meta.id);
     }
-    return new LocalSandbox(this.name, w, spec.limits, { afterKill: sweepUid, ...hooks, onDestroy: (s) => this.live.delete(s.id) });
+    const id = p.w.meta.id;
+    return new LocalSandbox(this.name, p.w, spec.limits, p.runner, async (w) => {
+      try {
+        await removeWorkdir(w, this.ops);
+      } finally {
+        this.live.delete(id);
+      }
+    });
   }
 
   /** Removes this instance's workdirs that no live sandbox of this process owns. */
   reapOrphans(): Promise<number> {
-    return reapWorkdirs(this.opts.sandboxesRoot, this.opts.instanceId, (id) => this.live.has(id) || (this.poolInstance?.has(id) ?? false));
+    return reapWorkdirs(this.opts.sandboxesRoot, this.opts.instanceId, (id) => this.live.has(id) || (this.poolInstance?.has(id) ?? false), this.ops);
   }
 
-  /** Removes the prepared workdirs (live sandboxes are their owners' to destroy), and the root if empty. */
+  /** Removes the prepared sandboxes (live ones are their owners' to destroy), and the root if empty. */
   async close(): Promise<void> {
     await this.poolInstance?.close();
     this.rootReady = null;

@@ -1,48 +1,48 @@
 // The Sandbox of every driver whose workspace is a host directory (bwrap, process): file operations
-// go through HostWorkspace; commands are host programs built by the driver (`wrap`).
+// go through HostWorkspace; commands go to the driver's CommandRunner.
 import { mkdir } from 'node:fs/promises';
 import { errors } from '../errors.js';
 import { copyBoundsFor, copyTree, CopyBudget, type CopyBounds, type CopyReport } from './copy-out.js';
 import { HostWorkspace } from './host-fs.js';
 import { workspaceComponents } from './paths.js';
-import { runProgram, type RunOptions } from './run.js';
-import { RESULT_FD, startProgram } from './spawn.js';
-import { removeWorkdir, type Workdir } from './workdir.js';
+import { RESULT_FD } from './spawn.js';
+import type { Workdir } from './workdir.js';
 import type { ExecOptions, ExecResult, FileEntry, Sandbox, SandboxLimits, SandboxProcess, SpawnOptions } from './types.js';
 
 export const SANDBOX_PATH = '/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin';
 
-export interface WrappedCommand {
-  argv: string[];
-  cwd: string;
-  env: Record<string, string>;
-  /** Data the host program reads on fds 4, 5, ... (see runProgram). */
-  inputFds?: (string | Buffer)[];
+/** One command as a driver runs it. */
+export interface RunRequest {
+  limits: SandboxLimits;
+  stdin?: string | Buffer;
+  timeoutMs: number;
+  maxOutputBytes: number;
+  signal?: AbortSignal;
+  resultChannel: boolean;
 }
 
-export interface LocalDriverHooks {
-  /** Turns the user's argv into the host program to spawn. */
-  wrap(argv: string[], cwd: string[], env: Record<string, string>): WrappedCommand;
-  /** After a killed exec: reach processes that escaped the process group. `alone` = no other exec running. */
-  afterKill?(w: Workdir, alone: boolean): Promise<void>;
-  onDestroy?(sb: LocalSandbox): void;
+/** How a local driver runs commands in one sandbox's workdir. */
+export interface CommandRunner {
+  /** `cwd`: components below the workspace root, already checked. */
+  exec(argv: string[], cwd: string[], env: Record<string, string>, req: RunRequest): Promise<ExecResult>;
+  spawn(argv: string[], cwd: string[], env: Record<string, string>, limits: SandboxLimits): Promise<SandboxProcess>;
+  /** Ends every process still running in the sandbox (it is being destroyed). */
+  close(): Promise<void>;
 }
 
 export class LocalSandbox implements Sandbox {
   readonly id: string;
   readonly traceId: string;
   private readonly files: HostWorkspace;
-  /** Execs and live spawned processes: a sweep of the sandbox uid must wait until it is alone. */
-  private inflight = 0;
-  private readonly processes = new Set<SandboxProcess>();
-  private sweep: Promise<void> = Promise.resolve();
   private destroying: Promise<void> | null = null;
 
   constructor(
     readonly driver: 'bwrap' | 'process',
     readonly workdir: Workdir,
     private readonly limits: SandboxLimits,
-    private readonly hooks: LocalDriverHooks,
+    private readonly runner: CommandRunner,
+    /** Removes the workdir (kills the uid's processes, unmounts, deletes) and forgets the sandbox. */
+    private readonly remove: (w: Workdir) => Promise<void>,
   ) {
     this.id = workdir.meta.id;
     this.traceId = workdir.meta.traceId;
@@ -53,49 +53,21 @@ export class LocalSandbox implements Sandbox {
   async exec(command: string | string[], opts: ExecOptions = {}): Promise<ExecResult> {
     if (this.destroying) throw errors.sandboxFailed(`sandbox ${this.id} was destroyed`);
     const argv = typeof command === 'string' ? ['/bin/sh', '-c', command] : command;
-    const cwd = workspaceComponents(opts.cwd ?? '');
-    const timeoutMs = opts.timeoutMs ?? this.limits.wallTimeoutMs;
-    const maxOutputBytes = opts.maxOutputBytes ?? this.limits.maxOutputBytes;
-    const signal = opts.signal !== undefined ? { signal: opts.signal } : {};
     const resultChannel = opts.resultChannel === true;
-    this.inflight++;
-    try {
-      const { wrap, afterKill } = this.hooks;
-      const uid = this.workdir.meta.uid;
-      const env = resultChannel ? { ...opts.env, RFT_RESULT_FD: String(RESULT_FD) } : (opts.env ?? {});
-      const runOpts: RunOptions = {
-        ...wrap(argv, cwd, env),
-        timeoutMs,
-        maxOutputBytes,
-        resultChannel,
-        ...signal,
-        ...(uid !== null ? { uid, gid: uid } : {}),
-        ...(opts.stdin !== undefined ? { stdin: opts.stdin } : {}),
-        // The sweep runs in the background so the result is not delayed by it; the next exec waits
-        // for it, so it can never hit that exec's processes.
-        ...(afterKill ? { onKill: async () => void (this.sweep = afterKill(this.workdir, this.inflight <= 1).catch(() => {})) } : {}),
-      };
-      await this.sweep;
-      return await runProgram(runOpts);
-    } finally {
-      this.inflight--;
-    }
+    const env = resultChannel ? { ...opts.env, RFT_RESULT_FD: String(RESULT_FD) } : (opts.env ?? {});
+    return this.runner.exec(argv, workspaceComponents(opts.cwd ?? ''), env, {
+      limits: this.limits,
+      timeoutMs: opts.timeoutMs ?? this.limits.wallTimeoutMs,
+      maxOutputBytes: opts.maxOutputBytes ?? this.limits.maxOutputBytes,
+      resultChannel,
+      ...(opts.signal !== undefined ? { signal: opts.signal } : {}),
+      ...(opts.stdin !== undefined ? { stdin: opts.stdin } : {}),
+    });
   }
 
   async spawn(argv: string[], opts: SpawnOptions = {}): Promise<SandboxProcess> {
     if (this.destroying) throw errors.sandboxFailed(`sandbox ${this.id} was destroyed`);
-    const cwd = workspaceComponents(opts.cwd ?? '');
-    const env = opts.env ?? {};
-    const uid = this.workdir.meta.uid;
-    await this.sweep;
-    const proc = startProgram({ ...this.hooks.wrap(argv, cwd, env), ...(uid !== null ? { uid, gid: uid } : {}) });
-    // A live process counts as running, so no exec's sweep of the sandbox uid can take it down.
-    this.inflight++;
-    this.processes.add(proc);
-    void proc.exited.then(() => {
-      this.inflight--;
-      this.processes.delete(proc);
-    });
+    const proc = await this.runner.spawn(argv, workspaceComponents(opts.cwd ?? ''), opts.env ?? {}, this.limits);
     if (this.destroying) {
       await proc.kill();
       throw errors.sandboxFailed(`sandbox ${this.id} was destroyed`);
@@ -127,9 +99,9 @@ export class LocalSandbox implements Sandbox {
 
   destroy(): Promise<void> {
     this.destroying ??= (async () => {
-      await Promise.all([...this.processes].map((p) => p.kill()));
-      await removeWorkdir(this.workdir);
-    })().finally(() => this.hooks.onDestroy?.(this));
+      await this.runner.close();
+      await this.remove(this.workdir);
+    })();
     return this.destroying;
   }
 }

@@ -9,9 +9,13 @@ import { promisify } from 'node:util';
 
 const run = promisify(execFile);
 
+/** tmpfs options for a sandbox's workspace: capped in bytes and inodes, owned by its uid. */
+export function tmpfsOptions(cap: { bytes: number; inodes: number }, owner: { uid: number; gid: number }): string {
+  return `size=${cap.bytes},nr_inodes=${cap.inodes},mode=0700,uid=${owner.uid},gid=${owner.gid}`;
+}
+
 export async function mountTmpfs(dir: string, cap: { bytes: number; inodes: number }, owner: { uid: number; gid: number }): Promise<void> {
-  const opts = `size=${cap.bytes},nr_inodes=${cap.inodes},mode=0700,uid=${owner.uid},gid=${owner.gid},nosuid,nodev`;
-  await run('mount', ['-t', 'tmpfs', '-o', opts, 'rft-sandbox', dir]);
+  await run('mount', ['-t', 'tmpfs', '-o', `${tmpfsOptions(cap, owner)},nosuid,nodev`, 'rft-sandbox', dir]);
 }
 
 /** Mount points at or below `prefix`, deepest first, from /proc/self/mountinfo. */

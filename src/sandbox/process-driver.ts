@@ -7,13 +7,85 @@ import { isLoopback } from '../config.js';
 import { errors } from '../errors.js';
 import { prlimitArgs } from './limits.js';
 import { LocalDriver } from './local-driver.js';
-import { SANDBOX_PATH, type LocalDriverHooks } from './local-sandbox.js';
+import { SANDBOX_PATH, type CommandRunner, type RunRequest } from './local-sandbox.js';
+import { runProgram } from './run.js';
+import { startProgram, type StartOptions } from './spawn.js';
+import { killAllOf } from './uids.js';
 import type { Workdir } from './workdir.js';
-import type { SandboxSpec } from './types.js';
+import type { ExecResult, SandboxLimits, SandboxProcess } from './types.js';
 
 /** Throws unless `host` is a loopback address: the process driver must never serve remote callers. */
 export function assertProcessDriverAllowed(host: string): void {
   if (!isLoopback(host)) throw errors.processDriverNotAllowed(host);
+}
+
+/**
+ * Commands as host programs (`prlimit ... argv`) in their own process group. A killed exec's
+ * group dies with it; what left the group (setsid) is reached by killing the sandbox uid, but only
+ * when nothing else of the sandbox runs (it would die too). The next command waits for that sweep.
+ */
+class ProcessRunner implements CommandRunner {
+  /** Execs and live spawned processes: a sweep of the sandbox uid must wait until it is alone. */
+  private inflight = 0;
+  private readonly processes = new Set<SandboxProcess>();
+  private sweep: Promise<void> = Promise.resolve();
+
+  constructor(private readonly w: Workdir) {}
+
+  private start(argv: string[], cwd: string[], env: Record<string, string>, limits: SandboxLimits): StartOptions {
+    // No mount namespace here, so a cwd through a planted symlink must be refused on the host.
+    const real = realpathSync(join(this.w.ws, ...cwd));
+    if (real !== this.w.ws && !real.startsWith(this.w.ws + sep)) throw errors.pathEscape(cwd.join('/'));
+    const uid = this.w.meta.uid;
+    return {
+      argv: ['prlimit', ...prlimitArgs(limits), ...argv],
+      cwd: real,
+      env: { PATH: SANDBOX_PATH, HOME: this.w.ws, LANG: 'C.UTF-8', ...env },
+      ...(uid !== null ? { uid, gid: uid } : {}),
+    };
+  }
+
+  async exec(argv: string[], cwd: string[], env: Record<string, string>, req: RunRequest): Promise<ExecResult> {
+    this.inflight++;
+    try {
+      const uid = this.w.meta.uid;
+      const program = this.start(argv, cwd, env, req.limits);
+      await this.sweep;
+      return await runProgram({
+        ...program,
+        timeoutMs: req.timeoutMs,
+        maxOutputBytes: req.maxOutputBytes,
+        resultChannel: req.resultChannel,
+        ...(req.signal !== undefined ? { signal: req.signal } : {}),
+        ...(req.stdin !== undefined ? { stdin: req.stdin } : {}),
+        // In the background so the result is not delayed by it; the next exec waits for it.
+        onKill: async () => {
+          const alone = this.inflight <= 1;
+          if (alone && uid !== null) this.sweep = killAllOf(uid).catch(() => {});
+        },
+      });
+    } finally {
+      this.inflight--;
+    }
+  }
+
+  async spawn(argv: string[], cwd: string[], env: Record<string, string>, limits: SandboxLimits): Promise<SandboxProcess> {
+    const program = this.start(argv, cwd, env, limits);
+    await this.sweep;
+    const proc = startProgram(program);
+    // A live process counts as running, so no exec's sweep of the sandbox uid can take it down.
+    this.inflight++;
+    this.processes.add(proc);
+    void proc.exited.then(() => {
+      this.inflight--;
+      this.processes.delete(proc);
+    });
+    return proc;
+  }
+
+  async close(): Promise<void> {
+    await Promise.all([...this.processes].map((p) => p.kill()));
+  }
 }
 
 export class ProcessDriver extends LocalDriver {
@@ -23,18 +95,7 @@ export class ProcessDriver extends LocalDriver {
     return true;
   }
 
-  protected hooks(w: Workdir, spec: SandboxSpec): Omit<LocalDriverHooks, 'onDestroy'> {
-    return {
-      wrap: (argv, cwd, env) => {
-        // No mount namespace here, so a cwd through a planted symlink must be refused on the host.
-        const real = realpathSync(join(w.ws, ...cwd));
-        if (real !== w.ws && !real.startsWith(w.ws + sep)) throw errors.pathEscape(cwd.join('/'));
-        return {
-          argv: ['prlimit', ...prlimitArgs(spec.limits), ...argv],
-          cwd: real,
-          env: { PATH: SANDBOX_PATH, HOME: w.ws, LANG: 'C.UTF-8', ...env },
-        };
-      },
-    };
+  protected async runnerFor(w: Workdir): Promise<CommandRunner> {
+    return new ProcessRunner(w);
   }
 }

@@ -1,7 +1,6 @@
-// Runs one host program for a sandbox exec: its own process group (killed whole on timeout or abort),
-// capped output, stdin written then closed, and never the server's environment. Descriptors past
-// stdio: fd 3 is the optional result channel (the program writes, we read), fds 4, 5, ... carry data
-// to the program (bwrap's --args, --ro-bind-data and --seccomp).
+// Runs one host program for a process-driver exec: its own process group (killed whole on timeout or
+// abort), capped output, stdin written then closed, and never the server's environment. fd 3 is the
+// optional result channel (the program writes, we read).
 import type { Readable } from 'node:stream';
 import { CappedOutput } from './output.js';
 import { RESULT_FD, spawnChild, type StartOptions } from './spawn.js';
@@ -18,7 +17,7 @@ export interface RunOptions extends StartOptions {
 
 /**
  * How long the pipes may stay open after the program exited. Only an escaped process can hold them
- * that long (bwrap's PID namespace and the group kill end everything else), i.e. the process driver
+ * that long (the group kill ends everything else), i.e. the process driver
  * without root: a `setsid` daemon.
  */
 const LINGER_MS = 250;

@@ -40,7 +40,10 @@ async function dockerDriver(opts: DriverOptions): Promise<SandboxDriver> {
 }
 
 async function build(name: Exclude<DriverName, 'auto'>, opts: DriverOptions): Promise<SandboxDriver> {
-  if (name === 'bwrap') return new BwrapDriver(opts);
+  if (name === 'bwrap') {
+    const log = opts.log;
+    return new BwrapDriver({ ...opts, ...(log ? { log, onUnavailable: (why: string) => log.warn({ why }, 'sandbox driver bwrap is not available') } : {}) });
+  }
   if (name === 'process') return new ProcessDriver(opts);
   return dockerDriver(opts);
 }

@@ -1,6 +1,6 @@
-// Starts one long-running host program for Sandbox.spawn (bwrap and process drivers): its own process
-// group, never the server's environment, streaming stdio. kill() takes the group and every
-// descendant (a bwrap PID namespace dies with its outer process).
+// Starts one long-running host program (the process driver's Sandbox.spawn, MCP servers on the
+// host): its own process group, never the server's environment, streaming stdio. kill() takes the
+// group and every descendant.
 import { spawn, type ChildProcess, type StdioOptions } from 'node:child_process';
 import type { Readable, Writable } from 'node:stream';
 import { killTree } from './proc-tree.js';
@@ -12,20 +12,16 @@ export interface StartOptions {
   env: Record<string, string>;
   uid?: number;
   gid?: number;
-  /** Data handed to the child as fds 4, 5, ... (written, then closed: the child reads to EOF). */
-  inputFds?: (string | Buffer)[];
   /** Open fd 3 as a channel the child writes to (child.stdio[RESULT_FD]); otherwise fd 3 is closed. */
   resultChannel?: boolean;
 }
 
-/** fd of the result channel in the child; data for it starts at the next one. */
+/** fd of the result channel in the child. */
 export const RESULT_FD = 3;
-const FIRST_INPUT_FD = 4;
 
-/** A host program in a process group of its own, its input fds written and closed. */
+/** A host program in a process group of its own. */
 export function spawnChild(opts: StartOptions): ChildProcess {
-  const inputs = opts.inputFds ?? [];
-  const stdio: StdioOptions = ['pipe', 'pipe', 'pipe', opts.resultChannel ? 'pipe' : 'ignore', ...inputs.map(() => 'pipe' as const)];
+  const stdio: StdioOptions = ['pipe', 'pipe', 'pipe', opts.resultChannel ? 'pipe' : 'ignore'];
   const [cmd, ...args] = opts.argv;
   const child = spawn(cmd ?? '/bin/false', args, {
     cwd: opts.cwd,
@@ -34,11 +30,6 @@ export function spawnChild(opts: StartOptions): ChildProcess {
     detached: true, // a process group of its own, so one kill reaches what it started
     ...(opts.uid !== undefined ? { uid: opts.uid } : {}),
     ...(opts.gid !== undefined ? { gid: opts.gid } : {}),
-  });
-  inputs.forEach((data, i) => {
-    const w = child.stdio[FIRST_INPUT_FD + i] as Writable;
-    w.on('error', () => {});
-    w.end(data);
   });
   return child;
 }

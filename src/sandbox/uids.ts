@@ -38,7 +38,7 @@ export async function releaseUid(uid: number): Promise<void> {
   await unlink(`${CLAIM_DIR}/${uid}`).catch(() => {});
 }
 
-function isSandboxUid(uid: number): boolean {
+export function isSandboxUid(uid: number): boolean {
   return Number.isInteger(uid) && uid >= UID_MIN && uid < UID_MAX && uid !== process.getuid?.();
 }
 

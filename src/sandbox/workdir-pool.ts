@@ -1,49 +1,47 @@
-// A few workdirs prepared ahead (uid claimed, tmpfs mounted and chowned), so a new rollout's first
-// call does not wait for the `mount` spawn and friends. Refilled in the background after each take;
-// a burst that drains it just falls back to creating workdirs on demand.
-import { canSwitchUid } from './uids.js';
-import { createWorkdir, removeWorkdir, tmpfsCaps, writeMeta, type Workdir } from './workdir.js';
+// A few sandboxes' host sides prepared ahead (a workdir with its uid claimed and its tmpfs mounted;
+// for bwrap also the sandbox itself, built by bubblewrap around its holder), so a new rollout's first
+// call only gets its files. Refilled in the background after each take; a burst that drains it just
+// falls back to preparing on demand. Items are matched by key (what they were prepared for).
 import type { SandboxSpec } from './types.js';
 
-export class WorkdirPool {
-  private readonly ready: Workdir[] = [];
+export interface PoolOps<T> {
+  make(spec: SandboxSpec): Promise<T>;
+  discard(item: T): Promise<void>;
+  /** What an item prepared for `spec` can serve (its tmpfs caps, read-only mounts). */
+  key(spec: SandboxSpec): string;
+  id(item: T): string;
+}
+
+export class WarmPool<T> {
+  private readonly ready: { key: string; item: T }[] = [];
   private filling: Promise<void> | null = null;
   private closed = false;
 
   constructor(
-    private readonly root: string,
-    private readonly driver: string,
     private readonly size: number,
+    private readonly ops: PoolOps<T>,
   ) {}
 
   has(id: string): boolean {
-    return this.ready.some((w) => w.meta.id === id);
+    return this.ready.some((r) => this.ops.id(r.item) === id);
   }
 
-  /** A workdir for `spec`: a pooled one when its tmpfs caps match, else a new one. */
-  async take(spec: SandboxSpec): Promise<Workdir> {
-    const want = canSwitchUid() ? tmpfsCaps(spec.limits) : undefined;
-    const i = this.ready.findIndex((w) => w.fs?.bytes === want?.bytes && w.fs?.inodes === want?.inodes);
+  /** A prepared item for `spec`, or null (then the caller prepares one); either way a refill starts. */
+  take(spec: SandboxSpec): T | null {
+    const key = this.ops.key(spec);
+    const i = this.ready.findIndex((r) => r.key === key);
     const pooled = i >= 0 ? this.ready.splice(i, 1)[0] : undefined;
-    let w: Workdir;
-    if (pooled) {
-      pooled.meta = { ...pooled.meta, traceId: spec.traceId, createdAt: new Date().toISOString() };
-      await writeMeta(pooled);
-      w = pooled;
-    } else {
-      w = await createWorkdir(this.root, this.driver, spec);
-    }
-    this.refill(spec);
-    return w;
+    this.refill(spec, key);
+    return pooled?.item ?? null;
   }
 
-  private refill(spec: SandboxSpec): void {
+  private refill(spec: SandboxSpec, key: string): void {
     if (this.size <= 0 || this.closed || this.filling) return;
     this.filling = (async () => {
       while (!this.closed && this.ready.length < this.size) {
-        const w = await createWorkdir(this.root, this.driver, { ...spec, traceId: '(pooled)', files: {} });
-        if (this.closed) await removeWorkdir(w);
-        else this.ready.push(w);
+        const item = await this.ops.make({ ...spec, traceId: '(pooled)', files: {} });
+        if (this.closed) await this.ops.discard(item);
+        else this.ready.push({ key, item });
       }
     })()
       .catch(() => {}) // a failed refill only costs the next rollout the on-demand path
@@ -55,6 +53,6 @@ export class WorkdirPool {
   async close(): Promise<void> {
     this.closed = true;
     await this.filling;
-    await Promise.all(this.ready.splice(0).map(removeWorkdir));
+    await Promise.all(this.ready.splice(0).map((r) => this.ops.discard(r.item)));
   }
 }

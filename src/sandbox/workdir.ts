@@ -8,8 +8,8 @@ import { chmod, chown, mkdir, readdir, readFile, rm, stat, writeFile } from 'nod
 import { dirname, join } from 'node:path';
 import { errors } from '../errors.js';
 import { DEFAULT_INODES } from './limits.js';
-import { mountTmpfs, unmountUnder } from './mount.js';
-import { canSwitchUid, claimUid, killAllOf, releaseUid } from './uids.js';
+import { spawnOps, type HostOps } from './host-ops.js';
+import { canSwitchUid, claimUid, releaseUid } from './uids.js';
 import type { SandboxLimits, SandboxSpec } from './types.js';
 
 export interface WorkdirMeta {
@@ -67,7 +67,7 @@ export async function prepareRoot(root: string): Promise<void> {
   }
 }
 
-export async function createWorkdir(root: string, driver: string, spec: SandboxSpec): Promise<Workdir> {
+export async function createWorkdir(root: string, driver: string, spec: SandboxSpec, ops: HostOps = spawnOps): Promise<Workdir> {
   const id = `sb_${randomUUID().replace(/-/g, '').slice(0, 16)}`;
   const paths = workdirLayout(join(root, id));
   const instance = spec.labels[INSTANCE_LABEL] ?? 'default';
@@ -78,28 +78,28 @@ export async function createWorkdir(root: string, driver: string, spec: SandboxS
     await mkdir(paths.dir, { mode: 0o711 });
     await writeFile(join(paths.dir, 'meta.json'), JSON.stringify(meta), { mode: 0o600 });
     await mkdir(dirname(paths.ws), { mode: 0o711 });
-    if (uid !== null && fs) await mountTmpfs(dirname(paths.ws), fs, { uid, gid: uid });
+    if (uid !== null && fs) await ops.mountTmpfs(dirname(paths.ws), fs, { uid, gid: uid });
     for (const d of [paths.ws, paths.tmp, paths.shm]) {
       await mkdir(d, { mode: 0o700 });
       if (uid !== null) await chown(d, uid, uid);
     }
   } catch (e) {
-    await removeWorkdir({ meta, ...paths });
+    await removeWorkdir({ meta, ...paths }, ops);
     throw errors.sandboxFailed(`could not create a workspace: ${(e as { code?: string }).code ?? 'failed'}`);
   }
   return { meta, ...paths, ...(fs ? { fs } : {}) };
 }
 
 /** Kills what runs as the sandbox's uid, unmounts and deletes its directory, releases the uid. */
-export async function removeWorkdir(w: Workdir): Promise<void> {
-  if (w.meta.uid !== null) await killAllOf(w.meta.uid);
-  await unmountUnder(w.dir);
+export async function removeWorkdir(w: Workdir, ops: HostOps = spawnOps): Promise<void> {
+  if (w.meta.uid !== null) await ops.killAllOf(w.meta.uid);
+  await ops.unmountUnder(w.dir);
   await rm(w.dir, { recursive: true, force: true, maxRetries: 3 });
   if (w.meta.uid !== null) await releaseUid(w.meta.uid);
 }
 
 /** Removes every workdir under `root` that belongs to `instance` (or has no readable meta); returns how many. */
-export async function reapWorkdirs(root: string, instance: string, keep: (id: string) => boolean): Promise<number> {
+export async function reapWorkdirs(root: string, instance: string, keep: (id: string) => boolean, ops: HostOps = spawnOps): Promise<number> {
   let names: string[];
   try {
     names = await readdir(root);
@@ -118,7 +118,7 @@ export async function reapWorkdirs(root: string, instance: string, keep: (id: st
     }
     if (meta && meta.instance !== instance) continue;
     const m = meta ?? { id: name, traceId: '', driver: '', instance, uid: null, pid: 0, createdAt: '' };
-    await removeWorkdir({ meta: m, ...workdirLayout(dir) });
+    await removeWorkdir({ meta: m, ...workdirLayout(dir) }, ops);
     reaped++;
   }
   return reaped;

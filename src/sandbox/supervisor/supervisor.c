@@ -1,0 +1,1046 @@
+// rft-supervisor: the bubblewrap driver's one helper process (see README.md beside this file).
+//
+// The server starts it once and speaks to it over its stdin and stdout in frames. It does every
+// privileged step and every process creation of the bwrap driver, so the server never forks: a fork
+// of a Node process costs a copy of its page tables (10 ms at 200 MB, on the event loop), this
+// process is a few hundred kilobytes.
+//
+//  * A sandbox is created once per rollout: bubblewrap builds it (namespaces, mounts, seccomp) around
+//    a holder process (`cat`, PID 1 of the sandbox's PID namespace, which only waits).
+//  * Every command enters it (enter.c): its own PID, mount and IPC namespaces inside the sandbox's,
+//    its own /proc, privileges dropped, rlimits, the seccomp filter. Its output is relayed here.
+//  * Workspace mounts and uid-wide kills, which need root on the host.
+//
+// Frames, both ways: u32 length (of what follows, little-endian), u8 type, u32 id, then fields,
+// each a u32 length and its bytes. Requests (server -> supervisor), id = the request's:
+//   'F' the seccomp filter every command runs under (struct sock_filter[])
+//   'C' sandbox, uid, gid, bwrap's argv (NUL-separated), then data for its fds 4, 5, ... (its
+//       --info-fd is the next one)                 -> 'R' once the sandbox is built
+//   'D' sandbox                                     -> 'R' once every process of it is gone
+//   'X' sandbox, uid, gid, cwd, limits, argv, env (NUL-separated), stdin, flags, output cap
+//       flags: 'r' a result channel on fd 3, 's' stdin streamed ('I' data, 'J' end)
+//   'I' data      'J'      'S' (kill the command), with the id of its 'X'
+//   'M' target, options (mount a tmpfs)   'U' target (detach it)   'K' uid (kill its processes)
+// Replies (supervisor -> server):
+//   'R' errno ("0" = done), message
+//   'o' 'e' 'r' data (stdout, stderr, result channel of the command 'X' id)
+//   'x' exit code or "", signal or "", truncated streams ("oer" subset), failure ("" or one line)
+//   'g' (id = a sandbox) its holder died without a 'D'
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/mount.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/signalfd.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <grp.h>
+#include <time.h>
+#include <unistd.h>
+#include <linux/filter.h>
+
+#include "enter.h"
+
+#define MAX_FRAME (64u << 20)
+#define READ_CHUNK 65536
+#define LINGER_MS 250
+
+/* ---------- buffers and frames ---------- */
+
+struct buf {
+  char *data;
+  size_t len, cap, off;
+};
+
+static void buf_reserve(struct buf *b, size_t more) {
+  if (b->len + more <= b->cap) return;
+  if (b->off > 0) {
+    memmove(b->data, b->data + b->off, b->len - b->off);
+    b->len -= b->off;
+    b->off = 0;
+    if (b->len + more <= b->cap) return;
+  }
+  size_t cap = b->cap ? b->cap : 4096;
+  while (cap < b->len + more) cap *= 2;
+  char *d = realloc(b->data, cap);
+  if (!d) abort();
+  b->data = d;
+  b->cap = cap;
+}
+
+static void buf_put(struct buf *b, const void *p, size_t n) {
+  buf_reserve(b, n);
+  memcpy(b->data + b->len, p, n);
+  b->len += n;
+}
+
+static size_t buf_pending(const struct buf *b) { return b->len - b->off; }
+
+static struct buf out; /* frames to the server */
+static int epfd;
+
+static void put_u32(struct buf *b, uint32_t v) {
+  unsigned char x[4] = {v & 0xff, (v >> 8) & 0xff, (v >> 16) & 0xff, v >> 24};
+  buf_put(b, x, 4);
+}
+
+static uint32_t get_u32(const unsigned char *p) { return p[0] | (p[1] << 8) | (p[2] << 16) | ((uint32_t)p[3] << 24); }
+
+/* One reply frame: fields given as (pointer, length) pairs, ended by a NULL pointer. */
+static void reply(char type, uint32_t id, ...) {
+  size_t start = out.len;
+  put_u32(&out, 0);
+  buf_put(&out, &type, 1);
+  put_u32(&out, id);
+  va_list ap;
+  va_start(ap, id);
+  for (;;) {
+    const char *p = va_arg(ap, const char *);
+    if (!p) break;
+    size_t n = va_arg(ap, size_t);
+    put_u32(&out, (uint32_t)n);
+    buf_put(&out, p, n);
+  }
+  va_end(ap);
+  uint32_t len = (uint32_t)(out.len - start - 4);
+  unsigned char x[4] = {len & 0xff, (len >> 8) & 0xff, (len >> 16) & 0xff, len >> 24};
+  memcpy(out.data + start, x, 4);
+}
+
+#define S(str) (str), strlen(str)
+
+static void reply_status(uint32_t id, int err, const char *msg) {
+  char code[16];
+  snprintf(code, sizeof code, "%d", err);
+  reply('R', id, S(code), S(msg), NULL);
+}
+
+struct fields {
+  const unsigned char *p;
+  size_t left;
+};
+
+/* The next field, or NULL (and *n = 0) past the end. */
+static const char *field(struct fields *f, size_t *n) {
+  if (f->left < 4) {
+    *n = 0;
+    return NULL;
+  }
+  uint32_t len = get_u32(f->p);
+  if (len > f->left - 4) {
+    *n = 0;
+    f->left = 0;
+    return NULL;
+  }
+  const char *v = (const char *)f->p + 4;
+  f->p += 4 + len;
+  f->left -= 4 + len;
+  *n = len;
+  return v;
+}
+
+/* A field as a NUL-terminated string (copied). */
+static char *field_str(struct fields *f) {
+  size_t n;
+  const char *v = field(f, &n);
+  char *s = malloc(n + 1);
+  if (!s) abort();
+  if (n) memcpy(s, v, n);
+  s[n] = 0;
+  return s;
+}
+
+static unsigned long long field_num(struct fields *f) {
+  char *s = field_str(f);
+  unsigned long long v = strtoull(s, NULL, 10);
+  free(s);
+  return v;
+}
+
+/* A NUL-separated list as a NULL-terminated vector pointing into one copy. */
+static char **field_list(struct fields *f) {
+  size_t n;
+  const char *v = field(f, &n);
+  char *copy = malloc(n + 1);
+  if (!copy) abort();
+  if (n) memcpy(copy, v, n);
+  copy[n] = 0;
+  size_t count = 0;
+  for (size_t i = 0; i < n; i++)
+    if (copy[i] == 0) count++;
+  if (n && copy[n - 1] != 0) count++;
+  char **vec = calloc(count + 1, sizeof(char *));
+  if (!vec) abort();
+  size_t k = 0;
+  for (size_t i = 0; i < n && k < count;) {
+    vec[k++] = copy + i;
+    i += strlen(copy + i) + 1;
+  }
+  if (count == 0) free(copy);
+  return vec;
+}
+
+static void free_list(char **v) {
+  if (!v) return;
+  if (v[0]) free(v[0]);
+  free(v);
+}
+
+/* ---------- time ---------- */
+
+static long long now_ms(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return (long long)t.tv_sec * 1000 + t.tv_nsec / 1000000;
+}
+
+/* ---------- objects ---------- */
+
+enum kind { K_SANDBOX_READY = 1, K_SANDBOX_INFO, K_SANDBOX_ERR, K_SANDBOX_PIDFD, K_STREAM, K_STDIN, K_STATUS };
+
+struct sandbox {
+  uint32_t id, index;
+  pid_t bwrap; /* our child: its pid cannot be reused before we reap it; 0 once reaped */
+  int procfd, pidfd; /* the holder's /proc directory and pidfd, once it runs */
+  int holder_in, holder_out, info_fd, err_fd;
+  char info[1024];
+  size_t info_len;
+  char err[512];
+  size_t err_len;
+  int echoed, ready, gone;
+  uint32_t create_req, destroy_req; /* requests waiting for a reply, 0 = none */
+  uid_t uid;
+};
+
+struct proc {
+  uint32_t id, index;
+  pid_t pid;
+  int fds[3]; /* stdout, stderr, result channel: our read ends, -1 once closed */
+  size_t sent[3];
+  size_t cap; /* per stream; 0 = unlimited */
+  int truncated[3];
+  int in_fd;
+  struct buf in;
+  int in_end; /* close stdin once the buffer is written */
+  int status_fd;
+  char status[256];
+  size_t status_len;
+  int exited, code, sig;
+  long long linger_until;
+};
+
+struct op {
+  uint32_t id, index;
+};
+
+/* Objects live in slot arrays (an index names one in epoll data); ids and pids find them through
+ * small open-addressing maps, so no request costs a walk over every object. */
+struct slots {
+  void **items;
+  uint32_t len, cap;
+  uint32_t *free, *dead; /* dead: removed in this turn of the loop, reusable from the next one */
+  uint32_t nfree, ndead;
+};
+
+static uint32_t slots_add(struct slots *s, void *item) {
+  uint32_t i;
+  if (s->nfree) i = s->free[--s->nfree];
+  else {
+    if (s->len == s->cap) {
+      s->cap = s->cap ? s->cap * 2 : 64;
+      s->items = realloc(s->items, s->cap * sizeof(void *));
+      s->free = realloc(s->free, s->cap * sizeof(uint32_t));
+      s->dead = realloc(s->dead, s->cap * sizeof(uint32_t));
+      if (!s->items || !s->free || !s->dead) abort();
+    }
+    i = s->len++;
+  }
+  s->items[i] = item;
+  return i;
+}
+
+/* An event of this turn may still name the index: it finds NULL, never a newer object. */
+static void slots_remove(struct slots *s, uint32_t i) {
+  s->items[i] = NULL;
+  s->dead[s->ndead++] = i;
+}
+
+static void slots_flush(struct slots *s) {
+  while (s->ndead) s->free[s->nfree++] = s->dead[--s->ndead];
+}
+
+#define EMPTY 0u
+#define TOMB 0xffffffffu
+struct map {
+  uint32_t *keys;
+  uint64_t *vals;
+  size_t cap, used; /* used counts tombstones too */
+};
+
+static size_t map_find(const struct map *m, uint32_t key) {
+  size_t mask = m->cap - 1, i = (key * 2654435761u) & mask;
+  while (m->keys[i] != EMPTY && m->keys[i] != key) i = (i + 1) & mask;
+  return i;
+}
+
+static void map_put(struct map *m, uint32_t key, uint64_t val);
+
+static void map_grow(struct map *m) {
+  struct map old = *m;
+  m->cap = old.cap ? old.cap * 2 : 256;
+  m->keys = calloc(m->cap, sizeof(uint32_t));
+  m->vals = calloc(m->cap, sizeof(uint64_t));
+  if (!m->keys || !m->vals) abort();
+  m->used = 0;
+  for (size_t i = 0; i < old.cap; i++)
+    if (old.keys[i] != EMPTY && old.keys[i] != TOMB) map_put(m, old.keys[i], old.vals[i]);
+  free(old.keys);
+  free(old.vals);
+}
+
+static void map_put(struct map *m, uint32_t key, uint64_t val) {
+  if ((m->used + 1) * 2 > m->cap) map_grow(m);
+  size_t mask = m->cap - 1, i = (key * 2654435761u) & mask;
+  while (m->keys[i] != EMPTY && m->keys[i] != TOMB && m->keys[i] != key) i = (i + 1) & mask;
+  if (m->keys[i] == EMPTY) m->used++;
+  m->keys[i] = key;
+  m->vals[i] = val;
+}
+
+/* The value for `key` + 1, or 0 when absent. */
+static uint64_t map_get(const struct map *m, uint32_t key) {
+  if (!m->cap) return 0;
+  size_t i = map_find(m, key);
+  return m->keys[i] == key ? m->vals[i] + 1 : 0;
+}
+
+static void map_del(struct map *m, uint32_t key) {
+  if (!m->cap) return;
+  size_t i = map_find(m, key);
+  if (m->keys[i] == key) m->keys[i] = TOMB;
+}
+
+static struct slots sandboxes, procs, ops;
+static int lingering; /* commands that exited and wait for their pipes */
+static struct map sandbox_ids, proc_ids, pids; /* pids: kind << 32 | index */
+enum { PID_PROC = 1, PID_BWRAP, PID_OP };
+static struct sock_filter *filter;
+static struct sock_fprog filter_prog;
+static pid_t self;
+
+static void ep_add(int fd, enum kind kind, uint32_t index, uint32_t events) {
+  struct epoll_event ev = {.events = events, .data.u64 = ((uint64_t)kind << 56) | ((uint64_t)index << 8)};
+  epoll_ctl(epfd, EPOLL_CTL_ADD, fd, &ev);
+}
+
+static void ep_add_stream(int fd, uint32_t index, int stream) {
+  struct epoll_event ev = {.events = EPOLLIN, .data.u64 = ((uint64_t)K_STREAM << 56) | ((uint64_t)index << 8) | (uint64_t)stream};
+  epoll_ctl(epfd, EPOLL_CTL_ADD, fd, &ev);
+}
+
+static void close_fd(int *fd) {
+  if (*fd >= 0) {
+    epoll_ctl(epfd, EPOLL_CTL_DEL, *fd, NULL);
+    close(*fd);
+    *fd = -1;
+  }
+}
+
+static struct sandbox *find_sandbox(uint32_t id) {
+  uint64_t v = map_get(&sandbox_ids, id);
+  return v ? sandboxes.items[v - 1] : NULL;
+}
+
+static struct proc *find_proc(uint32_t id) {
+  uint64_t v = map_get(&proc_ids, id);
+  return v ? procs.items[v - 1] : NULL;
+}
+
+static int nonblock_pipe(int p[2], int read_nonblock, int write_nonblock) {
+  if (pipe2(p, O_CLOEXEC) != 0) return -1;
+  if (read_nonblock) fcntl(p[0], F_SETFL, O_NONBLOCK);
+  if (write_nonblock) fcntl(p[1], F_SETFL, O_NONBLOCK);
+  return 0;
+}
+
+/* A memfd holding `data` (bwrap reads its --args, --ro-bind-data and --seccomp from fds). */
+static int data_fd(const char *data, size_t n) {
+  int fd = (int)syscall(SYS_memfd_create, "rft", 1u /* MFD_CLOEXEC */);
+  if (fd < 0) return -1;
+  size_t done = 0;
+  while (done < n) {
+    ssize_t w = write(fd, data + done, n - done);
+    if (w < 0 && errno == EINTR) continue;
+    if (w <= 0) {
+      close(fd);
+      return -1;
+    }
+    done += (size_t)w;
+  }
+  lseek(fd, 0, SEEK_SET);
+  return fd;
+}
+
+/* In a child: places `src[i]` at fd i, then closes every descriptor at or above `count`. */
+static int place_fds(const int *src, int count) {
+  int moved[16];
+  for (int i = 0; i < count; i++) {
+    moved[i] = fcntl(src[i], F_DUPFD, count);
+    if (moved[i] < 0) return -1;
+  }
+  for (int i = 0; i < count; i++)
+    if (dup2(moved[i], i) < 0) return -1;
+  syscall(SYS_close_range, (unsigned)count, ~0U, 0U);
+  return 0;
+}
+
+/* ---------- sandboxes ---------- */
+
+static void sandbox_close_setup(struct sandbox *sb) {
+  close_fd(&sb->info_fd);
+  close_fd(&sb->err_fd);
+}
+
+/* Frees the slot once nothing is left to wait for (bwrap reaped, holder gone, replies sent). */
+static void sandbox_release(struct sandbox *sb) {
+  if (!sb->gone || sb->bwrap > 0 || sb->pidfd >= 0 || sb->create_req || sb->destroy_req) return;
+  close_fd(&sb->holder_in);
+  close_fd(&sb->holder_out);
+  sandbox_close_setup(sb);
+  close_fd(&sb->procfd);
+  map_del(&sandbox_ids, sb->id);
+  slots_remove(&sandboxes, sb->index);
+  free(sb);
+}
+
+/* The sandbox could not be built: the creation fails with what bwrap said. */
+static void sandbox_fail(struct sandbox *sb, const char *why) {
+  if (sb->gone) return;
+  sb->gone = 1;
+  sb->ready = 0;
+  if (sb->create_req) {
+    char msg[700];
+    snprintf(msg, sizeof msg, "%s%s%.*s", why, sb->err_len ? ": " : "", (int)sb->err_len, sb->err);
+    reply_status(sb->create_req, EIO, msg);
+    sb->create_req = 0;
+  }
+  if (sb->bwrap > 0) kill(sb->bwrap, SIGKILL); /* its holder, if any, dies with it (--die-with-parent) */
+  sandbox_close_setup(sb);
+  sandbox_release(sb);
+}
+
+static void create_sandbox(uint32_t req, struct fields *f) {
+  uint32_t id = (uint32_t)field_num(f);
+  uid_t uid = (uid_t)field_num(f);
+  gid_t gid = (gid_t)field_num(f);
+  char **argv = field_list(f);
+  int payload[8];
+  int npayload = 0;
+  size_t n;
+  const char *data;
+  while (npayload < 8 && (data = field(f, &n)) != NULL) {
+    payload[npayload] = data_fd(data, n);
+    if (payload[npayload] < 0) break;
+    npayload++;
+  }
+  struct sandbox *sb = NULL;
+  if (find_sandbox(id)) {
+    reply_status(req, EEXIST, "sandbox exists");
+    goto done;
+  }
+  int in[2] = {-1, -1}, outp[2] = {-1, -1}, info[2] = {-1, -1}, err[2] = {-1, -1};
+  if (!argv[0] || nonblock_pipe(in, 0, 1) || nonblock_pipe(outp, 1, 0) || nonblock_pipe(info, 1, 0) || nonblock_pipe(err, 1, 0)) {
+    reply_status(req, argv[0] ? EMFILE : EINVAL, "cannot start the sandbox");
+    for (int i = 0; i < 2; i++) {
+      if (in[i] >= 0) close(in[i]);
+      if (outp[i] >= 0) close(outp[i]);
+      if (info[i] >= 0) close(info[i]);
+      if (err[i] >= 0) close(err[i]);
+    }
+    goto done;
+  }
+  pid_t pid = fork();
+  if (pid == 0) {
+    int src[16];
+    src[0] = in[0];
+    src[1] = outp[1];
+    src[2] = err[1];
+    src[3] = open("/dev/null", O_RDWR | O_CLOEXEC);
+    for (int i = 0; i < npayload; i++) src[4 + i] = payload[i];
+    src[4 + npayload] = info[1];
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
+    /* bwrap runs as the sandbox uid: the user namespace it makes belongs to that uid. */
+    if (getuid() == 0 && (setgroups(0, NULL) != 0 || setresgid(gid, gid, gid) != 0 || setresuid(uid, uid, uid) != 0)) _exit(126);
+    if (place_fds(src, 5 + npayload) != 0) _exit(126);
+    char *envp[] = {NULL};
+    execve(argv[0], argv, envp);
+    _exit(127);
+  }
+  close(in[0]);
+  close(outp[1]);
+  close(info[1]);
+  close(err[1]);
+  if (pid < 0) {
+    close(in[1]);
+    close(outp[0]);
+    close(info[0]);
+    close(err[0]);
+    reply_status(req, errno, "cannot start the sandbox");
+    goto done;
+  }
+  sb = calloc(1, sizeof *sb);
+  if (!sb) abort();
+  sb->index = slots_add(&sandboxes, sb);
+  map_put(&sandbox_ids, id, sb->index);
+  map_put(&pids, (uint32_t)pid, ((uint64_t)PID_BWRAP << 32) | sb->index);
+  sb->id = id;
+  sb->uid = uid;
+  sb->create_req = req;
+  sb->bwrap = pid;
+  sb->procfd = sb->pidfd = -1;
+  sb->holder_in = in[1];
+  sb->holder_out = outp[0];
+  sb->info_fd = info[0];
+  sb->err_fd = err[0];
+  ep_add(sb->holder_out, K_SANDBOX_READY, sb->index, EPOLLIN);
+  ep_add(sb->info_fd, K_SANDBOX_INFO, sb->index, EPOLLIN);
+  ep_add(sb->err_fd, K_SANDBOX_ERR, sb->index, EPOLLIN);
+  /* The holder (cat) echoes this once it runs, that is once bwrap finished building the sandbox. */
+  if (write(sb->holder_in, "\n", 1) != 1) sandbox_fail(sb, "cannot start the sandbox");
+done:
+  for (int i = 0; i < npayload; i++) close(payload[i]);
+  free_list(argv);
+}
+
+/* Once the holder runs and bwrap told its pid: pin it (pidfd, /proc directory), check it is ours. */
+static void sandbox_check_ready(struct sandbox *sb) {
+  if (sb->ready || sb->gone || !sb->echoed) return;
+  sb->info[sb->info_len] = 0;
+  const char *p = strstr(sb->info, "\"child-pid\":");
+  if (!p || !strchr(p, '}')) {
+    if (sb->info_fd < 0) sandbox_fail(sb, "bubblewrap gave no child pid");
+    return;
+  }
+  pid_t holder = (pid_t)strtol(p + 12, NULL, 10);
+  int pidfd = (int)syscall(SYS_pidfd_open, holder, 0);
+  char path[64];
+  snprintf(path, sizeof path, "/proc/%d", holder);
+  int procfd = pidfd >= 0 ? open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC) : -1;
+  int ok = procfd >= 0;
+  if (ok) {
+    int st = openat(procfd, "status", O_RDONLY | O_CLOEXEC);
+    char text[4096];
+    ssize_t n = st >= 0 ? read(st, text, sizeof text - 1) : -1;
+    if (st >= 0) close(st);
+    ok = n > 0;
+    if (ok) {
+      text[n] = 0;
+      const char *pp = strstr(text, "\nPPid:");
+      const char *uu = strstr(text, "\nUid:");
+      ok = pp && uu && (pid_t)strtol(pp + 6, NULL, 10) == sb->bwrap && (getuid() != 0 || (uid_t)strtoul(uu + 5, NULL, 10) == sb->uid);
+    }
+  }
+  /* Alive after the checks: the pid named it all along. */
+  if (ok) ok = syscall(SYS_pidfd_send_signal, pidfd, 0, NULL, 0) == 0;
+  if (!ok) {
+    if (pidfd >= 0) close(pidfd);
+    if (procfd >= 0) close(procfd);
+    sandbox_fail(sb, "the sandbox's holder is not ours");
+    return;
+  }
+  sb->pidfd = pidfd;
+  sb->procfd = procfd;
+  sb->ready = 1;
+  sandbox_close_setup(sb);
+  ep_add(pidfd, K_SANDBOX_PIDFD, sb->index, EPOLLIN);
+  reply_status(sb->create_req, 0, "");
+  sb->create_req = 0;
+}
+
+static void sandbox_event(struct sandbox *sb, enum kind kind) {
+  char tmp[64];
+  ssize_t n;
+  switch (kind) {
+  case K_SANDBOX_READY:
+    n = read(sb->holder_out, tmp, sizeof tmp);
+    if (n > 0) {
+      /* keep it open (a full pipe would only block cat), stop watching it */
+      epoll_ctl(epfd, EPOLL_CTL_DEL, sb->holder_out, NULL);
+      sb->echoed = 1;
+      sandbox_check_ready(sb);
+    } else if (n == 0 || (errno != EAGAIN && errno != EINTR)) {
+      close_fd(&sb->holder_out);
+      if (!sb->ready) sandbox_fail(sb, "bubblewrap failed");
+    }
+    break;
+  case K_SANDBOX_INFO:
+    n = read(sb->info_fd, sb->info + sb->info_len, sizeof sb->info - 1 - sb->info_len);
+    if (n > 0) sb->info_len += (size_t)n;
+    if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR) || sb->info_len >= sizeof sb->info - 1) close_fd(&sb->info_fd);
+    sandbox_check_ready(sb);
+    break;
+  case K_SANDBOX_ERR:
+    n = read(sb->err_fd, sb->err + sb->err_len, sizeof sb->err - 1 - sb->err_len);
+    if (n > 0) sb->err_len += (size_t)n;
+    if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR) || sb->err_len >= sizeof sb->err - 1) close_fd(&sb->err_fd);
+    while (sb->err_len && sb->err[sb->err_len - 1] == '\n') sb->err_len--;
+    break;
+  case K_SANDBOX_PIDFD:
+    /* The holder is gone, and with it every process of the sandbox (their PID namespaces' init). */
+    close_fd(&sb->pidfd);
+    close_fd(&sb->procfd);
+    sb->ready = 0;
+    sb->gone = 1;
+    if (sb->destroy_req) {
+      reply_status(sb->destroy_req, 0, "");
+      sb->destroy_req = 0;
+    } else {
+      reply('g', sb->id, NULL);
+    }
+    if (sb->bwrap > 0) kill(sb->bwrap, SIGKILL);
+    sandbox_release(sb);
+    break;
+  default: break;
+  }
+}
+
+static void destroy_sandbox(uint32_t req, struct fields *f) {
+  struct sandbox *sb = find_sandbox((uint32_t)field_num(f));
+  if (!sb || sb->destroy_req) {
+    reply_status(req, sb ? EBUSY : 0, "");
+    return;
+  }
+  if (sb->pidfd >= 0) {
+    sb->destroy_req = req; /* answered once the holder is gone */
+    syscall(SYS_pidfd_send_signal, sb->pidfd, SIGKILL, NULL, 0);
+    return;
+  }
+  sandbox_fail(sb, "destroyed while being built");
+  reply_status(req, 0, "");
+}
+
+/* bwrap itself exited (after its holder, or it failed). */
+static void sandbox_reaped(struct sandbox *sb) {
+  sb->bwrap = 0;
+  if (!sb->ready) sandbox_fail(sb, "bubblewrap failed");
+  sandbox_release(sb);
+}
+
+
+/* ---------- commands ---------- */
+
+static void proc_maybe_done(struct proc *p) {
+  if (!p->exited) return;
+  int open_streams = 0;
+  for (int i = 0; i < 3; i++) open_streams += p->fds[i] >= 0;
+  if ((open_streams || p->status_fd >= 0) && now_ms() < p->linger_until) return;
+  for (int i = 0; i < 3; i++) close_fd(&p->fds[i]);
+  close_fd(&p->status_fd);
+  close_fd(&p->in_fd);
+  char code[16] = "", sig[16] = "", trunc[4] = "";
+  if (p->sig) snprintf(sig, sizeof sig, "%d", p->sig);
+  else snprintf(code, sizeof code, "%d", p->code);
+  int t = 0;
+  for (int i = 0; i < 3; i++)
+    if (p->truncated[i]) trunc[t++] = "oer"[i];
+  while (p->status_len && p->status[p->status_len - 1] == '\n') p->status_len--;
+  reply('x', p->id, S(code), S(sig), S(trunc), p->status, p->status_len, NULL);
+  lingering--;
+  map_del(&proc_ids, p->id);
+  slots_remove(&procs, p->index);
+  free(p->in.data);
+  free(p);
+}
+
+static void proc_stream(struct proc *p, int s) {
+  static char chunk[READ_CHUNK];
+  for (int rounds = 0; rounds < 4 && p->fds[s] >= 0; rounds++) {
+    ssize_t n = read(p->fds[s], chunk, sizeof chunk);
+    if (n < 0 && (errno == EAGAIN || errno == EINTR)) break;
+    if (n <= 0) {
+      close_fd(&p->fds[s]);
+      break;
+    }
+    size_t keep = (size_t)n;
+    if (p->cap && p->sent[s] + keep > p->cap) {
+      keep = p->cap - p->sent[s];
+      p->truncated[s] = 1;
+    }
+    if (keep) reply("oer"[s], p->id, chunk, keep, NULL);
+    p->sent[s] += keep;
+    /* Past the cap the pipe closes: the writer gets EPIPE, as with `| head -c N`. */
+    if (p->truncated[s]) close_fd(&p->fds[s]);
+    if ((size_t)n < sizeof chunk) break;
+  }
+  proc_maybe_done(p);
+}
+
+static void proc_write_stdin(struct proc *p) {
+  while (p->in_fd >= 0 && buf_pending(&p->in)) {
+    ssize_t w = write(p->in_fd, p->in.data + p->in.off, buf_pending(&p->in));
+    if (w < 0 && errno == EINTR) continue;
+    if (w < 0 && errno == EAGAIN) break;
+    if (w <= 0) { /* the command closed its stdin */
+      close_fd(&p->in_fd);
+      return;
+    }
+    p->in.off += (size_t)w;
+  }
+  if (p->in_fd < 0) return;
+  struct epoll_event ev = {.events = buf_pending(&p->in) ? EPOLLOUT : 0,
+                           .data.u64 = ((uint64_t)K_STDIN << 56) | ((uint64_t)p->index << 8)};
+  if (!buf_pending(&p->in) && p->in_end) close_fd(&p->in_fd);
+  else epoll_ctl(epfd, EPOLL_CTL_MOD, p->in_fd, &ev);
+}
+
+static void exec_fail(uint32_t id, const char *what) {
+  reply('x', id, S(""), S(""), S(""), S(what), NULL);
+}
+
+static void start_exec(uint32_t id, struct fields *f) {
+  uint32_t sbid = (uint32_t)field_num(f);
+  uid_t uid = (uid_t)field_num(f);
+  gid_t gid = (gid_t)field_num(f);
+  char *cwd = field_str(f);
+  char *limits = field_str(f);
+  char **argv = field_list(f);
+  char **envp = field_list(f);
+  size_t stdin_len;
+  const char *stdin_data = field(f, &stdin_len);
+  char *flags = field_str(f);
+  size_t cap = (size_t)field_num(f);
+  struct sandbox *sb = find_sandbox(sbid);
+  struct proc *p = NULL;
+  int result = strchr(flags, 'r') != NULL, streamed = strchr(flags, 's') != NULL;
+  int in[2] = {-1, -1}, o[2] = {-1, -1}, e[2] = {-1, -1}, r[2] = {-1, -1}, st[2] = {-1, -1};
+  if (find_proc(id)) {
+    exec_fail(id, "setup exec: id in use");
+    goto done;
+  }
+  if (!sb || !sb->ready) {
+    exec_fail(id, "gone");
+    goto done;
+  }
+  if (!filter) {
+    exec_fail(id, "setup seccomp: no filter");
+    goto done;
+  }
+  if (!argv[0]) {
+    exec_fail(id, "setup exec: no command");
+    goto done;
+  }
+  int want_in = streamed || stdin_len > 0;
+  if ((want_in && nonblock_pipe(in, 0, 1)) || nonblock_pipe(o, 1, 0) || nonblock_pipe(e, 1, 0) || (result && nonblock_pipe(r, 1, 0)) ||
+      nonblock_pipe(st, 1, 0)) {
+    exec_fail(id, "setup pipes: too many open files");
+    goto close_all;
+  }
+  pid_t pid = fork();
+  if (pid == 0) {
+    int devnull = open("/dev/null", O_RDWR | O_CLOEXEC);
+    int src[6] = {want_in ? in[0] : devnull, o[1], e[1], result ? r[1] : devnull, sb->procfd, st[1]};
+    if (place_fds(src, 6) != 0) _exit(125);
+    enter_and_exec(&(struct enter){.uid = uid, .gid = gid, .dir = cwd, .limits = limits, .argv = argv, .envp = envp, .parent = self, .filter = &filter_prog});
+  }
+  if (pid < 0) {
+    exec_fail(id, "setup fork: out of memory");
+    goto close_all;
+  }
+  p = calloc(1, sizeof *p);
+  if (!p) abort();
+  p->index = slots_add(&procs, p);
+  map_put(&proc_ids, id, p->index);
+  map_put(&pids, (uint32_t)pid, ((uint64_t)PID_PROC << 32) | p->index);
+  p->id = id;
+  p->pid = pid;
+  p->cap = cap;
+  p->fds[0] = o[0];
+  p->fds[1] = e[0];
+  p->fds[2] = result ? r[0] : -1;
+  p->status_fd = st[0];
+  p->in_fd = want_in ? in[1] : -1;
+  close(o[1]);
+  close(e[1]);
+  close(st[1]);
+  if (result) close(r[1]);
+  if (want_in) close(in[0]);
+  uint32_t index = p->index;
+  for (int s = 0; s < 3; s++)
+    if (p->fds[s] >= 0) ep_add_stream(p->fds[s], index, s);
+  ep_add(p->status_fd, K_STATUS, index, EPOLLIN);
+  if (p->in_fd >= 0) {
+    ep_add(p->in_fd, K_STDIN, index, 0);
+    if (stdin_len) buf_put(&p->in, stdin_data, stdin_len);
+    p->in_end = !streamed;
+    proc_write_stdin(p);
+  }
+  goto done;
+close_all:
+  for (int i = 0; i < 2; i++) {
+    if (in[i] >= 0) close(in[i]);
+    if (o[i] >= 0) close(o[i]);
+    if (e[i] >= 0) close(e[i]);
+    if (r[i] >= 0) close(r[i]);
+    if (st[i] >= 0) close(st[i]);
+  }
+done:
+  free(cwd);
+  free(limits);
+  free(flags);
+  free_list(argv);
+  free_list(envp);
+}
+
+static void proc_status(struct proc *p) {
+  ssize_t n = read(p->status_fd, p->status + p->status_len, sizeof p->status - 1 - p->status_len);
+  if (n > 0) p->status_len += (size_t)n;
+  else if (n == 0 || (errno != EAGAIN && errno != EINTR)) close_fd(&p->status_fd);
+  if (p->status_len >= sizeof p->status - 1) close_fd(&p->status_fd);
+  proc_maybe_done(p);
+}
+
+/* ---------- host operations ---------- */
+
+static void start_op(uint32_t id, char type, struct fields *f) {
+  if (type == 'M') {
+    char *target = field_str(f), *opts = field_str(f);
+    int rc = mount("rft-sandbox", target, "tmpfs", MS_NOSUID | MS_NODEV, opts);
+    reply_status(id, rc == 0 ? 0 : errno, rc == 0 ? "" : strerror(errno));
+    free(target);
+    free(opts);
+    return;
+  }
+  if (type == 'U') {
+    char *target = field_str(f);
+    int rc = umount2(target, MNT_DETACH);
+    reply_status(id, rc == 0 ? 0 : errno, rc == 0 ? "" : strerror(errno));
+    free(target);
+    return;
+  }
+  /* 'K': kill(-1) issued as the uid reaches exactly its processes, at once (a fork bomb cannot outrun it). */
+  uid_t uid = (uid_t)field_num(f);
+  if (uid == 0 || getuid() != 0) {
+    reply_status(id, 0, "");
+    return;
+  }
+  pid_t pid = fork();
+  if (pid == 0) {
+    if (setgroups(0, NULL) != 0 || setresgid(uid, uid, uid) != 0 || setresuid(uid, uid, uid) != 0) _exit(1);
+    kill(-1, SIGKILL);
+    _exit(0);
+  }
+  if (pid < 0) {
+    reply_status(id, errno, "fork");
+    return;
+  }
+  struct op *o = calloc(1, sizeof *o);
+  if (!o) abort();
+  o->id = id;
+  o->index = slots_add(&ops, o);
+  map_put(&pids, (uint32_t)pid, ((uint64_t)PID_OP << 32) | o->index);
+}
+
+/* ---------- main loop ---------- */
+
+static void reap(void) {
+  for (;;) {
+    int st;
+    pid_t pid = waitpid(-1, &st, WNOHANG | __WALL);
+    if (pid <= 0) return;
+    uint64_t v = map_get(&pids, (uint32_t)pid);
+    if (!v) continue;
+    map_del(&pids, (uint32_t)pid);
+    uint32_t kind = (uint32_t)((v - 1) >> 32), index = (uint32_t)(v - 1);
+    if (kind == PID_PROC) {
+      struct proc *p = procs.items[index];
+      p->exited = 1;
+      lingering++;
+      if (WIFEXITED(st)) p->code = WEXITSTATUS(st);
+      else p->sig = WTERMSIG(st);
+      p->linger_until = now_ms() + LINGER_MS;
+      proc_maybe_done(p);
+    } else if (kind == PID_BWRAP) {
+      sandbox_reaped(sandboxes.items[index]);
+    } else {
+      struct op *o = ops.items[index];
+      reply_status(o->id, 0, "");
+      slots_remove(&ops, index);
+      free(o);
+    }
+  }
+}
+
+static struct buf in; /* frames from the server */
+
+static void handle_frame(const unsigned char *p, size_t n) {
+  if (n < 5) return;
+  char type = (char)p[0];
+  uint32_t id = get_u32(p + 1);
+  struct fields f = {p + 5, n - 5};
+  struct proc *pr;
+  size_t len;
+  const char *data;
+  switch (type) {
+  case 'C': create_sandbox(id, &f); break;
+  case 'D': destroy_sandbox(id, &f); break;
+  case 'F':
+    data = field(&f, &len);
+    if (len && len % sizeof(struct sock_filter) == 0 && len / sizeof(struct sock_filter) < 65536) {
+      free(filter);
+      filter = malloc(len);
+      if (!filter) abort();
+      memcpy(filter, data, len);
+      filter_prog.len = (unsigned short)(len / sizeof(struct sock_filter));
+      filter_prog.filter = filter;
+      reply_status(id, 0, "");
+    } else {
+      reply_status(id, EINVAL, "bad seccomp filter");
+    }
+    break;
+  case 'X': start_exec(id, &f); break;
+  case 'I':
+    data = field(&f, &len);
+    if ((pr = find_proc(id)) && pr->in_fd >= 0 && len) {
+      buf_put(&pr->in, data, len);
+      proc_write_stdin(pr);
+    }
+    break;
+  case 'J':
+    if ((pr = find_proc(id))) {
+      pr->in_end = 1;
+      proc_write_stdin(pr);
+    }
+    break;
+  case 'S':
+    /* The command's chain shares one process group; its namespace dies with it. */
+    if ((pr = find_proc(id)) && !pr->exited) kill(-pr->pid, SIGKILL);
+    break;
+  case 'M': case 'U': case 'K': start_op(id, type, &f); break;
+  default: break;
+  }
+}
+
+static void read_requests(void) {
+  for (;;) {
+    buf_reserve(&in, READ_CHUNK);
+    ssize_t n = read(0, in.data + in.len, in.cap - in.len);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0 && errno == EAGAIN) break;
+    if (n <= 0) {
+      /* The server is gone: so is everything we started (holders die with their bwrap). */
+      for (uint32_t i = 0; i < procs.len; i++) {
+        struct proc *p = procs.items[i];
+        if (p && !p->exited) kill(-p->pid, SIGKILL);
+      }
+      for (uint32_t i = 0; i < sandboxes.len; i++) {
+        struct sandbox *sb = sandboxes.items[i];
+        if (sb && sb->bwrap > 0) kill(sb->bwrap, SIGKILL);
+      }
+      _exit(0);
+    }
+    in.len += (size_t)n;
+    while (buf_pending(&in) >= 4) {
+      uint32_t len = get_u32((unsigned char *)in.data + in.off);
+      if (len > MAX_FRAME) _exit(2);
+      if (buf_pending(&in) < 4 + (size_t)len) break;
+      handle_frame((unsigned char *)in.data + in.off + 4, len);
+      in.off += 4 + (size_t)len;
+    }
+    if ((size_t)n < READ_CHUNK) break;
+  }
+}
+
+static int flush_out(void) {
+  while (buf_pending(&out)) {
+    ssize_t w = write(1, out.data + out.off, buf_pending(&out));
+    if (w < 0 && errno == EINTR) continue;
+    if (w < 0 && errno == EAGAIN) break;
+    if (w <= 0) _exit(0);
+    out.off += (size_t)w;
+  }
+  if (!buf_pending(&out)) out.len = out.off = 0;
+  return buf_pending(&out) > 0;
+}
+
+int main(void) {
+  self = getpid();
+  prctl(PR_SET_PDEATHSIG, SIGKILL);
+  setsid(); /* no controlling terminal for anything we start */
+  struct rlimit nofile;
+  if (getrlimit(RLIMIT_NOFILE, &nofile) == 0) {
+    nofile.rlim_cur = nofile.rlim_max;
+    setrlimit(RLIMIT_NOFILE, &nofile);
+  }
+  fcntl(0, F_SETFL, O_NONBLOCK);
+  fcntl(1, F_SETFL, O_NONBLOCK);
+  signal(SIGPIPE, SIG_IGN);
+  sigset_t mask;
+  sigemptyset(&mask);
+  sigaddset(&mask, SIGCHLD);
+  sigprocmask(SIG_BLOCK, &mask, NULL);
+  int sfd = signalfd(-1, &mask, SFD_NONBLOCK | SFD_CLOEXEC);
+  epfd = epoll_create1(EPOLL_CLOEXEC);
+  struct epoll_event ev = {.events = EPOLLIN, .data.u64 = 1};
+  epoll_ctl(epfd, EPOLL_CTL_ADD, 0, &ev);
+  ev.data.u64 = 2;
+  epoll_ctl(epfd, EPOLL_CTL_ADD, sfd, &ev);
+  ev.events = 0;
+  ev.data.u64 = 3;
+  epoll_ctl(epfd, EPOLL_CTL_ADD, 1, &ev);
+  reply('R', 0, S("0"), S("ready"), NULL);
+  int out_blocked = 0;
+  for (;;) {
+    int pending = flush_out();
+    if (pending != out_blocked) {
+      ev.events = pending ? EPOLLOUT : 0;
+      ev.data.u64 = 3;
+      epoll_ctl(epfd, EPOLL_CTL_MOD, 1, &ev);
+      out_blocked = pending;
+    }
+    /* Lingering commands (exited, pipes still held by something that escaped) close on time. */
+    long long next = -1, t = now_ms();
+    for (uint32_t i = 0; lingering > 0 && i < procs.len; i++) {
+      struct proc *p = procs.items[i];
+      if (!p || !p->exited) continue;
+      if (p->linger_until <= t) proc_maybe_done(p);
+      else if (next < 0 || p->linger_until - t < next) next = p->linger_until - t;
+    }
+    struct epoll_event events[64];
+    int n = epoll_wait(epfd, events, 64, (int)next);
+    for (int i = 0; i < n; i++) {
+      uint64_t d = events[i].data.u64;
+      if (d == 1) read_requests();
+      else if (d == 2) {
+        struct signalfd_siginfo si;
+        while (read(sfd, &si, sizeof si) == sizeof si) {}
+        reap();
+      } else if (d == 3) {
+        /* writable: flushed at the top of the loop */
+      } else {
+        enum kind kind = (enum kind)(d >> 56);
+        uint32_t index = (uint32_t)((d >> 8) & 0xffffffffu);
+        if (kind == K_STREAM || kind == K_STDIN || kind == K_STATUS) {
+          struct proc *p = index < procs.len ? procs.items[index] : NULL;
+          if (!p) continue;
+          if (kind == K_STREAM) proc_stream(p, (int)(d & 0xff));
+          else if (kind == K_STDIN) proc_write_stdin(p);
+          else proc_status(p);
+        } else {
+          struct sandbox *sb = index < sandboxes.len ? sandboxes.items[index] : NULL;
+          if (sb) sandbox_event(sb, kind);
+        }
+      }
+    }
+    slots_flush(&procs);
+    slots_flush(&sandboxes);
+    slots_flush(&ops);
+  }
+}

@@ -45,7 +45,8 @@ export class BwrapDriver extends LocalDriver {
 
   /**
    * bwrap is installed and can create the namespaces (user namespaces may be disabled), we have a
-   * seccomp filter for this CPU, and the supervisor runs (built by `npm run build`, or compiled now).
+   * seccomp filter for this CPU, and the supervisor's executable exists (built by `npm run build`, or
+   * compiled now).
    */
   available(): Promise<boolean> {
     this.probe ??= (async () => {
@@ -57,14 +58,6 @@ export class BwrapDriver extends LocalDriver {
     return this.probe;
   }
 
-  private why: string | null = null;
-
-  /** The supervisor, started by the first use if available() was not asked first. */
-  private async sup(): Promise<Supervisor> {
-    await this.available();
-    if (!this.supervisor) throw errors.sandboxFailed(`the bwrap driver is not available: ${this.why ?? 'closed'}`);
-    return this.supervisor;
-  }
 
   private async unavailable(): Promise<string | null> {
     if (!this.seccomp) return `no seccomp filter for ${process.arch}`;
@@ -73,20 +66,23 @@ export class BwrapDriver extends LocalDriver {
     } catch {
       return 'bwrap cannot create the namespaces here (is it installed, are user namespaces allowed?)';
     }
-    let binary: string;
     try {
-      binary = await supervisorBinary();
+      this.binary = await supervisorBinary();
     } catch (e) {
-      return `the sandbox supervisor could not be built (needs a C compiler: cc): ${(e as Error).message.split('\n')[0]}`;
-    }
-    this.supervisor = new Supervisor(binary, this.seccomp, this.bwrapOpts.log);
-    try {
-      await this.supervisor.ready();
-    } catch (e) {
-      this.supervisor = null;
-      return (e as Error).message;
+      return `the sandbox supervisor could not be built (it needs a C compiler, cc): ${(e as Error).message.split('\n')[0]}`;
     }
     return null;
+  }
+
+  private why: string | null = null;
+  private binary: string | null = null;
+
+  /** The supervisor, started on first use. */
+  private async sup(): Promise<Supervisor> {
+    await this.available();
+    if (!this.binary || !this.seccomp) throw errors.sandboxFailed(`the bwrap driver is not available: ${this.why ?? 'unknown'}`);
+    this.supervisor ??= new Supervisor(this.binary, this.seccomp, this.bwrapOpts.log);
+    return this.supervisor;
   }
 
   protected override get ops(): HostOps {

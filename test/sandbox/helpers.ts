@@ -69,6 +69,27 @@ export async function liveProcessesOf(uid: number): Promise<number[]> {
   return pids;
 }
 
+/** Host pids of live `sleep <marker>` processes (a sandbox's processes are host processes too). */
+export async function pidsWith(marker: string): Promise<number[]> {
+  const out: number[] = [];
+  for (const name of await readdir('/proc')) {
+    if (!/^\d+$/.test(name)) continue;
+    const cmd = await readFile(`/proc/${name}/cmdline`, 'utf8').catch(() => '');
+    const state = await readFile(`/proc/${name}/stat`, 'utf8').catch(() => '');
+    if (cmd === `sleep\0${marker}\0` && !/\) Z /.test(state)) out.push(Number(name));
+  }
+  return out;
+}
+
+/** Resolves once `cond` holds (checked every 25 ms); fails after `timeoutMs`. */
+export async function until(cond: () => Promise<boolean>, timeoutMs = 10_000): Promise<void> {
+  const end = Date.now() + timeoutMs;
+  while (!(await cond())) {
+    if (Date.now() > end) throw new Error('condition not met in time');
+    await new Promise((r) => setTimeout(r, 25));
+  }
+}
+
 /** Inside a describe: a driver and one sandbox made from `sandboxSpec`, set up before and removed after the suite. */
 export function driverWithSandbox(name: TestDriver, sandboxSpec: SandboxSpec): { driver: SandboxDriver; sb: Sandbox } {
   const ctx = {} as { driver: SandboxDriver; sb: Sandbox; tmp: Awaited<ReturnType<typeof tempRoot>> };

@@ -1,6 +1,6 @@
 // The Sandbox.spawn contract on every driver present: a long-running process with streaming stdio,
 // the same isolation as an exec, killed whole by kill() or by the sandbox's destroy().
-import { mkdtemp, readdir, readFile, rm, writeFile, chmod } from 'node:fs/promises';
+import { mkdtemp, rm, writeFile, chmod } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
@@ -9,7 +9,7 @@ import { afterAll, beforeAll, expect, it } from 'vitest';
 import { selectDriver } from '../../src/sandbox/select.js';
 import type { Sandbox, SandboxDriver } from '../../src/sandbox/types.js';
 import { describeIf } from '../helpers/require.js';
-import { DOCKER_IMAGE, driversPresent, spec, tempRoot } from './helpers.js';
+import { DOCKER_IMAGE, driversPresent, pidsWith, spec, tempRoot, until } from './helpers.js';
 
 const present = await driversPresent();
 
@@ -27,25 +27,6 @@ async function nextLine(stream: Readable): Promise<string> {
   return r.value;
 }
 
-/** Host pids of `sleep <marker>` (a sandbox's processes are host processes too). */
-async function pidsWith(marker: string): Promise<number[]> {
-  const out: number[] = [];
-  for (const name of await readdir('/proc')) {
-    if (!/^\d+$/.test(name)) continue;
-    const cmd = await readFile(`/proc/${name}/cmdline`, 'utf8').catch(() => '');
-    const state = await readFile(`/proc/${name}/stat`, 'utf8').catch(() => '');
-    if (cmd === `sleep\0${marker}\0` && !/\) Z /.test(state)) out.push(Number(name));
-  }
-  return out;
-}
-
-async function until(cond: () => Promise<boolean>, timeoutMs = 10_000): Promise<void> {
-  const end = Date.now() + timeoutMs;
-  while (!(await cond())) {
-    if (Date.now() > end) throw new Error('condition not met in time');
-    await new Promise((r) => setTimeout(r, 25));
-  }
-}
 
 for (const name of ['process', 'bwrap', 'docker'] as const) {
   describeIf(present[name], `spawn on ${name}`, `${name} sandbox driver not available`)(`spawn contract (${name})`, () => {

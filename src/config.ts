@@ -6,6 +6,7 @@ import { hostname } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { z } from 'zod';
 import { errors } from './errors.js';
+import { DEFAULT_SANDBOX_CAP } from './sandbox/capacity.js';
 import { parseDockerHosts, type DockerHostSpec } from './sandbox/docker-hosts.js';
 import type { SandboxLimits } from './sandbox/types.js';
 
@@ -101,8 +102,11 @@ export const configSchema = z.object({
   /** full: every reply's writes are fsynced first (survives power loss); normal: committed only (survives kill -9). */
   RFT_SQLITE_SYNC: z.enum(['full', 'normal']).default('full'),
   RFT_SANDBOX: z.enum(['auto', 'bwrap', 'docker', 'process', 'none']).default('auto'),
-  // An idle bwrap sandbox costs a directory and a uid; lower this for Docker.
-  RFT_SANDBOX_CAP: int(1).default(256),
+  /**
+   * Live sandboxes at most; unset, per driver: bwrap 1024 (an idle one costs about 0.75 MB and 2
+   * processes), docker 512 (about 5 MB and 3 processes on the engine's host). src/sandbox/capacity.ts.
+   */
+  RFT_SANDBOX_CAP: int(1).optional(),
   RFT_SANDBOX_QUEUE: int(0).default(2000),
   RFT_SANDBOX_QUEUE_TIMEOUT_MS: int(0).default(120_000),
   RFT_SANDBOX_TTL_MS: int(1000).default(30 * 60_000),
@@ -178,7 +182,8 @@ export interface AppConfig {
   instanceId: string;
   sandbox: {
     driver: RawConfig['RFT_SANDBOX'];
-    cap: number;
+    /** Unset: the driver's default (src/sandbox/capacity.ts). */
+    cap: number | undefined;
     maxQueue: number;
     queueTimeoutMs: number;
     ttlMs: number;
@@ -298,7 +303,7 @@ export function loadConfig(
         tlsVerify: c.DOCKER_TLS_VERIFY,
         tls: c.DOCKER_TLS,
         certPath: c.DOCKER_CERT_PATH,
-        cap: c.RFT_SANDBOX_CAP,
+        cap: c.RFT_SANDBOX_CAP ?? DEFAULT_SANDBOX_CAP.docker,
       }),
       dockerRuntime: c.RFT_DOCKER_RUNTIME,
       dockerWarm: c.RFT_DOCKER_WARM,

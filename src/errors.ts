@@ -186,6 +186,10 @@ export const errors = {
   sandboxLost: define('RFT_ERR_SANDBOX_LOST', 503, () => [
     "this rollout's sandbox was lost (its container stopped, and its workspace with it); the rollout cannot continue",
   ]),
+  // Capacity, ours: a graded rollout's sandbox made room for a new rollout at the cap (docs/sandbox.md).
+  sandboxReclaimed: define('RFT_ERR_SANDBOX_RECLAIMED', 503, () => [
+    "this rollout was graded and its sandbox was then reclaimed to admit a new rollout (the server was at its sandbox cap); the rollout's workspace is gone",
+  ]),
   // The model cannot cause it: the supervisor and a sandbox's holder are out of its reach (docs/sandbox.md).
   sandboxInterrupted: define('RFT_ERR_SANDBOX_INTERRUPTED', 503, () => [
     "the command was ended by a failure of the server's sandbox supervisor, not by anything it did; the workspace is kept, retry",

@@ -3,6 +3,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { isLoopback, loadConfig } from '../src/config.js';
+import { DEFAULT_SANDBOX_CAP, sandboxCap } from '../src/sandbox/capacity.js';
 
 const dirs: string[] = [];
 afterEach(() => dirs.splice(0).forEach((d) => rmSync(d, { recursive: true, force: true })));
@@ -32,6 +33,17 @@ describe('configuration', () => {
     expect(loadConfig({}).sandbox.limits.inodes).toBe(16_384);
     expect(loadConfig({ RFT_SANDBOX_INODES: '5000' }).sandbox.limits.inodes).toBe(5000);
     expect(() => loadConfig({ RFT_SANDBOX_INODES: '10' })).toThrow(/RFT_SANDBOX_INODES/);
+  });
+
+  it('leaves the sandbox cap to the driver unless RFT_SANDBOX_CAP sets it (Docker engines too)', () => {
+    const unset = loadConfig({ RFT_DOCKER_HOSTS: 'unix:///a.sock,unix:///b.sock?cap=7' });
+    expect(unset.sandbox.cap).toBeUndefined();
+    expect([sandboxCap(unset.sandbox.cap, 'bwrap'), sandboxCap(unset.sandbox.cap, 'docker')]).toEqual([DEFAULT_SANDBOX_CAP.bwrap, DEFAULT_SANDBOX_CAP.docker]);
+    expect(unset.sandbox.dockerHosts.map((h) => h.cap)).toEqual([DEFAULT_SANDBOX_CAP.docker, 7]);
+    // A 500-rollout step fits, with the previous step's graded sandboxes still in their grace period.
+    expect(DEFAULT_SANDBOX_CAP.bwrap).toBeGreaterThanOrEqual(1000);
+    const set = loadConfig({ RFT_SANDBOX_CAP: '64', RFT_DOCKER_HOSTS: 'unix:///a.sock' });
+    expect([sandboxCap(set.sandbox.cap, 'bwrap'), sandboxCap(set.sandbox.cap, 'docker'), set.sandbox.dockerHosts[0]?.cap]).toEqual([64, 64, 64]);
   });
 
   it('picks the SQLite durability, refusing other values by name', () => {

@@ -1,6 +1,8 @@
 // A cap on live sandboxes with a bounded FIFO of waiters. A burst of new rollouts waits for a slot;
 // only a wait longer than `timeoutMs` fails (RFT_ERR_SANDBOX_QUEUE_TIMEOUT), and only a full queue
-// fails at once (RFT_ERR_SANDBOX_UNAVAILABLE). Both are 503s: the trainer retries them.
+// fails at once (RFT_ERR_SANDBOX_UNAVAILABLE). Both are 503s: the trainer retries them. Whenever a
+// caller starts waiting, `onWait` is told (the manager then reclaims a graded rollout's idle sandbox,
+// whose release hands its slot to the oldest waiter).
 import { errors } from '../errors.js';
 
 interface Waiter {
@@ -17,6 +19,7 @@ export class Admission {
     readonly cap: number,
     private readonly maxQueue: number,
     private readonly timeoutMs: number,
+    private readonly onWait?: () => void,
   ) {}
 
   get queued(): number {
@@ -59,6 +62,7 @@ export class Admission {
       const onAbort = (): void => waiter.fail(signal?.reason);
       signal?.addEventListener('abort', onAbort, { once: true });
       this.waiters.push(waiter);
+      this.onWait?.();
     });
   }
 

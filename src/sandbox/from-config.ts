@@ -7,6 +7,7 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import type { Logger } from 'pino';
 import type { AppConfig } from '../config.js';
+import { sandboxCap } from './capacity.js';
 import { instanceIdFor } from './instance-id.js';
 import type { PlacementStore } from '../store/replicas.js';
 import { defaultLimits } from './limits.js';
@@ -54,10 +55,11 @@ export async function createManagerFromConfig(config: AppConfig, log: Logger, ex
     log: log.child({ component: 'sandbox' }),
   });
   if (driver.name === 'process') assertProcessDriverAllowed(config.host);
+  const cap = sandboxCap(s.cap, driver.name);
   const manager = new SandboxManager({
     driver,
     limits: { ...defaultLimits, ...s.limits },
-    cap: s.cap,
+    cap,
     maxQueue: s.maxQueue,
     queueTimeoutMs: s.queueTimeoutMs,
     ttlMs: s.ttlMs,
@@ -70,6 +72,6 @@ export async function createManagerFromConfig(config: AppConfig, log: Logger, ex
     ...(extra.placements ? { placements: extra.placements } : {}),
   });
   await manager.start();
-  log.info({ driver: driver.name, cap: s.cap, sandboxes_root: sandboxesRoot }, 'sandboxes ready');
+  log.info({ driver: driver.name, cap, sandboxes_root: sandboxesRoot }, 'sandboxes ready');
   return manager;
 }

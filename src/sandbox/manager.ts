@@ -2,7 +2,9 @@
 // parallel first calls share one), kept while the rollout is active, destroyed after grading (with a
 // grace period for the trainer's grader retries) or after inactivity (there is no end-of-rollout
 // signal, and a rollout can be dropped without one), capped with a bounded admission queue, and
-// reaped after a crash.
+// reaped after a crash. At the cap, a caller that has to wait first reclaims the least recently used
+// idle sandbox of a graded rollout still in its grace period; an ungraded rollout's sandbox is never
+// taken to admit another.
 import type { Logger } from 'pino';
 import { errors, isRftError } from '../errors.js';
 import type { Item } from '../protocol/wire.js';
@@ -66,6 +68,8 @@ interface Entry {
   abandon: AbortController;
   sandbox?: TrackedSandbox;
   graceTimer?: NodeJS.Timeout;
+  /** When its grace period ends (set once the rollout is graded). */
+  graceEnds?: number;
 }
 
 export class SandboxManager {
@@ -76,11 +80,16 @@ export class SandboxManager {
   private sweeper: NodeJS.Timeout | undefined;
   private created = 0;
   private reaped = 0;
+  private reclaimedCount = 0;
+  /** Reclaims under way (each frees one slot for one waiter). */
+  private reclaiming = 0;
+  /** Graded rollouts whose sandbox was reclaimed, until their grace period would have ended. */
+  private readonly reclaimed = new Map<string, number>();
   private closed = false;
   private sweeping = false;
 
   constructor(private readonly opts: SandboxManagerOptions) {
-    this.admission = new Admission(opts.cap, opts.maxQueue, opts.queueTimeoutMs);
+    this.admission = new Admission(opts.cap, opts.maxQueue, opts.queueTimeoutMs, () => this.reclaim());
   }
 
   get driverName(): string {
@@ -105,6 +114,8 @@ export class SandboxManager {
   /** The rollout's sandbox, created from the row's `sandbox` field on first use. */
   acquire(traceId: string, item: Item, signal?: AbortSignal): Promise<Sandbox> {
     if (this.closed) return Promise.reject(errors.sandboxClosed());
+    // Its workspace is gone: a fresh, empty one would be graded or worked on as if it were the rollout's.
+    if ((this.reclaimed.get(traceId) ?? 0) > Date.now()) return Promise.reject(errors.sandboxReclaimed());
     const existing = this.entries.get(traceId);
     // A destroyed sandbox, or a creation every caller abandoned, is as good as none.
     if (existing && !existing.sandbox?.isDestroyed && !existing.abandon.signal.aborted) {
@@ -183,8 +194,35 @@ export class SandboxManager {
     const entry = this.entries.get(traceId);
     if (!entry) return;
     if (entry.graceTimer) clearTimeout(entry.graceTimer);
+    entry.graceEnds = Date.now() + this.opts.graceMs;
     entry.graceTimer = setTimeout(() => void this.destroy(traceId), this.opts.graceMs);
     entry.graceTimer.unref();
+    this.reclaim(); // callers may be waiting for a slot this one can give
+  }
+
+  /**
+   * While callers wait for a slot (the cap is reached), destroys the least recently used idle
+   * sandboxes of graded rollouts in their grace period, one per waiter: each one's release hands its
+   * slot to the oldest waiter. A grader's retry needs no sandbox (its stored grade answers it); what
+   * else would use the reclaimed one answers RFT_ERR_SANDBOX_RECLAIMED (503) until the grace period
+   * would have ended. Never an ungraded rollout's sandbox, nor one running anything.
+   */
+  private reclaim(): void {
+    if (this.closed || this.admission.queued <= this.reclaiming) return;
+    const now = Date.now();
+    const graded = [...this.entries]
+      .filter(([, e]) => e.graceEnds !== undefined && e.graceEnds > now && e.sandbox?.owned === true && !e.sandbox.isDestroyed && e.sandbox.inflight === 0)
+      .sort(([, a], [, b]) => (a.sandbox?.lastUsed ?? 0) - (b.sandbox?.lastUsed ?? 0));
+    for (const [traceId, e] of graded) {
+      if (this.admission.queued <= this.reclaiming) return;
+      this.reclaiming++;
+      this.reclaimedCount++;
+      this.reclaimed.set(traceId, e.graceEnds as number);
+      this.opts.log?.info({ trace_id: traceId }, 'graded rollout\'s sandbox reclaimed to admit a waiting rollout');
+      void this.destroy(traceId).finally(() => {
+        this.reclaiming--;
+      });
+    }
   }
 
   /** Destroys the rollout's sandbox now (wherever it is, with shared placements); false when it had none. */
@@ -209,6 +247,7 @@ export class SandboxManager {
       live: this.admission.inUse,
       created: this.created,
       reaped: this.reaped,
+      reclaimed: this.reclaimedCount,
       queued: this.admission.queued,
       cap: this.opts.cap,
     };
@@ -234,6 +273,8 @@ export class SandboxManager {
     if (this.sweeping) return 0; // a slow sweep must not overlap the next tick
     this.sweeping = true;
     try {
+      for (const [traceId, until] of this.reclaimed) if (until <= now) this.reclaimed.delete(traceId);
+      this.reclaim();
       const isIdle = (sb: TrackedSandbox | undefined): sb is TrackedSandbox => !!sb && sb.inflight === 0 && now - sb.lastUsed >= this.opts.ttlMs;
       const idle: (() => Promise<boolean>)[] = [
         ...(this.shared ? await this.idleShared(now, isIdle) : [...this.entries].filter(([, e]) => isIdle(e.sandbox)).map(([traceId]) => () => this.destroy(traceId))),

@@ -161,6 +161,8 @@ export interface SandboxStats {
   live: number;
   created: number;
   reaped: number;
+  /** Graded rollouts' sandboxes destroyed before their grace period ended, to admit new rollouts at the cap. */
+  reclaimed: number;
   queued: number;
   cap: number;
 }

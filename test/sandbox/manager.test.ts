@@ -171,6 +171,50 @@ describe('SandboxManager', () => {
     await waitFor(() => !existsSync(dir));
   });
 
+  it('at the cap, admits a waiting rollout in place of the least recently used idle sandbox of a graded rollout', async () => {
+    const m = await manager({ cap: 3 });
+    const old = await m.acquire('graded_old', {});
+    const recent = await m.acquire('graded_recent', {});
+    const live = await m.acquire('ungraded', {});
+    const [oldDir, recentDir, liveDir] = (await Promise.all([old, recent, live].map(workspaceOf))) as [string, string, string];
+    await old.exec('true'); // then the other two are used later
+    await recent.exec('true');
+    await live.exec('true');
+    m.graded('graded_old');
+    m.graded('graded_recent');
+    const fresh = await m.acquire('new_rollout', {});
+    expect(fresh.traceId).toBe('new_rollout');
+    await waitFor(() => !existsSync(oldDir));
+    expect(existsSync(recentDir) && existsSync(liveDir)).toBe(true);
+    expect(m.stats()).toMatchObject({ live: 3, reclaimed: 1, queued: 0 });
+    // Its workspace is gone: never a fresh empty one in its place for the rest of its grace period.
+    await expect(m.acquire('graded_old', {})).rejects.toMatchObject({ code: 'RFT_ERR_SANDBOX_RECLAIMED', statusCode: 503 });
+    expect(m.peek('graded_recent')?.id).toBe(recent.id);
+  });
+
+  it('never reclaims an ungraded rollout, nor a graded one running a command, to admit another', async () => {
+    const m = await manager({ cap: 2, queueTimeoutMs: 300 });
+    const live = await m.acquire('ungraded', {});
+    const busy = await m.acquire('graded_busy', {});
+    const running = busy.exec('while [ ! -f go ]; do sleep 0.02; done; echo done');
+    m.graded('graded_busy');
+    await expect(m.acquire('new_rollout', {})).rejects.toMatchObject({ code: 'RFT_ERR_SANDBOX_QUEUE_TIMEOUT' });
+    expect(m.stats()).toMatchObject({ reclaimed: 0, live: 2 });
+    expect((await live.exec('echo alive')).stdout).toBe('alive\n');
+    await busy.writeFile('go', '');
+    expect((await running).stdout).toBe('done\n');
+  });
+
+  it('hands a waiting rollout the slot of a rollout graded while it waits', async () => {
+    const m = await manager({ cap: 1 });
+    await m.acquire('t1', {});
+    const waiting = m.acquire('t2', {});
+    await waitFor(() => m.stats().queued === 1);
+    m.graded('t1');
+    await expect(waiting).resolves.toMatchObject({ traceId: 't2' });
+    expect(m.stats()).toMatchObject({ reclaimed: 1, live: 1 });
+  });
+
   it('counts ephemeral sandboxes against the cap until their owner destroys them', async () => {
     const m = await manager({ cap: 1, queueTimeoutMs: 100 });
     const eph = await m.createEphemeral({ traceId: 't1', files: { 'x.txt': 'x' } });

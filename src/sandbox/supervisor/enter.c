@@ -204,12 +204,14 @@ void enter_and_exec(const struct enter *e) {
   int root_on_host = getuid() == 0;
   /* Groups and gid while still on the host: setgroups is refused inside. */
   if (root_on_host && (setgroups(0, NULL) != 0 || setresgid(e->gid, e->gid, e->gid) != 0)) fail("setresgid");
+  /* The user namespace first: joining the others takes CAP_SYS_ADMIN in our own user namespace,
+   * which a server that is not root on the host has only there (it owns that namespace). */
+  if (setns(userns, CLONE_NEWUSER) != 0) fail("ns/user");
+  close(userns);
   for (int i = 0; i < COUNT; i++) {
     if (setns(fds[i], NS[i].type) != 0) fail(NS[i].name);
     close(fds[i]);
   }
-  if (setns(userns, CLONE_NEWUSER) != 0) fail("ns/user");
-  close(userns);
   if (fchdir(root) != 0 || chroot(".") != 0) fail("chroot");
   close(root);
 

@@ -73,6 +73,8 @@ declare module 'fastify' {
     cutFromBody?: string;
     /** The code of the error this request was answered with. */
     errorCode?: string;
+    /** The failure was counted where it happened (an un-begun tool call): the reply does not count it again. */
+    failureCounted?: boolean;
     credential?: Credential;
     pendingSignature?: PendingSignature;
   }
@@ -250,7 +252,7 @@ export async function buildApp(config: AppConfig, opts: BuildOptions = {}): Prom
     app.addHook('onResponse', (req, reply, done) => {
       metrics.http(req.routeOptions.url ?? 'unmatched', reply.statusCode, reply.elapsedTime / 1000);
       // (a health probe's 503 is not a failure of a request: the store's own are counted where they happen)
-      const failure = req.routeOptions.config?.public ? null : failureOfHttp(reply.statusCode, req.errorCode);
+      const failure = req.routeOptions.config?.public || req.failureCounted ? null : failureOfHttp(reply.statusCode, req.errorCode);
       if (failure) metrics.failure(failure);
       done();
     });

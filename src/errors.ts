@@ -109,6 +109,12 @@ export const errors = {
     `rollout ${traceId} was never graded, so there is no sample to re-score`,
     { trace_id: traceId },
   ]),
+  // A call this retry found running elsewhere was un-begun there (a failure of ours): nothing is
+  // recorded under its id any more, so the trainer's next retry runs it.
+  callNotRun: define('RFT_ERR_CALL_NOT_RUN', 503, (callId: string) => [
+    `call_id ${callId} failed on a server error before it completed and was not recorded; retry it`,
+    { call_id: callId },
+  ]),
   callConflict: define('RFT_ERR_CALL_CONFLICT', 409, (callId: string) => [
     `call_id ${callId} was already used in this rollout with different arguments or tool`,
     { call_id: callId },
@@ -197,6 +203,9 @@ export const errors = {
   sandboxEngineDown: define('RFT_ERR_SANDBOX_ENGINE_DOWN', 503, () => [
     "the Docker engine that holds this rollout's sandbox is not answering; retry later",
   ]),
+  // A file operation the workspace's own state refused (full, too long a name, no permission the
+  // rollout's commands took away, a FIFO): the model's doing, shown to it, never a 5xx.
+  fileRefused: define('RFT_ERR_FILE_REFUSED', 400, (path: string, why: string) => [`"${path}": ${why}`, { path }]),
   pathEscape: define('RFT_ERR_PATH_ESCAPE', 400, (path: string) => [`path "${path}" is outside the workspace`, { path }]),
   hiddenPath: define('RFT_ERR_HIDDEN_PATH', 400, (path: string) => [
     `path "${path}" belongs to the task's hidden grading files, which are not part of the workspace`,

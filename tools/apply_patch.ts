@@ -17,7 +17,8 @@ async function readOrNull(sandbox: Sandbox, path: string): Promise<string | null
 async function removeFile(sandbox: Sandbox, path: string): Promise<void> {
   // The Sandbox interface has no delete; argv (no shell) so the path is never interpreted.
   const r = await sandbox.exec(['rm', '-f', '--', path], { timeoutMs: 10_000 });
-  if (r.exitCode !== 0) throw errors.sandboxFailed(`could not delete ${path}: ${r.stderr.trim()}`);
+  // rm failing is the workspace's state (a directory, permissions the rollout took away): the model reads why.
+  if (r.exitCode !== 0) throw errors.fileRefused(path, `could not delete: ${r.stderr.trim().replace(/^rm: /, '')}`);
 }
 
 async function write(sandbox: Sandbox, changes: FileChange[]): Promise<void> {

@@ -5,6 +5,16 @@ import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest, Fasti
 import type { Socket } from 'node:net';
 import { STATUS_CODES } from 'node:http';
 import { errors, isRftError, type RftError } from '../errors.js';
+import { isFailureCounted } from '../metrics/outcomes.js';
+
+/**
+ * Retry-After of a 503 (the trainer retries a 5xx): the error's own retry_after_s, else 1 s. Every
+ * 503 is a "not now" (a sandbox slot, the store, a replica draining), so every one says when.
+ */
+export function retryAfterS(e: RftError): number {
+  const s = e.details?.['retry_after_s'];
+  return typeof s === 'number' && s > 0 ? Math.ceil(s) : 1;
+}
 
 export interface ErrorLimits {
   bodyLimitBytes: number;
@@ -39,6 +49,8 @@ export function toRftError(err: Partial<FastifyError> & Error, req: FastifyReque
 
 function send(req: FastifyRequest, reply: FastifyReply, e: RftError, err?: Error): void {
   req.errorCode = e.code; // for the metrics: whose failure a 5xx is
+  if (isFailureCounted(e)) req.failureCounted = true;
+  if (e.statusCode === 503 && !reply.hasHeader('retry-after')) void reply.header('retry-after', String(retryAfterS(e)));
   if (e.statusCode >= 500) req.log.error({ err }, 'request failed');
   else req.log.info({ code: e.code, status: e.statusCode }, e.message);
   void reply.status(e.statusCode).send(e.toJSON());

@@ -3,7 +3,7 @@
 // module adds what a transaction cannot: waiting for a duplicate that is still running, and
 // per-rollout ordering of serial tools.
 import type { Logger } from 'pino';
-import { errors, isRftError } from '../errors.js';
+import { errors, isRftError, type RftError } from '../errors.js';
 import { canonicalJson, sha256 } from '../protocol/canonical.js';
 import { jsonDepthExceeds } from '../protocol/json-depth.js';
 import type { Item } from '../protocol/wire.js';
@@ -16,7 +16,7 @@ import type { SandboxProvider } from './sandbox-provider.js';
 import { formatZodIssues, truncateOutput } from './output.js';
 import { budgetFromItem, toolBudgetProblem } from './budget.js';
 import type { Metrics } from '../metrics/metrics.js';
-import { failureOfToolError, outcomeOf, OUTCOME_FAILURE, type Failure } from '../metrics/outcomes.js';
+import { failureOfToolError, markFailureCounted, outcomeOf, OUTCOME_FAILURE, type Failure } from '../metrics/outcomes.js';
 import { integrityKindOfError, type IntegrityFlags, type IntegrityKind } from '../integrity/flags.js';
 
 export interface LedgerOptions {
@@ -184,6 +184,7 @@ export class Ledger {
           return this.execute(tool, input, args);
         })
       : await this.execute(tool, input, args);
+    if (outcome.ours) return this.unbegin(input, begin.call.seq, outcome.ours.error, outcome.ours.failure);
     try {
       await store.finishCall(input.traceId, input.callId, {
         output: outcome.output,
@@ -205,6 +206,26 @@ export class Ledger {
       handlerMs: outcome.durationMs,
       ...(outcome.failure ? { failure: outcome.failure } : {}),
     };
+  }
+
+  /**
+   * The handler failed on our side (a 5xx-coded error: no sandbox slot, the engine or the store
+   * down): the call is un-begun (its row removed, its cost given back) and the error answered, so
+   * nothing of it is recorded or charged and the trainer's retry with the same call id runs it.
+   * Waiters on this call in this process get the same error; replicas polling it, RFT_ERR_CALL_NOT_RUN.
+   * If the un-begin itself fails (the store is down), the store's 503 is answered; the row stays
+   * running, and the next boot's markInterrupted closes it as for a crash.
+   */
+  private async unbegin(input: ToolCallInput, seq: number, error: RftError, failure: Failure): Promise<never> {
+    try {
+      await this.o.store.unbeginCall(input.traceId, input.callId, seq, Date.now());
+    } catch (e) {
+      this.o.log.error({ err: e, trace_id: input.traceId, call_id: input.callId }, 'could not un-begin a call that failed on a server error');
+      throw isRftError(e) ? e : errors.store((e as Error).message);
+    }
+    this.o.metrics?.failure(failure);
+    markFailureCounted(error);
+    throw error;
   }
 
   /** Once per rollout (on its first call): a row whose tool_budget was ignored for the default. */
@@ -265,8 +286,13 @@ export class Ledger {
       return executed(typeof result === 'string' ? result : (JSON.stringify(result) ?? 'null'), 'ok', started, maxBytes);
     } catch (e) {
       const msg = e instanceof Error ? e.message : String(e);
+      const failure = failureOfToolError(e);
+      if (failure.kind === 'infra' && isRftError(e)) {
+        ctx.log.warn({ err: e }, 'tool handler failed on a server error; the call is not recorded');
+        return { ...executed('', 'tool_error', started, maxBytes), ours: { error: e, failure } };
+      }
       ctx.log.info({ err: e }, 'tool handler threw');
-      const out: Executed = { ...executed(`Error: ${msg}`, 'tool_error', started, maxBytes), failure: failureOfToolError(e) };
+      const out: Executed = { ...executed(`Error: ${msg}`, 'tool_error', started, maxBytes), failure };
       const kind = integrityKindOfError(e);
       if (kind) out.integrity = { kind, detail: msg };
       return out;
@@ -291,7 +317,8 @@ export class Ledger {
       }
       c = await this.o.store.getCall(call.traceId, call.callId);
     }
-    if (!c) throw errors.store(`call ${call.callId} disappeared`);
+    // Un-begun by the replica that ran it (a failure of ours): not recorded, so a retry runs it.
+    if (!c) throw errors.callNotRun(call.callId);
     return { output: c.output ?? '', status: c.status, replayed: true, seq: c.seq };
   }
 
@@ -301,10 +328,15 @@ export class Ledger {
 }
 
 /**
- * A handler's outcome: what finishCall records (but the finish time), whose failure a throw was, and
- * whether it was the tool refusing an attempt to leave the sandbox.
+ * A handler's outcome: what finishCall records (but the finish time), whose failure a throw was,
+ * whether it was the tool refusing an attempt to leave the sandbox, or a failure of ours.
  */
-type Executed = Omit<FinishCallInput, 'finishedAt'> & { failure?: Failure; integrity?: { kind: IntegrityKind; detail: string } };
+type Executed = Omit<FinishCallInput, 'finishedAt'> & {
+  failure?: Failure;
+  integrity?: { kind: IntegrityKind; detail: string };
+  /** The handler failed on our side: the call is un-begun and this error answered (Ledger.unbegin). */
+  ours?: { error: RftError; failure: Failure };
+};
 
 function executed(raw: string, status: Exclude<CallStatus, 'running'>, started: number, maxBytes: number): Executed {
   const t = truncateOutput(raw, maxBytes);
@@ -382,7 +414,14 @@ class CallContext implements ToolContext {
     if (this.stateless) return Promise.reject(errors.noRollout(this.tool));
     const sandboxes = this.o.sandboxes;
     if (!sandboxes) return Promise.reject(errors.sandboxUnavailable('sandboxes are disabled on this server (RFT_SANDBOX=none)'));
-    return sandboxes.acquire(this.traceId, this.item, this.signal);
+    // Getting the rollout's sandbox is the server's work: a failure without a code (a host fs error
+    // building the workspace, an engine's socket) is ours, a 5xx, never a tool error charged to the
+    // model; coded ones keep their status (a template the row names that does not exist is a 4xx).
+    return sandboxes.acquire(this.traceId, this.item, this.signal).catch((e: unknown) => {
+      if (isRftError(e) || this.signal.aborted) throw e;
+      this.log.error({ err: e }, 'could not get the rollout\'s sandbox');
+      throw errors.sandboxFailed(`could not create this rollout's sandbox (${(e as { code?: unknown }).code ?? 'failed'})`);
+    });
   }
 
   abort(reason: Error): void {

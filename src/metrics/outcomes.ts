@@ -65,3 +65,17 @@ export function failureOfToolError(e: unknown): Failure {
 export function failureOfHttp(status: number, code: string | undefined): Failure | null {
   return status >= 500 ? infra(whereOfCode(code)) : null;
 }
+
+/**
+ * Errors already counted in rft_failures_total where they happened (a tool call un-begun by the
+ * ledger, whichever route or waiter answers it), so the HTTP reply does not count them again.
+ */
+const counted = new WeakSet<object>();
+
+export function markFailureCounted(e: object): void {
+  counted.add(e);
+}
+
+export function isFailureCounted(e: unknown): boolean {
+  return typeof e === 'object' && e !== null && counted.has(e);
+}

@@ -37,6 +37,10 @@ ${WALK}exec find "$p" -mindepth 1 -maxdepth "$d" -printf '%y %s %P\\0'`,
 } as const;
 
 /** What a helper's exit code means, as the host drivers' errors (host-fs.ts) say it. */
+/** coreutils' wording of the errno codes host-fs.ts treats as the workspace's state (the model's). */
+const WORKSPACE_STATE =
+  /No space left on device|Disk quota exceeded|File too large|File name too long|Permission denied|Operation not permitted|Read-only file system|Too many links|Directory not empty|File exists|Text file busy|No such device or address/i;
+
 export function fileError(code: number | null, path: string, stderr: string): Error | null {
   switch (code) {
     case 0:
@@ -53,7 +57,10 @@ export function fileError(code: number | null, path: string, stderr: string): Er
       return errors.badRequest(`"${path}": a parent is not a directory`, { path });
     default: {
       const why = stderr.trim().split('\n').pop()?.replace(/^(sh|cat|head|mkdir|find): (\d+: )?/, '') || `exit ${code ?? 'by signal'}`;
-      return errors.sandboxFailed(`"${path}": ${code === 153 ? 'file too large' : why}`);
+      // The workspace's own state (filled, permissions taken away by the rollout): the model's.
+      if (code === 153) return errors.fileRefused(path, 'file too large');
+      if (WORKSPACE_STATE.test(why)) return errors.fileRefused(path, why.replace(/^.*: /, '').toLowerCase());
+      return errors.sandboxFailed(`"${path}": ${why}`);
     }
   }
 }

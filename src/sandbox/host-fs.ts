@@ -18,6 +18,27 @@ export interface Owner {
 
 type FsError = Error & { code?: string };
 
+/**
+ * errno codes of a workspace file operation that the rollout's own commands cause (they fill the
+ * workspace, take permissions away, leave a FIFO or nest names too long): the model's (a 4xx it
+ * reads). Anything else (EIO, EMFILE, ENOMEM, ...) is the server's, a 5xx the trainer retries.
+ */
+const WORKSPACE_STATE: Record<string, string> = {
+  ENOSPC: 'no space left in the workspace',
+  EDQUOT: 'no space left in the workspace',
+  EFBIG: 'file too large',
+  ENAMETOOLONG: 'file name too long',
+  EACCES: 'permission denied',
+  EPERM: 'operation not permitted',
+  EROFS: 'read-only file system',
+  EMLINK: 'too many links',
+  ENOTEMPTY: 'directory not empty',
+  EEXIST: 'file exists',
+  ETXTBSY: 'text file busy',
+  ENXIO: 'not a regular file (a FIFO or a device)',
+  EAGAIN: 'not a regular file (a FIFO or a device)',
+};
+
 export function mapError(e: unknown, path: string): Error {
   if (e instanceof RftError) return e;
   const code = (e as FsError).code;
@@ -26,6 +47,7 @@ export function mapError(e: unknown, path: string): Error {
   if (code === 'ENOENT') return errors.notFound(`file "${path}"`);
   if (code === 'ENOTDIR') return errors.badRequest(`"${path}": a parent is not a directory`, { path });
   if (code === 'EISDIR') return errors.badRequest(`"${path}" is a directory`, { path });
+  if (code !== undefined && WORKSPACE_STATE[code]) return errors.fileRefused(path, WORKSPACE_STATE[code]);
   // The code, not Node's message: that one names the host path.
   return errors.sandboxFailed(`"${path}": ${code ?? 'failed'}`);
 }

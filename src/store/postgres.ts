@@ -275,6 +275,20 @@ export class PostgresStore implements Store {
     this.knownRollouts.add(traceId);
   }
 
+  async unbeginCall(traceId: string, callId: string, seq: number, now: number): Promise<boolean> {
+    // The rollout row is locked first, as begin_call does (no lock-order deadlock with an admission);
+    // a repeat after a lost reply finds no row (seq is never reused) and changes nothing.
+    const rows = await this.idempotent<{ done: number }>(
+      `WITH r AS (SELECT trace_id FROM ${this.t.rollouts} WHERE trace_id = $1 FOR UPDATE),
+       d AS (DELETE FROM ${this.t.calls} c USING r WHERE c.trace_id = r.trace_id AND c.call_id = $2 AND c.seq = $3 AND c.status = 'running'
+             RETURNING c.cost)
+       UPDATE ${this.t.rollouts} SET budget_used = budget_used - d.cost, updated_at = $4 FROM d WHERE trace_id = $1 RETURNING 1 AS done`,
+      [encodeText(traceId), encodeText(callId), seq, now],
+      'rft_unbegin_call',
+    );
+    return rows.length === 1;
+  }
+
   async finishCall(traceId: string, callId: string, r: FinishCallInput): Promise<void> {
     await this.idempotent(
       `UPDATE ${this.t.calls} SET output = $1, status = $2, finished_at = $3, duration_ms = $4, output_bytes = $5, truncated = $6
@@ -474,7 +488,9 @@ export class PostgresStore implements Store {
 
   async rolloutTally(traceId: string): Promise<RolloutTally | undefined> {
     const [r] = await this.idempotent<{ calls: number; budget_exceeded: boolean }>(
-      `SELECT next_seq - 1 AS calls, budget_exceeded FROM ${this.t.rollouts} WHERE trace_id = $1`,
+      // The recorded calls (seq has a gap where a call was un-begun).
+      `SELECT (SELECT count(*)::int FROM ${this.t.calls} c WHERE c.trace_id = r.trace_id) AS calls, budget_exceeded
+       FROM ${this.t.rollouts} r WHERE trace_id = $1`,
       [encodeText(traceId)],
       'rft_rollout_tally',
     );

@@ -133,6 +133,11 @@ function statements(db: Database.Database) {
       `UPDATE rollouts SET budget_used = budget_used + ?, budget_exceeded = budget_exceeded | ?, next_seq = next_seq + 1, updated_at = ?
        WHERE trace_id = ? RETURNING budget_used, budget_limit, budget_exceeded`,
     ),
+    // Un-begin (Store.unbeginCall): this attempt's running row goes, and its cost comes back.
+    dropRunning: db.prepare<[string, string, number], { cost: number }>(
+      `DELETE FROM calls WHERE trace_id = ? AND call_id = ? AND seq = ? AND status = 'running' RETURNING cost`,
+    ),
+    refund: db.prepare('UPDATE rollouts SET budget_used = budget_used - ?, updated_at = ? WHERE trace_id = ?'),
     insertCall: db.prepare(`INSERT INTO calls (${CALL_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`),
     finishCall: db.prepare(
       `UPDATE calls SET output = ?, status = ?, finished_at = ?, duration_ms = ?, output_bytes = ?, truncated = ?
@@ -175,7 +180,8 @@ function statements(db: Database.Database) {
     addFlag: db.prepare<Record<number, unknown>>(upsertFlagSql(sqliteDialect, { traceId: '', kind: '', callId: null, detail: '', at: 0 }).text),
     flags: db.prepare<Record<number, unknown>, FlagRow>(flagsOfSql(sqliteDialect, '').text),
     tally: db.prepare<[string], { calls: number; budget_exceeded: number }>(
-      'SELECT next_seq - 1 AS calls, budget_exceeded FROM rollouts WHERE trace_id = ?',
+      // The recorded calls (seq has a gap where a call was un-begun).
+      'SELECT (SELECT count(*) FROM calls c WHERE c.trace_id = r.trace_id) AS calls, budget_exceeded FROM rollouts r WHERE trace_id = ?',
     ),
   };
 }
@@ -357,6 +363,15 @@ export class SqliteStore implements Store {
     const r = this.s.hasItem.get(traceId);
     if (!r) this.createRollout(traceId, item, limit, now);
     else if (!r.full && item && !isEmpty(item)) this.s.setItem.run(traceId, JSON.stringify(item));
+  }
+
+  unbeginCall(traceId: string, callId: string, seq: number, now: number): Promise<boolean> {
+    return this.unit(() => {
+      const row = this.s.dropRunning.get(traceId, callId, seq);
+      if (!row) return false;
+      this.s.refund.run(row.cost, now, traceId);
+      return true;
+    });
   }
 
   finishCall(traceId: string, callId: string, r: FinishCallInput): Promise<void> {

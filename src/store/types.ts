@@ -83,6 +83,13 @@ export interface Store {
    */
   readonly replicas?: Replicas;
   beginCall(input: BeginCallInput): Promise<BeginCallResult>;
+  /**
+   * Un-begins a started call that failed on our side (a sandbox or store failure inside its tool):
+   * in one commit, removes its row and gives its cost back to the rollout's budget, only if the row
+   * is still running and is this attempt's (`seq`, which is never reused in a rollout). The call id
+   * is then free: the trainer's retry runs it. True if it removed the row; repeating it is harmless.
+   */
+  unbeginCall(traceId: string, callId: string, seq: number, now: number): Promise<boolean>;
   /** Records a started call's result (once: a finished call keeps its first result). */
   finishCall(traceId: string, callId: string, result: FinishCallInput): Promise<void>;
   getCall(traceId: string, callId: string): Promise<RecordedCall | undefined>;

@@ -154,6 +154,58 @@ export function storeContract(label: string, open: () => Promise<Store>): void {
     });
   });
 
+  describe(`${label}: un-beginning a call that failed on our side`, () => {
+    it('removes the running row and gives its cost back, so a rollout with budget 1 can still make its call', async () => {
+      const store = await fresh();
+      const first = await store.beginCall(begin('trace_u', 'c1', { budgetLimit: 1, cost: 1 }));
+      expect(first.kind).toBe('started');
+      expect(await store.unbeginCall('trace_u', 'c1', first.call.seq, 5_000)).toBe(true);
+      expect(await store.getCall('trace_u', 'c1')).toBeUndefined();
+      expect(await store.getBudget('trace_u', 0)).toEqual({ used: 0, limit: 1, exceeded: false });
+      expect(await store.rolloutTally('trace_u')).toEqual({ calls: 0, budgetExceeded: false });
+      // The same call id is free: the retry starts it, charged once, with a seq never used before.
+      const retry = await store.beginCall(begin('trace_u', 'c1', { budgetLimit: 1, cost: 1 }));
+      expect(retry).toMatchObject({ kind: 'started', budget: { used: 1, limit: 1 } });
+      expect(retry.call.seq).toBeGreaterThan(first.call.seq);
+      expect((await store.beginCall(begin('trace_u', 'c2', { budgetLimit: 1 }))).kind).toBe('over_budget');
+    });
+
+    it("touches only this attempt's running row: not a finished call, not another attempt, not twice", async () => {
+      const store = await fresh();
+      const a = await store.beginCall(begin('trace_v', 'done', { cost: 2 }));
+      await store.finishCall('trace_v', 'done', { ...finished, output: 'kept' });
+      expect(await store.unbeginCall('trace_v', 'done', a.call.seq, 1)).toBe(false);
+      expect(await store.getCall('trace_v', 'done')).toMatchObject({ status: 'ok', output: 'kept' });
+
+      const b = await store.beginCall(begin('trace_v', 'c', { cost: 1 }));
+      expect(await store.unbeginCall('trace_v', 'c', b.call.seq, 1)).toBe(true);
+      const again = await store.beginCall(begin('trace_v', 'c', { cost: 1 }));
+      // The first attempt's un-begin, repeated (a lost reply), leaves the retry's attempt alone.
+      expect(await store.unbeginCall('trace_v', 'c', b.call.seq, 1)).toBe(false);
+      expect(await store.getCall('trace_v', 'c')).toMatchObject({ status: 'running', seq: again.call.seq });
+
+      await store.markInterrupted('interrupted', 2);
+      expect(await store.unbeginCall('trace_v', 'c', again.call.seq, 3)).toBe(false);
+      expect(await store.getCall('trace_v', 'c')).toMatchObject({ status: 'interrupted' });
+      expect(await store.getBudget('trace_v', 0)).toEqual({ used: 3, limit: 5, exceeded: false });
+      expect(await store.unbeginCall('trace_none', 'c', 1, 3)).toBe(false);
+    });
+
+    it('keeps the budget exact when un-begins race admissions of the same rollout', async () => {
+      const store = await fresh();
+      const started = await Promise.all(Array.from({ length: 5 }, (_, i) => store.beginCall(begin('trace_w', `a${i}`))));
+      const [undone, more] = await Promise.all([
+        Promise.all(started.map((r) => store.unbeginCall('trace_w', r.call.callId, r.call.seq, 9))),
+        Promise.all(Array.from({ length: 8 }, (_, i) => store.beginCall(begin('trace_w', `b${i}`)))),
+      ]);
+      expect(undone).toEqual([true, true, true, true, true]);
+      const admitted = more.filter((r) => r.kind === 'started').length;
+      expect(admitted).toBeGreaterThanOrEqual(0);
+      expect(await store.getBudget('trace_w', 0)).toMatchObject({ used: admitted });
+      expect((await store.listCalls('trace_w')).filter((c) => c.status === 'running')).toHaveLength(admitted);
+    });
+  });
+
   describe(`${label}: grades`, () => {
     it('stores a grade with its sample and subscores and sets the rollout last score', async () => {
       const store = await fresh();

@@ -317,3 +317,36 @@ describe('/mcp 2025 sessions that go idle', () => {
     await again.client.close();
   });
 });
+
+describe('/mcp tools/call when the sandbox is ours to blame (bwrap, one slot)', () => {
+  let srv: TestServer;
+
+  beforeAll(async () => {
+    srv = await startTestServer({ env: { RFT_SANDBOX: 'bwrap', RFT_SANDBOX_CAP: '1', RFT_SANDBOX_QUEUE_TIMEOUT_MS: '300' } });
+  });
+  afterAll(async () => srv?.close());
+
+  it('answers a queue timeout as a retryable protocol error with its RFT_ERR code, not an isError result, and records nothing', async () => {
+    const post = (traceId: string, command: string) =>
+      fetch(`${srv.url}/tools`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${srv.key}`, 'content-type': 'application/json' },
+        body: JSON.stringify({ call_id: 'c1', name: 'shell', arguments: JSON.stringify({ command }), trace_id: traceId }),
+      });
+    expect((await post('holder', 'true')).status).toBe(200);
+    const traceId = `trace_${randomUUID()}`;
+    const { client } = await connect(srv, 'modern', { 'x-rft-trace-id': traceId });
+    const call = () => client.callTool({ name: 'shell', arguments: { command: 'echo ran' }, _meta: { [META.idempotencyKey]: 'k1' } });
+    await expect(call()).rejects.toMatchObject({
+      code: -32603,
+      data: { code: 'RFT_ERR_SANDBOX_QUEUE_TIMEOUT', status: 503, retryable: true },
+    });
+    expect((await rollout(srv, traceId)).calls).toEqual([]);
+    // A slot frees: the retry with the same idempotency key runs the call.
+    expect((await fetch(`${srv.url}/v1/rollouts/holder`, { method: 'DELETE', headers: { authorization: `Bearer ${srv.key}` } })).status).toBe(200);
+    const r = await call();
+    expect(r).toMatchObject({ isError: false, content: [{ type: 'text', text: expect.stringContaining('ran') }] });
+    expect((await rollout(srv, traceId)).calls).toMatchObject([{ call_id: 'k1', status: 'ok' }]);
+    await client.close();
+  });
+});

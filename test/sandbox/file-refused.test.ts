@@ -1,7 +1,7 @@
 // A file operation refused because of the workspace's own state (the rollout filled it, took a
 // permission away, left a FIFO) is the model's: RFT_ERR_FILE_REFUSED (4xx, an observation it reads),
 // never a 5xx that the ledger would un-begin and the trainer retry into a discarded rollout.
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterEach, expect, it } from 'vitest';
 import { driverCases, sandboxSpec, useDriver } from '../helpers/sandboxes.js';
 import { describeIf } from '../helpers/require.js';
 import type { Sandbox } from '../../src/sandbox/types.js';

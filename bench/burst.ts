@@ -12,6 +12,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { Agent, request } from 'undici';
+import { burstLines, runBurst } from './lib/burst.js';
 import { instanceIdFor } from '../src/sandbox/instance-id.js';
 import { spawnServer } from '../test/helpers/child-server.js';
 import { repoRoot } from '../test/helpers/server.js';
@@ -22,12 +23,6 @@ const calls = Number(process.argv[3] ?? 5);
 const ttlMs = Number(process.argv[4] ?? 5_000);
 const KEY = 'bench-burst-key-0123456789abcdef';
 const UIDS = '/run/rft-endpoints/uids';
-
-function pct(xs: number[], p: number): number {
-  const s = [...xs].sort((a, b) => a - b);
-  return s[Math.min(s.length - 1, Math.floor((p / 100) * s.length))] ?? NaN;
-}
-const fmt = (xs: number[]): string => `p50 ${pct(xs, 50).toFixed(1).padStart(7)} ms   p99 ${pct(xs, 99).toFixed(1).padStart(7)} ms   max ${Math.max(...xs).toFixed(0)} ms (n=${xs.length})`;
 
 /** VmRSS of a process, bytes (0 once it is gone). */
 async function rss(pid: number): Promise<number> {
@@ -98,61 +93,13 @@ try {
     void claimsOf(instance).then((us) => us.forEach((u) => uids.add(u)));
   }, 100);
   const before = await metrics(srv.url);
-  const first: number[] = [];
-  const later: number[] = [];
-  const tally = { errors: 0, fivexx: 0, s503: 0, empty: 0, wrong: 0 };
-  const samples: string[] = [];
-  const t0 = performance.now();
-  await Promise.all(
-    Array.from({ length: rollouts }, async (_, r) => {
-      for (let c = 1; c <= calls; c++) {
-        const t = performance.now();
-        try {
-          const res = await request(`${srv.url}/tools`, {
-            method: 'POST',
-            dispatcher,
-            headers: { authorization: `Bearer ${KEY}`, 'content-type': 'application/json' },
-            body: JSON.stringify({
-              type: 'function_call', call_id: `c${c}`, name: 'shell', trace_id: `trace_burst_${r}`, item: {},
-              arguments: JSON.stringify({ command: `echo r${r} c${c}; echo x >> log; wc -l < log` }),
-            }),
-          });
-          const text = await res.body.text();
-          (c === 1 ? first : later).push(performance.now() - t);
-          if (res.statusCode === 503) tally.s503++;
-          if (res.statusCode >= 500) {
-            tally.fivexx++;
-            if (samples.length < 3) samples.push(`${res.statusCode} ${text.slice(0, 300)}`);
-            continue;
-          }
-          if (res.statusCode !== 200) {
-            tally.errors++;
-            if (samples.length < 3) samples.push(`${res.statusCode} ${text.slice(0, 300)}`);
-            continue;
-          }
-          const output = (JSON.parse(text) as { output?: string }).output ?? '';
-          if (!output.includes('--- stdout ---')) tally.empty++;
-          else if (!output.startsWith(`exit_code: 0\n--- stdout ---\nr${r} c${c}\n${c}\n`)) {
-            tally.wrong++;
-            if (samples.length < 3) samples.push(`wrong: ${JSON.stringify(output)}`);
-          }
-        } catch (e) {
-          tally.errors++;
-          if (samples.length < 3) samples.push(String(e));
-        }
-      }
-    }),
-  );
-  const wall = performance.now() - t0;
+  const burst = await runBurst({ url: srv.url, key: KEY, dispatcher, rollouts, calls, tracePrefix: 'trace_burst' });
   clearInterval(sampler);
   const after = await metrics(srv.url);
   const d = (name: string): number => sumOf(after, name) - sumOf(before, name);
-  const all = [...first, ...later];
-  console.log(`\n  wall ${(wall / 1000).toFixed(1)} s; errors ${tally.errors}, 5xx ${tally.fivexx} (503: ${tally.s503}), empty outputs ${tally.empty}, wrong outputs ${tally.wrong}`);
-  for (const s of samples) console.log(`    e.g. ${s}`);
-  console.log(`  per call        ${fmt(all)}`);
-  console.log(`  first calls     ${fmt(first)}`);
-  console.log(`  later calls     ${fmt(later)}`);
+  const all = [...burst.first, ...burst.later];
+  console.log('');
+  for (const line of burstLines(burst)) console.log(`  ${line}`);
   console.log(`  server peak RSS ${(peak / 1024 / 1024).toFixed(0)} MB (supervisor ${(supPeak / 1024 / 1024).toFixed(1)} MB); sandboxes created ${d('rft_sandbox_create_duration_seconds_count')}`);
   // Where the server's time went, summed over all calls (seconds of request time, overlapping).
   const http = d('rft_http_request_duration_seconds_sum{route="/tools"');

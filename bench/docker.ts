@@ -13,7 +13,8 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
-import { Agent, request } from 'undici';
+import { Agent } from 'undici';
+import { burstLines, runBurst } from './lib/burst.js';
 import { DockerApi } from '../src/sandbox/docker-api.js';
 import { DockerDriver } from '../src/sandbox/docker-driver.js';
 import { parseDockerHosts } from '../src/sandbox/docker-hosts.js';
@@ -141,39 +142,12 @@ async function burst(label: string, hosts: string): Promise<void> {
       /* exited */
     }
   }, 50);
-  const lat: number[] = [];
-  let errors = 0;
-  let fivexx = 0;
-  let wrong = 0;
-  const t0 = performance.now();
   try {
-    await Promise.all(
-      Array.from({ length: rollouts }, async (_, r) => {
-        for (let c = 1; c <= calls; c++) {
-          const t = performance.now();
-          try {
-            const res = await request(`${srv.url}/tools`, {
-              method: 'POST',
-              dispatcher,
-              headers: { authorization: `Bearer ${KEY}`, 'content-type': 'application/json' },
-              body: JSON.stringify({ type: 'function_call', call_id: `c${c}`, name: 'shell', arguments: JSON.stringify({ command: `echo call ${c} >> log; wc -l < log` }), trace_id: `trace_${label}_${r}`, item: {} }),
-            });
-            const body = (await res.body.json()) as { output?: string };
-            lat.push(performance.now() - t);
-            if (res.statusCode >= 500) fivexx++;
-            else if (res.statusCode !== 200) errors++;
-            else if (!new RegExp(`\\b${c}\\s*$`).test(body.output ?? '')) wrong++;
-          } catch {
-            errors++;
-          }
-        }
-      }),
-    );
-    const wall = performance.now() - t0;
+    const b = await runBurst({ url: srv.url, key: KEY, dispatcher, rollouts, calls, tracePrefix: `trace_${label.replace(/\W/g, '_')}` });
     clearInterval(sampler);
-    console.log(`\n[burst, ${label}] ${rollouts} new rollouts at once x ${calls} shell calls: ${(wall / 1000).toFixed(1)} s`);
-    console.log(`  errors ${errors}, 5xx ${fivexx}, wrong or missing outputs ${wrong}`);
-    console.log(`  per call ${fmt(lat)}; server peak RSS ${(peak / 1024 / 1024).toFixed(0)} MB`);
+    console.log(`\n[burst, ${label}] ${rollouts} new rollouts at once x ${calls} shell calls`);
+    for (const line of burstLines(b)) console.log(`  ${line}`);
+    console.log(`  server peak RSS ${(peak / 1024 / 1024).toFixed(0)} MB`);
     const owner = instanceIdFor(dataDir);
     const waitStart = performance.now();
     let left = await ownContainers(owner);

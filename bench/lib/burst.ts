@@ -1,0 +1,83 @@
+// What the burst benchmarks share (bench/burst.ts on bwrap, bench/docker.ts over engines): N new
+// rollouts at once over HTTP, each making C `shell` calls in turn, every call checking its own
+// output: an echo of its rollout and call, then the line count of a file the rollout appends to,
+// which must equal the call's number.
+import { performance } from 'node:perf_hooks';
+import { request, type Agent } from 'undici';
+
+export interface BurstResult {
+  wallMs: number;
+  /** Per-call latencies, ms: each rollout's first call (it creates the sandbox) and the others. */
+  first: number[];
+  later: number[];
+  errors: number;
+  fivexx: number;
+  s503: number;
+  empty: number;
+  wrong: number;
+  /** A few of the failures, for the lab notes. */
+  samples: string[];
+}
+
+export async function runBurst(o: { url: string; key: string; dispatcher: Agent; rollouts: number; calls: number; tracePrefix: string }): Promise<BurstResult> {
+  const out: BurstResult = { wallMs: 0, first: [], later: [], errors: 0, fivexx: 0, s503: 0, empty: 0, wrong: 0, samples: [] };
+  const note = (s: string): void => {
+    if (out.samples.length < 3) out.samples.push(s);
+  };
+  const t0 = performance.now();
+  await Promise.all(
+    Array.from({ length: o.rollouts }, async (_, r) => {
+      for (let c = 1; c <= o.calls; c++) {
+        const t = performance.now();
+        try {
+          const res = await request(`${o.url}/tools`, {
+            method: 'POST',
+            dispatcher: o.dispatcher,
+            headers: { authorization: `Bearer ${o.key}`, 'content-type': 'application/json' },
+            body: JSON.stringify({
+              type: 'function_call', call_id: `c${c}`, name: 'shell', trace_id: `${o.tracePrefix}_${r}`, item: {},
+              arguments: JSON.stringify({ command: `echo r${r} c${c}; echo x >> log; wc -l < log` }),
+            }),
+          });
+          const text = await res.body.text();
+          (c === 1 ? out.first : out.later).push(performance.now() - t);
+          if (res.statusCode === 503) out.s503++;
+          if (res.statusCode >= 500) out.fivexx++;
+          else if (res.statusCode !== 200) out.errors++;
+          if (res.statusCode !== 200) {
+            note(`${res.statusCode} ${text.slice(0, 300)}`);
+            continue;
+          }
+          const output = (JSON.parse(text) as { output?: string }).output ?? '';
+          if (!output.includes('--- stdout ---')) out.empty++;
+          else if (!output.startsWith(`exit_code: 0\n--- stdout ---\nr${r} c${c}\n${c}\n`)) {
+            out.wrong++;
+            note(`wrong: ${JSON.stringify(output)}`);
+          }
+        } catch (e) {
+          out.errors++;
+          note(String(e));
+        }
+      }
+    }),
+  );
+  out.wallMs = performance.now() - t0;
+  return out;
+}
+
+export function pct(xs: number[], p: number): number {
+  const s = [...xs].sort((a, b) => a - b);
+  return s[Math.min(s.length - 1, Math.floor((p / 100) * s.length))] ?? NaN;
+}
+
+/** The burst's figures, as the lab notes quote them. */
+export function burstLines(b: BurstResult): string[] {
+  const fmt = (xs: number[]): string => `p50 ${pct(xs, 50).toFixed(1).padStart(7)} ms   p99 ${pct(xs, 99).toFixed(1).padStart(7)} ms   max ${Math.max(...xs).toFixed(0)} ms (n=${xs.length})`;
+  return [
+    `wall ${(b.wallMs / 1000).toFixed(1)} s; errors ${b.errors}, 5xx ${b.fivexx} (503: ${b.s503}), empty outputs ${b.empty}, wrong outputs ${b.wrong}`,
+    ...b.samples.map((s) => `  e.g. ${s}`),
+    `per call        ${fmt([...b.first, ...b.later])}`,
+    `first calls     ${fmt(b.first)}`,
+    `later calls     ${fmt(b.later)}`,
+  ];
+}

@@ -220,7 +220,14 @@ export async function killLoop(o: KillLoopOptions): Promise<KillLoopResult> {
     return result;
   } finally {
     await server?.stop('SIGKILL');
-    rmSync(work, { recursive: true, force: true });
-    rmSync(sandboxesRoot, { recursive: true, force: true });
+    // After a failed round the last server was killed: its sandboxes' mounts stay until a start
+    // reaps them, so removing them may fail; that must not hide the round's own error.
+    for (const dir of [work, sandboxesRoot]) {
+      try {
+        rmSync(dir, { recursive: true, force: true });
+      } catch (e) {
+        log(`could not remove ${dir}: ${(e as Error).message}`);
+      }
+    }
   }
 }

@@ -62,8 +62,11 @@ export class BwrapDriver extends LocalDriver {
   private async unavailable(): Promise<string | null> {
     if (!this.seccomp) return `no seccomp filter for ${process.arch}`;
     try {
-      await run(BWRAP, ['--unshare-all', '--die-with-parent', '--as-pid-1', ...osDirArgs(), '--', '/usr/bin/true'], { timeout: 5000 });
-    } catch {
+      // A loaded host (a burst of another server's sandboxes) can take seconds: only a refusal, or
+      // no answer in 30 s, makes the driver unavailable.
+      await run(BWRAP, ['--unshare-all', '--die-with-parent', '--as-pid-1', ...osDirArgs(), '--', '/usr/bin/true'], { timeout: 30_000 });
+    } catch (e) {
+      if ((e as { killed?: boolean }).killed) return 'bwrap did not run /usr/bin/true within 30 s';
       return 'bwrap cannot create the namespaces here (is it installed, are user namespaces allowed?)';
     }
     try {

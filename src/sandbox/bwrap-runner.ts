@@ -4,6 +4,7 @@
 // everything it starts dies with it. A sandbox whose holder is gone (the supervisor restarted, the
 // holder was killed from the host) is built again around the same workspace on its next command:
 // only the commands running at that moment are lost, with RFT_ERR_SANDBOX_INTERRUPTED (503).
+import { dirname } from 'node:path';
 import { PassThrough, Writable } from 'node:stream';
 import { errors } from '../errors.js';
 import { argsPayload, BWRAP_FDS, bwrapArgs, passwdFiles, type HideArgs } from './bwrap-args.js';
@@ -77,6 +78,7 @@ export class BwrapRunner implements CommandRunner {
     await this.sup.createSandbox(id, {
       uid: this.uid,
       gid: this.uid,
+      ...(this.w.fs ? { tmpfs: dirname(this.w.ws) } : {}),
       argv: [BWRAP, '--args', String(BWRAP_FDS.args), '--info-fd', String(info), '--', HOLDER],
       fds: [argsPayload(args), ids.passwd, ids.group, this.setup.seccomp],
     });

@@ -118,8 +118,9 @@ export class Supervisor {
     await this.process();
   }
 
-  createSandbox(sandbox: number, o: { uid: number; gid: number; argv: string[]; fds: (string | Buffer)[] }): Promise<void> {
-    return this.request('C', [String(sandbox), String(o.uid), String(o.gid), nulList(o.argv), ...o.fds]);
+  /** `tmpfs`: the sandbox's own tmpfs on the host, which bubblewrap's namespace gets alone (see supervisor.c). */
+  createSandbox(sandbox: number, o: { uid: number; gid: number; tmpfs?: string; argv: string[]; fds: (string | Buffer)[] }): Promise<void> {
+    return this.request('C', [String(sandbox), String(o.uid), String(o.gid), o.tmpfs ?? '', nulList(o.argv), ...o.fds]);
   }
 
   /** Resolves once every process of the sandbox is gone. */

@@ -86,6 +86,8 @@ const KILL_TIMEOUT_MS = 10_000;
 const KILL_GRACE_MS = 5_000;
 /** The reason an exec's stream is dropped after a kill that did not end it. */
 const GIVEN_UP = new Error('the killed command did not end');
+/** How close to a container's death the engine's \`oom\` event must be to blame the rollout's commands (s). */
+const OOM_WINDOW_S = 3;
 /** Output cap for a directory listing (find's records). */
 const LIST_CAP = 16 * 1024 * 1024;
 
@@ -109,8 +111,11 @@ export class DockerSandbox implements Sandbox {
   private inflight = 0;
   /** Live spawned processes (destroy() waits for them to be gone). */
   private readonly processes = new Set<SandboxProcess>();
-  /** The container stopped or vanished: every further call answers RFT_ERR_SANDBOX_LOST. */
-  private gone = false;
+  /**
+   * The container stopped or vanished: every further call answers RFT_ERR_SANDBOX_LOST (ours), or
+   * RFT_ERR_SANDBOX_ENDED_BY_ROLLOUT when the rollout's own commands took it down (see lost()).
+   */
+  private gone: false | 'ours' | 'rollout' = false;
   private destroying: Promise<void> | null = null;
 
   constructor(private readonly o: DockerSandboxInit) {
@@ -179,11 +184,41 @@ export class DockerSandbox implements Sandbox {
    * rollout answers RFT_ERR_SANDBOX_LOST (503), which makes the trainer drop the rollout.
    */
   private async lost(): Promise<Error> {
+    const byRollout = await this.endedByRollout().catch(() => false);
     await this.o.engine
       .use((api) => api.call('DELETE', `/containers/${this.o.container}?force=true&v=true`, undefined, { ok: [404, 409], timeoutMs: SLOW_TIMEOUT_MS }))
       .catch(() => {});
-    this.gone = true;
-    return errors.sandboxLost();
+    this.gone = byRollout ? 'rollout' : 'ours';
+    return this.goneError();
+  }
+
+  private goneError(): Error {
+    return this.gone === 'rollout' ? errors.sandboxEndedByRollout() : errors.sandboxLost();
+  }
+
+  /**
+   * Whether the stopped container was taken down by the rollout's own commands: the engine logged
+   * an \`oom\` event for it within seconds of its \`die\`. Only the rollout's commands allocate in the
+   * container's memory cgroup (its init and \`sleep\` are a few hundred KB): under runc the kernel
+   * then kills the biggest of them and the container lives on; under gVisor the sandbox's kernel is
+   * killed, and the container with it. A container removed (404) or killed from outside, or
+   * stopped by an engine restart, has no such event: ours (RFT_ERR_SANDBOX_LOST, 503, uncharged).
+   */
+  private async endedByRollout(): Promise<boolean> {
+    return this.o.engine.use(async (api) => {
+      const info = await api.call<{ State?: { Running?: boolean; FinishedAt?: string } }>('GET', `/containers/${this.o.container}/json`, undefined, { ok: [404] });
+      if (info.status === 404 || info.body.State?.Running !== false) return false;
+      const died = Date.parse(info.body.State.FinishedAt ?? '');
+      if (!Number.isFinite(died)) return false;
+      // The oom event follows the die by milliseconds: the window ends a few seconds after it (the
+      // engine answers once it has passed).
+      const since = Math.floor(died / 1000) - OOM_WINDOW_S;
+      const until = Math.floor(died / 1000) + OOM_WINDOW_S;
+      const filters = encodeURIComponent(JSON.stringify({ type: ['container'], event: ['oom'], container: [this.o.container] }));
+      const res = await api.call<unknown>('GET', `/events?since=${since}&until=${until}&filters=${filters}`, undefined, { timeoutMs: QUICK_TIMEOUT_MS + OOM_WINDOW_S * 1000 });
+      const text = typeof res.body === 'string' ? res.body : JSON.stringify(res.body ?? '');
+      return /"(Action|status)":"oom"/.test(text);
+    });
   }
 
   async exec(command: string | string[], opts: ExecOptions = {}): Promise<ExecResult> {
@@ -265,7 +300,7 @@ export class DockerSandbox implements Sandbox {
 
   async spawn(argv: string[], opts: SpawnOptions = {}): Promise<SandboxProcess> {
     if (this.destroying) throw errors.sandboxFailed(`sandbox ${this.id} was destroyed`);
-    if (this.gone) throw errors.sandboxLost();
+    if (this.gone) throw this.goneError();
     const req = {
       container: this.o.container,
       argv: ['/bin/sh', '-c', SPAWN_WRAPPER, 'rft-spawn', ...argv],
@@ -288,7 +323,7 @@ export class DockerSandbox implements Sandbox {
 
   /** One exec; a container that is gone (404) or stopped (409) means the sandbox is lost. */
   private async run(req: DockerExecRequest, hooks: DockerExecHooks): Promise<DockerExecOutcome> {
-    if (this.gone) throw errors.sandboxLost();
+    if (this.gone) throw this.goneError();
     try {
       return await this.o.engine.use((api) => dockerExec(api, req, hooks));
     } catch (err) {

@@ -1,0 +1,70 @@
+// Whose failure a Docker sandbox that stopped is (docs/sandbox.md, "A sandbox that is gone"): taken
+// down by the rollout's own commands (on gVisor, a memory hog gets the sandbox's kernel killed:
+// the engine logs an oom event at its death) is the model's, RFT_ERR_SANDBOX_ENDED_BY_ROLLOUT (410,
+// an observation it is charged for); killed or removed from outside, ours, RFT_ERR_SANDBOX_LOST
+// (503, the ledger un-begins the call). Real engines: runc and runsc.
+import { expect, it } from 'vitest';
+import { DockerApi } from '../../src/sandbox/docker-api.js';
+import type { DockerSandbox } from '../../src/sandbox/docker-sandbox.js';
+import type { Sandbox } from '../../src/sandbox/types.js';
+import { failureOfToolError } from '../../src/metrics/outcomes.js';
+import { describeIf } from '../helpers/require.js';
+import { driversPresent, driverWithSandbox, spec, testLimits } from './helpers.js';
+
+const present = await driversPresent();
+const HOG = ['python3', '-c', 'x = bytearray(3 * 1024 ** 3); x[::4096] = b"y" * len(x[::4096]); print("allocated")'];
+
+async function onEngine(sb: Sandbox, fn: (api: DockerApi, container: string) => Promise<unknown>): Promise<void> {
+  const d = sb as unknown as DockerSandbox;
+  const api = new DockerApi(d.engine.api.endpoint);
+  try {
+    await fn(api, d.container);
+  } finally {
+    await api.close();
+  }
+}
+
+for (const name of ['docker', 'gvisor'] as const) {
+  describeIf(present[name], `${name} sandbox driver`, `${name} sandbox driver not available`)(`a sandbox that is gone (${name})`, () => {
+    const ctx = driverWithSandbox(name, spec('trace_lost_base', { limits: { ...testLimits, memoryBytes: 256 * 1024 * 1024 } }));
+    const fresh = (traceId: string) => ctx.driver.create(spec(traceId, { limits: { ...testLimits, memoryBytes: 256 * 1024 * 1024 } }));
+
+    it('is ours (RFT_ERR_SANDBOX_LOST, 503) when its container is killed from outside', async () => {
+      const sb = await fresh('trace_lost_killed');
+      try {
+        await sb.writeFile('kept.txt', 'work');
+        await onEngine(sb, (api, c) => api.call('POST', `/containers/${c}/kill`));
+        const e = await sb.exec('cat kept.txt').catch((err: unknown) => err);
+        expect(e).toMatchObject({ code: 'RFT_ERR_SANDBOX_LOST', statusCode: 503 });
+        expect(failureOfToolError(e).kind).toBe('infra');
+      } finally {
+        await sb.destroy();
+      }
+    });
+
+    it('is ours when its container is removed from outside', async () => {
+      const sb = await fresh('trace_lost_removed');
+      try {
+        await onEngine(sb, (api, c) => api.call('DELETE', `/containers/${c}?force=true&v=true`));
+        await expect(sb.exec('true')).rejects.toMatchObject({ code: 'RFT_ERR_SANDBOX_LOST', statusCode: 503 });
+      } finally {
+        await sb.destroy();
+      }
+    });
+
+    if (name === 'gvisor') {
+      it("is the model's (RFT_ERR_SANDBOX_ENDED_BY_ROLLOUT, 410) when its own memory hog got the sandbox killed, on every later call too", async () => {
+        const sb = await fresh('trace_lost_hog');
+        try {
+          await sb.exec(HOG).catch(() => undefined);
+          const e = await sb.exec('echo after').catch((err: unknown) => err);
+          expect(e).toMatchObject({ code: 'RFT_ERR_SANDBOX_ENDED_BY_ROLLOUT', statusCode: 410 });
+          expect(failureOfToolError(e).kind).toBe('model');
+          await expect(sb.readFile('anything')).rejects.toMatchObject({ code: 'RFT_ERR_SANDBOX_ENDED_BY_ROLLOUT' });
+        } finally {
+          await sb.destroy();
+        }
+      }, 60_000);
+    }
+  });
+}

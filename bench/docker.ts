@@ -12,6 +12,7 @@ import { readFileSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { pathToFileURL } from 'node:url';
 import { performance } from 'node:perf_hooks';
 import { Agent } from 'undici';
 import { burstLines, runBurst } from './lib/burst.js';
@@ -47,7 +48,8 @@ function cli(args: string[]): Promise<number> {
   });
 }
 
-async function perOperation(): Promise<void> {
+/** Docker against its CLI, one operation at a time (bench/sandbox.ts reuses it for its Docker rows). */
+export async function perOperation(samples: number): Promise<void> {
   const hosts = parseDockerHosts({ cap: 1000, hosts: `unix://${ENGINE_1}` });
   const cold = new DockerDriver({ instanceId: `bench-docker-${process.pid}`, image: DOCKER_IMAGE, hosts });
   const warm = new DockerDriver({ instanceId: `bench-docker-warm-${process.pid}`, image: DOCKER_IMAGE, hosts, warmPool: 2 });
@@ -164,7 +166,9 @@ async function burst(label: string, hosts: string): Promise<void> {
   }
 }
 
-console.log(`docker bench: ${samples} samples per operation; burst of ${rollouts} rollouts x ${calls} calls; image ${DOCKER_IMAGE}`);
-if (samples > 0) await perOperation();
-await burst('two engines', `unix://${ENGINE_1}?name=e1,unix://${ENGINE_2}?name=e2`);
-await burst('one engine', `unix://${ENGINE_1}?name=e1`);
+if (process.argv[1] !== undefined && import.meta.url === pathToFileURL(process.argv[1]).href) {
+  console.log(`docker bench: ${samples} samples per operation; burst of ${rollouts} rollouts x ${calls} calls; image ${DOCKER_IMAGE}`);
+  if (samples > 0) await perOperation(samples);
+  await burst('two engines', `unix://${ENGINE_1}?name=e1,unix://${ENGINE_2}?name=e2`);
+  await burst('one engine', `unix://${ENGINE_1}?name=e1`);
+}

@@ -281,7 +281,14 @@ export class Ledger {
       // not have fired before it returned), so only a promise is raced against the clock.
       if (isThenable(result)) {
         result = await raceTimeout(result, timeoutMs, ctx);
-        if (result === TIMED_OUT) return executed(`Error: tool "${def.name}" timed out after ${timeoutMs} ms.`, 'timeout', started, maxBytes);
+        if (result === TIMED_OUT) {
+          // Timed out still waiting for a sandbox slot: the tool never ran, and the wait was ours.
+          if (ctx.timedOutWaiting) {
+            const error = errors.sandboxQueueTimeout(Math.round(performance.now() - started));
+            return { ...executed('', 'timeout', started, maxBytes), ours: { error, failure: failureOfToolError(error) } };
+          }
+          return executed(`Error: tool "${def.name}" timed out after ${timeoutMs} ms.`, 'timeout', started, maxBytes);
+        }
       }
       return executed(typeof result === 'string' ? result : (JSON.stringify(result) ?? 'null'), 'ok', started, maxBytes);
     } catch (e) {
@@ -354,6 +361,7 @@ function raceTimeout(p: PromiseLike<unknown>, timeoutMs: number, ctx: CallContex
   let timer: NodeJS.Timeout | undefined;
   return new Promise<unknown>((resolve, reject) => {
     timer = setTimeout(() => {
+      ctx.timedOutWaiting = ctx.waitingForSandbox; // before the abort ends the wait
       ctx.abort(new Error(`timed out after ${timeoutMs} ms`));
       resolve(TIMED_OUT);
     }, timeoutMs);
@@ -375,6 +383,10 @@ class CallContext implements ToolContext {
   private logger: Logger | undefined;
   private view: RolloutView | undefined;
   private onShutdown: (() => void) | undefined;
+  /** Sandbox requests not yet answered (waiting in the admission queue, or being built). */
+  private acquiring = 0;
+  /** The tool's timeout fired while it still waited for its sandbox. */
+  timedOutWaiting = false;
 
   constructor(
     private readonly ledger: Ledger,
@@ -417,11 +429,20 @@ class CallContext implements ToolContext {
     // Getting the rollout's sandbox is the server's work: a failure without a code (a host fs error
     // building the workspace, an engine's socket) is ours, a 5xx, never a tool error charged to the
     // model; coded ones keep their status (a template the row names that does not exist is a 4xx).
-    return sandboxes.acquire(this.traceId, this.item, this.signal).catch((e: unknown) => {
-      if (isRftError(e) || this.signal.aborted) throw e;
-      this.log.error({ err: e }, 'could not get the rollout\'s sandbox');
-      throw errors.sandboxFailed(`could not create this rollout's sandbox (${(e as { code?: unknown }).code ?? 'failed'})`);
-    });
+    this.acquiring++;
+    return sandboxes
+      .acquire(this.traceId, this.item, this.signal)
+      .catch((e: unknown) => {
+        if (isRftError(e) || this.signal.aborted) throw e;
+        this.log.error({ err: e }, 'could not get the rollout\'s sandbox');
+        throw errors.sandboxFailed(`could not create this rollout's sandbox (${(e as { code?: unknown }).code ?? 'failed'})`);
+      })
+      .finally(() => this.acquiring--);
+  }
+
+  /** The handler is still waiting for its sandbox (a timeout now is the server's, not the tool's). */
+  get waitingForSandbox(): boolean {
+    return this.acquiring > 0;
   }
 
   abort(reason: Error): void {

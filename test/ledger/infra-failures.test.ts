@@ -5,10 +5,11 @@
 // Postgres, with the bubblewrap driver.
 import { afterAll, expect, it, onTestFinished } from 'vitest';
 import { request } from 'undici';
-import { startTestServer, type TestServer } from '../helpers/server.js';
+import { repoRoot, startTestServer, type TestServer } from '../helpers/server.js';
 import { describeIf } from '../helpers/require.js';
 import { databaseUrl, dropSchema, postgresUnavailable, randomSchema } from '../store/postgres-db.js';
 import { untilCallStatus } from '../helpers/child-server.js';
+import { waitFor } from '../helpers/wait.js';
 import { driverCases } from '../helpers/sandboxes.js';
 import { mkdir, rm, stat, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -27,11 +28,11 @@ interface Reply {
   body: { output?: string; error?: { code: string } };
 }
 
-async function call(s: TestServer, traceId: string, callId: string, command: string, item: Record<string, unknown> = {}): Promise<Reply> {
+async function call(s: TestServer, traceId: string, callId: string, command: string, item: Record<string, unknown> = {}, tool = 'shell'): Promise<Reply> {
   const res = await request(`${s.url}/tools`, {
     method: 'POST',
     headers: { authorization: `Bearer ${s.key}`, 'content-type': 'application/json' },
-    body: JSON.stringify({ type: 'function_call', name: 'shell', call_id: callId, trace_id: traceId, arguments: JSON.stringify({ command }), item }),
+    body: JSON.stringify({ type: 'function_call', name: tool, call_id: callId, trace_id: traceId, arguments: JSON.stringify({ command }), item }),
   });
   const h = res.headers['retry-after'];
   return { status: res.statusCode, retryAfter: Array.isArray(h) ? h[0] : h, body: (await res.body.json()) as Reply['body'] };
@@ -131,6 +132,30 @@ for (const st of stores) {
     });
   });
 }
+
+describeIf(bwrap.available, 'bubblewrap', bwrap.reason)("a tool's timeout while it waits for a sandbox slot (bwrap)", () => {
+  it('is the wait of ours: 503 RFT_ERR_SANDBOX_QUEUE_TIMEOUT, not a timeout charged to the model', async () => {
+    const s = await startTestServer({
+      toolsDir: join(repoRoot, 'test/fixtures/units/quick-sandbox-tools'),
+      env: { RFT_SANDBOX: 'bwrap', RFT_SANDBOX_CAP: '1', RFT_SANDBOX_QUEUE_TIMEOUT_MS: '60000' },
+    });
+    onTestFinished(() => s.close());
+    // (building a sandbox may itself outlast 300 ms on a loaded machine: that is a 503 too, and the retry runs it)
+    const untilRuns = (traceId: string, command: string, item: Record<string, unknown> = {}) =>
+      waitFor(`${traceId} runs`, async () => {
+        const r = await call(s, traceId, 'c1', command, item, 'quick_shell');
+        return r.status === 200 ? r : undefined;
+      }, 30_000, 50);
+    await untilRuns('holder', 'echo held');
+    const r = await call(s, 'waits', 'c1', 'echo ran', { tool_budget: 1 }, 'quick_shell');
+    expect([r.status, r.body.error?.code]).toEqual([503, 'RFT_ERR_SANDBOX_QUEUE_TIMEOUT']);
+    expect((await rollout(s, 'waits')).calls).toEqual([]);
+    await endRollout(s, 'holder');
+    const ok = await untilRuns('waits', 'echo ran', { tool_budget: 1 });
+    expect(ok.body.output).toBe('ran\n');
+    expect((await rollout(s, 'waits')).budget).toMatchObject({ used: 1, limit: 1 });
+  });
+});
 
 describeIf(pgUnavailable === undefined && bwrap.available, 'Postgres and bubblewrap', pgUnavailable ?? bwrap.reason)('un-begun calls across replicas (Postgres, bwrap)', () => {
   it("a replica waiting on a call that the other un-begins answers 503 RFT_ERR_CALL_NOT_RUN, never a replay of a row that is gone", async () => {

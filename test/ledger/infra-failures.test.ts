@@ -8,7 +8,8 @@ import { request } from 'undici';
 import { repoRoot, startTestServer, type TestServer } from '../helpers/server.js';
 import { describeIf } from '../helpers/require.js';
 import { databaseUrl, dropSchema, postgresUnavailable, randomSchema } from '../store/postgres-db.js';
-import { untilCallStatus } from '../helpers/child-server.js';
+import { gate, untilCallStatus } from '../helpers/child-server.js';
+import { startPgProxy } from '../store/postgres-proxy.js';
 import { waitFor } from '../helpers/wait.js';
 import { driverCases } from '../helpers/sandboxes.js';
 import { mkdir, rm, stat, writeFile } from 'node:fs/promises';
@@ -136,7 +137,7 @@ for (const st of stores) {
 describeIf(bwrap.available, 'bubblewrap', bwrap.reason)("a tool's timeout while it waits for a sandbox slot (bwrap)", () => {
   it('is the wait of ours: 503 RFT_ERR_SANDBOX_QUEUE_TIMEOUT, not a timeout charged to the model', async () => {
     const s = await startTestServer({
-      toolsDir: join(repoRoot, 'test/fixtures/units/quick-sandbox-tools'),
+      toolsDir: join(repoRoot, 'test/fixtures/units/infra-tools'),
       env: { RFT_SANDBOX: 'bwrap', RFT_SANDBOX_CAP: '1', RFT_SANDBOX_QUEUE_TIMEOUT_MS: '60000' },
     });
     onTestFinished(() => s.close());
@@ -222,5 +223,44 @@ describeIf(bwrap.available, 'bubblewrap', bwrap.reason)('a sandbox that cannot b
     const ok = await call(s, broken, 'c1', 'echo hi', { tool_budget: 1 });
     expect([ok.status, ok.body.output]).toEqual([200, expect.stringContaining('hi')]);
     expect((await rollout(s, broken)).budget).toMatchObject({ used: 1, limit: 1 });
+  });
+});
+
+describeIf(pgUnavailable === undefined, 'Postgres', pgUnavailable ?? '')('an un-begin the store cannot take (Postgres down)', () => {
+  it("answers the store's 503; the call stays running and the next boot closes it as interrupted, never run again", async () => {
+    const schema = randomSchema();
+    schemas.push(schema);
+    const proxy = await startPgProxy();
+    onTestFinished(() => proxy.close());
+    const env = { RFT_STORE: 'postgres', RFT_DATABASE_URL: proxy.url, RFT_PG_SCHEMA: schema, RFT_INSTANCE_ID: 'unbegin-outage' };
+    const toolsDir = join(repoRoot, 'test/fixtures/units/infra-tools');
+    const s = await startTestServer({ toolsDir, env });
+    let closed = false;
+    onTestFinished(() => (closed ? undefined : s.close()));
+    const g = gate();
+    const post = (srv: TestServer) =>
+      request(`${srv.url}/tools`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${srv.key}`, 'content-type': 'application/json' },
+        body: JSON.stringify({ type: 'function_call', name: 'gated_failure', call_id: 'c1', trace_id: 'outage', arguments: JSON.stringify({ gate: g.path }) }),
+      });
+    const pending = post(s);
+    await untilCallStatus(s.url, s.key, 'outage', 'c1', 'running');
+    await proxy.down();
+    g.open();
+    const res = await pending;
+    expect(res.statusCode).toBe(503);
+    expect(((await res.body.json()) as { error: { code: string } }).error.code).toBe('RFT_ERR_STORE');
+    await proxy.up();
+    await untilCallStatus(s.url, s.key, 'outage', 'c1', 'running');
+    await s.close();
+    closed = true;
+
+    const again = await startTestServer({ toolsDir, env });
+    onTestFinished(() => again.close());
+    await untilCallStatus(again.url, again.key, 'outage', 'c1', 'interrupted');
+    const retry = await post(again);
+    expect(retry.statusCode).toBe(200);
+    expect(((await retry.body.json()) as { output: string }).output).toMatch(/interrupted by a server restart/);
   });
 });

@@ -9,7 +9,7 @@
 //   fraction            the fraction of cases passed: partial credit, but doing nothing already
 //                       earns what the untouched template passes (the default without a template,
 //                       where there is no baseline to improve on).
-import { defineGrader, errors, z, type GraderContext, type GraderResult, type Item, type Sandbox } from 'rft-endpoints';
+import { defineGrader, errors, isRftError, z, type GraderContext, type GraderResult, type Item, type Sandbox } from 'rft-endpoints';
 import { budgetPenalty } from 'rft-endpoints/grading';
 import { copyNote, workspaceSource, type CopyReport } from 'rft-endpoints/sandbox';
 import { readCases } from './_unit_tests/cases.js';
@@ -104,17 +104,29 @@ export default defineGrader({
       throw errors.graderConfig('item.sandbox.template', 'improvement mode needs the template to measure the baseline');
     }
 
-    const rolloutSandbox = await ctx.sandbox();
-    await assertWorkspaceSurvived(ctx, rolloutSandbox);
-    // The copy leaves out what a fresh sandbox could not hold (special files, too deep paths, what
-    // is past its disk and inode budget) and says so: what the rollout broke scores the cases that
-    // still pass, never a failed grade the trainer would discard.
-    let copied: CopyReport | undefined;
-    const outcome = await withTempDir(async (ws) => {
-      copied = await rolloutSandbox.copyOut(ws);
-      return runHiddenOn(ctx, ws, hiddenDir, cases);
-    });
     const penalty = budgetPenalty(budget, { target: opts.target, floor: opts.floor });
+    let outcome: Awaited<ReturnType<typeof runHiddenOn>>;
+    let copied: CopyReport | undefined;
+    try {
+      const rolloutSandbox = await ctx.sandbox();
+      await assertWorkspaceSurvived(ctx, rolloutSandbox);
+      // The copy leaves out what a fresh sandbox could not hold (special files, too deep paths, what
+      // is past its disk and inode budget) and says so: what the rollout broke scores the cases that
+      // still pass, never a failed grade the trainer would discard.
+      outcome = await withTempDir(async (ws) => {
+        copied = await rolloutSandbox.copyOut(ws);
+        return runHiddenOn(ctx, ws, hiddenDir, cases);
+      });
+    } catch (e) {
+      // The rollout's own commands ended its sandbox (they exhausted its memory): its work is gone,
+      // by its own doing, so no case passes; a 5xx here would have the trainer discard the rollout.
+      if (!isRftError(e) || e.code !== errors.sandboxEndedByRollout.code) throw e;
+      return {
+        score: 0,
+        subscores: { tests_passed: 0, budget: penalty },
+        explanation: `0/${cases.cases.length} hidden cases passed: the rollout's commands ended its sandbox (they exhausted its memory) and its workspace went with it`,
+      };
+    }
     const note = copied ? copyNote(copied) : '';
     if (outcome.cases === null) {
       return { score: 0, subscores: { tests_passed: 0, budget: penalty }, explanation: [outcome.failure ?? 'no result', note].filter(Boolean).join('\n') };

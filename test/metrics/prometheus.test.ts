@@ -135,8 +135,9 @@ describeIf(have('prometheus') && have('promtool'), 'Prometheus', 'install it wit
     expect(await scalar('sum(rft_integrity_flags_total{job="rft",kind="path_escape"})')).toBe(1);
     expect(await scalar('process_resident_memory_bytes{job="rft"}')).toBeGreaterThan(10e6);
     // the credential-free listener serves the same registry
-    expect(await byLabel('up', 'job')).toEqual({ rft: 1, rft_open: 1 });
-    expect(await scalar('sum(rft_tool_calls_total{job="rft_open",outcome="timeout"})')).toBe(1);
+    // (scraped on its own schedule: waited for like the first job, not assumed to be as far along)
+    await expect.poll(() => byLabel('up', 'job'), { timeout: 30_000, interval: 500 }).toEqual({ rft: 1, rft_open: 1 });
+    await expect.poll(() => scalar('sum(rft_tool_calls_total{job="rft_open",outcome="timeout"})'), { timeout: 30_000, interval: 500 }).toBe(1);
   }, 90_000);
 
   it('loads the alert rules, and evaluates every alert and Grafana panel expression', async () => {

@@ -83,16 +83,23 @@ let sent = 0;
 let errors = 0;
 let latencies: number[] = [];
 const statuses: Record<number, number> = {};
+/** What each failure was: status and code, or why no reply came. */
+const failures: Record<string, number> = {};
 
 async function post(path: string, body: unknown): Promise<void> {
   const t0 = performance.now();
   try {
     const res = await request(`${server.url}${path}`, { method: 'POST', headers, body: JSON.stringify(body), dispatcher });
-    await res.body.dump();
     statuses[res.statusCode] = (statuses[res.statusCode] ?? 0) + 1;
-    if (res.statusCode >= 500) errors++;
-  } catch {
+    if (res.statusCode >= 500) {
+      errors++;
+      const code = ((await res.body.json().catch(() => ({}))) as { error?: { code?: string } }).error?.code;
+      failures[`${res.statusCode} ${code ?? '?'}`] = (failures[`${res.statusCode} ${code ?? '?'}`] ?? 0) + 1;
+    } else await res.body.dump();
+  } catch (e) {
     errors++;
+    const what = `no reply: ${(e as { code?: string }).code ?? (e as Error).message}`;
+    failures[what] = (failures[what] ?? 0) + 1;
   }
   latencies.push(performance.now() - t0);
 }
@@ -195,6 +202,7 @@ const verdicts = (Object.keys(BOUNDS) as (keyof typeof BOUNDS)[]).map((k) => {
   return { k, growth, ok: growth <= BOUNDS[k] };
 });
 console.log(`\n${sent} requests in ${((performance.now() - t0) / 1000).toFixed(0)} s, statuses ${JSON.stringify(statuses)}`);
+if (errors > 0) console.log(`failures: ${JSON.stringify(failures)}`);
 for (const v of verdicts) console.log(`${v.k}: grew ${v.growth.toFixed(1)} (bound ${BOUNDS[v.k]}) ${v.ok ? 'flat' : 'NOT flat'}`);
 
 const outDir = join(import.meta.dirname, 'results');

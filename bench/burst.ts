@@ -6,7 +6,9 @@
 // supervisor's), where the server's time went (from its /metrics: admission wait, sandbox creation,
 // the tool's own work, the record's writes and HTTP), and what is left once the TTL has passed:
 // sandbox processes, directories, uid claims.
-// Run: node --conditions=rft-source --import tsx bench/burst.ts [rollouts=500] [calls=5] [ttl-ms=5000]
+// With a warm pool (RFT_SANDBOX_WARM, default 2), the burst starts once the pool is full, as a
+// training step finds it after the previous step's pause.
+// Run: node --conditions=rft-source --import tsx bench/burst.ts [rollouts=500] [calls=5] [ttl-ms=5000] [warm=2]
 import { readdir, readFile, rm, mkdtemp } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -21,6 +23,7 @@ import { liveProcessesOf } from '../test/sandbox/helpers.js';
 const rollouts = Number(process.argv[2] ?? 500);
 const calls = Number(process.argv[3] ?? 5);
 const ttlMs = Number(process.argv[4] ?? 5_000);
+const warm = Number(process.argv[5] ?? 2);
 const KEY = 'bench-burst-key-0123456789abcdef';
 const UIDS = '/run/rft-endpoints/uids';
 
@@ -63,14 +66,17 @@ async function claimsOf(instance: string): Promise<number[]> {
   return uids;
 }
 
+const pooled = async (id: string): Promise<boolean> =>
+  ((JSON.parse(await readFile(join(sandboxesRoot, id, 'meta.json'), 'utf8').catch(() => '{}')) as { traceId?: string }).traceId ?? '') === '(pooled)';
+
 const dataDir = await mkdtemp(join(tmpdir(), 'rft-bench-burst-'));
 const instance = instanceIdFor(dataDir);
 const sandboxesRoot = join(tmpdir(), 'rft-endpoints', instance);
 const load = (await readFile('/proc/loadavg', 'utf8')).split(' ').slice(0, 3).join(' ');
-console.log(`burst bench: ${rollouts} new rollouts at once x ${calls} shell calls, bwrap, default cap and queue, TTL ${ttlMs} ms; load average before ${load}`);
+console.log(`burst bench: ${rollouts} new rollouts at once x ${calls} shell calls, bwrap, default cap and queue, warm pool ${warm}, TTL ${ttlMs} ms; load average before ${load}`);
 const srv = await spawnServer(
   {
-    RFT_DATA_DIR: dataDir, RFT_API_KEYS: `b:${KEY}`, RFT_RATE_LIMIT: '0', RFT_SANDBOX: 'bwrap', RFT_SANDBOX_TTL_MS: String(ttlMs),
+    RFT_DATA_DIR: dataDir, RFT_API_KEYS: `b:${KEY}`, RFT_RATE_LIMIT: '0', RFT_SANDBOX: 'bwrap', RFT_SANDBOX_TTL_MS: String(ttlMs), RFT_SANDBOX_WARM: String(warm),
     RFT_TOOLS_DIR: join(repoRoot, 'tools'), RFT_GRADERS_DIR: join(repoRoot, 'graders'), RFT_LOG_LEVEL: 'error',
   },
   120_000,
@@ -84,6 +90,14 @@ try {
     body: JSON.stringify({ type: 'function_call', call_id: 'w', name: 'shell', arguments: JSON.stringify({ command: 'true' }), trace_id: 'trace_warmup', item: {} }),
   }).then((r) => r.body.text());
   const supervisor = (await childrenOf(pid))[0] ?? 0;
+  const pooledNow = async (): Promise<number> => {
+    let k = 0;
+    for (const x of (await readdir(sandboxesRoot).catch(() => [] as string[])).filter((y) => y.startsWith('sb_'))) if (await pooled(x)) k++;
+    return k;
+  };
+  const fillStart = performance.now();
+  while ((await pooledNow()) < warm) await new Promise((r) => setTimeout(r, 200));
+  if (warm > 2) console.log(`  warm pool of ${warm} filled in ${((performance.now() - fillStart) / 1000).toFixed(1)} s`);
   let peak = await rss(pid);
   let supPeak = await rss(supervisor);
   const uids = new Set<number>();
@@ -114,8 +128,6 @@ try {
 
   // After the TTL (the sweeper runs every TTL/4, at least every second), what is left of the burst.
   // The warm pool keeps two prepared sandboxes (their own uids, marked "(pooled)"): not the burst's.
-  const pooled = async (id: string): Promise<boolean> =>
-    ((JSON.parse(await readFile(join(sandboxesRoot, id, 'meta.json'), 'utf8').catch(() => '{}')) as { traceId?: string }).traceId ?? '') === '(pooled)';
   const left = async (): Promise<{ dirs: number; claims: number[]; pooledUids: Set<number> }> => {
     let dirs = 0;
     for (const x of (await readdir(sandboxesRoot).catch(() => [] as string[])).filter((y) => y.startsWith('sb_'))) if (!(await pooled(x))) dirs++;

@@ -134,6 +134,11 @@ export const configSchema = z.object({
   RFT_DOCKER_RUNTIME: z.string().regex(/^[\w.-]{1,64}$/, 'a runtime name as registered with the engine').optional(),
   /** Started, empty containers kept ready per engine for new rollouts (0: none). */
   RFT_DOCKER_WARM: int(0, 1000).default(0),
+  /**
+   * bwrap (and process) sandboxes kept built ahead for new rollouts, refilled in the background: a
+   * burst takes this many without building one (an idle one costs about 0.75 MB and 2 processes).
+   */
+  RFT_SANDBOX_WARM: int(0, 10_000).default(2),
   OPENAI_BASE_URL: z.string().url().optional(),
   OPENAI_API_KEY: z.string().optional(),
   RFT_MODEL_TIMEOUT_MS: int(100, 600_000).default(60_000),
@@ -193,6 +198,8 @@ export interface AppConfig {
     dockerHosts: DockerHostSpec[];
     dockerRuntime: string | undefined;
     dockerWarm: number;
+    /** Prepared bwrap/process sandboxes (RFT_SANDBOX_WARM). */
+    localWarm: number;
     limits: SandboxLimits;
   };
   openai: ModelApiOptions;
@@ -307,6 +314,7 @@ export function loadConfig(
       }),
       dockerRuntime: c.RFT_DOCKER_RUNTIME,
       dockerWarm: c.RFT_DOCKER_WARM,
+      localWarm: c.RFT_SANDBOX_WARM,
       limits: {
         cpuSeconds: c.RFT_SANDBOX_CPU_SECONDS,
         memoryBytes: c.RFT_SANDBOX_MEMORY_MB * 1024 * 1024,

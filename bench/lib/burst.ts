@@ -49,7 +49,10 @@ export async function runBurst(o: { url: string; key: string; dispatcher: Agent;
             continue;
           }
           const output = (JSON.parse(text) as { output?: string }).output ?? '';
-          if (!output.includes('--- stdout ---')) out.empty++;
+          if (!output.includes('--- stdout ---')) {
+            out.empty++;
+            note(`empty: ${JSON.stringify(output.slice(0, 300))}`);
+          }
           else if (!output.startsWith(`exit_code: 0\n--- stdout ---\nr${r} c${c}\n${c}\n`)) {
             out.wrong++;
             note(`wrong: ${JSON.stringify(output)}`);

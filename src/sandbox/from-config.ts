@@ -19,9 +19,6 @@ import type { SandboxObserver } from './types.js';
 /** This package's root (src/sandbox/.. or dist/sandbox/..). */
 const PACKAGE_ROOT = resolve(import.meta.dirname, '..', '..');
 
-/** Prepared workdirs: enough to take the mount off the first call of steadily arriving rollouts. */
-const WARM_POOL = 2;
-
 /** What other parts of the server need from every sandbox (the MCP bridge: its servers' install dirs). */
 export interface SandboxExtras {
   readOnlyMounts?: string[];
@@ -43,7 +40,7 @@ export async function createManagerFromConfig(config: AppConfig, log: Logger, ex
   const driver = await selectDriver(s.driver, {
     sandboxesRoot,
     instanceId,
-    warmPool: WARM_POOL,
+    warmPool: s.localWarm,
     // Never visible in a sandbox, wherever they are (a global install puts them under /usr): the
     // hidden tests, the database, the units, this package.
     hiddenPaths: [s.templatesRoot, config.dataDir, config.toolsDir, config.gradersDir, PACKAGE_ROOT],

@@ -106,6 +106,8 @@ export class Supervisor {
     private readonly binary: string,
     private readonly filter: Buffer,
     private readonly log?: Logger,
+    /** How long an exited command's pipes may stay open for what escaped it (default 250 ms; tests: 0). */
+    private readonly lingerMs?: number,
   ) {}
 
   /** Told the id of a sandbox whose holder died (not by destroy): its processes are gone. */
@@ -226,7 +228,7 @@ export class Supervisor {
   private async start(): Promise<ChildProcess> {
     // argv0 without its directory: every command's PID 1 is a fork of this process, and its command
     // line is readable inside (no host path there).
-    const child = spawn(this.binary, [], { argv0: 'rft-supervisor', stdio: ['pipe', 'pipe', 'pipe'], env: {}, cwd: '/' });
+    const child = spawn(this.binary, this.lingerMs !== undefined ? [String(this.lingerMs)] : [], { argv0: 'rft-supervisor', stdio: ['pipe', 'pipe', 'pipe'], env: {}, cwd: '/' });
     const started = new Promise<void>((resolve, reject) => {
       this.pending.set(0, { resolve, reject }); // its first frame: 'R' 0 "ready"
       child.once('error', (e) => reject(errors.sandboxFailed(`the sandbox supervisor did not start: ${e.message}`)));

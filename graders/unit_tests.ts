@@ -118,13 +118,13 @@ export default defineGrader({
         return runHiddenOn(ctx, ws, hiddenDir, cases);
       });
     } catch (e) {
-      // The rollout's own commands ended its sandbox (they exhausted its memory): its work is gone,
+      // The rollout's own commands ended its sandbox (they exhausted its memory or processes): its work is gone,
       // by its own doing, so no case passes; a 5xx here would have the trainer discard the rollout.
       if (!isRftError(e) || e.code !== errors.sandboxEndedByRollout.code) throw e;
       return {
         score: 0,
         subscores: { tests_passed: 0, budget: penalty },
-        explanation: `0/${cases.cases.length} hidden cases passed: the rollout's commands ended its sandbox (they exhausted its memory) and its workspace went with it`,
+        explanation: `0/${cases.cases.length} hidden cases passed: the rollout's commands took its sandbox down (they exhausted its memory or processes) and its workspace went with it`,
       };
     }
     const note = copied ? copyNote(copied) : '';

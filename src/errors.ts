@@ -197,10 +197,10 @@ export const errors = {
     "this rollout was graded and its sandbox was then reclaimed to admit a new rollout (the server was at its sandbox cap); the rollout's workspace is gone",
   ]),
   // The rollout's own commands took its sandbox down (on gVisor: they exhausted its memory and the
-  // engine killed the sandbox's kernel with them): the model's doing, an observation it reads and is
+  // engine killed the sandbox's kernel with them, or a fork bomb made that kernel fail): the model's doing, an observation it reads and is
   // charged for, like a command that failed; every later sandbox call of the rollout answers it too.
   sandboxEndedByRollout: define('RFT_ERR_SANDBOX_ENDED_BY_ROLLOUT', 410, () => [
-    "this rollout's commands exhausted its sandbox's memory and the sandbox was ended with them; its workspace is gone " +
+    "this rollout's commands took its sandbox down (they exhausted its memory or its processes); its workspace is gone " +
       'and no further command or file operation can run. Give your final answer with what you have.',
   ]),
   // The model cannot cause it: the supervisor and a sandbox's holder are out of its reach (docs/sandbox.md).

@@ -88,6 +88,9 @@ const KILL_GRACE_MS = 5_000;
 const GIVEN_UP = new Error('the killed command did not end');
 /** How close to a container's death the engine's \`oom\` event must be to blame the rollout's commands (s). */
 const OOM_WINDOW_S = 3;
+/** Busy spans kept to tell whether a command ran when the container died, and the clock slack allowed (engine vs server). */
+const BUSY_SPANS = 8;
+const BUSY_SLACK_MS = 1_000;
 /** Output cap for a directory listing (find's records). */
 const LIST_CAP = 16 * 1024 * 1024;
 
@@ -116,6 +119,8 @@ export class DockerSandbox implements Sandbox {
    * RFT_ERR_SANDBOX_ENDED_BY_ROLLOUT when the rollout's own commands took it down (see lost()).
    */
   private gone: false | 'ours' | 'rollout' = false;
+  /** The last spans during which a command of this sandbox ran ([start, end or null while running]), newest last. */
+  private readonly busy: [number, number | null][] = [];
   private destroying: Promise<void> | null = null;
 
   constructor(private readonly o: DockerSandboxInit) {
@@ -192,6 +197,12 @@ export class DockerSandbox implements Sandbox {
     return this.goneError();
   }
 
+  /** Whether a command or spawned process of this sandbox was running at time t (ms), per the recent busy spans. */
+  private busyAt(t: number): boolean {
+    if (this.processes.size > 0) return true;
+    return this.busy.some(([from, to]) => t >= from - BUSY_SLACK_MS && (to === null || t <= to + BUSY_SLACK_MS));
+  }
+
   private goneError(): Error {
     return this.gone === 'rollout' ? errors.sandboxEndedByRollout() : errors.sandboxLost();
   }
@@ -206,10 +217,20 @@ export class DockerSandbox implements Sandbox {
    */
   private async endedByRollout(): Promise<boolean> {
     return this.o.engine.use(async (api) => {
-      const info = await api.call<{ State?: { Running?: boolean; FinishedAt?: string } }>('GET', `/containers/${this.o.container}/json`, undefined, { ok: [404] });
+      const info = await api.call<{ State?: { Running?: boolean; FinishedAt?: string; ExitCode?: number }; HostConfig?: { Runtime?: string } }>(
+        'GET',
+        `/containers/${this.o.container}/json`,
+        undefined,
+        { ok: [404] },
+      );
       if (info.status === 404 || info.body.State?.Running !== false) return false;
       const died = Date.parse(info.body.State.FinishedAt ?? '');
       if (!Number.isFinite(died)) return false;
+      // gVisor: the sandbox's kernel itself failed (runsc exits with its own status, not by a
+      // signal; measured: a fork bomb ends it with status 2 and no oom event) while a command of
+      // the rollout ran. Nothing else runs in it: the load was the rollout's.
+      const code = info.body.State.ExitCode ?? 0;
+      if (info.body.HostConfig?.Runtime === 'runsc' && code > 0 && code < 128 && this.busyAt(died)) return true;
       // The oom event follows the die by milliseconds: the window ends a few seconds after it (the
       // engine answers once it has passed).
       const since = Math.floor(died / 1000) - OOM_WINDOW_S;
@@ -248,7 +269,10 @@ export class DockerSandbox implements Sandbox {
     }, timeoutMs);
     opts.signal?.addEventListener('abort', stop, { once: true });
     if (opts.signal?.aborted) stop();
-    this.inflight++;
+    if (this.inflight++ === 0) {
+      this.busy.push([Date.now(), null]);
+      if (this.busy.length > BUSY_SPANS) this.busy.shift();
+    }
     try {
       const req = {
         container: this.o.container,
@@ -286,7 +310,10 @@ export class DockerSandbox implements Sandbox {
         durationMs: Math.round((performance.now() - started) * 10) / 10,
       };
     } finally {
-      this.inflight--;
+      if (--this.inflight === 0) {
+        const span = this.busy[this.busy.length - 1];
+        if (span) span[1] = Date.now();
+      }
       clearTimeout(timer);
       clearTimeout(grace);
       opts.signal?.removeEventListener('abort', stop);

@@ -37,7 +37,7 @@ describeIf(present.gvisor, 'gVisor (runsc engine)', 'no engine with the runsc ru
     await shell(traceId, 'c2', `python3 -c 'x = bytearray(3 * 1024 ** 3); x[::4096] = b"y" * len(x[::4096])'`);
     const after = await shell(traceId, 'c3', 'echo after');
     expect(after.status).toBe(200);
-    expect(after.json.output).toMatch(/commands exhausted its sandbox's memory/);
+    expect(after.json.output).toMatch(/commands took its sandbox down/);
     const g = await post('/graders/unit_tests', { sample: { output_text: 'Done.', output_tools: [], choices: [] }, item: row, trace_id: traceId });
     expect(g.status).toBe(200);
     expect(g.json.score).toBe(0);

@@ -1,6 +1,7 @@
-// Whose failure a Docker sandbox that stopped is (docs/sandbox.md, "A sandbox that is gone"): taken
-// down by the rollout's own commands (on gVisor, a memory hog gets the sandbox's kernel killed:
-// the engine logs an oom event at its death) is the model's, RFT_ERR_SANDBOX_ENDED_BY_ROLLOUT (410,
+// Whose failure a Docker sandbox that stopped is (docs/sandbox.md, Docker, "A stopped container"):
+// taken down by the rollout's own commands (on gVisor, a memory hog gets the sandbox's kernel killed:
+// the engine logs an oom event at its death; a fork bomb makes runsc fail and exit by itself while
+// the command runs) is the model's, RFT_ERR_SANDBOX_ENDED_BY_ROLLOUT (410,
 // an observation it is charged for); killed or removed from outside, ours, RFT_ERR_SANDBOX_LOST
 // (503, the ledger un-begins the call). Real engines: runc and runsc.
 import { expect, it } from 'vitest';
@@ -65,6 +66,17 @@ for (const name of ['docker', 'gvisor'] as const) {
           await sb.destroy();
         }
       }, 60_000);
+
+      it("is the model's when its own fork bomb makes the sandbox's kernel fail (runsc exits by itself, no oom event)", async () => {
+        const sb = await fresh('trace_lost_bomb');
+        try {
+          await sb.exec('f(){ f | f & }; f; sleep 30', { timeoutMs: 2_000 }).catch(() => undefined);
+          const e = await sb.exec('echo after').catch((err: unknown) => err);
+          expect(e).toMatchObject({ code: 'RFT_ERR_SANDBOX_ENDED_BY_ROLLOUT', statusCode: 410 });
+        } finally {
+          await sb.destroy();
+        }
+      }, 120_000);
     }
   });
 }

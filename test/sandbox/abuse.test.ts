@@ -81,8 +81,8 @@ for (const name of ['process', 'bwrap', 'docker', 'gvisor'] as TestDriver[]) {
 
     // gVisor (Debian's runsc, ptrace platform) maps each sandboxed process to host processes of its
     // own; a fork bomb can take the victim's sandbox kernel down with it (its next call answers
-    // RFT_ERR_SANDBOX_LOST and the trainer drops the rollout). The host and the bystander are fine:
-    // that part runs below, the victim's own outcome is not asserted.
+    // RFT_ERR_SANDBOX_ENDED_BY_ROLLOUT, the model's doing: test/sandbox/lost.test.ts). The host and
+    // the bystander are fine: that part runs below, the victim's own outcome is not asserted here.
     const bombGap = name === 'gvisor' ? 'the victim sandbox may be lost' : gap('root');
     it.skipIf(gap('root'))(title('a fork bomb hits the process limit and is killed whole', bombGap), async () => {
       if (name === 'gvisor') {
@@ -138,7 +138,7 @@ for (const name of ['process', 'bwrap', 'docker', 'gvisor'] as TestDriver[]) {
     });
 
     // gVisor's kernel lives in the sandbox's memory cgroup: past it, the kernel is killed, not the
-    // command (the victim's next call answers RFT_ERR_SANDBOX_LOST); the host and the bystander are fine.
+    // command (the victim's next call answers RFT_ERR_SANDBOX_ENDED_BY_ROLLOUT: lost.test.ts); the host and the bystander are fine.
     it(title('a memory hog fails to get its memory', name === 'gvisor' ? 'the victim sandbox may be lost' : null), async () => {
       await contained(async (sb) => {
         const hog = sb.exec(['python3', '-c', 'x = bytearray(3 * 1024 ** 3); x[::4096] = b"y" * len(x[::4096]); print("allocated")']);

@@ -163,7 +163,7 @@ describeIf(pgUnavailable === undefined && bwrap.available, 'Postgres and bubblew
     const schema = randomSchema();
     schemas.push(schema);
     const env = { RFT_STORE: 'postgres', RFT_DATABASE_URL: databaseUrl, RFT_PG_SCHEMA: schema, RFT_SANDBOX: 'bwrap' };
-    const a = await startTestServer({ env: { ...env, RFT_SANDBOX_CAP: '1', RFT_SANDBOX_QUEUE_TIMEOUT_MS: '3000' } });
+    const a = await startTestServer({ env: { ...env, RFT_SANDBOX_CAP: '1', RFT_SANDBOX_QUEUE_TIMEOUT_MS: '5000' } });
     onTestFinished(() => a.close());
     const b = await startTestServer({ env });
     onTestFinished(() => b.close());
@@ -186,7 +186,7 @@ describeIf(pgUnavailable === undefined && bwrap.available, 'Postgres and bubblew
 
 describeIf(bwrap.available, 'bubblewrap', bwrap.reason)('a sandbox that cannot be created (bwrap)', () => {
   it("answers a 5xx, uncharged and unrecorded, when the server cannot build a workspace (ours); a template the row names that does not exist is a 4xx observation", async () => {
-    const s = await startTestServer({ env: { RFT_SANDBOX: 'bwrap' } });
+    const s = await startTestServer({ env: { RFT_SANDBOX: 'bwrap', RFT_SANDBOX_WARM: '0' } });
     onTestFinished(() => s.close());
     const root = join(tmpdir(), 'rft-endpoints', instanceIdFor(s.dataDir));
     // A template the dataset row names that does not exist: deterministic, the row's mistake, shown to the model.

@@ -35,13 +35,14 @@ describe('configuration', () => {
     expect(() => loadConfig({ RFT_SANDBOX_INODES: '10' })).toThrow(/RFT_SANDBOX_INODES/);
   });
 
-  it('leaves the sandbox cap to the driver unless RFT_SANDBOX_CAP sets it (Docker engines too)', () => {
+  it('leaves the sandbox cap to the driver unless RFT_SANDBOX_CAP sets it (Docker engines too); RFT_SANDBOX_WARM sizes the bwrap pool', () => {
     const unset = loadConfig({ RFT_DOCKER_HOSTS: 'unix:///a.sock,unix:///b.sock?cap=7' });
     expect(unset.sandbox.cap).toBeUndefined();
     expect([sandboxCap(unset.sandbox.cap, 'bwrap'), sandboxCap(unset.sandbox.cap, 'docker')]).toEqual([DEFAULT_SANDBOX_CAP.bwrap, DEFAULT_SANDBOX_CAP.docker]);
     expect(unset.sandbox.dockerHosts.map((h) => h.cap)).toEqual([DEFAULT_SANDBOX_CAP.docker, 7]);
     // A 500-rollout step fits, with the previous step's graded sandboxes still in their grace period.
     expect(DEFAULT_SANDBOX_CAP.bwrap).toBeGreaterThanOrEqual(1000);
+    expect([loadConfig({}).sandbox.localWarm, loadConfig({ RFT_SANDBOX_WARM: '512' }).sandbox.localWarm]).toEqual([2, 512]);
     const set = loadConfig({ RFT_SANDBOX_CAP: '64', RFT_DOCKER_HOSTS: 'unix:///a.sock' });
     expect([sandboxCap(set.sandbox.cap, 'bwrap'), sandboxCap(set.sandbox.cap, 'docker'), set.sandbox.dockerHosts[0]?.cap]).toEqual([64, 64, 64]);
   });

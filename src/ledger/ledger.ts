@@ -435,7 +435,7 @@ class CallContext implements ToolContext {
       .catch((e: unknown) => {
         if (isRftError(e) || this.signal.aborted) throw e;
         this.log.error({ err: e }, 'could not get the rollout\'s sandbox');
-        throw errors.sandboxFailed(`could not create this rollout's sandbox (${(e as { code?: unknown }).code ?? 'failed'})`);
+        throw errors.sandboxUnavailable(`could not create this rollout's sandbox (${(e as { code?: unknown }).code ?? 'failed'})`);
       })
       .finally(() => this.acquiring--);
   }

@@ -85,7 +85,7 @@ export async function createWorkdir(root: string, driver: string, spec: SandboxS
     }
   } catch (e) {
     await removeWorkdir({ meta, ...paths }, ops);
-    throw errors.sandboxFailed(`could not create a workspace: ${(e as { code?: string }).code ?? 'failed'}`);
+    throw errors.sandboxUnavailable(`could not create a workspace: ${(e as { code?: string }).code ?? 'failed'}`);
   }
   return { meta, ...paths, ...(fs ? { fs } : {}) };
 }

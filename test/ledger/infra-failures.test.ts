@@ -185,7 +185,7 @@ describeIf(pgUnavailable === undefined && bwrap.available, 'Postgres and bubblew
 });
 
 describeIf(bwrap.available, 'bubblewrap', bwrap.reason)('a sandbox that cannot be created (bwrap)', () => {
-  it("answers a 5xx, uncharged and unrecorded, when the server cannot build a workspace (ours); a template the row names that does not exist is a 4xx observation", async () => {
+  it("answers 503 with Retry-After, uncharged and unrecorded, when the server cannot build a workspace (ours); a template the row names that does not exist is a 4xx observation", async () => {
     const s = await startTestServer({ env: { RFT_SANDBOX: 'bwrap', RFT_SANDBOX_WARM: '0' } });
     onTestFinished(() => s.close());
     const root = join(tmpdir(), 'rft-endpoints', instanceIdFor(s.dataDir));
@@ -212,8 +212,8 @@ describeIf(bwrap.available, 'bubblewrap', bwrap.reason)('a sandbox that cannot b
       r = await call(s, `broken${i}`, 'c1', 'echo hi', { tool_budget: 1 });
       if (r.status !== 200) broken = `broken${i}`;
     }
-    expect(r!.status).toBeGreaterThanOrEqual(500);
-    expect(r!.body.error?.code).toMatch(/^RFT_ERR_SANDBOX/);
+    expect([r!.status, r!.body.error?.code]).toEqual([503, 'RFT_ERR_SANDBOX_UNAVAILABLE']);
+    expect(r!.retryAfter).toBeDefined();
     const rec = await rollout(s, broken);
     expect(rec.calls).toEqual([]);
     expect(rec.budget).toMatchObject({ used: 0, limit: 1 });

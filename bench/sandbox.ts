@@ -3,7 +3,7 @@
 //   bwrap  a later command in a rollout's sandbox (sh -c, through the supervisor: its own PID, mount
 //          and IPC namespaces, rlimits, the seccomp filter) against spawning /usr/bin/true;
 //          a new rollout's first `shell` call over HTTP (the server in this process, its warm pool
-//          of two) against a bare `bwrap --unshare-all ... true`; create + first exec and destroy
+//          of two refilled between samples) against a bare `bwrap --unshare-all ... true`; create + first exec and destroy
 //          through the driver;
 //   process  create + first exec and a later exec against spawning `sh -c true`;
 //   docker   bench/docker.ts's per-operation figures against the Docker CLI (`docker run --rm`,
@@ -12,11 +12,14 @@
 // Run: node --conditions=rft-source --import tsx bench/sandbox.ts [samples=40] [docker-samples=10]
 import { spawn } from 'node:child_process';
 import { readFileSync } from 'node:fs';
+import { readdir, readFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
 import { performance } from 'node:perf_hooks';
 import { join } from 'node:path';
 import { request } from 'undici';
 import { osDirArgs } from '../src/sandbox/bwrap-args.js';
 import { BWRAP } from '../src/sandbox/bwrap-driver.js';
+import { instanceIdFor } from '../src/sandbox/instance-id.js';
 import { defaultLimits } from '../src/sandbox/limits.js';
 import { selectDriver } from '../src/sandbox/select.js';
 import type { SandboxDriver } from '../src/sandbox/types.js';
@@ -96,8 +99,19 @@ async function shellCall(url: string, key: string, traceId: string, callId: stri
   return performance.now() - t0;
 }
 
+/** Prepared (pooled) sandboxes under a server's sandboxes root. */
+async function pooledCount(root: string): Promise<number> {
+  let n = 0;
+  for (const d of (await readdir(root).catch(() => [] as string[])).filter((x) => x.startsWith('sb_'))) {
+    const meta = await readFile(join(root, d, 'meta.json'), 'utf8').catch(() => '{}');
+    if ((JSON.parse(meta) as { traceId?: string }).traceId === '(pooled)') n++;
+  }
+  return n;
+}
+
 async function httpFigures(): Promise<void> {
   const srv = await startTestServer({ env: { RFT_SANDBOX: 'bwrap', RFT_RATE_LIMIT: '0' } });
+  const root = join(tmpdir(), 'rft-endpoints', instanceIdFor(srv.dataDir));
   try {
     await shellCall(srv.url, srv.key, 'trace_warmup', 'c1', 'echo hi');
     const bare: number[] = [];
@@ -108,7 +122,9 @@ async function httpFigures(): Promise<void> {
       const trace = `trace_first_${i}`;
       first.push(await shellCall(srv.url, srv.key, trace, 'c1', 'echo hi'));
       later.push(await shellCall(srv.url, srv.key, trace, 'c2', 'echo hi'));
-      await new Promise((r) => setTimeout(r, 100)); // the warm pool's refill, as a steady trickle finds it
+      // The warm pool refilled (both prepared sandboxes there), as a steady trickle of rollouts finds it.
+      const until = performance.now() + 5_000;
+      while ((await pooledCount(root)) < 2 && performance.now() < until) await new Promise((r) => setTimeout(r, 10));
     }
     console.log('\n[bwrap over HTTP] POST /tools shell "echo hi" (the server in this process; record on SQLite)');
     console.log(`  baseline  bare bwrap --unshare-all true ${fmt(bare)}`);

@@ -111,8 +111,15 @@ export class GradingService {
     const rollout = { item: input.item, budgetLimit: budgetFromItem(input.item, this.o.defaultBudget), now: Date.now() };
 
     const started = performance.now();
+    // The grader's signal: its timeout, or the server's shutdown. A listener removed when the grade
+    // ends, not AbortSignal.any with the process-long shutdown signal: Node 20 keeps a WeakRef per
+    // AbortSignal.any in the source signal for good, about 60 bytes of heap per grade, unbounded.
     const ac = new AbortController();
-    const signal = AbortSignal.any([ac.signal, this.o.shutdown]);
+    const signal = ac.signal;
+    const shutdown = this.o.shutdown;
+    const onShutdown = () => ac.abort(shutdown.reason);
+    if (shutdown.aborted) onShutdown();
+    else shutdown.addEventListener('abort', onShutdown, { once: true });
     const owned: Sandbox[] = [];
     const log = this.o.log.child({ trace_id: traceId, grader: g.def.name });
     const noSandboxes = () => errors.sandboxUnavailable('sandboxes are disabled on this server (RFT_SANDBOX=none)');
@@ -155,6 +162,7 @@ export class GradingService {
       log.warn({ err: e }, 'grader failed');
     } finally {
       clearTimeout(timer);
+      shutdown.removeEventListener('abort', onShutdown);
       await Promise.allSettled(owned.map((s) => s.destroy()));
     }
 

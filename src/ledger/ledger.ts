@@ -238,11 +238,23 @@ export class Ledger {
   private async serialTurn(traceId: string, seq: number): Promise<void> {
     const replicas = this.o.store.replicas;
     if (!replicas || !this.o.serialTools) return;
-    const signal = AbortSignal.any([this.o.shutdown, AbortSignal.timeout(SERIAL_WAIT_MS)]);
-    await replicas.serialTurn(traceId, seq, this.o.serialTools(), signal).catch((e: unknown) => {
-      if (this.o.shutdown.aborted) throw e;
-      this.o.log.warn({ err: e, trace_id: traceId, seq }, 'a serial call no longer waits for the earlier ones of its rollout');
-    });
+    // Not AbortSignal.any with the process-long shutdown signal: Node 20 keeps a WeakRef per call in it for good.
+    const shutdown = this.o.shutdown;
+    const ac = new AbortController();
+    const onShutdown = () => ac.abort(shutdown.reason);
+    if (shutdown.aborted) onShutdown();
+    else shutdown.addEventListener('abort', onShutdown, { once: true });
+    const timer = setTimeout(() => ac.abort(new DOMException('The operation was aborted due to timeout', 'TimeoutError')), SERIAL_WAIT_MS);
+    timer.unref();
+    try {
+      await replicas.serialTurn(traceId, seq, this.o.serialTools(), ac.signal).catch((e: unknown) => {
+        if (shutdown.aborted) throw e;
+        this.o.log.warn({ err: e, trace_id: traceId, seq }, 'a serial call no longer waits for the earlier ones of its rollout');
+      });
+    } finally {
+      clearTimeout(timer);
+      shutdown.removeEventListener('abort', onShutdown);
+    }
   }
 
   /** Runs fn after every serial call of this rollout that arrived before it (in this process). */

@@ -1,4 +1,15 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { getEventListeners } from 'node:events';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import pino from 'pino';
+import { defineGrader } from '../../src/index.js';
+import type { GraderDefinition } from '../../src/registry/define.js';
+import type { LoadedGrader } from '../../src/registry/loader.js';
+import { GradingService } from '../../src/grading/service.js';
+import { Ledger } from '../../src/ledger/ledger.js';
+import { SqliteStore } from '../../src/store/sqlite.js';
 import { bearer, functionCall, newTrace, startFixtureServer } from '../helpers/fixtures.js';
 import type { TestServer } from '../helpers/server.js';
 import { gradeRuns } from '../fixtures/units/graders/exact.js';
@@ -104,5 +115,64 @@ describe('grader endpoint', () => {
     expect(res.json()).toMatchObject({ trace_id: trace, grader: 'exact', previous: { score: 1 }, current: { score: 1 } });
     const grades = (await record(trace)).grades;
     expect(grades.map((g: { source: string }) => g.source)).toEqual(['endpoint', 'regrade']);
+  });
+});
+
+// What AbortSignal.any leaves on a source signal: Node 20 keeps a WeakRef per joined signal there
+// for good (0 where Node keeps none).
+const dependants = (signal: AbortSignal): number => {
+  const sym = Object.getOwnPropertySymbols(signal).find((x) => x.description === 'kDependantSignals');
+  return sym ? ((signal as unknown as Record<symbol, Set<unknown> | undefined>)[sym]?.size ?? 0) : 0;
+};
+
+describe('the grader signal and the server shutdown', () => {
+  const dir = mkdtempSync(join(tmpdir(), 'rft-grading-'));
+  const store = new SqliteStore({ path: join(dir, 'db.sqlite') });
+  const shutdown = new AbortController();
+  const log = pino({ level: 'silent' });
+  const ledger = new Ledger({ store, sandboxes: undefined, defaultBudget: 10, defaultTimeoutMs: 1000, defaultMaxOutputBytes: 1000, log, shutdown: shutdown.signal });
+  const service = new GradingService({ store, ledger, sandboxes: undefined, defaultBudget: 10, timeoutMs: 10_000, templatesRoot: dir, log, shutdown: shutdown.signal });
+  const grader = (name: string, handler: GraderDefinition['handler']): LoadedGrader => ({
+    def: defineGrader({ name, description: name, handler }),
+    file: `${name}.ts`,
+    version: 'v1',
+    range: [0, 1],
+  });
+  const input = (traceId: string) => ({ sample: sample('x'), item: {}, traceId, credential: null, source: 'test' });
+  afterAll(async () => {
+    await store.close();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('leaves nothing on the process-long shutdown signal once grades are done (a soak grew by one WeakRef per grade)', async () => {
+    // The probe sees what AbortSignal.any leaves on its sources on this Node, so the check below can fail.
+    const control = new AbortController();
+    const joined = AbortSignal.any([control.signal]);
+    expect(dependants(control.signal)).toBe(1);
+    expect(joined.aborted).toBe(false);
+
+    const live: boolean[] = [];
+    const probe = grader('probe', (_i, ctx) => {
+      live.push(!ctx.signal.aborted);
+      return 1;
+    });
+    for (let i = 0; i < 50; i++) expect((await service.grade(probe, input(`trace_sig${i}`))).record.score).toBe(1);
+    expect(live).toEqual(Array.from({ length: 50 }, () => true));
+    expect(dependants(shutdown.signal)).toBe(0);
+    expect(getEventListeners(shutdown.signal, 'abort')).toHaveLength(0);
+  });
+
+  it('still aborts a running grader at shutdown, with the shutdown reason', async () => {
+    let entered!: () => void;
+    const inside = new Promise<void>((r) => (entered = r));
+    const waits = grader('waits', (_i, ctx) => {
+      entered();
+      return new Promise((_, reject) => ctx.signal.addEventListener('abort', () => reject(ctx.signal.reason as Error), { once: true }));
+    });
+    const running = service.grade(waits, input('trace_sig_shutdown'));
+    await inside;
+    shutdown.abort(new Error('test shutdown'));
+    await expect(running).rejects.toMatchObject({ message: expect.stringContaining('test shutdown') });
+    expect(getEventListeners(shutdown.signal, 'abort')).toHaveLength(0);
   });
 });

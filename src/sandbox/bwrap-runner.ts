@@ -35,13 +35,14 @@ export class BwrapRunner implements CommandRunner {
   private readonly processes = new Set<SandboxProcess>();
   private readonly commands = new Set<Command>();
   private closed = false;
+  private readonly stopListening: () => void;
 
   private constructor(
     private readonly sup: Supervisor,
     private readonly w: Workdir,
     private readonly setup: BwrapSandboxSetup,
   ) {
-    sup.onSandboxGone((id) => {
+    this.stopListening = sup.onSandboxGone((id) => {
       if (this.current?.id === id) this.current = null;
     });
   }
@@ -49,7 +50,12 @@ export class BwrapRunner implements CommandRunner {
   /** A runner whose sandbox is built (the workdir's directories must exist). */
   static async start(sup: Supervisor, w: Workdir, setup: BwrapSandboxSetup): Promise<BwrapRunner> {
     const r = new BwrapRunner(sup, w, setup);
-    await r.sandbox();
+    try {
+      await r.sandbox();
+    } catch (e) {
+      r.stopListening();
+      throw e;
+    }
     return r;
   }
 
@@ -205,6 +211,7 @@ export class BwrapRunner implements CommandRunner {
   /** Kills what runs and takes the sandbox down (its holder, and with it every process in it). */
   async close(): Promise<void> {
     this.closed = true;
+    this.stopListening();
     for (const c of this.commands) c.kill();
     await this.building?.catch(() => {});
     const current = this.current;

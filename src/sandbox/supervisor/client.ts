@@ -94,7 +94,7 @@ export class Supervisor {
   private starting: Promise<ChildProcess> | null = null;
   private readonly pending = new Map<number, Pending>();
   private readonly running = new Map<number, Running>();
-  private readonly goneListeners: ((sandbox: number) => void)[] = [];
+  private readonly goneListeners = new Set<(sandbox: number) => void>();
   private nextId = 1;
   private buffered: Buffer[] = [];
   private bufferedBytes = 0;
@@ -110,9 +110,13 @@ export class Supervisor {
     private readonly lingerMs?: number,
   ) {}
 
-  /** Told the id of a sandbox whose holder died (not by destroy): its processes are gone. */
-  onSandboxGone(cb: (sandbox: number) => void): void {
-    this.goneListeners.push(cb);
+  /**
+   * Told the id of a sandbox whose holder died (not by destroy): its processes are gone. Returns
+   * the unsubscribe, which a sandbox's runner calls when it closes (else each one stays here for good).
+   */
+  onSandboxGone(cb: (sandbox: number) => void): () => void {
+    this.goneListeners.add(cb);
+    return () => this.goneListeners.delete(cb);
   }
 
   /** Starts the process now (else on the first request) and checks it answers. */

@@ -88,6 +88,8 @@ const KILL_GRACE_MS = 5_000;
 const GIVEN_UP = new Error('the killed command did not end');
 /** How close to a container's death the engine's \`oom\` event must be to blame the rollout's commands (s). */
 const OOM_WINDOW_S = 3;
+/** The OCI runtime's refusal of an exec into a container that is stopping. */
+const STOPPED_STATE = /cannot exec in a stopped state/;
 /** Busy spans kept to tell whether a command ran when the container died, and the clock slack allowed (engine vs server). */
 const BUSY_SPANS = 8;
 const BUSY_SLACK_MS = 1_000;
@@ -166,10 +168,7 @@ export class DockerSandbox implements Sandbox {
       this.o.engine.markDown('a killed command never ended');
       throw errors.sandboxEngineDown();
     }
-    const info = await this.o.engine
-      .use((api) => api.call<{ State?: { Running?: boolean } }>('GET', `/containers/${this.o.container}/json`, undefined, { ok: [404] }))
-      .catch(() => null);
-    if (info && (info.status === 404 || !info.body.State?.Running)) throw await this.lost();
+    if (!(await this.running())) throw await this.lost();
   }
 
   /**
@@ -348,15 +347,34 @@ export class DockerSandbox implements Sandbox {
     return proc;
   }
 
-  /** One exec; a container that is gone (404) or stopped (409) means the sandbox is lost. */
+  /**
+   * One exec; a container that is gone (404) or stopped (409) means the sandbox is lost. So does an
+   * exec the engine accepted while the container was already stopping, which the runtime then
+   * refuses (exit 126, "cannot exec in a stopped state": seen under gVisor right after a fork bomb
+   * took the sandbox's kernel down), once the engine confirms the container is not running (a
+   * command that prints those words itself changes nothing).
+   */
   private async run(req: DockerExecRequest, hooks: DockerExecHooks): Promise<DockerExecOutcome> {
     if (this.gone) throw this.goneError();
+    let out: DockerExecOutcome;
     try {
-      return await this.o.engine.use((api) => dockerExec(api, req, hooks));
+      out = await this.o.engine.use((api) => dockerExec(api, req, hooks));
     } catch (err) {
       const refused = err instanceof Error && new RegExp(`/containers/${this.o.container}/exec: (404|409)`).test(err.message);
       throw refused ? await this.lost() : err;
     }
+    if (out.exitCode === 126 && STOPPED_STATE.test(`${out.stdout.toString('latin1')}${out.stderr.toString('latin1')}`) && !(await this.running())) {
+      throw await this.lost();
+    }
+    return out;
+  }
+
+  /** Whether the engine says the container runs (false when it is gone; true when the engine cannot say). */
+  private async running(): Promise<boolean> {
+    const info = await this.o.engine
+      .use((api) => api.call<{ State?: { Running?: boolean } }>('GET', `/containers/${this.o.container}/json`, undefined, { ok: [404] }))
+      .catch(() => null);
+    return info === null || (info.status !== 404 && info.body.State?.Running === true);
   }
 
   /** Runs one of the file helpers; its stdout, or the error its exit code means. */

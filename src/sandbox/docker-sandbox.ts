@@ -32,15 +32,59 @@ const OTHER_EXEC = `other_exec() {
 `;
 
 /**
- * Every exec: prints its pid for a kill (PidPreamble), runs the command ("$@"), then, unless another
- * exec or spawned process of this container is running, kills every process of the sandbox uid
- * that is left: background jobs, `setsid` daemons. So nothing outlives its exec, as with bwrap,
- * without a second round trip to the engine. `kill -0 -1` first: with nothing left (the usual
- * case) there is no /proc walk at all.
+ * \`collect [all]\`: stops processes of the uid $u, pass by pass so nothing forks behind the walk,
+ * adding them to $set: the descendants of what $set holds, or (all) every process of the uid but
+ * the execs and spawned processes (PPid 0) and what runs under them, which go to $keep.
+ * \`sweep [path]\`: unless another exec or spawned process runs (other than \`path\`), kills every
+ * process of the uid outside them: what finished commands left (background jobs, setsid daemons).
+ * Race-free without a lock: an exec that starts during the walk is never stopped (its wrapper has
+ * PPid 0, its command runs under it), and it is seen by the second check, which then lets the
+ * stopped ones go on (SIGCONT) rather than kill what its command may have started; one that starts
+ * after the second check is not in $set. No fork: builtins only.
  */
-export const EXEC_WRAPPER = `${OTHER_EXEC}printf 'rft-pid %s\\n' $$ >&2
+const SWEEP = `${OTHER_EXEC}collect() {
+  pass=0
+  while [ $pass -lt 16 ]; do
+    pass=$((pass+1)); grew=
+    for d in /proc/[0-9]*; do
+      p=\${d#/proc/}
+      case "$set$keep$$ " in *" $p "*) continue;; esac
+      pp=; id=
+      while read -r k v rest; do
+        case $k in PPid:) pp=$v;; Uid:) id=$v; break;; esac
+      done 2>/dev/null < "$d/status"
+      [ "$id" = "$u" ] || continue
+      if [ "$1" = all ]; then
+        case "$keep" in *" $pp "*) keep="$keep$p "; grew=1; continue;; esac
+        if [ "$pp" = 0 ]; then keep="$keep$p "; grew=1; continue; fi
+      else case "$set" in *" $pp "*) ;; *) continue;; esac; fi
+      kill -STOP "$p" 2>/dev/null; set="$set$p "; grew=1
+    done
+    if [ -z "$grew" ]; then break; fi
+  done
+}
+sweep() {
+  if other_exec $1; then return; fi
+  set=" "; keep=" "; collect all
+  [ "$set" = " " ] && return
+  if other_exec $1; then kill -CONT $set 2>/dev/null; else kill -KILL $set 2>/dev/null; fi
+}
+`;
+
+/**
+ * Every exec: prints its pid for a kill (PidPreamble), runs the command ("$@"), then sweeps (see
+ * SWEEP): unless another exec or spawned process of this container is running, every process of
+ * the sandbox uid that is left is killed: background jobs, \`setsid\` daemons. So nothing outlives
+ * its exec, as with bwrap, without a second round trip to the engine. \`kill -0 -1\` first: with
+ * nothing left (the usual case) there is no /proc walk at all. Never \`kill -1\`: that would take
+ * an exec starting after the check (its wrapper, then its command: exit 137 for an \`echo\`).
+ */
+export const EXEC_WRAPPER = `${SWEEP}printf 'rft-pid %s\\n' $$ >&2
 "$@"; rc=$?
-if kill -0 -1 2>/dev/null && ! other_exec; then kill -9 -1 2>/dev/null; fi
+if kill -0 -1 2>/dev/null; then
+  while read -r k v rest; do case $k in Uid:) u=$v; break;; esac; done 2>/dev/null < /proc/$$/status
+  sweep
+fi
 exit $rc`;
 
 /** A spawned process (or an exec with a result channel): its pid first, then the program itself in its place. */
@@ -49,35 +93,15 @@ const SPAWN_WRAPPER = `printf 'rft-pid %s\\n' $$ >&2; exec "$@"`;
 /**
  * Kills processes of the sandbox uid $1, run as that uid (the init, another uid, is never touched).
  * $2 = tree: pid $3 and its descendants (a spawned process);
- * under: the descendants of $3 (an exec's command, under its wrapper, which then exits), then,
- * unless another exec runs, every process of the uid (setsid'd orphans); all: every process of the
- * uid. Found by parent pid and uid in /proc and stopped pass by pass, so nothing forks behind the
- * walk, then killed. No fork: builtins only.
+ * under: the descendants of $3 (an exec's command, under its wrapper, which then exits), then a
+ * sweep that leaves $3 out (setsid'd orphans); all: a sweep (see SWEEP: never while another exec
+ * or spawned process runs, of this replica or another). Stopped, then killed. No fork.
  */
-const KILL_SCRIPT = `${OTHER_EXEC}u=$1; mode=$2; r=\${3:-0}
-collect() {
-  pass=0
-  while [ $pass -lt 16 ]; do
-    pass=$((pass+1)); grew=
-    for d in /proc/[0-9]*; do
-      p=\${d#/proc/}
-      case "$set $$ " in *" $p "*) continue;; esac
-      pp=; id=
-      while read -r k v rest; do
-        case $k in PPid:) pp=$v;; Uid:) id=$v; break;; esac
-      done 2>/dev/null < "$d/status"
-      [ "$id" = "$u" ] || continue
-      if [ "$1" = all ]; then :; else case "$set" in *" $pp "*) ;; *) continue;; esac; fi
-      kill -STOP "$p" 2>/dev/null; set="$set$p "; grew=1
-    done
-    if [ -z "$grew" ]; then break; fi
-  done
-}
+const KILL_SCRIPT = `${SWEEP}u=$1; mode=$2; r=\${3:-0}
 case $mode in
-  tree) set=" $r "; collect; kill -KILL $set 2>/dev/null ;;
-  under) set=" $r "; collect; kill -KILL \${set# $r } 2>/dev/null
-    if ! other_exec /proc/$r; then set=" "; collect all; kill -KILL $set 2>/dev/null; fi ;;
-  all) set=" "; collect all; kill -KILL $set 2>/dev/null ;;
+  tree) set=" $r "; keep=" "; collect; kill -KILL $set 2>/dev/null ;;
+  under) set=" $r "; keep=" "; collect; kill -KILL \${set# $r } 2>/dev/null; sweep /proc/$r ;;
+  all) sweep ;;
 esac`;
 
 /** Longest a kill script may take (it walks /proc: quick, unless the engine or the sandbox is stuck). */
@@ -283,6 +307,8 @@ export class DockerSandbox implements Sandbox {
         maxOutputBytes: opts.maxOutputBytes ?? this.o.limits.maxOutputBytes,
       };
       // The wrapper itself was killed (by the command): what it would have swept is swept from outside.
+      // The sweep checks inside the container that no other exec (of any replica) or spawned process
+      // runs; the counts here only spare an exec that would find one.
       const onExit = async (): Promise<void> => {
         if (this.inflight <= 1 && this.processes.size === 0) await this.kill('all');
       };

@@ -11,6 +11,8 @@ import { driversPresent, hostView, liveProcessesOf, makeTestDriver, pidsWith, sp
 
 const present = await driversPresent();
 const root = canSwitchUid();
+/** Rounds of the sweep race (RFT_TEST_RACE_ROUNDS to measure a failure rate). */
+const RACE_ROUNDS = Number(process.env.RFT_TEST_RACE_ROUNDS ?? 1);
 
 /** Why a driver does not separate concurrent commands of one sandbox, or null when it does. */
 function sharedGap(name: TestDriver): string | null {
@@ -66,6 +68,51 @@ for (const name of ['process', 'bwrap', 'docker'] as const) {
       expect(r.stdout).toBe('started\n');
       expect(await pidsWith(marker)).toEqual([]);
       expect((await other).stdout).toBe('other-done\n');
+    });
+
+    it('the sweep of what a command left never kills another command, and takes the leftovers once none runs', { timeout: 180_000 }, async () => {
+      // A command leaves background sleeps, so it sweeps as it ends (alone); a second command starts
+      // at an offset swept across the first one's run, so some start while the sweep walks /proc
+      // (Docker: a sweep that found no other exec and then ran \`kill -9 -1\` took a wrapper that
+      // started in between: its command answered exit 137).
+      const marker = `${33_000 + Math.floor(Math.random() * 1000)}`;
+      const leave = `i=0; while [ $i -lt 4 ]; do sleep ${marker} & i=$((i+1)); done >/dev/null 2>&1; echo left`;
+      const t0 = performance.now();
+      expect((await sb.exec(leave)).stdout).toBe('left\n');
+      const span = performance.now() - t0;
+      const bad: string[] = [];
+      for (let round = 0; round < RACE_ROUNDS; round++) {
+        for (let k = 0; k < 24; k++) {
+          const offset = (span * 1.5 * k) / 24;
+          const [left, other] = await Promise.all([
+            sb.exec(leave, { timeoutMs: 60_000 }),
+            // Spreads the second command's start over the first one's run (not a wait on a condition).
+            new Promise((r) => setTimeout(r, offset)).then(() => sb.exec('sleep 0.2; echo ok', { timeoutMs: 60_000 })),
+          ]);
+          if (left.stdout !== 'left\n' || left.exitCode !== 0) bad.push(`leaver, round ${round} offset ${Math.round(offset)}: exit ${left.exitCode} ${JSON.stringify(left.stdout)}`);
+          if (other.stdout !== 'ok\n' || other.exitCode !== 0) bad.push(`round ${round} offset ${Math.round(offset)}: exit ${other.exitCode} ${JSON.stringify(other.stdout)}`);
+        }
+      }
+      expect(bad).toEqual([]);
+      // Alone, a command's end sweeps what the others left.
+      expect((await sb.exec('true')).exitCode).toBe(0);
+      if (name !== 'process' || root) await until(async () => (await pidsWith(marker)).length === 0, 5_000);
+    });
+
+    it.skipIf(name !== 'docker')('a sweep from outside the container never kills a command another replica runs in it', { timeout: 60_000 }, async () => {
+      // Two replicas with the same container (Postgres placements): the first's command kills its
+      // own wrapper and leaves a job holding the output, so that replica sweeps from outside; the
+      // other replica's command runs meanwhile, which the first cannot count.
+      const marker = `${34_000 + Math.floor(Math.random() * 1000)}`;
+      const ref = sb.ref!;
+      const other = await driver.attach!('trace_commands', ref, spec('trace_commands').limits);
+      const running = other.exec('touch other-started; sleep 2; echo ok', { timeoutMs: 30_000 });
+      await until(async () => (await sb.exec('test -e other-started')).exitCode === 0, 10_000);
+      // Its own exec answers 137 (the wrapper, its process, was killed): the model's doing.
+      await sb.exec(`sleep ${marker} & kill -9 $PPID`, { timeoutMs: 30_000 });
+      expect(await running).toMatchObject({ stdout: 'ok\n', exitCode: 0 });
+      // The other replica's command ended alone: it took what the first left.
+      await until(async () => (await pidsWith(marker)).length === 0, 5_000);
     });
 
     it.skipIf(gap)(title('a command neither sees nor signals the processes of another'), async () => {

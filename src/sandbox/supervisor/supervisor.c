@@ -461,6 +461,60 @@ static void sandbox_fail(struct sandbox *sb, const char *why) {
  * host), so without the tmpfs of any sandbox made since; -1 if it could not be made. */
 static int base_ns = -1;
 
+/* In base_ns's maker, after it left the host's namespace: detach every sandbox tmpfs (source
+ * "rft-sandbox") the copy holds. They belong to sandboxes of another server (or test worker) on this
+ * host, live when this one started: without this every bubblewrap of ours would copy and scan them
+ * (hundreds, 20x the mounts of a clean base) under the kernel's one mount lock, stalling every mount
+ * namespace operation on the host, the other server's included. Private, so the host keeps them. */
+static void drop_sandbox_mounts(void) {
+  FILE *f = fopen("/proc/self/mountinfo", "re");
+  if (!f) return;
+  char **targets = NULL;
+  size_t count = 0, cap = 0;
+  char *line = NULL;
+  size_t len = 0;
+  while (getline(&line, &len, f) > 0) {
+    /* id parent major:minor root target options [optional fields] - fstype source superoptions */
+    char *sep = strstr(line, " - ");
+    if (!sep || strncmp(sep, " - tmpfs rft-sandbox ", 21) != 0) continue;
+    char *p = line;
+    for (int i = 0; i < 4 && p; i++) {
+      p = strchr(p, ' ');
+      if (p) p++;
+    }
+    char *end = p ? strchr(p, ' ') : NULL;
+    if (!end) continue;
+    /* Unescape \ooo (space, tab, newline, backslash) in place. */
+    char *w = p;
+    for (char *r = p; r < end; r++) {
+      if (r[0] == '\\' && end - r >= 4 && r[1] >= '0' && r[1] <= '7' && r[2] >= '0' && r[2] <= '7' && r[3] >= '0' && r[3] <= '7') {
+        *w++ = (char)(((r[1] - '0') << 6) | ((r[2] - '0') << 3) | (r[3] - '0'));
+        r += 3;
+      } else {
+        *w++ = *r;
+      }
+    }
+    *w = 0;
+    if (count == cap) {
+      cap = cap ? cap * 2 : 64;
+      targets = realloc(targets, cap * sizeof *targets);
+      if (!targets) abort();
+    }
+    targets[count] = strdup(p);
+    if (!targets[count]) abort();
+    count++;
+  }
+  free(line);
+  fclose(f);
+  /* Last mounted first; one stacked on another goes with it (EINVAL then, harmless). */
+  while (count > 0) {
+    count--;
+    umount2(targets[count], MNT_DETACH);
+    free(targets[count]);
+  }
+  free(targets);
+}
+
 static void make_base_ns(void) {
   int p[2];
   if (pipe2(p, O_CLOEXEC) != 0) return;
@@ -468,7 +522,9 @@ static void make_base_ns(void) {
   if (c == 0) {
     prctl(PR_SET_PDEATHSIG, SIGKILL);
     close(p[0]);
-    if (unshare(CLONE_NEWNS) == 0 && mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) == 0 && write(p[1], "k", 1) == 1) {
+    if (unshare(CLONE_NEWNS) == 0 && mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) == 0) {
+      drop_sandbox_mounts();
+      if (write(p[1], "k", 1) != 1) _exit(1);
       for (;;) pause();
     }
     _exit(1);

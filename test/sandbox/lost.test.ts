@@ -58,8 +58,12 @@ for (const name of ['docker', 'gvisor'] as const) {
         const sb = await fresh('trace_lost_hog');
         try {
           await sb.exec(HOG).catch(() => undefined);
+          // The bomb takes gVisor's kernel down in most runs, not all (a CI run's sandbox survived):
+          // either the sandbox answers, or it is gone by the rollout's doing; never ours (a 503 a
+          // policy could provoke to have its rollout discarded).
           const e = await sb.exec('echo after').catch((err: unknown) => err);
-          expect(e).toMatchObject({ code: 'RFT_ERR_SANDBOX_ENDED_BY_ROLLOUT', statusCode: 410 });
+          if ((e as { stdout?: string }).stdout === 'after\n') expect(e).toMatchObject({ exitCode: 0 });
+          else expect(e).toMatchObject({ code: 'RFT_ERR_SANDBOX_ENDED_BY_ROLLOUT', statusCode: 410 });
           expect(failureOfToolError(e).kind).toBe('model');
           await expect(sb.readFile('anything')).rejects.toMatchObject({ code: 'RFT_ERR_SANDBOX_ENDED_BY_ROLLOUT' });
         } finally {
@@ -71,8 +75,12 @@ for (const name of ['docker', 'gvisor'] as const) {
         const sb = await fresh('trace_lost_bomb');
         try {
           await sb.exec('f(){ f | f & }; f; sleep 30', { timeoutMs: 2_000 }).catch(() => undefined);
+          // The bomb takes gVisor's kernel down in most runs, not all (a CI run's sandbox survived):
+          // either the sandbox answers, or it is gone by the rollout's doing; never ours (a 503 a
+          // policy could provoke to have its rollout discarded).
           const e = await sb.exec('echo after').catch((err: unknown) => err);
-          expect(e).toMatchObject({ code: 'RFT_ERR_SANDBOX_ENDED_BY_ROLLOUT', statusCode: 410 });
+          if ((e as { stdout?: string }).stdout === 'after\n') expect(e).toMatchObject({ exitCode: 0 });
+          else expect(e).toMatchObject({ code: 'RFT_ERR_SANDBOX_ENDED_BY_ROLLOUT', statusCode: 410 });
         } finally {
           await sb.destroy();
         }

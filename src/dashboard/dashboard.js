@@ -91,14 +91,19 @@
 
   // ---- pages and refresh ----------------------------------------------------------------------
 
-  /** Runs refresh now and every REFRESH_MS until the page changes. */
+  /**
+   * Runs refresh now and every REFRESH_MS until the page changes. A refresh draws only if its page is
+   * still the current one when its answer comes (`stale()` false): a slow answer for a page or filter
+   * left since must not replace the newer one's.
+   */
   function every(refresh) {
     const generation = ++state.generation;
+    const stale = () => generation !== state.generation;
     clearTimeout(state.timer);
     const tick = async () => {
-      if (generation !== state.generation) return;
+      if (stale()) return;
       try {
-        await refresh();
+        await refresh(stale);
         setStatus(`updated ${new Date().toLocaleTimeString()}`);
       } catch (e) {
         if (e.message !== 'unauthorized') setStatus(`refresh failed: ${e.message}`, true);
@@ -131,7 +136,7 @@
       show('rollout');
       const traceId = decodeURIComponent(path.slice('/rollout/'.length));
       state.lastRollout = '';
-      every(() => refreshRollout(traceId));
+      every((stale) => refreshRollout(traceId, stale));
     } else if (path === '/rollouts') {
       show('rollouts');
       setFilters(new URLSearchParams(query));
@@ -210,13 +215,14 @@
     );
   }
 
-  async function refreshOverview() {
+  async function refreshOverview(stale) {
     const span = $('curve-window').value;
     // The curve reads grades and rollouts only: over days, scanning every call would be the slow part.
     const [now, curve] = await Promise.all([
       api('/v1/stats?since=15m&bucket=1m&include=calls,rollouts,grades'),
       api(`/v1/stats?since=${encodeURIComponent(span)}&include=rollouts,grades,integrity`),
     ]);
+    if (stale()) return;
     renderNow(now);
     renderCurve(curve);
   }
@@ -351,14 +357,17 @@
 
   const ROLLOUT_HEAD = [['trace_id'], ['started'], ['calls', 1], ['budget', 1], ['last score', 1], ['grader'], ['integrity']];
 
-  async function refreshRollouts() {
+  async function refreshRollouts(stale) {
     void loadTools().catch(() => {});
     // Only the first page refreshes; pages loaded with "More" stay as they are.
     if ($('rollouts-table').dataset.paged === '1') return;
     const q = filterQuery();
+    const filters = q.toString();
     q.set('limit', '50');
     const page = await api(`/v1/rollouts?${q}`);
+    if (stale() || $('rollouts-table').dataset.paged === '1') return;
     table($('rollouts-table'), ROLLOUT_HEAD, page.rollouts.map(rolloutRow));
+    $('rollouts-table').dataset.filters = filters;
     $('rollouts-table').dataset.count = String(page.rollouts.length);
     $('more').hidden = !page.next_cursor;
     $('more').dataset.cursor = page.next_cursor ?? '';
@@ -386,8 +395,9 @@
   const pre = (text) => h('pre', { class: 'mono' }, text ?? '');
   const fold = (label, text) => (text && text.length > 160 ? h('details', {}, h('summary', {}, label), pre(text)) : pre(text));
 
-  async function refreshRollout(traceId) {
+  async function refreshRollout(traceId, stale) {
     const r = await api(`/v1/rollouts/${encodeURIComponent(traceId)}`);
+    if (stale()) return;
     const snapshot = JSON.stringify(r);
     if (snapshot === state.lastRollout) return; // unchanged: keep open <details> as they are
     state.lastRollout = snapshot;

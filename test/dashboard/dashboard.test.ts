@@ -163,10 +163,36 @@ describeIf(executablePath !== undefined, 'Chromium', 'install it with apt-get in
     expect(page.url()).toContain('flag=no_tool_score');
 
     await page.click('#filter-clear');
+    // The answer for the first filter (tool only) is held until the list for both filters is drawn:
+    // released late, it must not replace the newer list (a CI run once showed that race). The page's
+    // fetch is wrapped to hold it and to say when its body has been read and acted on.
+    await page.evaluate(() => {
+      const w = window as unknown as { fetch: typeof fetch; __release?: () => void; __heldDone?: boolean };
+      const held = new Promise<void>((r) => (w.__release = r));
+      const original = w.fetch.bind(w);
+      w.fetch = async (input, init) => {
+        if (!/\/v1\/rollouts\?tool=read_doc&limit=/.test(String(input))) return original(input, init);
+        await held;
+        const res = await original(input, init);
+        const json = res.json.bind(res);
+        // What the page does with the body runs in the microtasks after json() settles; a task
+        // queued then runs after them.
+        res.json = () => json().finally(() => setTimeout(() => (w.__heldDone = true), 0));
+        return res;
+      };
+    });
     await page.selectOption('select[name="tool"]', 'read_doc');
     await page.fill('input[name="min_score"]', '0.5');
     await page.locator('input[name="min_score"]').dispatchEvent('change');
-    await page.waitForFunction(() => location.hash.includes('min_score=0.5') && Number(document.getElementById('rollouts-table')?.dataset.count ?? 0) > 0);
+    const bothFilters = () => {
+      const t = document.getElementById('rollouts-table');
+      const f = new URLSearchParams(t?.dataset.filters ?? '');
+      return f.get('tool') === 'read_doc' && f.get('min_score') === '0.5' && Number(t?.dataset.count ?? 0) > 0;
+    };
+    await page.waitForFunction(bothFilters);
+    await page.evaluate(() => (window as unknown as { __release: () => void }).__release());
+    await page.waitForFunction(() => (window as unknown as { __heldDone?: boolean }).__heldDone === true);
+    expect(await page.evaluate(bothFilters)).toBe(true);
     const scores = await page.locator('#rollouts-table tbody tr td:nth-child(5)').allTextContents();
     for (const s of scores) expect(Number(s)).toBeGreaterThanOrEqual(0.5);
 

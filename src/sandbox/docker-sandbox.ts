@@ -112,8 +112,10 @@ const KILL_GRACE_MS = 5_000;
 const GIVEN_UP = new Error('the killed command did not end');
 /** How close to a container's death the engine's \`oom\` event must be to blame the rollout's commands (s). */
 const OOM_WINDOW_S = 3;
-/** The OCI runtime's refusal of an exec into a container that is stopping. */
-const STOPPED_STATE = /cannot exec in a stopped state/;
+/** How long the engine may take to report a container stopped after its runtime refused an exec as stopped. */
+const STOP_SETTLE_MS = 5_000;
+/** The OCI runtime's refusal of an exec into a container that is stopping (runc's words, then runsc's). */
+export const STOPPED_STATE = /cannot exec in a stopped state|cannot execute in container "?[0-9a-f]*"? in state stopped/;
 /** Busy spans kept to tell whether a command ran when the container died, and the clock slack allowed (engine vs server). */
 const BUSY_SPANS = 8;
 const BUSY_SLACK_MS = 1_000;
@@ -376,8 +378,9 @@ export class DockerSandbox implements Sandbox {
   /**
    * One exec; a container that is gone (404) or stopped (409) means the sandbox is lost. So does an
    * exec the engine accepted while the container was already stopping, which the runtime then
-   * refuses (exit 126, "cannot exec in a stopped state": seen under gVisor right after a fork bomb
-   * took the sandbox's kernel down), once the engine confirms the container is not running (a
+   * refuses (exit 126, runc's "cannot exec in a stopped state" or runsc's "cannot execute in
+   * container ... in state stopped": seen under gVisor right after a fork bomb or a memory hog took
+   * the sandbox's kernel down), once the engine confirms the container is not running (a
    * command that prints those words itself changes nothing).
    */
   private async run(req: DockerExecRequest, hooks: DockerExecHooks): Promise<DockerExecOutcome> {
@@ -389,10 +392,24 @@ export class DockerSandbox implements Sandbox {
       const refused = err instanceof Error && new RegExp(`/containers/${this.o.container}/exec: (404|409)`).test(err.message);
       throw refused ? await this.lost() : err;
     }
-    if (out.exitCode === 126 && STOPPED_STATE.test(`${out.stdout.toString('latin1')}${out.stderr.toString('latin1')}`) && !(await this.running())) {
+    if (out.exitCode === 126 && STOPPED_STATE.test(`${out.stdout.toString('latin1')}${out.stderr.toString('latin1')}`) && (await this.stops())) {
       throw await this.lost();
     }
     return out;
+  }
+
+  /**
+   * Whether the container is, or within STOP_SETTLE_MS becomes, not running: the runtime can refuse
+   * an exec as stopped while the engine still reports the container running (runsc after a memory
+   * hog: the engine learns of the death a moment later).
+   */
+  private async stops(): Promise<boolean> {
+    const end = Date.now() + STOP_SETTLE_MS;
+    for (;;) {
+      if (!(await this.running())) return true;
+      if (Date.now() >= end) return false;
+      await new Promise((r) => setTimeout(r, 100));
+    }
   }
 
   /** Whether the engine says the container runs (false when it is gone; true when the engine cannot say). */

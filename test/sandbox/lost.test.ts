@@ -88,3 +88,13 @@ for (const name of ['docker', 'gvisor'] as const) {
     }
   });
 }
+
+it("recognises both runtimes' refusal of an exec into a stopping container, and nothing else", async () => {
+  const { STOPPED_STATE } = await import('../../src/sandbox/docker-sandbox.js');
+  // runc, then runsc (gVisor: the words a CI run got back from a memory hog's sandbox).
+  expect(STOPPED_STATE.test('OCI runtime exec failed: exec failed: cannot exec in a stopped state: unknown')).toBe(true);
+  expect(
+    STOPPED_STATE.test('OCI runtime exec failed: executing processes for container: cannot execute in container "cb0600a39e5533921b063c6d3ea811345b634ec78ad59ef0a2253d2a15843533" in state stopped: unknown'),
+  ).toBe(true);
+  expect(STOPPED_STATE.test('OCI runtime exec failed: exec failed: unable to start container process: exec: "nope": executable file not found in $PATH: unknown')).toBe(false);
+});

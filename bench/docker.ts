@@ -6,7 +6,7 @@
 //      go to two engines, then to one: wall time, errors, 5xx, p50/p99 per call, the server's peak
 //      RSS, and containers left after the TTL.
 // Needs the engines of .ci/setup-engines.sh (unix:///run/rft-engines/{1,2}.sock).
-// Run: node --import tsx bench/docker.ts [samples=10] [rollouts=500] [calls=5]
+// Run: node --import tsx bench/docker.ts [samples=10] [rollouts=500] [calls=5] [both|two|one]
 import { spawn } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
@@ -28,6 +28,8 @@ import { DOCKER_IMAGE } from '../test/sandbox/helpers.js';
 const samples = Number(process.argv[2] ?? 10);
 const rollouts = Number(process.argv[3] ?? 500);
 const calls = Number(process.argv[4] ?? 5);
+/** Which bursts: both (default), two (two engines only) or one (one engine only). */
+const engines = process.argv[5] ?? 'both';
 const ENGINE_1 = '/run/rft-engines/1.sock';
 const ENGINE_2 = '/run/rft-engines/2.sock';
 const KEY = 'bench-docker-key-0123456789abcdef';
@@ -169,6 +171,6 @@ async function burst(label: string, hosts: string): Promise<void> {
 if (process.argv[1] !== undefined && import.meta.url === pathToFileURL(process.argv[1]).href) {
   console.log(`docker bench: ${samples} samples per operation; burst of ${rollouts} rollouts x ${calls} calls; image ${DOCKER_IMAGE}`);
   if (samples > 0) await perOperation(samples);
-  await burst('two engines', `unix://${ENGINE_1}?name=e1,unix://${ENGINE_2}?name=e2`);
-  await burst('one engine', `unix://${ENGINE_1}?name=e1`);
+  if (engines !== 'one') await burst('two engines', `unix://${ENGINE_1}?name=e1,unix://${ENGINE_2}?name=e2`);
+  if (engines !== 'two') await burst('one engine', `unix://${ENGINE_1}?name=e1`);
 }

@@ -17,12 +17,17 @@ export interface BurstResult {
   wrong: number;
   /** A few of the failures, for the lab notes. */
   samples: string[];
+  /** Every failure by kind: status and error code, or what the output says instead of the echo. */
+  kinds: Record<string, number>;
 }
 
 export async function runBurst(o: { url: string; key: string; dispatcher: Agent; rollouts: number; calls: number; tracePrefix: string }): Promise<BurstResult> {
-  const out: BurstResult = { wallMs: 0, first: [], later: [], errors: 0, fivexx: 0, s503: 0, empty: 0, wrong: 0, samples: [] };
+  const out: BurstResult = { wallMs: 0, first: [], later: [], errors: 0, fivexx: 0, s503: 0, empty: 0, wrong: 0, samples: [], kinds: {} };
   const note = (s: string): void => {
     if (out.samples.length < 3) out.samples.push(s);
+  };
+  const kind = (k: string): void => {
+    out.kinds[k] = (out.kinds[k] ?? 0) + 1;
   };
   const t0 = performance.now();
   await Promise.all(
@@ -46,20 +51,24 @@ export async function runBurst(o: { url: string; key: string; dispatcher: Agent;
           else if (res.statusCode !== 200) out.errors++;
           if (res.statusCode !== 200) {
             note(`${res.statusCode} ${text.slice(0, 300)}`);
+            kind(`${res.statusCode} ${/"code":"(\w+)"/.exec(text)?.[1] ?? '?'}`);
             continue;
           }
           const output = (JSON.parse(text) as { output?: string }).output ?? '';
           if (!output.includes('--- stdout ---')) {
             out.empty++;
             note(`empty: ${JSON.stringify(output.slice(0, 300))}`);
+            kind(`200 without stdout: ${output.split('\n')[0]!.slice(0, 70)}`);
           }
           else if (!output.startsWith(`exit_code: 0\n--- stdout ---\nr${r} c${c}\n${c}\n`)) {
             out.wrong++;
             note(`wrong: ${JSON.stringify(output)}`);
+            kind(output.includes('timed_out: true') ? '200 timed out' : '200 wrong output');
           }
         } catch (e) {
           out.errors++;
           note(String(e));
+          kind(`request failed: ${(e as Error).message.slice(0, 60)}`);
         }
       }
     }),
@@ -79,6 +88,7 @@ export function burstLines(b: BurstResult): string[] {
   return [
     `wall ${(b.wallMs / 1000).toFixed(1)} s; errors ${b.errors}, 5xx ${b.fivexx} (503: ${b.s503}), empty outputs ${b.empty}, wrong outputs ${b.wrong}`,
     ...b.samples.map((s) => `  e.g. ${s}`),
+    ...Object.entries(b.kinds).sort((x, y) => y[1] - x[1]).map(([k, n]) => `  ${String(n).padStart(5)} x ${k}`),
     `per call        ${fmt([...b.first, ...b.later])}`,
     `first calls     ${fmt(b.first)}`,
     `later calls     ${fmt(b.later)}`,

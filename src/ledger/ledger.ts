@@ -294,7 +294,7 @@ export class Ledger {
       if (isThenable(result)) {
         result = await raceTimeout(result, timeoutMs, ctx);
         if (result === TIMED_OUT) {
-          // Timed out still waiting for a sandbox slot: the tool never ran, and the wait was ours.
+          // Gave up still waiting for its sandbox (past WAIT_CAP_MS): the tool never ran, the wait was ours.
           if (ctx.timedOutWaiting) {
             const error = errors.sandboxQueueTimeout(Math.round(performance.now() - started));
             return { ...executed('', 'timeout', started, maxBytes), ours: { error, failure: failureOfToolError(error) } };
@@ -368,15 +368,34 @@ function isThenable(v: unknown): v is PromiseLike<unknown> {
   return typeof v === 'object' && v !== null && typeof (v as { then?: unknown }).then === 'function';
 }
 
-/** The handler's promise or TIMED_OUT, whichever settles first; the timeout aborts ctx.signal. */
+/**
+ * How long a call may wait for its sandbox beyond its own timeout before it is given up as ours
+ * (503). The admission queue's timeout and the engines' request timeouts bound the wait first.
+ */
+const WAIT_CAP_MS = 10 * 60_000;
+
+/**
+ * The handler's promise or TIMED_OUT, whichever settles first; the timeout aborts ctx.signal. The
+ * tool's timeout counts the tool's own time: the time it waited for its sandbox (an admission queue,
+ * an engine busy creating a burst's containers) is the server's and is not counted, or a slow
+ * creation would end in a timeout charged to the model.
+ */
 function raceTimeout(p: PromiseLike<unknown>, timeoutMs: number, ctx: CallContext): Promise<unknown> {
   let timer: NodeJS.Timeout | undefined;
+  const started = performance.now();
   return new Promise<unknown>((resolve, reject) => {
-    timer = setTimeout(() => {
+    const check = (): void => {
+      const elapsed = performance.now() - started;
+      const waited = ctx.waitedMs();
+      if (ctx.waitingForSandbox ? waited < timeoutMs + WAIT_CAP_MS : elapsed - waited < timeoutMs) {
+        timer = setTimeout(check, Math.max(1, ctx.waitingForSandbox ? timeoutMs : timeoutMs - (elapsed - waited)));
+        return;
+      }
       ctx.timedOutWaiting = ctx.waitingForSandbox; // before the abort ends the wait
       ctx.abort(new Error(`timed out after ${timeoutMs} ms`));
       resolve(TIMED_OUT);
-    }, timeoutMs);
+    };
+    timer = setTimeout(check, timeoutMs);
     p.then(resolve, reject);
   }).finally(() => clearTimeout(timer));
 }
@@ -397,6 +416,9 @@ class CallContext implements ToolContext {
   private onShutdown: (() => void) | undefined;
   /** Sandbox requests not yet answered (waiting in the admission queue, or being built). */
   private acquiring = 0;
+  /** Time spent with at least one sandbox request unanswered: finished spans, and the start of the current one. */
+  private waited = 0;
+  private waitingSince = 0;
   /** The tool's timeout fired while it still waited for its sandbox. */
   timedOutWaiting = false;
 
@@ -441,7 +463,7 @@ class CallContext implements ToolContext {
     // Getting the rollout's sandbox is the server's work: a failure without a code (a host fs error
     // building the workspace, an engine's socket) is ours, a 5xx, never a tool error charged to the
     // model; coded ones keep their status (a template the row names that does not exist is a 4xx).
-    this.acquiring++;
+    if (this.acquiring++ === 0) this.waitingSince = performance.now();
     return sandboxes
       .acquire(this.traceId, this.item, this.signal)
       .catch((e: unknown) => {
@@ -449,7 +471,14 @@ class CallContext implements ToolContext {
         this.log.error({ err: e }, 'could not get the rollout\'s sandbox');
         throw errors.sandboxUnavailable(`could not create this rollout's sandbox (${(e as { code?: unknown }).code ?? 'failed'})`);
       })
-      .finally(() => this.acquiring--);
+      .finally(() => {
+        if (--this.acquiring === 0) this.waited += performance.now() - this.waitingSince;
+      });
+  }
+
+  /** How long this call has waited for its sandbox so far (ms). */
+  waitedMs(): number {
+    return this.waited + (this.acquiring > 0 ? performance.now() - this.waitingSince : 0);
   }
 
   /** The handler is still waiting for its sandbox (a timeout now is the server's, not the tool's). */

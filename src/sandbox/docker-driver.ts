@@ -76,7 +76,7 @@ export class DockerDriver implements SandboxDriver {
 
   constructor(private readonly o: DockerDriverOptions) {
     const specs = o.hosts ?? [{ url: `unix://${o.socketPath ?? '/var/run/docker.sock'}`, name: 'local', cap: Number.MAX_SAFE_INTEGER, socketPath: o.socketPath ?? '/var/run/docker.sock' }];
-    this.engines = specs.map((s) => new DockerEngine(s.name, s.cap, endpointFor(s), o.log));
+    this.engines = specs.map((s) => new DockerEngine(s.name, s.cap, endpointFor(s), o.log, s.starts));
   }
 
   /** True when at least one engine answers and has the image; engines that do not are left out of placement. */
@@ -181,7 +181,7 @@ export class DockerDriver implements SandboxDriver {
     const uid = UID_BASE + randomInt(UID_SPAN);
     this.mine.add(name);
     try {
-      await engine.use(async (api) => {
+      await engine.heavy(async (api) => {
         await api.call('POST', `/containers/create?name=${name}`, this.containerConfig(engine, id, uid, limits, labels, readOnlyMounts), { timeoutMs: SLOW_TIMEOUT_MS });
         await api.call('POST', `/containers/${name}/start`, undefined, { ok: [304], timeoutMs: SLOW_TIMEOUT_MS });
       });
@@ -194,7 +194,7 @@ export class DockerDriver implements SandboxDriver {
 
   private async removeContainer(engine: DockerEngine, name: string): Promise<void> {
     try {
-      await engine.use((api) => api.call('DELETE', `/containers/${name}?force=true&v=true`, undefined, { ok: [404, 409], timeoutMs: SLOW_TIMEOUT_MS }));
+      await engine.heavy((api) => api.call('DELETE', `/containers/${name}?force=true&v=true`, undefined, { ok: [404, 409], timeoutMs: SLOW_TIMEOUT_MS }));
     } finally {
       this.mine.delete(name);
     }

@@ -11,6 +11,28 @@ import { ExecDeaths } from './docker-events.js';
 const PROBE_EVERY_MS = 2_000;
 const PROBE_TIMEOUT_MS = 3_000;
 const HEALTH_EVERY_MS = 10_000;
+/** Container creations and removals at once per engine (docker-hosts.ts: starts=N). */
+export const DEFAULT_STARTS = 8;
+
+/** At most `n` tasks at once; the others start in arrival order. */
+export class Slots {
+  private active = 0;
+  private readonly waiting: (() => void)[] = [];
+
+  constructor(private readonly n: number) {}
+
+  async run<T>(fn: () => Promise<T>): Promise<T> {
+    if (this.active < this.n) this.active++;
+    else await new Promise<void>((resolve) => this.waiting.push(resolve)); // the slot is handed over
+    try {
+      return await fn();
+    } finally {
+      const next = this.waiting.shift();
+      if (next) next();
+      else this.active--;
+    }
+  }
+}
 
 export class DockerEngine {
   readonly api: DockerApi;
@@ -22,14 +44,17 @@ export class DockerEngine {
   private probe: NodeJS.Timeout | undefined;
   private health: NodeJS.Timeout | undefined;
   private closed = false;
+  private readonly startSlots: Slots;
 
   constructor(
     readonly name: string,
     readonly cap: number,
     endpoint: DockerEndpoint,
     private readonly log?: Logger,
+    starts = DEFAULT_STARTS,
   ) {
     this.api = new DockerApi(endpoint);
+    this.startSlots = new Slots(starts);
     this.deaths = new ExecDeaths(this.api, 'rft-endpoints.sandbox');
   }
 
@@ -45,6 +70,15 @@ export class DockerEngine {
   /** Room left under this engine's cap. */
   get free(): number {
     return this.cap - this.live;
+  }
+
+  /**
+   * Like use(), for a container's create + start or its removal: at most `starts` at once on this
+   * engine, the others wait in arrival order. The engine does these with its OCI runtime (a process
+   * each, and mounts); hundreds at once saturate it and every exec waits behind them.
+   */
+  heavy<T>(fn: (api: DockerApi) => Promise<T>): Promise<T> {
+    return this.startSlots.run(() => this.use(fn));
   }
 
   /** Runs `fn` against the engine; a failure to reach it marks it down and answers ENGINE_DOWN. */

@@ -2,6 +2,9 @@
 // list of engine addresses as Docker itself writes them (unix:///var/run/docker.sock,
 // tcp://10.0.0.2:2376), each with optional settings as a query string:
 //   cap=N          sandboxes this replica may keep on the engine (default RFT_SANDBOX_CAP)
+//   starts=N       containers this replica creates or removes on the engine at once, the others
+//                  waiting their turn (default 8: a burst of hundreds at once saturates an engine
+//                  and every exec waits behind them; bench/README.md, Docker burst)
 //   name=NAME      how replicas name the engine in the store (default: host name + socket path for a
 //                  unix socket, host:port for tcp); replicas sharing engines must agree on names
 //   cert_path=DIR  ca.pem, cert.pem, key.pem for TLS (default DOCKER_CERT_PATH)
@@ -21,6 +24,8 @@ export interface DockerHostSpec {
   /** The engine's name in placement records. */
   name: string;
   cap: number;
+  /** Containers created or removed at once on the engine (set per engine; DEFAULT_STARTS otherwise). */
+  starts?: number;
   socketPath?: string;
   host?: string;
   port?: number;
@@ -49,8 +54,12 @@ function parseOne(raw: string, input: DockerHostsInput): DockerHostSpec {
   const base = q >= 0 ? raw.slice(0, q) : raw;
   const params = new URLSearchParams(q >= 0 ? raw.slice(q + 1) : '');
   for (const k of params.keys()) {
-    if (!['cap', 'name', 'cert_path', 'tls_verify'].includes(k)) throw bad(raw, `unknown setting "${k}" (cap, name, cert_path, tls_verify)`);
+    if (!['cap', 'starts', 'name', 'cert_path', 'tls_verify'].includes(k)) throw bad(raw, `unknown setting "${k}" (cap, starts, name, cert_path, tls_verify)`);
   }
+  const startsRaw = params.get('starts');
+  const starts = startsRaw === null ? undefined : Number(startsRaw);
+  if (starts !== undefined && (!Number.isInteger(starts) || starts < 1 || starts > 1000)) throw bad(raw, 'starts must be an integer from 1 to 1000');
+  const tuned = starts === undefined ? {} : { starts };
   const capRaw = params.get('cap');
   const cap = capRaw === null ? input.cap : Number(capRaw);
   if (!Number.isInteger(cap) || cap < 1) throw bad(raw, 'cap must be a positive integer');
@@ -59,7 +68,7 @@ function parseOne(raw: string, input: DockerHostsInput): DockerHostSpec {
   if (base.startsWith('/') || base.startsWith('unix://')) {
     const socketPath = base.startsWith('/') ? base : base.slice('unix://'.length);
     if (!socketPath.startsWith('/')) throw bad(raw, 'a unix socket needs an absolute path (unix:///var/run/docker.sock)');
-    return { url: `unix://${socketPath}`, name: name ?? `${hostname()}:${socketPath}`, cap, socketPath };
+    return { url: `unix://${socketPath}`, name: name ?? `${hostname()}:${socketPath}`, cap, ...tuned, socketPath };
   }
   if (base.startsWith('tcp://')) {
     const m = /^tcp:\/\/(\[[^\]]+\]|[^:/]+)(?::(\d+))?\/?$/.exec(base);
@@ -75,6 +84,7 @@ function parseOne(raw: string, input: DockerHostsInput): DockerHostSpec {
       url: `tcp://${m[1]}:${port}`,
       name: name ?? `${m[1]}:${port}`,
       cap,
+      ...tuned,
       host,
       port,
       ...(useTls ? { tls: { certPath: certPath as string, verify } } : {}),

@@ -4,6 +4,7 @@ import { hostname, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/config.js';
+import { Slots } from '../../src/sandbox/docker-engine.js';
 import { endpointFor, parseDockerHosts } from '../../src/sandbox/docker-hosts.js';
 
 const cap = 256;
@@ -33,6 +34,8 @@ describe('Docker engines from the configuration', () => {
       ['c', cap],
     ]);
     expect(hosts[2]).toMatchObject({ host: '::1', port: 2375 });
+    expect(hosts.map((h) => h.starts)).toEqual([undefined, undefined, undefined]);
+    expect(parseDockerHosts({ cap, hosts: 'tcp://[::1]:2375?starts=32' })[0]?.starts).toBe(32);
     expect(hosts[2]?.tls).toBeUndefined();
   });
 
@@ -55,6 +58,8 @@ describe('Docker engines from the configuration', () => {
     ['unix://relative.sock', 'absolute path'],
     ['tcp://h:1?nope=1', 'unknown setting'],
     ['tcp://h:1?cap=0', 'cap must be'],
+    ['tcp://h:1?starts=0', 'starts must be'],
+    ['tcp://h:1?starts=2.5', 'starts must be'],
     ['tcp://h:2376?tls_verify=1', 'certificate folder'],
     ['/a.sock?name=x,/b.sock?name=x', 'twice'],
   ])('refuses %s at boot', (hosts, why) => {
@@ -72,5 +77,35 @@ describe('Docker engines from the configuration', () => {
     expect(c.sandbox.dockerHosts.map((h) => h.cap)).toEqual([4]);
     expect(c.sandbox.dockerRuntime).toBe('runsc');
     expect(c.sandbox.dockerWarm).toBe(2);
+  });
+});
+
+describe('Slots (container starts per engine)', () => {
+  it('runs at most n tasks at once and starts the others in arrival order, through failures too', async () => {
+    const slots = new Slots(2);
+    const release: (() => void)[] = [];
+    const started: number[] = [];
+    let running = 0;
+    let most = 0;
+    const tasks = Array.from({ length: 6 }, (_, i) =>
+      slots.run(async () => {
+        started.push(i);
+        most = Math.max(most, ++running);
+        await new Promise<void>((r) => release.push(r));
+        running--;
+        if (i === 1) throw new Error('task 1 fails');
+        return i;
+      }),
+    );
+    const settled = Promise.allSettled(tasks);
+    // Release whichever task holds a slot, one at a time, until all six have run.
+    for (let n = 0; n < 6; n++) {
+      while (release.length <= n) await new Promise((r) => setImmediate(r));
+      release[n]!();
+    }
+    const results = await settled;
+    expect(started).toEqual([0, 1, 2, 3, 4, 5]);
+    expect(most).toBe(2);
+    expect(results.map((r) => r.status)).toEqual(['fulfilled', 'rejected', 'fulfilled', 'fulfilled', 'fulfilled', 'fulfilled']);
   });
 });

@@ -2,7 +2,7 @@
 // docker/build-service-images.sh builds locally from Debian's packages (no registry is reachable).
 // Containers use host networking on 127.0.0.1 (no bridge network exists on these machines), on a
 // free port picked here. Each helper returns an AsyncDisposable: `await using pg = await startPostgres()`.
-import { createServer } from 'node:net';
+import { connect, createServer } from 'node:net';
 import { execFile, execFileSync } from 'node:child_process';
 import { promisify } from 'node:util';
 import type { StartedTestContainer } from 'testcontainers';
@@ -55,6 +55,23 @@ export interface ServiceContainer extends AsyncDisposable {
 export const docker = (args: string[], timeout = 60_000): Promise<{ stdout: string; stderr: string }> =>
   execFileAsync('docker', args, { timeout, encoding: 'utf8' });
 
+/** Resolves once 127.0.0.1:port accepts a TCP connection (tried every 100 ms); fails after timeoutMs. */
+async function untilListening(port: number, timeoutMs: number): Promise<void> {
+  const end = Date.now() + timeoutMs;
+  for (;;) {
+    const ok = await new Promise<boolean>((resolve) => {
+      const sock = connect({ host: '127.0.0.1', port }, () => {
+        sock.destroy();
+        resolve(true);
+      });
+      sock.once('error', () => resolve(false));
+    });
+    if (ok) return;
+    if (Date.now() > end) throw new Error(`nothing listens on 127.0.0.1:${port} after ${timeoutMs} ms`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
+
 function disposable(container: StartedTestContainer, port: number, url: string): ServiceContainer {
   const id = container.getId();
   return {
@@ -62,8 +79,13 @@ function disposable(container: StartedTestContainer, port: number, url: string):
     port,
     container,
     kill: async () => void (await docker(['kill', id])),
-    // restart() on a stopped container starts it and waits on the container's wait strategy again.
-    start: () => container.restart(),
+    // Started by hand and awaited on its port: testcontainers' restart() waits for the ready log
+    // line again, which can miss it (its `since` is floored to the second) and hang the test (a full
+    // run once timed out there; testcontainers-node #446, #488).
+    start: async () => {
+      await docker(['start', id]);
+      await untilListening(port, 60_000);
+    },
     // A clean stop first (SIGTERM: a server removes its sandboxes), then whatever state kill() left
     // it in (testcontainers' own stop() is once only).
     [Symbol.asyncDispose]: async () => {

@@ -47,7 +47,9 @@ describeIf(unavailable === undefined, 'Redis container', unavailable ?? '')('rat
     }
   });
 
-  it('lets calls through while Redis is down, without waiting on it, and counts again once it is back', async () => {
+  // Its waits are each bounded (container start, the restart, a 15-s poll); on a machine busy with
+  // the rest of the suite's Docker work they added up past the default 30 s once.
+  it('lets calls through while Redis is down, without waiting on it, and counts again once it is back', { timeout: 120_000 }, async () => {
     await using redis = await startRedis();
     await using r = await replicas({ RFT_RATE_LIMIT: '2', RFT_RATE_WINDOW_MS: '60000', RFT_REDIS_URL: redis.url });
     expect(limited(await hit(r.a))).toBe(false);

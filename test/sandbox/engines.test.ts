@@ -59,6 +59,8 @@ describeIf(missing === undefined, 'two extra Docker engines', missing ?? '')('se
     expect(await driver.available()).toBe(true);
   });
   afterAll(async () => {
+    // Never leave engine 1 stopped for the suites after this one, whatever a test left undone.
+    if (existsSync(PIDFILE_1)) process.kill(Number(readFileSync(PIDFILE_1, 'utf8')), 'SIGCONT');
     await Promise.allSettled(made.map((s) => s.destroy()));
     await driver?.close();
   });
@@ -98,19 +100,26 @@ describeIf(missing === undefined, 'two extra Docker engines', missing ?? '')('se
     const onE1 = made.find((sb) => engineOf(sb) === 'e1')!;
     const onE2 = made.find((sb) => engineOf(sb) === 'e2')!;
     process.kill(pid, 'SIGSTOP');
+    // Each step has its own deadline, well inside the test's: the engine is resumed in `finally`
+    // whatever hangs (a full run once timed out inside, leaving the engine stopped for every later
+    // test), and the failure names the step.
+    const step = <T,>(label: string, ms: number, p: Promise<T>): Promise<T> => {
+      let timer: NodeJS.Timeout | undefined;
+      return Promise.race([p, new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new Error(`${label}: no answer in ${ms} ms`)), ms)))]).finally(() => clearTimeout(timer));
+    };
     try {
       const t = Date.now();
-      await expect(onE1.exec('echo hi')).rejects.toMatchObject({ code: 'RFT_ERR_SANDBOX_ENGINE_DOWN', statusCode: 503 });
+      await expect(step('exec on the stopped engine', 30_000, onE1.exec('echo hi'))).rejects.toMatchObject({ code: 'RFT_ERR_SANDBOX_ENGINE_DOWN', statusCode: 503 });
       expect(Date.now() - t).toBeLessThan(30_000);
       // Marked down: the next call fails at once, new sandboxes go to the other engine, which still works.
       const t2 = Date.now();
-      await expect(onE1.readFile('n.txt')).rejects.toMatchObject({ code: 'RFT_ERR_SANDBOX_ENGINE_DOWN' });
+      await expect(step('read on the engine marked down', 10_000, onE1.readFile('n.txt'))).rejects.toMatchObject({ code: 'RFT_ERR_SANDBOX_ENGINE_DOWN' });
       expect(Date.now() - t2).toBeLessThan(1_000);
-      await made.find((sb) => engineOf(sb) === 'e2' && sb !== onE2)!.destroy();
-      const fresh = await driver.create(spec('trace_while_down'));
+      await step('destroy on the other engine', 20_000, made.find((sb) => engineOf(sb) === 'e2' && sb !== onE2)!.destroy());
+      const fresh = await step('create while one engine is down', 20_000, driver.create(spec('trace_while_down')));
       made.push(fresh);
       expect(engineOf(fresh)).toBe('e2');
-      expect((await onE2.exec('echo fine')).stdout).toBe('fine\n');
+      expect((await step('exec on the other engine', 20_000, onE2.exec('echo fine'))).stdout).toBe('fine\n');
     } finally {
       process.kill(pid, 'SIGCONT');
     }

@@ -387,7 +387,9 @@ function raceTimeout(p: PromiseLike<unknown>, timeoutMs: number, ctx: CallContex
     const check = (): void => {
       const elapsed = performance.now() - started;
       const waited = ctx.waitedMs();
-      if (ctx.waitingForSandbox ? waited < timeoutMs + WAIT_CAP_MS : elapsed - waited < timeoutMs) {
+      // (A timer can fire up to a millisecond before performance.now() says its time has passed:
+      // libuv's clock is coarser. Re-arming then would let a later timer of the same length fire first.)
+      if (ctx.waitingForSandbox ? waited < timeoutMs + WAIT_CAP_MS : elapsed - waited < timeoutMs - 2) {
         timer = setTimeout(check, Math.max(1, ctx.waitingForSandbox ? timeoutMs : timeoutMs - (elapsed - waited)));
         return;
       }

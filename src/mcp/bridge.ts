@@ -19,6 +19,9 @@ import type { McpConfig, McpServerSpec } from './config.js';
 import { McpInstance, type Placement } from './instance.js';
 import { resultText } from './results.js';
 
+/** How much later than the tool's timeout the MCP SDK's own request timeout fires (a backstop). */
+const SDK_TIMEOUT_SLACK_MS = 1_000;
+
 export interface BridgeOptions {
   sandboxes: SandboxProvider | undefined;
   log: Logger;
@@ -182,7 +185,9 @@ export class McpBridge {
     const s = instance.server;
     let result;
     try {
-      result = await instance.callTool(tool, args, { signal: ctx.signal, timeoutMs: s.timeoutMs ?? this.o.defaultTimeoutMs });
+      // The ledger's timeout (the same length, started first, not counting a wait for the sandbox)
+      // is the one that answers; the SDK's own, a second later, is only a backstop.
+      result = await instance.callTool(tool, args, { signal: ctx.signal, timeoutMs: (s.timeoutMs ?? this.o.defaultTimeoutMs) + SDK_TIMEOUT_SLACK_MS });
     } catch (e) {
       if (ctx.signal.aborted) throw e; // the ledger answers the timeout (or the shutdown)
       if (!instance.alive) {

@@ -194,7 +194,7 @@ export class DockerDriver implements SandboxDriver {
 
   private async removeContainer(engine: DockerEngine, name: string): Promise<void> {
     try {
-      await engine.heavy((api) => api.call('DELETE', `/containers/${name}?force=true&v=true`, undefined, { ok: [404, 409], timeoutMs: SLOW_TIMEOUT_MS }));
+      await engine.use((api) => api.call('DELETE', `/containers/${name}?force=true&v=true`, undefined, { ok: [404, 409], timeoutMs: SLOW_TIMEOUT_MS }));
     } finally {
       this.mine.delete(name);
     }

@@ -11,7 +11,7 @@ import { ExecDeaths } from './docker-events.js';
 const PROBE_EVERY_MS = 2_000;
 const PROBE_TIMEOUT_MS = 3_000;
 const HEALTH_EVERY_MS = 10_000;
-/** Container creations and removals at once per engine (docker-hosts.ts: starts=N). */
+/** Container creations at once per engine (docker-hosts.ts: starts=N). */
 export const DEFAULT_STARTS = 8;
 
 /** At most `n` tasks at once; the others start in arrival order. */
@@ -73,9 +73,10 @@ export class DockerEngine {
   }
 
   /**
-   * Like use(), for a container's create + start or its removal: at most `starts` at once on this
-   * engine, the others wait in arrival order. The engine does these with its OCI runtime (a process
-   * each, and mounts); hundreds at once saturate it and every exec waits behind them.
+   * Like use(), for a container's create + start: at most `starts` at once on this engine, the others
+   * wait in arrival order. The engine does these with its OCI runtime (a process each, and mounts);
+   * hundreds at once saturate it and every exec waits behind them. Removals are not queued: they free
+   * room, and a removal waiting behind a burst's creations kept a graded rollout's processes alive.
    */
   heavy<T>(fn: (api: DockerApi) => Promise<T>): Promise<T> {
     return this.startSlots.run(() => this.use(fn));

@@ -2,7 +2,7 @@
 // list of engine addresses as Docker itself writes them (unix:///var/run/docker.sock,
 // tcp://10.0.0.2:2376), each with optional settings as a query string:
 //   cap=N          sandboxes this replica may keep on the engine (default RFT_SANDBOX_CAP)
-//   starts=N       containers this replica creates or removes on the engine at once, the others
+//   starts=N       containers this replica creates (and starts) on the engine at once, the others
 //                  waiting their turn (default 8: a burst of hundreds at once saturates an engine
 //                  and every exec waits behind them; bench/README.md, Docker burst)
 //   name=NAME      how replicas name the engine in the store (default: host name + socket path for a

@@ -216,7 +216,7 @@ export class DockerSandbox implements Sandbox {
   private async lost(): Promise<Error> {
     const byRollout = await this.endedByRollout().catch(() => false);
     await this.o.engine
-      .heavy((api) => api.call('DELETE', `/containers/${this.o.container}?force=true&v=true`, undefined, { ok: [404, 409], timeoutMs: SLOW_TIMEOUT_MS }))
+      .use((api) => api.call('DELETE', `/containers/${this.o.container}?force=true&v=true`, undefined, { ok: [404, 409], timeoutMs: SLOW_TIMEOUT_MS }))
       .catch(() => {});
     this.gone = byRollout ? 'rollout' : 'ours';
     return this.goneError();
@@ -467,7 +467,7 @@ export class DockerSandbox implements Sandbox {
   /** Removes the container, and with it every process in it (spawned ones included) and the workspace. */
   destroy(): Promise<void> {
     this.destroying ??= this.o.engine
-      .heavy((api) => api.call('DELETE', `/containers/${this.o.container}?force=true&v=true`, undefined, { ok: [404, 409], timeoutMs: SLOW_TIMEOUT_MS }))
+      .use((api) => api.call('DELETE', `/containers/${this.o.container}?force=true&v=true`, undefined, { ok: [404, 409], timeoutMs: SLOW_TIMEOUT_MS }))
       .then(async () => {
         await Promise.all([...this.processes].map((p) => p.exited));
       })

@@ -81,7 +81,8 @@ for (const driver of ['bwrap', 'docker'] as const) {
       expect(graph((await callTool(srv, b, 'mem_read_graph', {})).output).entities).toEqual([]);
     });
 
-    it('stops the instance after the rollout is graded and the grace period passes', async () => {
+    // A container's start and the server's in it, then up to 20 s for the grace period and removal.
+    it('stops the instance after the rollout is graded and the grace period passes', { timeout: 60_000 }, async () => {
       const t = `trace_${randomUUID()}`;
       await callTool(srv, t, 'mem_read_graph', {});
       expect(await pidsWith(marker(t))).toHaveLength(1);

@@ -181,7 +181,7 @@ export class DockerDriver implements SandboxDriver {
     const uid = UID_BASE + randomInt(UID_SPAN);
     this.mine.add(name);
     try {
-      await engine.heavy(async (api) => {
+      await engine.creating(async (api) => {
         await api.call('POST', `/containers/create?name=${name}`, this.containerConfig(engine, id, uid, limits, labels, readOnlyMounts), { timeoutMs: SLOW_TIMEOUT_MS });
         await api.call('POST', `/containers/${name}/start`, undefined, { ok: [304], timeoutMs: SLOW_TIMEOUT_MS });
       });

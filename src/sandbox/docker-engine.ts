@@ -78,7 +78,7 @@ export class DockerEngine {
    * hundreds at once saturate it and every exec waits behind them. Removals are not queued: they free
    * room, and a removal waiting behind a burst's creations kept a graded rollout's processes alive.
    */
-  heavy<T>(fn: (api: DockerApi) => Promise<T>): Promise<T> {
+  creating<T>(fn: (api: DockerApi) => Promise<T>): Promise<T> {
     return this.startSlots.run(() => this.use(fn));
   }
 

@@ -24,7 +24,7 @@ export interface DockerHostSpec {
   /** The engine's name in placement records. */
   name: string;
   cap: number;
-  /** Containers created or removed at once on the engine (set per engine; DEFAULT_STARTS otherwise). */
+  /** Containers created (and started) at once on the engine (set per engine; DEFAULT_STARTS otherwise). */
   starts?: number;
   socketPath?: string;
   host?: string;

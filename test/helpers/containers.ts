@@ -6,6 +6,7 @@ import { connect, createServer } from 'node:net';
 import { execFile, execFileSync } from 'node:child_process';
 import { promisify } from 'node:util';
 import type { StartedTestContainer } from 'testcontainers';
+import { waitFor } from './wait.js';
 
 // No Ryuk (its image comes from a registry): every container is removed by its own dispose.
 process.env.TESTCONTAINERS_RYUK_DISABLED ??= 'true';
@@ -55,22 +56,15 @@ export interface ServiceContainer extends AsyncDisposable {
 export const docker = (args: string[], timeout = 60_000): Promise<{ stdout: string; stderr: string }> =>
   execFileAsync('docker', args, { timeout, encoding: 'utf8' });
 
-/** Resolves once 127.0.0.1:port accepts a TCP connection (tried every 100 ms); fails after timeoutMs. */
-async function untilListening(port: number, timeoutMs: number): Promise<void> {
-  const end = Date.now() + timeoutMs;
-  for (;;) {
-    const ok = await new Promise<boolean>((resolve) => {
-      const sock = connect({ host: '127.0.0.1', port }, () => {
-        sock.destroy();
-        resolve(true);
-      });
-      sock.once('error', () => resolve(false));
+/** Whether 127.0.0.1:port accepts a TCP connection now (true), or not yet (undefined: waitFor polls on). */
+const listening = (port: number): Promise<true | undefined> =>
+  new Promise((resolve) => {
+    const sock = connect({ host: '127.0.0.1', port }, () => {
+      sock.destroy();
+      resolve(true);
     });
-    if (ok) return;
-    if (Date.now() > end) throw new Error(`nothing listens on 127.0.0.1:${port} after ${timeoutMs} ms`);
-    await new Promise((r) => setTimeout(r, 100));
-  }
-}
+    sock.once('error', () => resolve(undefined));
+  });
 
 function disposable(container: StartedTestContainer, port: number, url: string): ServiceContainer {
   const id = container.getId();
@@ -84,7 +78,7 @@ function disposable(container: StartedTestContainer, port: number, url: string):
     // run once timed out there; testcontainers-node #446, #488).
     start: async () => {
       await docker(['start', id]);
-      await untilListening(port, 60_000);
+      await waitFor(`127.0.0.1:${port} to accept connections`, () => listening(port), 60_000, 100);
     },
     // A clean stop first (SIGTERM: a server removes its sandboxes), then whatever state kill() left
     // it in (testcontainers' own stop() is once only).

@@ -148,24 +148,24 @@ describeIf(missing === undefined, 'two extra Docker engines', missing ?? '')('co
     const send = api.call.bind(api);
     let inFlight = 0;
     let most = 0;
-    let heavy = 0;
+    let starts = 0;
     api.call = (async (method: string, path: string, ...rest: unknown[]) => {
-      const isHeavy = method === 'POST' && /^\/containers\/(create\?|[^/]+\/start$)/.test(path);
-      if (isHeavy) {
-        heavy++;
+      const isStart = method === 'POST' && /^\/containers\/(create\?|[^/]+\/start$)/.test(path);
+      if (isStart) {
+        starts++;
         most = Math.max(most, ++inFlight);
       }
       try {
         return await (send as (...a: unknown[]) => Promise<unknown>)(method, path, ...rest);
       } finally {
-        if (isHeavy) inFlight--;
+        if (isStart) inFlight--;
       }
     }) as typeof api.call;
     try {
       const sbs = await Promise.all(Array.from({ length: 6 }, (_, i) => driver.create(spec(`trace_starts_${i}`))));
       expect((await Promise.all(sbs.map((sb) => sb.exec('echo ok')))).map((r) => r.stdout)).toEqual(Array(6).fill('ok\n'));
       await Promise.all(sbs.map((sb) => sb.destroy()));
-      expect(heavy).toBe(12); // 6 x (create, start)
+      expect(starts).toBe(12); // 6 x (create, start)
       expect(most).toBe(2);
       expect(await containersOn(parseDockerHosts({ cap: 1, hosts: `unix://${ENGINE_1}` })[0]!, owner)).toEqual([]);
     } finally {

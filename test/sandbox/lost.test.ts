@@ -6,7 +6,7 @@
 // (503, the ledger un-begins the call). Real engines: runc and runsc.
 import { expect, it } from 'vitest';
 import { DockerApi } from '../../src/sandbox/docker-api.js';
-import type { DockerSandbox } from '../../src/sandbox/docker-sandbox.js';
+import { STOPPED_STATE, type DockerSandbox } from '../../src/sandbox/docker-sandbox.js';
 import type { Sandbox } from '../../src/sandbox/types.js';
 import { failureOfToolError } from '../../src/metrics/outcomes.js';
 import { describeIf } from '../helpers/require.js';
@@ -92,8 +92,7 @@ for (const name of ['docker', 'gvisor'] as const) {
   });
 }
 
-it("recognises both runtimes' refusal of an exec into a stopping container, and nothing else", async () => {
-  const { STOPPED_STATE } = await import('../../src/sandbox/docker-sandbox.js');
+it("recognises both runtimes' refusal of an exec into a stopping container, and nothing else", () => {
   // runc, then runsc (gVisor: the words a CI run got back from a memory hog's sandbox).
   expect(STOPPED_STATE.test('OCI runtime exec failed: exec failed: cannot exec in a stopped state: unknown')).toBe(true);
   expect(

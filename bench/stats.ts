@@ -34,9 +34,9 @@ function fillSql(t: { rollouts: string; calls: string; grades: string; flags: st
   // later rollouts score better and spend less budget: a run that learns
   const right = `${hash('i', 1000)} < 250 + 650 * i / ${ROLLOUTS}`;
   return [
-    `INSERT INTO ${t.rollouts} (trace_id, created_at, updated_at, item, budget_limit, budget_used, budget_exceeded, next_seq, last_score)
+    `INSERT INTO ${t.rollouts} (trace_id, created_at, updated_at, item, budget_limit, budget_used, budget_exceeded, next_seq, last_score, call_count)
      ${rows} SELECT 'trace_' || i, ${start}, ${start} + 60000, '{}', 12, ${PER_ROLLOUT}, ${bool(`${hash('i', 40)} = 0`)}, ${PER_ROLLOUT + 1},
-       CASE WHEN ${right} THEN 1.0 ELSE 0.0 END FROM r`,
+       CASE WHEN ${right} THEN 1.0 ELSE 0.0 END, ${PER_ROLLOUT} FROM r`,
     `INSERT INTO ${t.calls} (trace_id, call_id, seq, tool, arguments, args_hash, output, status, cost, credential, started_at, finished_at,
        duration_ms, output_bytes, truncated)
      ${rows}, c(j) AS (SELECT 0 UNION ALL SELECT j + 1 FROM c WHERE j < ${PER_ROLLOUT - 1})

@@ -195,15 +195,16 @@ export function statsSql(d: Dialect, q: StatsQuery): { calls: Sql; rolloutsStart
       params: window,
     },
     // The trainer's grades only (source 'endpoint'): regrades and checks are not the run's curve.
-    // Tool calls per rollout: the rollout's count now (calls after its grade are rare).
+    // Tool calls per rollout: its recorded calls now (calls after its grade are rare); call_count,
+    // not next_seq - 1, which counts un-begun attempts (failures of ours) too.
     grades: {
       text: `SELECT ${bucket('g.created_at')} AS t, g.grader, g.grader_version,
                count(*) FILTER (WHERE g.status = 'ok') AS graded,
                count(*) FILTER (WHERE g.status <> 'ok') AS errors,
                sum(g.score) FILTER (WHERE g.status = 'ok') AS score_sum,
-               sum(r.next_seq - 1) FILTER (WHERE g.status = 'ok') AS tool_calls,
+               sum(r.call_count) FILTER (WHERE g.status = 'ok') AS tool_calls,
                count(*) FILTER (WHERE g.status = 'ok' AND r.budget_exceeded) AS budget_exhausted,
-               count(*) FILTER (WHERE g.status = 'ok' AND r.next_seq = 1) AS no_tool_calls
+               count(*) FILTER (WHERE g.status = 'ok' AND r.call_count = 0) AS no_tool_calls
              FROM ${t.grades} g JOIN ${t.rollouts} r ON r.trace_id = g.trace_id
              WHERE g.created_at >= ${p(2)} AND g.created_at < ${p(3)} AND g.source = 'endpoint'
              GROUP BY 1, 2, 3`,

@@ -24,7 +24,9 @@ CREATE TABLE IF NOT EXISTS ${s}.rollouts (
   budget_used double precision NOT NULL DEFAULT 0,
   budget_exceeded boolean NOT NULL DEFAULT false,
   next_seq bigint NOT NULL DEFAULT 1,
-  last_score double precision
+  last_score double precision,
+  -- its recorded calls (next_seq - 1 counts un-begun attempts too: seq is never reused)
+  call_count bigint NOT NULL DEFAULT 0
 ) WITH (fillfactor = 70);
 -- No index on updated_at (nor on any column a call changes): every call updates its rollout row, and
 -- with free space in the page (fillfactor) that update is HOT, with no index entry to write.
@@ -73,6 +75,14 @@ CREATE TABLE IF NOT EXISTS ${s}.webhook_ids (
   expires_at bigint NOT NULL
 );
 ALTER TABLE ${s}.webhook_ids ADD COLUMN IF NOT EXISTS body_hash text;
+-- Schemas made before rollouts kept their count of recorded calls: counted once (under the schema lock).
+DO $mig$ BEGIN
+  IF NOT EXISTS (SELECT 1 FROM information_schema.columns
+                 WHERE table_schema = '${s.slice(1, -1)}' AND table_name = 'rollouts' AND column_name = 'call_count') THEN
+    ALTER TABLE ${s}.rollouts ADD COLUMN call_count bigint NOT NULL DEFAULT 0;
+    UPDATE ${s}.rollouts r SET call_count = (SELECT count(*) FROM ${s}.calls c WHERE c.trace_id = r.trace_id);
+  END IF;
+END $mig$;
 ${insightsDdl(postgresDialect(s), { key: 'text COLLATE "C"', text: 'text', int: 'bigint' })}
 
 -- Returns {kind, call, used, limit, exceeded}; call is the calls row as JSON (snake_case keys).
@@ -101,7 +111,7 @@ BEGIN
       VALUES (p_trace, p_call, r.next_seq, p_tool, p_args, p_hash, p_over, 'budget_exceeded', 0, p_credential,
         p_now, p_now, 0, p_over_bytes, false, p_owner)
       RETURNING * INTO c;
-    UPDATE ${s}.rollouts SET budget_exceeded = true, next_seq = next_seq + 1, updated_at = p_now WHERE trace_id = p_trace;
+    UPDATE ${s}.rollouts SET budget_exceeded = true, next_seq = next_seq + 1, call_count = call_count + 1, updated_at = p_now WHERE trace_id = p_trace;
     RETURN json_build_object('kind', 'over_budget', 'call', row_to_json(c),
       'used', r.budget_used, 'limit', r.budget_limit, 'exceeded', true);
   END IF;
@@ -109,7 +119,7 @@ BEGIN
       started_at, owner)
     VALUES (p_trace, p_call, r.next_seq, p_tool, p_args, p_hash, NULL, 'running', p_cost, p_credential, p_now, p_owner)
     RETURNING * INTO c;
-  UPDATE ${s}.rollouts SET budget_used = budget_used + p_cost, next_seq = next_seq + 1, updated_at = p_now
+  UPDATE ${s}.rollouts SET budget_used = budget_used + p_cost, next_seq = next_seq + 1, call_count = call_count + 1, updated_at = p_now
     WHERE trace_id = p_trace;
   RETURN json_build_object('kind', 'started', 'call', row_to_json(c),
     'used', r.budget_used + p_cost, 'limit', r.budget_limit, 'exceeded', r.budget_exceeded);

@@ -282,7 +282,7 @@ export class PostgresStore implements Store {
       `WITH r AS (SELECT trace_id FROM ${this.t.rollouts} WHERE trace_id = $1 FOR UPDATE),
        d AS (DELETE FROM ${this.t.calls} c USING r WHERE c.trace_id = r.trace_id AND c.call_id = $2 AND c.seq = $3 AND c.status = 'running'
              RETURNING c.cost)
-       UPDATE ${this.t.rollouts} SET budget_used = budget_used - d.cost, updated_at = $4 FROM d WHERE trace_id = $1 RETURNING 1 AS done`,
+       UPDATE ${this.t.rollouts} SET budget_used = budget_used - d.cost, call_count = call_count - 1, updated_at = $4 FROM d WHERE trace_id = $1 RETURNING 1 AS done`,
       [encodeText(traceId), encodeText(callId), seq, now],
       'rft_unbegin_call',
     );
@@ -393,7 +393,7 @@ export class PostgresStore implements Store {
     params.push(q.limit + 1);
     const rows = await this.idempotent<PgRolloutRow>(
       `SELECT r.trace_id, r.created_at, r.updated_at, r.budget_limit, r.budget_used, r.budget_exceeded, r.next_seq, r.last_score,
-         (SELECT count(*) FROM ${this.t.calls} c WHERE c.trace_id = r.trace_id) AS calls, ${summaryExtrasSql(this.dialect)}
+         r.call_count AS calls, ${summaryExtrasSql(this.dialect)}
        FROM ${this.t.rollouts} r
        ${where.length ? 'WHERE ' + where.join(' AND ') : ''} ORDER BY r.created_at DESC, r.trace_id DESC LIMIT $${params.length}`,
       params,
@@ -432,8 +432,8 @@ export class PostgresStore implements Store {
       let lastScore: number | null = null;
       for (const g of r.grades) if (g.status === 'ok') lastScore = g.score;
       const inserted = await c.query(
-        `INSERT INTO ${this.t.rollouts} (trace_id, created_at, updated_at, item, budget_limit, budget_used, budget_exceeded, next_seq, last_score)
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) ON CONFLICT (trace_id) DO NOTHING`,
+        `INSERT INTO ${this.t.rollouts} (trace_id, created_at, updated_at, item, budget_limit, budget_used, budget_exceeded, next_seq, last_score, call_count)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10) ON CONFLICT (trace_id) DO NOTHING`,
         [
           encodeText(r.traceId),
           r.createdAt,
@@ -444,6 +444,7 @@ export class PostgresStore implements Store {
           r.budget.exceeded,
           r.calls.reduce((m, call) => Math.max(m, call.seq), 0) + 1,
           lastScore,
+          r.calls.length,
         ],
       );
       if (inserted.rowCount === 0) return 'exists';
@@ -488,9 +489,7 @@ export class PostgresStore implements Store {
 
   async rolloutTally(traceId: string): Promise<RolloutTally | undefined> {
     const [r] = await this.idempotent<{ calls: number; budget_exceeded: boolean }>(
-      // The recorded calls (seq has a gap where a call was un-begun).
-      `SELECT (SELECT count(*)::int FROM ${this.t.calls} c WHERE c.trace_id = r.trace_id) AS calls, budget_exceeded
-       FROM ${this.t.rollouts} r WHERE trace_id = $1`,
+      `SELECT call_count::int AS calls, budget_exceeded FROM ${this.t.rollouts} WHERE trace_id = $1`,
       [encodeText(traceId)],
       'rft_rollout_tally',
     );

@@ -54,7 +54,9 @@ CREATE TABLE IF NOT EXISTS rollouts (
   budget_used INTEGER NOT NULL DEFAULT 0,
   budget_exceeded INTEGER NOT NULL DEFAULT 0,
   next_seq INTEGER NOT NULL DEFAULT 1,
-  last_score REAL
+  last_score REAL,
+  -- its recorded calls (next_seq - 1 counts un-begun attempts too: seq is never reused)
+  call_count INTEGER NOT NULL DEFAULT 0
 ) WITHOUT ROWID;
 CREATE INDEX IF NOT EXISTS rollouts_created ON rollouts (created_at DESC, trace_id DESC);
 -- The dataset row, apart: SQLite rewrites a whole row on UPDATE, and the rollouts row is updated
@@ -130,14 +132,14 @@ function statements(db: Database.Database) {
        RETURNING *`,
     ),
     charge: db.prepare<[number, number, number, string], RolloutRow>(
-      `UPDATE rollouts SET budget_used = budget_used + ?, budget_exceeded = budget_exceeded | ?, next_seq = next_seq + 1, updated_at = ?
+      `UPDATE rollouts SET budget_used = budget_used + ?, budget_exceeded = budget_exceeded | ?, next_seq = next_seq + 1, call_count = call_count + 1, updated_at = ?
        WHERE trace_id = ? RETURNING budget_used, budget_limit, budget_exceeded`,
     ),
     // Un-begin (Store.unbeginCall): this attempt's running row goes, and its cost comes back.
     dropRunning: db.prepare<[string, string, number], { cost: number }>(
       `DELETE FROM calls WHERE trace_id = ? AND call_id = ? AND seq = ? AND status = 'running' RETURNING cost`,
     ),
-    refund: db.prepare('UPDATE rollouts SET budget_used = budget_used - ?, updated_at = ? WHERE trace_id = ?'),
+    refund: db.prepare('UPDATE rollouts SET budget_used = budget_used - ?, call_count = call_count - 1, updated_at = ? WHERE trace_id = ?'),
     insertCall: db.prepare(`INSERT INTO calls (${CALL_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`),
     finishCall: db.prepare(
       `UPDATE calls SET output = ?, status = ?, finished_at = ?, duration_ms = ?, output_bytes = ?, truncated = ?
@@ -145,9 +147,9 @@ function statements(db: Database.Database) {
     ),
     getCall: db.prepare<[string, string], CallRow>('SELECT * FROM calls WHERE trace_id = ? AND call_id = ?'),
     listCalls: db.prepare<[string], CallRow>('SELECT * FROM calls WHERE trace_id = ? ORDER BY seq'),
-    insertRollout: db.prepare<[string, number, number, string | null, number, number, number, number, number | null]>(
-      `INSERT INTO rollouts (trace_id, created_at, updated_at, item, budget_limit, budget_used, budget_exceeded, next_seq, last_score)
-       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+    insertRollout: db.prepare<[string, number, number, string | null, number, number, number, number, number | null, number]>(
+      `INSERT INTO rollouts (trace_id, created_at, updated_at, item, budget_limit, budget_used, budget_exceeded, next_seq, last_score, call_count)
+       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
     ),
     // Whether the rollout has a non-empty dataset row (here, or in an older database's rollouts.item).
     hasItem: db.prepare<[string], { full: number }>(
@@ -180,8 +182,7 @@ function statements(db: Database.Database) {
     addFlag: db.prepare<Record<number, unknown>>(upsertFlagSql(sqliteDialect, { traceId: '', kind: '', callId: null, detail: '', at: 0 }).text),
     flags: db.prepare<Record<number, unknown>, FlagRow>(flagsOfSql(sqliteDialect, '').text),
     tally: db.prepare<[string], { calls: number; budget_exceeded: number }>(
-      // The recorded calls (seq has a gap where a call was un-begun).
-      'SELECT (SELECT count(*) FROM calls c WHERE c.trace_id = r.trace_id) AS calls, budget_exceeded FROM rollouts r WHERE trace_id = ?',
+      'SELECT call_count AS calls, budget_exceeded FROM rollouts WHERE trace_id = ?',
     ),
   };
 }
@@ -253,6 +254,13 @@ export class SqliteStore implements Store {
     // Data dirs made before webhook ids kept their body's hash (their entries expire within 10 min).
     if (!(this.db.pragma('table_info(webhook_ids)') as { name: string }[]).some((c) => c.name === 'body_hash')) {
       this.db.exec('ALTER TABLE webhook_ids ADD COLUMN body_hash TEXT');
+    }
+    // Data dirs made before rollouts kept their count of recorded calls: counted once, in one commit.
+    if (!(this.db.pragma('table_info(rollouts)') as { name: string }[]).some((c) => c.name === 'call_count')) {
+      this.db.transaction(() => {
+        this.db.exec('ALTER TABLE rollouts ADD COLUMN call_count INTEGER NOT NULL DEFAULT 0');
+        this.db.exec('UPDATE rollouts SET call_count = (SELECT count(*) FROM calls c WHERE c.trace_id = rollouts.trace_id)');
+      })();
     }
     this.s = statements(this.db);
     this.stats_ = statsStatements(this.db);
@@ -354,7 +362,7 @@ export class SqliteStore implements Store {
 
   private createRollout(traceId: string, item: Record<string, unknown> | null, limit: number, now: number): void {
     const empty = item !== null && isEmpty(item);
-    this.s.insertRollout.run(traceId, now, now, empty ? '{}' : null, limit, 0, 0, 1, null);
+    this.s.insertRollout.run(traceId, now, now, empty ? '{}' : null, limit, 0, 0, 1, null, 0);
     if (item && !empty) this.s.setItem.run(traceId, JSON.stringify(item));
   }
 
@@ -402,7 +410,7 @@ export class SqliteStore implements Store {
       const lastScore = r.grades.findLast((g) => g.status === 'ok')?.score ?? null;
       const { budget: b, item } = r;
       const empty = item !== null && isEmpty(item);
-      this.s.insertRollout.run(r.traceId, r.createdAt, r.updatedAt, empty ? '{}' : null, b.limit, b.used, b.exceeded ? 1 : 0, nextSeq, lastScore);
+      this.s.insertRollout.run(r.traceId, r.createdAt, r.updatedAt, empty ? '{}' : null, b.limit, b.used, b.exceeded ? 1 : 0, nextSeq, lastScore, r.calls.length);
       if (item && !empty) this.s.setItem.run(r.traceId, JSON.stringify(item));
       for (const c of r.calls) this.s.insertCall.run(callParams({ ...c, traceId: r.traceId }));
       for (const g of r.grades) this.s.insertGrade.run(gradeValues({ ...g, traceId: r.traceId }));
@@ -495,7 +503,7 @@ export class SqliteStore implements Store {
       }
       const rows = this.db
         .prepare<Record<number, unknown>, RolloutRow>(
-          `SELECT ${SUMMARY}, (SELECT count(*) FROM calls c WHERE c.trace_id = r.trace_id) AS calls, ${summaryExtrasSql(sqliteDialect)}
+          `SELECT ${SUMMARY}, r.call_count AS calls, ${summaryExtrasSql(sqliteDialect)}
            FROM rollouts r ${where.length ? 'WHERE ' + where.join(' AND ') : ''}
            ORDER BY r.created_at DESC, r.trace_id DESC LIMIT ${p(q.limit + 1)}`,
         )

@@ -317,6 +317,7 @@ export function storeContract(label: string, open: () => Promise<Store>): void {
       expect(r?.callsList).toEqual(src.calls.map((c) => ({ ...c, traceId: 'trace_m' })));
       expect(r?.grades.map(({ id: _id, ...g }) => g)).toEqual(src.grades.map((g) => ({ ...g, traceId: 'trace_m' })));
       expect((await store.beginCall(begin('trace_m', 'c3'))).call.seq).toBe(3);
+      expect(await store.rolloutTally('trace_m')).toEqual({ calls: 3, budgetExceeded: false });
     });
 
     it('keeps a failed import out without losing the writes around it', async () => {

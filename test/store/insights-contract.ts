@@ -29,6 +29,12 @@ export function insightsContract(label: string, fresh: () => Promise<Store>): vo
       expect(await store.rolloutTally('trace_none')).toBeUndefined();
       for (const id of ['a', 'b', 'c']) await store.beginCall(begin('trace_t', id, { budgetLimit: 2 }));
       expect(await store.rolloutTally('trace_t')).toEqual({ calls: 3, budgetExceeded: true });
+      // An un-begun attempt (a failure of ours) is no call; an imported rollout counts what it brought.
+      const ours = await store.beginCall(begin('trace_u', 'ours'));
+      await store.unbeginCall('trace_u', 'ours', ours.call.seq, 1);
+      await store.beginCall(begin('trace_u', 'c1'));
+      expect(await store.rolloutTally('trace_u')).toEqual({ calls: 1, budgetExceeded: false });
+      expect((await store.listRollouts({ limit: 10 })).rollouts.find((r) => r.traceId === 'trace_u')).toMatchObject({ calls: 1 });
       await store.ensureRollout('trace_g', null, 5, 1);
       expect(await store.rolloutTally('trace_g')).toEqual({ calls: 0, budgetExceeded: false });
     });
@@ -77,9 +83,15 @@ export function insightsContract(label: string, fresh: () => Promise<Store>): vo
       await store.beginCall(begin('r1', 'c2', { tool: 'search', now: 10_500 }));
       await finish(store, 'r1', 'c2', 'ok', 40);
       await store.beginCall(begin('r1', 'c3', { tool: 'search', now: 10_600 })); // over budget
+      // An attempt un-begun (a failure of ours) is no tool call: r2 made one, r3 none
+      const unbegun = async (traceId: string, now: number) => {
+        const b = await store.beginCall(begin(traceId, 'ours', { tool: 'shell', now }));
+        expect(await store.unbeginCall(traceId, 'ours', b.call.seq, now)).toBe(true);
+      };
+      await unbegun('r2', 11_100);
       await store.beginCall(begin('r2', 'c1', { tool: 'shell', now: 11_200 }));
       await finish(store, 'r2', 'c1', 'tool_error', 700_000);
-      await store.ensureRollout('r3', null, 5, 12_100);
+      await unbegun('r3', 12_100);
       await store.insertGrade(grade('r1', { score: 0.2, createdAt: 11_000 }));
       await store.insertGrade(grade('r2', { score: 0.6, createdAt: 11_500 }));
       await store.insertGrade(grade('r3', { score: 1, createdAt: 12_500, graderVersion: 'v2' }));

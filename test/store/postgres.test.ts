@@ -87,6 +87,25 @@ describePg('PostgresStore across replicas (two pools on one database)', () => {
     await client.end();
     expect(rows[0]?.n).toBe('1');
   });
+
+  it('counts the recorded calls of a schema made before rollouts kept their count, once, at boot', async () => {
+    const schema = testSchema();
+    const first = await openStore(schema);
+    const b = await first.beginCall(begin('trace_old', 'ours'));
+    await first.unbeginCall('trace_old', 'ours', b.call.seq, 1);
+    for (const id of ['c1', 'c2']) await first.beginCall(begin('trace_old', id));
+    await first.ensureRollout('trace_none', null, 5, 1);
+    // What an older version's schema looks like: no call_count column (next_seq says 4, 2 calls recorded).
+    const client = new pg.Client({ connectionString: databaseUrl });
+    await client.connect();
+    await client.query(`ALTER TABLE "${schema}".rollouts DROP COLUMN call_count`);
+    await client.end();
+    const store = await openStore(schema);
+    expect(await store.rolloutTally('trace_old')).toEqual({ calls: 2, budgetExceeded: false });
+    expect(await store.rolloutTally('trace_none')).toEqual({ calls: 0, budgetExceeded: false });
+    await store.beginCall(begin('trace_old', 'c3'));
+    expect(await store.rolloutTally('trace_old')).toEqual({ calls: 3, budgetExceeded: false });
+  });
 });
 
 describe('PostgresStore configuration', () => {

@@ -143,6 +143,26 @@ describe('SqliteStore, dataset rows apart from the ledger row', () => {
     expect((await store.getRollout('trace_empty'))?.item).toEqual({ q: 'filled' });
     expect(await store.beginCall(begin('trace_old', 'c1'))).toMatchObject({ kind: 'started', call: { seq: 1 } });
   });
+
+  it('counts the recorded calls of a database made before rollouts kept their count, once, at open', async () => {
+    const path = scratchPath();
+    const first = new SqliteStore({ path });
+    const b = await first.beginCall(begin('trace_old', 'ours'));
+    await first.unbeginCall('trace_old', 'ours', b.call.seq, 1);
+    for (const id of ['c1', 'c2']) await first.beginCall(begin('trace_old', id));
+    await first.ensureRollout('trace_none', null, 5, 1);
+    await first.close();
+    // What an older version's file looks like: no call_count column (next_seq says 4, 2 calls recorded).
+    const legacy = new Database(path);
+    legacy.exec('ALTER TABLE rollouts DROP COLUMN call_count');
+    legacy.close();
+    const store = new SqliteStore({ path });
+    onTestFinished(() => store.close());
+    expect(await store.rolloutTally('trace_old')).toEqual({ calls: 2, budgetExceeded: false });
+    expect(await store.rolloutTally('trace_none')).toEqual({ calls: 0, budgetExceeded: false });
+    await store.beginCall(begin('trace_old', 'c3'));
+    expect(await store.rolloutTally('trace_old')).toEqual({ calls: 3, budgetExceeded: false });
+  });
 });
 
 describe('SqliteStore, one writer process', () => {

@@ -7,6 +7,7 @@
 //
 //   node --import tsx bench/grade-path.ts [seconds]     (default 10)
 import { spawn } from 'node:child_process';
+import { randomUUID } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { join } from 'node:path';
@@ -24,7 +25,8 @@ const body = () => {
   return JSON.stringify({
     sample: { output_text: answer, output_json: null, output_tools: [], choices: [{ index: 0, message: { role: 'assistant', content: answer }, finish_reason: 'stop' }] },
     item: row,
-    trace_id: `trace_grade_${process.pid}_${n}`,
+    // the trainer's shape (trace_ + UUID): a new rollout's keys land anywhere in the record's indexes
+    trace_id: `trace_${randomUUID()}`,
   });
 };
 

@@ -7,6 +7,7 @@
 // (RFT_METRICS=false), alternated twice: what counting costs the tool path.
 //
 //   node --conditions=rft-source --import tsx bench/pipeline.ts [seconds]       (default 10)
+import { randomUUID } from 'node:crypto';
 import { closeSync, fdatasyncSync, mkdtempSync, openSync, rmSync, writeSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -26,10 +27,14 @@ async function run(label: string, mode: string, itemBytes = 0): Promise<Row> {
   // The trainer may send the dataset row with every call: `itemBytes` of it, or `{}`.
   const item = itemBytes > 0 ? { messages: [{ role: 'user', content: 'x'.repeat(itemBytes) }] } : {};
   let n = 0;
+  let trace = '';
   const body = () => {
-    n++;
-    // ten calls per rollout, unique call ids: every request is a real new call, never a replay
-    return JSON.stringify({ type: 'function_call', id: `fc_${n}`, call_id: `call_${n}`, name: 'noop', arguments: '{"q":"x"}', trace_id: `trace_bench_${Math.floor(n / 10)}`, item });
+    // ten calls per rollout, unique call ids: every request is a real new call, never a replay. Ids
+    // shaped as the trainer's (trace_ + UUID, random call ids): keys land all over the record's
+    // indexes, as they do in a job (sequential ids would only ever append).
+    if (n++ % 10 === 0) trace = `trace_${randomUUID()}`;
+    const call = `call_${randomUUID().slice(0, 24)}`;
+    return JSON.stringify({ type: 'function_call', id: `fc_${call.slice(5)}`, call_id: call, name: 'noop', arguments: '{"q":"x"}', trace_id: trace, item });
   };
   try {
     const r = await load(server, '/tools', body, { seconds, connections, headers: { authorization: 'Bearer bench-key-0123456789abcdef' } });

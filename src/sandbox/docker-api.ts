@@ -98,6 +98,14 @@ export class DockerApi {
   }
 
   /**
+   * Removes a container, its processes and its anonymous volumes (force: running or not); one that is
+   * already gone (404) or already being removed (409) is fine.
+   */
+  async removeContainer(name: string): Promise<void> {
+    await this.call('DELETE', `/containers/${name}?force=true&v=true`, undefined, { ok: [404, 409], timeoutMs: SLOW_TIMEOUT_MS });
+  }
+
+  /**
    * A streamed response body (GET /archive, /events); the caller consumes or destroys it. `idleMs`
    * bounds the silence between chunks (0: none, for an event stream).
    */

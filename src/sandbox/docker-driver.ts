@@ -194,7 +194,7 @@ export class DockerDriver implements SandboxDriver {
 
   private async removeContainer(engine: DockerEngine, name: string): Promise<void> {
     try {
-      await engine.use((api) => api.call('DELETE', `/containers/${name}?force=true&v=true`, undefined, { ok: [404, 409], timeoutMs: SLOW_TIMEOUT_MS }));
+      await engine.use((api) => api.removeContainer(name));
     } finally {
       this.mine.delete(name);
     }
@@ -302,7 +302,7 @@ export class DockerDriver implements SandboxDriver {
             if (c.Labels[INSTANCE_LABEL] !== this.o.instanceId) continue; // never anyone else's
             const name = (c.Names[0] ?? '').replace(/^\//, '');
             if (!name || keep.has(name) || this.mine.has(name)) continue;
-            await api.call('DELETE', `/containers/${name}?force=true&v=true`, undefined, { ok: [404, 409], timeoutMs: SLOW_TIMEOUT_MS });
+            await api.removeContainer(name);
             reaped++;
           }
           const vols = await api.call<{ Volumes: { Name: string }[] | null }>('GET', `/volumes?filters=${dangling}`);

@@ -6,7 +6,7 @@
 import { mkdir } from 'node:fs/promises';
 import { errors } from '../errors.js';
 import { copyBoundsFor, type CopyBounds, type CopyReport } from './copy-out.js';
-import { QUICK_TIMEOUT_MS, SLOW_TIMEOUT_MS } from './docker-api.js';
+import { QUICK_TIMEOUT_MS } from './docker-api.js';
 import type { DockerEngine } from './docker-engine.js';
 import { dockerExec, dockerSpawn, PidPreamble, type DockerExecHooks, type DockerExecOutcome, type DockerExecRequest } from './docker-exec.js';
 import { fileError, FILE_SCRIPTS, parseListing } from './docker-files.js';
@@ -216,7 +216,7 @@ export class DockerSandbox implements Sandbox {
   private async lost(): Promise<Error> {
     const byRollout = await this.endedByRollout().catch(() => false);
     await this.o.engine
-      .use((api) => api.call('DELETE', `/containers/${this.o.container}?force=true&v=true`, undefined, { ok: [404, 409], timeoutMs: SLOW_TIMEOUT_MS }))
+      .use((api) => api.removeContainer(this.o.container))
       .catch(() => {});
     this.gone = byRollout ? 'rollout' : 'ours';
     return this.goneError();
@@ -467,7 +467,7 @@ export class DockerSandbox implements Sandbox {
   /** Removes the container, and with it every process in it (spawned ones included) and the workspace. */
   destroy(): Promise<void> {
     this.destroying ??= this.o.engine
-      .use((api) => api.call('DELETE', `/containers/${this.o.container}?force=true&v=true`, undefined, { ok: [404, 409], timeoutMs: SLOW_TIMEOUT_MS }))
+      .use((api) => api.removeContainer(this.o.container))
       .then(async () => {
         await Promise.all([...this.processes].map((p) => p.exited));
       })

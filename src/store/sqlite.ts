@@ -187,6 +187,11 @@ function statements(db: Database.Database) {
   };
 }
 
+/** Whether a table has a column (data dirs made by older versions lack the newer ones). */
+function hasColumn(db: Database.Database, table: string, column: string): boolean {
+  return (db.pragma(`table_info(${table})`) as { name: string }[]).some((c) => c.name === column);
+}
+
 /** The dashboard's window statements, prepared once (src/store/insights.ts). */
 function statsStatements(db: Database.Database): Record<keyof StatsRows, Database.Statement<Record<number, unknown>>> {
   const sql = statsSql(sqliteDialect, { since: 0, until: 0, bucketMs: 1 });
@@ -252,11 +257,11 @@ export class SqliteStore implements Store {
     this.db.pragma('journal_size_limit = 67108864');
     this.db.exec(SCHEMA);
     // Data dirs made before webhook ids kept their body's hash (their entries expire within 10 min).
-    if (!(this.db.pragma('table_info(webhook_ids)') as { name: string }[]).some((c) => c.name === 'body_hash')) {
+    if (!hasColumn(this.db, 'webhook_ids', 'body_hash')) {
       this.db.exec('ALTER TABLE webhook_ids ADD COLUMN body_hash TEXT');
     }
     // Data dirs made before rollouts kept their count of recorded calls: counted once, in one commit.
-    if (!(this.db.pragma('table_info(rollouts)') as { name: string }[]).some((c) => c.name === 'call_count')) {
+    if (!hasColumn(this.db, 'rollouts', 'call_count')) {
       this.db.transaction(() => {
         this.db.exec('ALTER TABLE rollouts ADD COLUMN call_count INTEGER NOT NULL DEFAULT 0');
         this.db.exec('UPDATE rollouts SET call_count = (SELECT count(*) FROM calls c WHERE c.trace_id = rollouts.trace_id)');

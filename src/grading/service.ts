@@ -166,7 +166,14 @@ export class GradingService {
       await Promise.allSettled(owned.map((s) => s.destroy()));
     }
 
-    const record = await store
+    // The trainer graded a rollout, so it is over: a score earned without the tools its task needs
+    // is flagged in the grade's commit, if the rollout has no recorded tool call (no_tool_score).
+    const endpoint = input.source === 'endpoint';
+    const flag =
+      endpoint && this.o.integrity && result && result.score > g.range[0] && needsTools(input.item)
+        ? { traceId, kind: 'no_tool_score' as const, callId: null, detail: `${g.def.name} scored ${result.score} on a rollout with no tool call`, at: Date.now() }
+        : undefined;
+    const { record, tally } = await store
       .insertGrade({
         traceId,
         grader: g.def.name,
@@ -182,7 +189,7 @@ export class GradingService {
         source: input.source,
         createdAt: Date.now(),
         durationMs: performance.now() - started,
-      }, rollout)
+      }, { ...rollout, flagIfNoCalls: flag })
       .catch((e: Error) => {
         throw errors.store(e.message);
       });
@@ -191,26 +198,12 @@ export class GradingService {
       throw failure;
     }
     this.o.metrics?.grade(g.def.name, 'ok', record.score ?? undefined);
-    if (input.source === 'endpoint') {
+    if (endpoint) {
       this.o.sandboxes?.graded(traceId);
-      await this.gradedRollout(g, record, input.item, log);
+      if (tally) this.o.metrics?.gradedRollout(g.def.name, tally.calls, tally.budgetExceeded);
+      if (flag && tally?.calls === 0) this.o.integrity?.recorded(traceId, flag.kind);
     }
     return { record, replayed: false };
-  }
-
-  /** The trainer graded a rollout, so it is over: count its tool calls, and flag a score earned without the tools its task needs. */
-  private async gradedRollout(g: LoadedGrader, record: GradeRecord, item: Item, log: Logger): Promise<void> {
-    const { metrics, integrity } = this.o;
-    if (!metrics && !integrity) return;
-    const tally = await this.o.store.rolloutTally(record.traceId).catch((e: unknown) => {
-      log.warn({ err: e }, 'could not read the graded rollout');
-      return undefined;
-    });
-    if (!tally) return;
-    metrics?.gradedRollout(g.def.name, tally.calls, tally.budgetExceeded);
-    if (tally.calls === 0 && record.score !== null && record.score > g.range[0] && needsTools(item)) {
-      await integrity?.record(record.traceId, 'no_tool_score', `${g.def.name} scored ${record.score} on a rollout with no tool call`);
-    }
   }
 }
 

@@ -71,12 +71,17 @@ export class IntegrityFlags {
    * Never fails the request that raised it: a flag that cannot be written is logged.
    */
   async record(traceId: string, kind: IntegrityKind, detail: string, callId?: string): Promise<void> {
-    this.o.metrics?.integrityFlag(kind);
-    this.o.log.warn({ trace_id: traceId, call_id: callId, integrity: kind }, `integrity flag: ${kind}`);
+    this.recorded(traceId, kind, callId);
     try {
       await this.o.store.addFlag({ traceId, kind, callId: callId ?? null, detail: detail.slice(0, DETAIL_MAX), at: Date.now() });
     } catch (e) {
       this.o.log.error({ err: e, trace_id: traceId, integrity: kind }, 'could not record an integrity flag');
     }
   }
+  /** Counts and logs a flag the store recorded itself (a grade's no_tool_score, in the grade's commit). */
+  recorded(traceId: string, kind: IntegrityKind, callId?: string): void {
+    this.o.metrics?.integrityFlag(kind);
+    this.o.log.warn({ trace_id: traceId, call_id: callId, integrity: kind }, `integrity flag: ${kind}`);
+  }
+
 }

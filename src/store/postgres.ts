@@ -34,6 +34,7 @@ import type {
   BeginCallResult,
   FinishCallInput,
   GradedRollout,
+  InsertedGrade,
   GradeWithSample,
   ImportedRollout,
   ListRolloutsQuery,
@@ -342,8 +343,9 @@ export class PostgresStore implements Store {
     return r ? toGrade(r) : undefined;
   }
 
-  async insertGrade(g: NewGrade, rollout?: GradedRollout): Promise<GradeRecord> {
-    // One statement, so the grade, the rollout's last score and (if given) the rollout commit together.
+  async insertGrade(g: NewGrade, rollout?: GradedRollout): Promise<InsertedGrade> {
+    // One statement, so the grade, the rollout's last score and (if given) the rollout and its flag
+    // commit together; it returns the rollout's tally.
     const values = gradeValues(g, encodeText);
     const score = `last_score = CASE WHEN $6 = 'ok' THEN $7 ELSE r.last_score END, updated_at = $13`;
     let upsert = `UPDATE ${this.t.rollouts} r SET ${score} WHERE trace_id = $1`;
@@ -355,16 +357,28 @@ export class PostgresStore implements Store {
         ON CONFLICT (trace_id) DO UPDATE SET ${score},
           item = CASE WHEN EXCLUDED.item <> '{}' AND (r.item IS NULL OR r.item = '{}') THEN EXCLUDED.item ELSE r.item END`;
     }
-    const [r] = await this.rows<PgGradeRow>(
+    upsert += ' RETURNING r.call_count::int AS calls, r.budget_exceeded';
+    let flag = '';
+    const f = rollout?.flagIfNoCalls;
+    if (f) {
+      // As addFlag (upsertFlagSql), if the rollout has no recorded call.
+      const n = values.push(f.kind, f.callId === null ? null : encodeText(f.callId), encodeText(f.detail), f.at);
+      flag = `, f AS (INSERT INTO ${this.dialect.t.flags} AS f (trace_id, kind, events, call_id, detail, created_at, updated_at)
+         SELECT $1, $${n - 3}, 1, $${n - 2}, $${n - 1}, $${n}, $${n} FROM u WHERE u.calls = 0
+         ON CONFLICT (trace_id, kind) DO UPDATE SET events = f.events + 1, updated_at = excluded.updated_at)`;
+    }
+    const [r] = await this.rows<PgGradeRow & { tally_calls: number | null; tally_exceeded: boolean | null }>(
       `WITH g AS (
          INSERT INTO ${this.t.grades} (${GRADE_COLUMNS})
          VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14) RETURNING *
-       ), u AS (${upsert})
-       SELECT * FROM g`,
+       ), u AS (${upsert})${flag}
+       SELECT g.*, u.calls AS tally_calls, u.budget_exceeded AS tally_exceeded FROM g LEFT JOIN u ON true`,
       values,
-      rollout ? 'rft_insert_grade_rollout' : 'rft_insert_grade',
+      `rft_insert_grade${rollout ? '_rollout' : ''}${f ? '_flag' : ''}`,
     );
-    return toGrade(r!);
+    const { tally_calls: calls, tally_exceeded: exceeded, ...row } = r!;
+    const tally = calls === null ? undefined : { calls, budgetExceeded: exceeded === true };
+    return { record: toGrade(row), tally };
   }
 
   async listGrades(traceId: string): Promise<GradeWithSample[]> {

@@ -38,6 +38,7 @@ import type {
   GradedRollout,
   GradeWithSample,
   ImportedRollout,
+  InsertedGrade,
   ListRolloutsQuery,
   NewGrade,
   RolloutTally,
@@ -163,7 +164,10 @@ function statements(db: Database.Database) {
     ),
     getBudget: db.prepare<[string], RolloutRow>('SELECT budget_used, budget_limit, budget_exceeded FROM rollouts WHERE trace_id = ?'),
     insertGrade: db.prepare(`INSERT INTO grades (${GRADE_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`),
-    score: db.prepare(`UPDATE rollouts SET last_score = iif(? = 'ok', ?, last_score), updated_at = ? WHERE trace_id = ?`),
+    score: db.prepare<[string, number | null, number, string], { calls: number; budget_exceeded: number }>(
+      `UPDATE rollouts SET last_score = iif(? = 'ok', ?, last_score), updated_at = ? WHERE trace_id = ?
+       RETURNING call_count AS calls, budget_exceeded`,
+    ),
     findGrade: db.prepare<[string, string, string, string], GradeRow>(
       `SELECT * FROM grades WHERE trace_id = ? AND grader = ? AND grader_version = ? AND sample_hash = ? AND status = 'ok'
        ORDER BY id DESC LIMIT 1`,
@@ -332,10 +336,19 @@ export class SqliteStore implements Store {
     this.syncing = undefined;
   }
 
-  /** A read sees every write submitted before it, once it is acknowledged: it waits for them if any is pending. */
+  /**
+   * A read sees every write submitted before it, and answers only once what it saw is durable: after
+   * writes still queued, it runs as a unit; while committed turns are not yet fsynced, it runs now and
+   * is answered with them, by the next fdatasync (no transaction of its own).
+   */
   private read<T>(fn: () => T): Promise<T> {
-    if (this.queue.length > 0 || this.syncing) return this.unit(fn);
-    return new Promise<T>((resolve) => resolve(fn()));
+    if (this.broken) return Promise.reject(this.broken);
+    if (this.queue.length > 0) return this.unit(fn);
+    return new Promise<T>((resolve, reject) => {
+      const value = fn();
+      if (!this.syncing) return resolve(value);
+      this.unsynced.push((e) => (e ? reject(e) : resolve(value)));
+    });
   }
 
   beginCall(input: BeginCallInput): Promise<BeginCallResult> {
@@ -399,12 +412,14 @@ export class SqliteStore implements Store {
     return this.unit(() => this.ensure(traceId, item, budgetLimit, now));
   }
 
-  insertGrade(g: NewGrade, rollout?: GradedRollout): Promise<GradeRecord> {
+  insertGrade(g: NewGrade, rollout?: GradedRollout): Promise<InsertedGrade> {
     return this.unit(() => {
       if (rollout) this.ensure(g.traceId, rollout.item, rollout.budgetLimit, rollout.now);
       const { lastInsertRowid } = this.s.insertGrade.run(gradeValues(g));
-      this.s.score.run(g.status, g.score, g.createdAt, g.traceId);
-      return { ...g, sample: g.sample ?? null, id: Number(lastInsertRowid) };
+      const r = this.s.score.get(g.status, g.score, g.createdAt, g.traceId);
+      const tally = r && { calls: r.calls, budgetExceeded: r.budget_exceeded === 1 };
+      if (tally?.calls === 0 && rollout?.flagIfNoCalls) this.flag({ ...rollout.flagIfNoCalls, traceId: g.traceId });
+      return { record: { ...g, sample: g.sample ?? null, id: Number(lastInsertRowid) }, tally };
     });
   }
 
@@ -435,9 +450,11 @@ export class SqliteStore implements Store {
   }
 
   addFlag(f: NewFlag): Promise<void> {
-    return this.unit(() => {
-      this.s.addFlag.run(sqliteParams(upsertFlagSql(sqliteDialect, f).params));
-    });
+    return this.unit(() => this.flag(f));
+  }
+
+  private flag(f: NewFlag): void {
+    this.s.addFlag.run(sqliteParams(upsertFlagSql(sqliteDialect, f).params));
   }
 
   rolloutTally(traceId: string): Promise<RolloutTally | undefined> {

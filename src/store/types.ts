@@ -45,6 +45,14 @@ export interface GradedRollout {
   item: Record<string, unknown> | null;
   budgetLimit: number;
   now: number;
+  /** A flag (no_tool_score) recorded with the grade if the rollout has no recorded tool call. */
+  flagIfNoCalls?: NewFlag | undefined;
+}
+
+/** A recorded grade, and its rollout's tally after it (absent if the rollout has no row). */
+export interface InsertedGrade {
+  record: GradeRecord;
+  tally: RolloutTally | undefined;
 }
 
 export interface GradeWithSample extends GradeRecord {
@@ -104,8 +112,11 @@ export interface Store {
   ensureRollout(traceId: string, item: Record<string, unknown> | null, budgetLimit: number, now: number): Promise<void>;
 
   findGrade(traceId: string, grader: string, graderVersion: string, sampleHash: string): Promise<GradeRecord | undefined>;
-  /** Records a grade, with its rollout if given (one commit); the record returned carries the sample. */
-  insertGrade(grade: NewGrade, rollout?: GradedRollout): Promise<GradeRecord>;
+  /**
+   * Records a grade, with its rollout if given (one commit; Postgres writes the rollout's flag right
+   * after it); the record returned carries the sample.
+   */
+  insertGrade(grade: NewGrade, rollout?: GradedRollout): Promise<InsertedGrade>;
   listGrades(traceId: string): Promise<GradeWithSample[]>;
 
   listRollouts(q: ListRolloutsQuery): Promise<{ rollouts: RolloutSummary[]; nextCursor: string | null }>;

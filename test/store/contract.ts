@@ -210,7 +210,8 @@ export function storeContract(label: string, open: () => Promise<Store>): void {
     it('stores a grade with its sample and subscores and sets the rollout last score', async () => {
       const store = await fresh();
       await store.ensureRollout('trace_g', null, 5, 1);
-      const g = await store.insertGrade(grade('trace_g'));
+      const { record: g, tally } = await store.insertGrade(grade('trace_g'));
+      expect(tally).toEqual({ calls: 0, budgetExceeded: false });
       expect(g).toMatchObject({ ...grade('trace_g'), id: expect.any(Number) });
       expect(await store.listGrades('trace_g')).toEqual([g]);
       expect(await store.getRollout('trace_g')).toMatchObject({ lastScore: 0.75, updatedAt: 1_000 });
@@ -248,10 +249,26 @@ export function storeContract(label: string, open: () => Promise<Store>): void {
       expect(await store.listGrades('trace_gr')).toHaveLength(2);
     });
 
+    it("records a grade's no-tool-call flag in its commit only if the rollout has no recorded call, and returns its tally", async () => {
+      const store = await fresh();
+      const flag = (traceId: string) => ({ traceId, kind: 'no_tool_score' as const, callId: null, detail: 'g scored 0.75', at: 900 });
+      const rollout = (traceId: string) => ({ item: { tools: ['t'] }, budgetLimit: 5, now: 900, flagIfNoCalls: flag(traceId) });
+      expect((await store.insertGrade(grade('trace_nf'), rollout('trace_nf'))).tally).toEqual({ calls: 0, budgetExceeded: false });
+      expect(await store.getRollout('trace_nf')).toMatchObject({ flags: ['no_tool_score'], integrityFlags: [{ kind: 'no_tool_score', events: 1, detail: 'g scored 0.75' }] });
+      // the trainer's retry of the grade with another sample: counted on the same flag
+      await store.insertGrade(grade('trace_nf', { sampleHash: 's2' }), rollout('trace_nf'));
+      expect((await store.getRollout('trace_nf'))?.integrityFlags).toMatchObject([{ kind: 'no_tool_score', events: 2 }]);
+      // a rollout with a call (over its budget, still recorded): no flag
+      await store.beginCall(begin('trace_wf', 'c1', { cost: 9 }));
+      expect((await store.insertGrade(grade('trace_wf'), rollout('trace_wf'))).tally).toEqual({ calls: 1, budgetExceeded: true });
+      expect(await store.getRollout('trace_wf')).toMatchObject({ flags: [], integrityFlags: [] });
+    });
+
     it('finds the newest ok grade for the same grader version and sample only', async () => {
       const store = await fresh();
       await store.insertGrade(grade('trace_h', { score: 0.1 }));
-      const newest = await store.insertGrade(grade('trace_h', { score: 0.2 }));
+      const { record: newest, tally } = await store.insertGrade(grade('trace_h', { score: 0.2 }));
+      expect(tally).toBeUndefined(); // no rollout row: a grade without one (the store's callers always give one)
       await store.insertGrade(grade('trace_h', { status: 'error', score: null }));
       expect(await store.findGrade('trace_h', 'g', 'v1', 'sh')).toMatchObject({ id: newest.id, score: 0.2 });
       expect(await store.findGrade('trace_h', 'g', 'v2', 'sh')).toBeUndefined();

@@ -1,5 +1,6 @@
-// The SQLite store's group fsync failing (an I/O error on the WAL): what it wrote may not be on disk,
-// so the turn's writes and every later one are refused, never acknowledged.
+// The SQLite store's group fsync: nothing is answered before the fdatasync of the WAL that holds it
+// has ended (a read of committed but unsynced rows included), and a failing fsync (an I/O error on
+// the WAL) means what it covered may not be on disk, so its writes and every later one are refused.
 import { describe, expect, it, onTestFinished, vi } from 'vitest';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -7,27 +8,63 @@ import { join } from 'node:path';
 import { SqliteStore } from '../../src/store/sqlite.js';
 import { begin } from './contract.js';
 
-const failing = vi.hoisted(() => ({ on: false }));
+const disk = vi.hoisted(() => ({ failing: false, held: false, waiting: [] as (() => void)[] }));
 vi.mock('node:fs', async (importOriginal) => {
   const fs = await importOriginal<typeof import('node:fs')>();
-  const fdatasync = (fd: number, cb: (e: NodeJS.ErrnoException | null) => void) =>
-    failing.on ? setImmediate(() => cb(Object.assign(new Error('EIO: i/o error, fdatasync'), { code: 'EIO' }))) : fs.fdatasync(fd, cb);
+  const fdatasync = (fd: number, cb: (e: NodeJS.ErrnoException | null) => void) => {
+    if (disk.failing) setImmediate(() => cb(Object.assign(new Error('EIO: i/o error, fdatasync'), { code: 'EIO' })));
+    else if (disk.held) disk.waiting.push(() => fs.fdatasync(fd, cb));
+    else fs.fdatasync(fd, cb);
+  };
   return { ...fs, default: { ...fs, fdatasync }, fdatasync };
 });
 
-describe('SqliteStore, a failed fsync', () => {
-  it('refuses the writes it covered and every later one', async () => {
-    const dir = mkdtempSync(join(tmpdir(), 'rft-fsync-'));
-    const store = new SqliteStore({ path: join(dir, 'db.sqlite') });
-    onTestFinished(async () => {
-      await store.close();
-      rmSync(dir, { recursive: true, force: true });
-    });
+function freshStore(): SqliteStore {
+  const dir = mkdtempSync(join(tmpdir(), 'rft-fsync-'));
+  const store = new SqliteStore({ path: join(dir, 'db.sqlite') });
+  onTestFinished(async () => {
+    disk.held = false;
+    disk.waiting.splice(0).forEach((go) => go());
+    await store.close();
+    rmSync(dir, { recursive: true, force: true });
+  });
+  return store;
+}
+
+const settled = (p: Promise<unknown>) => {
+  const s = { done: false };
+  void p.then(() => (s.done = true), () => (s.done = true));
+  return s;
+};
+
+describe('SqliteStore, the group fsync', () => {
+  it('answers a read of a committed, unsynced row only once the fsync holding it has ended', async () => {
+    const store = freshStore();
+    await store.beginCall(begin('trace_r', 'c0'));
+    disk.held = true;
+    const write = settled(store.beginCall(begin('trace_r', 'c1')));
+    await vi.waitFor(() => expect(disk.waiting).toHaveLength(1)); // c1 committed, its fsync not begun
+    const readP = store.getCall('trace_r', 'c1');
+    const read = settled(readP);
+    await new Promise((r) => setTimeout(r, 20));
+    expect(write.done).toBe(false);
+    expect(read.done).toBe(false);
+    disk.held = false;
+    disk.waiting.splice(0).forEach((go) => go());
+    expect(await readP).toMatchObject({ callId: 'c1', status: 'running' });
+    await vi.waitFor(() => expect(write.done).toBe(true));
+    // Nothing pending: a read is answered at once.
+    expect(await store.getCall('trace_r', 'c0')).toMatchObject({ callId: 'c0' });
+  });
+
+  it('refuses the writes a failed fsync covered, every later one, and reads', async () => {
+    const store = freshStore();
     expect(await store.beginCall(begin('trace_ok', 'c1'))).toMatchObject({ kind: 'started' });
-    failing.on = true;
+    disk.failing = true;
     await expect(store.beginCall(begin('trace_ok', 'c2'))).rejects.toMatchObject({ code: 'EIO' });
-    failing.on = false;
+    disk.failing = false;
     await expect(store.beginCall(begin('trace_ok', 'c3'))).rejects.toMatchObject({ code: 'EIO' });
     await expect(store.ping()).rejects.toMatchObject({ code: 'EIO' });
+    await expect(store.getCall('trace_ok', 'c1')).rejects.toMatchObject({ code: 'EIO' });
   });
 });

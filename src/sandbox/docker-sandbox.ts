@@ -116,6 +116,15 @@ const OOM_WINDOW_S = 3;
 const STOP_SETTLE_MS = 5_000;
 /** The OCI runtime's refusal of an exec into a container that is stopping (runc's words, then runsc's). */
 export const STOPPED_STATE = /cannot exec in a stopped state|cannot execute in container "?[0-9a-f]*"? in state stopped/;
+
+/**
+ * The runtime could not start a new process in the sandbox: its process limit is full (runsc answers
+ * EAGAIN, "try again", while a fork bomb's processes fill it). Recognised only on an exec whose
+ * wrapper never ran (exit 126, no pid line), so a command cannot print its way into it.
+ */
+export const PROCESS_LIMIT_FULL = /OCI runtime exec failed: .*(?:try again|resource temporarily unavailable)/is;
+/** What the model reads then, instead of the runtime's message (which quotes our exec wrapper). */
+export const PROCESS_LIMIT_MESSAGE = "the command could not start: the sandbox's process limit is full (this rollout's own processes fill it)\n";
 /** Busy spans kept to tell whether a command ran when the container died, and the clock slack allowed (engine vs server). */
 const BUSY_SPANS = 8;
 const BUSY_SLACK_MS = 1_000;
@@ -381,7 +390,8 @@ export class DockerSandbox implements Sandbox {
    * refuses (exit 126, runc's "cannot exec in a stopped state" or runsc's "cannot execute in
    * container ... in state stopped": seen under gVisor right after a fork bomb or a memory hog took
    * the sandbox's kernel down), once the engine confirms the container is not running (a
-   * command that prints those words itself changes nothing).
+   * command that prints those words itself changes nothing). A runtime that cannot start the
+   * command because the sandbox's process limit is full answers the model's PROCESS_LIMIT_MESSAGE.
    */
   private async run(req: DockerExecRequest, hooks: DockerExecHooks): Promise<DockerExecOutcome> {
     if (this.gone) throw this.goneError();
@@ -392,8 +402,11 @@ export class DockerSandbox implements Sandbox {
       const refused = err instanceof Error && new RegExp(`/containers/${this.o.container}/exec: (404|409)`).test(err.message);
       throw refused ? await this.lost() : err;
     }
-    if (out.exitCode === 126 && STOPPED_STATE.test(`${out.stdout.toString('latin1')}${out.stderr.toString('latin1')}`) && (await this.stops())) {
-      throw await this.lost();
+    if (out.exitCode !== 126) return out;
+    const said = `${out.stdout.toString('latin1')}${out.stderr.toString('latin1')}`;
+    if (STOPPED_STATE.test(said) && (await this.stops())) throw await this.lost();
+    if (hooks.preamble?.pid === null && PROCESS_LIMIT_FULL.test(said)) {
+      return { ...out, stdout: Buffer.alloc(0), stderr: Buffer.from(PROCESS_LIMIT_MESSAGE), stdoutTruncated: false, stderrTruncated: false };
     }
     return out;
   }

@@ -4,9 +4,9 @@
 // the command runs) is the model's, RFT_ERR_SANDBOX_ENDED_BY_ROLLOUT (410,
 // an observation it is charged for); killed or removed from outside, ours, RFT_ERR_SANDBOX_LOST
 // (503, the ledger un-begins the call). Real engines: runc and runsc.
-import { expect, it } from 'vitest';
+import { expect, it, vi } from 'vitest';
 import { DockerApi } from '../../src/sandbox/docker-api.js';
-import { STOPPED_STATE, type DockerSandbox } from '../../src/sandbox/docker-sandbox.js';
+import { PROCESS_LIMIT_FULL, PROCESS_LIMIT_MESSAGE, STOPPED_STATE, type DockerSandbox } from '../../src/sandbox/docker-sandbox.js';
 import type { Sandbox } from '../../src/sandbox/types.js';
 import { failureOfToolError } from '../../src/metrics/outcomes.js';
 import { describeIf } from '../helpers/require.js';
@@ -83,13 +83,39 @@ for (const name of ['docker', 'gvisor'] as const) {
           // could provoke to have its rollout discarded).
           const e = await sb.exec('echo after').catch((err: unknown) => err);
           const ran = e as { exitCode?: number | null; stdout?: string; stderr?: string; timedOut?: boolean };
-          const refused = ran.exitCode === 126 && /OCI runtime exec failed: .* try again/s.test(`${ran.stdout}${ran.stderr}`);
+          const refused = ran.exitCode === 126 && ran.stderr === PROCESS_LIMIT_MESSAGE;
           if ('exitCode' in ran) expect(ran.stdout === 'after\n' || /fork/i.test(ran.stderr ?? '') || ran.timedOut || refused, JSON.stringify(ran)).toBe(true);
           else expect(e).toMatchObject({ code: 'RFT_ERR_SANDBOX_ENDED_BY_ROLLOUT', statusCode: 410 });
         } finally {
           await sb.destroy();
         }
       }, 120_000);
+
+      it("tells the model its processes fill the sandbox's process limit when gVisor cannot start a command, in its own words", async () => {
+        const sb = await fresh('trace_lost_full');
+        try {
+          // Processes of the sandbox uid up to its limit (gVisor's RLIMIT_NPROC), kept full while this exec
+          // runs: a slot that frees is taken again (a shell would exit at its first "Cannot fork", and its
+          // wrapper then sweep what it started). An exec that gets in first can only fail to fork.
+          const fill = 'import os, time\nend = time.time() + 20\nwhile time.time() < end:\n  try:\n    if os.fork() == 0:\n      time.sleep(max(0, end - time.time())); os._exit(0)\n  except OSError:\n    time.sleep(0.01)';
+          const filling = sb.exec(['python3', '-c', fill], { timeoutMs: 25_000 }).catch((e: unknown) => e);
+          let ran: { exitCode: number | null; stdout: string; stderr: string } | undefined;
+          await vi.waitFor(
+            async () => {
+              ran = await sb.exec('echo after');
+              if (ran.exitCode !== 126) expect(ran.stdout === 'after\n' || /Cannot fork/.test(ran.stderr), JSON.stringify(ran)).toBe(true);
+              expect(ran.exitCode, JSON.stringify(ran)).toBe(126);
+            },
+            { timeout: 15_000, interval: 200 },
+          ).catch(async (e: unknown) => {
+            throw new Error(`${String(e)}; the filling command: ${JSON.stringify(await filling)}`);
+          });
+          expect(ran).toMatchObject({ stdout: '', stderr: PROCESS_LIMIT_MESSAGE });
+          await filling;
+        } finally {
+          await sb.destroy();
+        }
+      }, 60_000);
     }
   });
 }
@@ -101,4 +127,12 @@ it("recognises both runtimes' refusal of an exec into a stopping container, and 
     STOPPED_STATE.test('OCI runtime exec failed: executing processes for container: cannot execute in container "cb0600a39e5533921b063c6d3ea811345b634ec78ad59ef0a2253d2a15843533" in state stopped: unknown'),
   ).toBe(true);
   expect(STOPPED_STATE.test('OCI runtime exec failed: exec failed: unable to start container process: exec: "nope": executable file not found in $PATH: unknown')).toBe(false);
+});
+
+it('recognises a runtime that cannot start a process for lack of room, and not a command that failed', () => {
+  expect(PROCESS_LIMIT_FULL.test('OCI runtime exec failed: exec failed: unable to start container process: in sandbox: try again: unknown')).toBe(true);
+  expect(PROCESS_LIMIT_FULL.test('OCI runtime exec failed: exec failed: fork/exec /bin/sh: resource temporarily unavailable: unknown')).toBe(true);
+  expect(PROCESS_LIMIT_FULL.test('sh: 1: Cannot fork: try again')).toBe(false);
+  expect(PROCESS_LIMIT_FULL.test(STOPPED_STATE.source)).toBe(false);
+  expect(PROCESS_LIMIT_MESSAGE).not.toMatch(/rft-|printf|\$\$/);
 });

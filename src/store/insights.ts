@@ -6,6 +6,8 @@
 // query (tool, status, duration) made it 6x faster but cost every call a second index write at its
 // finish (measured: +10-25% store CPU per call), and the tool path comes first.
 import type { CallStatus, IntegrityFlag } from './records.js';
+import { decodeCursor, encodeCursor } from './rows.js';
+import type { ListRolloutsQuery } from './types.js';
 
 /** Handler-time bucket edges (ms) of the latency histogram; p50/p99 per tool interpolate in them. */
 export const LATENCY_EDGES_MS = [1, 2.5, 5, 10, 25, 50, 100, 250, 500, 1000, 2500, 5000, 10_000, 30_000, 60_000, 120_000, 300_000, 600_000];
@@ -222,10 +224,50 @@ export function statsSql(d: Dialect, q: StatsQuery): { calls: Sql; rolloutsStart
 }
 
 /**
+ * The rollout list's query (both stores): newest first, a page past the cursor (created_at, then
+ * trace_id, both descending), one row more than the limit to tell whether a next page exists; null
+ * for a cursor that cannot be read. `key` encodes the cursor's trace_id as the store binds text.
+ */
+export function listRolloutsSql(d: Dialect, q: ListRolloutsQuery, key: (s: string) => unknown = (s) => s): Sql | null {
+  const where: string[] = [];
+  const params: unknown[] = [];
+  const p = (v: unknown) => (params.push(v), d.param(params.length));
+  if (q.cursor !== undefined) {
+    const at = decodeCursor(q.cursor);
+    if (!at) return null;
+    const created = p(at.createdAt);
+    where.push(`(r.created_at < ${created} OR (r.created_at = ${created} AND r.trace_id < ${p(key(at.traceId))}))`);
+  }
+  if (q.since !== undefined) where.push(`r.updated_at >= ${p(q.since)}`);
+  if (q.filter) {
+    const f = rolloutFilterSql(d, q.filter, params.length + 1);
+    where.push(...f.where);
+    params.push(...f.params);
+  }
+  const text = `SELECT r.trace_id, r.created_at, r.updated_at, r.budget_limit, r.budget_used, r.budget_exceeded, r.next_seq, r.last_score,
+      r.call_count AS calls, ${summaryExtrasSql(d)}
+    FROM ${d.t.rollouts} r ${where.length ? 'WHERE ' + where.join(' AND ') : ''}
+    ORDER BY r.created_at DESC, r.trace_id DESC LIMIT ${p(q.limit + 1)}`;
+  return { text, params };
+}
+
+/** A page of listRollouts from its query's rows (one more than the limit if a next page exists). */
+export function rolloutPage<R extends { created_at: number; trace_id: string }, S>(
+  rows: R[],
+  limit: number,
+  toSummary: (r: R) => S,
+  text: (t: string) => string = (t) => t,
+): { rollouts: S[]; nextCursor: string | null } {
+  const page = rows.slice(0, limit);
+  const last = page.at(-1);
+  return { rollouts: page.map(toSummary), nextCursor: rows.length > limit && last ? encodeCursor(last.created_at, text(last.trace_id)) : null };
+}
+
+/**
  * The WHERE conditions of a filtered rollout list (on `r`, the rollouts table), and their params
  * numbered from `first`. Each EXISTS probes one rollout's rows through its trace_id key.
  */
-export function rolloutFilterSql(d: Dialect, f: RolloutFilter, first: number): { where: string[]; params: unknown[] } {
+function rolloutFilterSql(d: Dialect, f: RolloutFilter, first: number): { where: string[]; params: unknown[] } {
   const { t } = d;
   const where: string[] = [];
   const params: unknown[] = [];
@@ -250,7 +292,7 @@ export function rolloutFilterSql(d: Dialect, f: RolloutFilter, first: number): {
 }
 
 /** Per-row extras of the rollout list: the last ok grade's grader and version, and the flags' kinds. */
-export function summaryExtrasSql(d: Dialect): string {
+function summaryExtrasSql(d: Dialect): string {
   const { t } = d;
   const lastOk = (col: string) =>
     `(SELECT g.${col} FROM ${t.grades} g WHERE g.trace_id = r.trace_id AND g.status = 'ok' ORDER BY g.id DESC LIMIT 1) AS last_${col}`;

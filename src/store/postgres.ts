@@ -8,7 +8,7 @@ import type { Logger } from 'pino';
 import { errors } from '../errors.js';
 import { redactUrl } from '../config.js';
 import type { BudgetUsage, GradeRecord, RecordedCall, RolloutSummary } from './records.js';
-import { decodeCursor, encodeCursor, GRADE_COLUMNS, gradeValues, rowMappers, type CallRowShape, type GradeRow, type RolloutRowShape } from './rows.js';
+import { GRADE_COLUMNS, gradeValues, rowMappers, type CallRowShape, type GradeRow, type RolloutRowShape } from './rows.js';
 import { ensureSchema, quoteIdent } from './pg-schema.js';
 import { ensureReplicaSchema, PgReplicas } from './pg-replicas.js';
 import type { Replicas } from './replicas.js';
@@ -17,10 +17,10 @@ import { isTransient, retryOnce } from './pg-retry.js';
 import { decodeText, encodeNullable, encodeText } from './pg-text.js';
 import {
   postgresDialect,
-  rolloutFilterSql,
+  listRolloutsSql,
+  rolloutPage,
   statsSql,
   STATS_PARTS,
-  summaryExtrasSql,
   toFlag,
   upsertFlagSql,
   type Dialect,
@@ -387,35 +387,9 @@ export class PostgresStore implements Store {
   }
 
   async listRollouts(q: ListRolloutsQuery): Promise<{ rollouts: RolloutSummary[]; nextCursor: string | null }> {
-    const where: string[] = [];
-    const params: unknown[] = [];
-    if (q.cursor !== undefined) {
-      const at = decodeCursor(q.cursor);
-      if (!at) return { rollouts: [], nextCursor: null };
-      params.push(at.createdAt, encodeText(at.traceId));
-      where.push(`(created_at < $${params.length - 1} OR (created_at = $${params.length - 1} AND trace_id < $${params.length}))`);
-    }
-    if (q.since !== undefined) {
-      params.push(q.since);
-      where.push(`updated_at >= $${params.length}`);
-    }
-    if (q.filter) {
-      const f = rolloutFilterSql(this.dialect, q.filter, params.length + 1);
-      where.push(...f.where);
-      params.push(...f.params);
-    }
-    params.push(q.limit + 1);
-    const rows = await this.idempotent<PgRolloutRow>(
-      `SELECT r.trace_id, r.created_at, r.updated_at, r.budget_limit, r.budget_used, r.budget_exceeded, r.next_seq, r.last_score,
-         r.call_count AS calls, ${summaryExtrasSql(this.dialect)}
-       FROM ${this.t.rollouts} r
-       ${where.length ? 'WHERE ' + where.join(' AND ') : ''} ORDER BY r.created_at DESC, r.trace_id DESC LIMIT $${params.length}`,
-      params,
-    );
-    const page = rows.slice(0, q.limit);
-    const last = page[page.length - 1];
-    const nextCursor = rows.length > q.limit && last ? encodeCursor(last.created_at, decodeText(last.trace_id)) : null;
-    return { rollouts: page.map(toSummary), nextCursor };
+    const sql = listRolloutsSql(this.dialect, q, encodeText);
+    if (!sql) return { rollouts: [], nextCursor: null };
+    return rolloutPage(await this.idempotent<PgRolloutRow>(sql.text, sql.params), q.limit, toSummary, decodeText);
   }
 
   async getRollout(traceId: string) {

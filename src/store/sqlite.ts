@@ -14,16 +14,16 @@ import { closeSync, fdatasync, fsyncSync, mkdirSync, openSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { errors } from '../errors.js';
 import type { BudgetUsage, GradeRecord, RecordedCall, RolloutSummary } from './records.js';
-import { decodeCursor, encodeCursor, GRADE_COLUMNS, gradeValues, rowMappers, type CallRowShape, type GradeRow, type RolloutRowShape } from './rows.js';
+import { GRADE_COLUMNS, gradeValues, rowMappers, type CallRowShape, type GradeRow, type RolloutRowShape } from './rows.js';
 import {
   flagsOfSql,
   insightsDdl,
-  rolloutFilterSql,
+  listRolloutsSql,
+  rolloutPage,
   sqliteDialect,
   sqliteParams,
   statsSql,
   STATS_PARTS,
-  summaryExtrasSql,
   toFlag,
   upsertFlagSql,
   type FlagRow,
@@ -508,31 +508,9 @@ export class SqliteStore implements Store {
 
   listRollouts(q: ListRolloutsQuery): Promise<{ rollouts: RolloutSummary[]; nextCursor: string | null }> {
     return this.read(() => {
-      const where: string[] = [];
-      const params: unknown[] = [];
-      const p = (v: unknown) => (params.push(v), `?${params.length}`);
-      if (q.cursor !== undefined) {
-        const at = decodeCursor(q.cursor);
-        if (!at) return { rollouts: [], nextCursor: null };
-        const created = p(at.createdAt);
-        where.push(`(r.created_at < ${created} OR (r.created_at = ${created} AND r.trace_id < ${p(at.traceId)}))`);
-      }
-      if (q.since !== undefined) where.push(`r.updated_at >= ${p(q.since)}`);
-      if (q.filter) {
-        const f = rolloutFilterSql(sqliteDialect, q.filter, params.length + 1);
-        where.push(...f.where);
-        params.push(...f.params);
-      }
-      const rows = this.db
-        .prepare<Record<number, unknown>, RolloutRow>(
-          `SELECT ${SUMMARY}, r.call_count AS calls, ${summaryExtrasSql(sqliteDialect)}
-           FROM rollouts r ${where.length ? 'WHERE ' + where.join(' AND ') : ''}
-           ORDER BY r.created_at DESC, r.trace_id DESC LIMIT ${p(q.limit + 1)}`,
-        )
-        .all(sqliteParams(params));
-      const page = rows.slice(0, q.limit);
-      const last = page.at(-1);
-      return { rollouts: page.map(toSummary), nextCursor: rows.length > q.limit && last ? encodeCursor(last.created_at, last.trace_id) : null };
+      const sql = listRolloutsSql(sqliteDialect, q);
+      if (!sql) return { rollouts: [], nextCursor: null };
+      return rolloutPage(this.db.prepare<Record<number, unknown>, RolloutRow>(sql.text).all(sqliteParams(sql.params)), q.limit, toSummary);
     });
   }
 

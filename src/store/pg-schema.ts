@@ -3,6 +3,7 @@
 // admission (rollout insert, replay check, budget charge, seq) in one round trip under a row lock.
 import type pg from 'pg';
 import { insightsDdl, postgresDialect } from './insights.js';
+import { gradesDdl } from './rows.js';
 
 /** Double-quoted identifier; names are also checked by config, this keeps any caller safe. */
 export function quoteIdent(name: string): string {
@@ -52,24 +53,7 @@ CREATE TABLE IF NOT EXISTS ${s}.calls (
 );
 -- Small (running calls only); lets a booting replica find its calls without scanning the history.
 CREATE INDEX IF NOT EXISTS calls_running ON ${s}.calls (owner, started_at) WHERE status = 'running';
-CREATE TABLE IF NOT EXISTS ${s}.grades (
-  id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
-  trace_id text COLLATE "C" NOT NULL,
-  grader text NOT NULL,
-  grader_version text NOT NULL,
-  sample_hash text NOT NULL,
-  sample text NOT NULL,
-  status text NOT NULL,
-  score double precision,
-  subscores text,
-  explanation text,
-  error text,
-  credential text,
-  source text NOT NULL,
-  created_at bigint NOT NULL,
-  duration_ms double precision NOT NULL
-);
-CREATE INDEX IF NOT EXISTS grades_lookup ON ${s}.grades (trace_id, grader, grader_version, sample_hash);
+${gradesDdl(`${s}.grades`, { id: 'bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY', key: 'text COLLATE "C"', text: 'text', real: 'double precision', int: 'bigint' })}
 CREATE TABLE IF NOT EXISTS ${s}.webhook_ids (
   id text PRIMARY KEY,
   expires_at bigint NOT NULL

@@ -141,6 +141,17 @@ export function decodeCursor(cursor: string): { createdAt: number; traceId: stri
 export const GRADE_COLUMNS =
   'trace_id, grader, grader_version, sample_hash, sample, status, score, subscores, explanation, error, credential, source, created_at, duration_ms';
 
+/** The grades table and its lookup index, in both stores' types (`id`: the auto-numbered key). */
+export function gradesDdl(table: string, t: { id: string; key: string; text: string; real: string; int: string }): string {
+  const text = ['grader', 'grader_version', 'sample_hash', 'sample', 'status'].map((c) => `${c} ${t.text} NOT NULL`);
+  const optional = ['subscores', 'explanation', 'error', 'credential'].map((c) => `${c} ${t.text}`);
+  return `CREATE TABLE IF NOT EXISTS ${table} (
+  id ${t.id}, trace_id ${t.key} NOT NULL, ${text.join(', ')}, score ${t.real}, ${optional.join(', ')},
+  source ${t.text} NOT NULL, created_at ${t.int} NOT NULL, duration_ms ${t.real} NOT NULL
+);
+CREATE INDEX IF NOT EXISTS grades_lookup ON ${table} (trace_id, grader, grader_version, sample_hash);`;
+}
+
 /** A grade's values in GRADE_COLUMNS order; `text` encodes free text for the driver. */
 export function gradeValues(g: NewGrade, text: (s: string) => string = (s) => s): unknown[] {
   const opt = nullable(text);

@@ -14,7 +14,7 @@ import { closeSync, fdatasync, fsyncSync, mkdirSync, openSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { errors } from '../errors.js';
 import type { BudgetUsage, GradeRecord, RecordedCall, RolloutSummary } from './records.js';
-import { GRADE_COLUMNS, gradeValues, rowMappers, type CallRowShape, type GradeRow, type RolloutRowShape } from './rows.js';
+import { GRADE_COLUMNS, gradesDdl, gradeValues, rowMappers, type CallRowShape, type GradeRow, type RolloutRowShape } from './rows.js';
 import {
   flagsOfSql,
   insightsDdl,
@@ -85,24 +85,7 @@ CREATE TABLE IF NOT EXISTS calls (
   truncated INTEGER NOT NULL DEFAULT 0,
   PRIMARY KEY (trace_id, call_id)
 ) WITHOUT ROWID;
-CREATE TABLE IF NOT EXISTS grades (
-  id INTEGER PRIMARY KEY AUTOINCREMENT,
-  trace_id TEXT NOT NULL,
-  grader TEXT NOT NULL,
-  grader_version TEXT NOT NULL,
-  sample_hash TEXT NOT NULL,
-  sample TEXT NOT NULL,
-  status TEXT NOT NULL,
-  score REAL,
-  subscores TEXT,
-  explanation TEXT,
-  error TEXT,
-  credential TEXT,
-  source TEXT NOT NULL,
-  created_at INTEGER NOT NULL,
-  duration_ms REAL NOT NULL
-);
-CREATE INDEX IF NOT EXISTS grades_lookup ON grades (trace_id, grader, grader_version, sample_hash);
+${gradesDdl('grades', { id: 'INTEGER PRIMARY KEY AUTOINCREMENT', key: 'TEXT', text: 'TEXT', real: 'REAL', int: 'INTEGER' })}
 CREATE TABLE IF NOT EXISTS webhook_ids (
   id TEXT PRIMARY KEY,
   expires_at INTEGER NOT NULL,
@@ -116,8 +99,6 @@ type RolloutRow = RolloutRowShape<number>;
 
 const { toCall, toGrade, toSummary, budgetOf } = rowMappers<number>({ text: (t) => t, bool: (b) => b === 1 });
 
-/** The rollouts columns a summary needs (never the item: up to 1 MB). */
-const SUMMARY = 'r.trace_id, r.created_at, r.updated_at, r.budget_limit, r.budget_used, r.budget_exceeded, r.next_seq, r.last_score';
 const CALL_COLUMNS = `trace_id, call_id, seq, tool, arguments, args_hash, output, status, cost, credential, started_at, finished_at,
   duration_ms, output_bytes, truncated`;
 
@@ -159,8 +140,8 @@ function statements(db: Database.Database) {
     ),
     setItem: db.prepare('INSERT OR REPLACE INTO rollout_items (trace_id, item) VALUES (?, ?)'),
     getRollout: db.prepare<[string], RolloutRow>(
-      `SELECT ${SUMMARY}, coalesce(i.item, r.item) AS item FROM rollouts r LEFT JOIN rollout_items i ON i.trace_id = r.trace_id
-       WHERE r.trace_id = ?`,
+      `SELECT r.trace_id, r.created_at, r.updated_at, r.budget_limit, r.budget_used, r.budget_exceeded, r.next_seq, r.last_score,
+         coalesce(i.item, r.item) AS item FROM rollouts r LEFT JOIN rollout_items i ON i.trace_id = r.trace_id WHERE r.trace_id = ?`,
     ),
     getBudget: db.prepare<[string], RolloutRow>('SELECT budget_used, budget_limit, budget_exceeded FROM rollouts WHERE trace_id = ?'),
     insertGrade: db.prepare(`INSERT INTO grades (${GRADE_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`),
@@ -199,12 +180,7 @@ function hasColumn(db: Database.Database, table: string, column: string): boolea
 /** The dashboard's window statements, prepared once (src/store/insights.ts). */
 function statsStatements(db: Database.Database): Record<keyof StatsRows, Database.Statement<Record<number, unknown>>> {
   const sql = statsSql(sqliteDialect, { since: 0, until: 0, bucketMs: 1 });
-  return {
-    calls: db.prepare(sql.calls.text),
-    rolloutsStarted: db.prepare(sql.rolloutsStarted.text),
-    grades: db.prepare(sql.grades.text),
-    flags: db.prepare(sql.flags.text),
-  };
+  return Object.fromEntries(STATS_PARTS.map((k) => [k, db.prepare(sql[k].text)])) as Record<keyof StatsRows, Database.Statement<Record<number, unknown>>>;
 }
 
 const callParams = (c: RecordedCall): unknown[] => [

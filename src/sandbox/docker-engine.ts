@@ -45,6 +45,8 @@ export class DockerEngine {
   private health: NodeJS.Timeout | undefined;
   private closed = false;
   private readonly startSlots: Slots;
+  /** Calls running against the engine, each failed with ENGINE_DOWN when it is marked down. */
+  private readonly inUse = new Set<() => void>();
 
   constructor(
     readonly name: string,
@@ -82,15 +84,28 @@ export class DockerEngine {
     return this.startSlots.run(() => this.use(fn));
   }
 
-  /** Runs `fn` against the engine; a failure to reach it marks it down and answers ENGINE_DOWN. */
+  /**
+   * Runs `fn` against the engine; a failure to reach it marks it down and answers ENGINE_DOWN. So does
+   * the engine being marked down meanwhile (by its health ping, or another call): a call whose
+   * request the engine accepted and then never answered (a stopped engine holds connections open,
+   * and an exec's start or stream has no timeout of its own) does not hang with it. What `fn` still
+   * holds ends by its own timeouts or when the engine answers again; its result is dropped.
+   */
   async use<T>(fn: (api: DockerApi) => Promise<T>): Promise<T> {
     if (this.down !== null) throw errors.sandboxEngineDown();
+    let leave = (): void => {};
+    const markedDown = new Promise<never>((_, reject) => (leave = () => reject(errors.sandboxEngineDown())));
+    this.inUse.add(leave);
     try {
-      return await fn(this.api);
+      const work = fn(this.api);
+      work.catch(() => {}); // settled after the race was lost: nobody waits for it
+      return await Promise.race([work, markedDown]);
     } catch (e) {
       if (!(e instanceof EngineUnreachable)) throw e;
       this.markDown(e.message);
       throw errors.sandboxEngineDown();
+    } finally {
+      this.inUse.delete(leave);
     }
   }
 
@@ -108,6 +123,8 @@ export class DockerEngine {
     if (this.down !== null || this.closed) return;
     this.down = why;
     this.log?.error({ engine: this.name, url: this.api.url, why }, 'docker engine is not answering: taken out of placement');
+    for (const leave of this.inUse) leave();
+    this.inUse.clear();
     const again = (): void => {
       this.probe = setTimeout(() => {
         void this.ping().then((ok) => {

@@ -78,10 +78,10 @@ export class IntegrityFlags {
       this.o.log.error({ err: e, trace_id: traceId, integrity: kind }, 'could not record an integrity flag');
     }
   }
+
   /** Counts and logs a flag the store recorded itself (a grade's no_tool_score, in the grade's commit). */
   recorded(traceId: string, kind: IntegrityKind, callId?: string): void {
     this.o.metrics?.integrityFlag(kind);
     this.o.log.warn({ trace_id: traceId, call_id: callId, integrity: kind }, `integrity flag: ${kind}`);
   }
-
 }

@@ -113,8 +113,8 @@ export interface Store {
 
   findGrade(traceId: string, grader: string, graderVersion: string, sampleHash: string): Promise<GradeRecord | undefined>;
   /**
-   * Records a grade, with its rollout if given (one commit; Postgres writes the rollout's flag right
-   * after it); the record returned carries the sample.
+   * Records a grade, with its rollout and the rollout's flag if given (one commit), and returns the
+   * record (it carries the sample) and the rollout's tally after it.
    */
   insertGrade(grade: NewGrade, rollout?: GradedRollout): Promise<InsertedGrade>;
   listGrades(traceId: string): Promise<GradeWithSample[]>;

@@ -40,24 +40,36 @@ export function startProgram(opts: StartOptions): SandboxProcess {
   const stdout = child.stdout as Readable;
   const stderr = child.stderr as Readable;
   stdin.on('error', () => {}); // EPIPE once the program is gone
+  const pid = child.pid;
   const exited = new Promise<{ exitCode: number | null; signal: string | null }>((resolve) => {
     child.on('error', () => resolve({ exitCode: 127, signal: null }));
-    child.on('exit', (code, sig) => resolve({ exitCode: code, signal: sig }));
+    child.on('exit', (code, sig) => {
+      // The leader is gone: what it left in its group goes now, while the group's id still names
+      // only them (an id is not reused while a group has members). Later, once the group is empty,
+      // the pid can be reused by any process (pid_max is often 32768, and a fork bomb in a sandbox
+      // goes through it in seconds), so nothing is ever sent to it after this.
+      if (pid !== undefined) signalGroup(pid);
+      resolve({ exitCode: code, signal: sig });
+    });
   });
   let killing: Promise<void> | null = null;
   const kill = (): Promise<void> => {
     killing ??= (async () => {
-      const pid = child.pid;
-      if (pid === undefined) return;
-      await killTree(pid); // nothing to do when the leader is gone; its group may still hold jobs
-      try {
-        process.kill(-pid, 'SIGKILL');
-      } catch {
-        /* the group is gone */
-      }
+      // Not started, or exited and swept: its pid is no longer ours to signal.
+      if (pid === undefined || child.exitCode !== null || child.signalCode !== null) return;
+      await killTree(pid); // until it is reaped, the pid is the program's (a zombie still holds it)
+      signalGroup(pid);
       await exited;
     })();
     return killing;
   };
   return { stdin, stdout, stderr, exited, kill };
+}
+
+function signalGroup(pgid: number): void {
+  try {
+    process.kill(-pgid, 'SIGKILL');
+  } catch {
+    /* the group is gone */
+  }
 }

@@ -50,9 +50,9 @@ export async function spawnServer(env: Record<string, string>, opts: SpawnOption
       }
     };
     proc.stderr!.on('data', check);
-    proc.once('exit', (code) => {
+    proc.once('exit', (code, signal) => {
       clearTimeout(t);
-      reject(new Error(`server exited with ${code}:\n${err}`));
+      reject(new Error(`server exited with ${code ?? signal} before listening:\n${err}`));
     });
   });
   return {

@@ -5,6 +5,7 @@ import type { TestServer } from '../helpers/server.js';
 import { ID_MAX_LENGTH } from '../../src/protocol/wire.js';
 import { exchange, open, parseReply } from './raw.js';
 import { runs } from '../fixtures/units/tools/echo.js';
+import { gate } from '../helpers/child-server.js';
 
 let s: TestServer;
 beforeAll(async () => {
@@ -150,21 +151,30 @@ describe('nesting', () => {
 describe('shutting down', () => {
   it('answers a request that arrives on an open connection while the server drains 503 in our shape', async () => {
     const d = await startFixtureServer({});
-    const slow = functionCall('echo', { text: 'finishing', delay_ms: 800 });
+    // The first call runs until the test opens its gate, once the second request has reached the
+    // server (a first call of a fixed 800 ms could end first on a loaded machine, and the drained
+    // connection then closed before the second request was read).
+    const finish = gate();
+    const slow = functionCall('echo', { text: 'finishing', wait_for: finish.path });
     const next = JSON.stringify(functionCall('echo', { text: 'too late' }));
     const body = JSON.stringify(slow);
     const head = (len: number) => `POST /tools HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${d.key}\r\nContent-Type: application/json\r\nContent-Length: ${len}\r\n\r\n`;
+    let received = 0;
+    d.app.server.on('request', () => received++);
     const socket = await open(d.url);
     let data = '';
     socket.on('data', (b: Buffer) => (data += b.toString()));
     socket.write(head(Buffer.byteLength(body)) + body);
-    await expect.poll(() => runs.get(slow.trace_id)).toBe(1);
+    await expect.poll(() => runs.get(slow.trace_id), { timeout: 10_000 }).toBe(1);
     const closing = d.close();
     // A second request on the same connection while the first still runs and the server drains
     // (it stops listening after its preClose hooks ran).
-    await expect.poll(() => d.app.server.listening).toBe(false);
+    await expect.poll(() => d.app.server.listening, { timeout: 10_000 }).toBe(false);
     socket.write(head(Buffer.byteLength(next)) + next);
-    await expect.poll(() => (data.match(/HTTP\/1\.1 /g) ?? []).length, { timeout: 5000 }).toBe(2);
+    await expect.poll(() => received, { timeout: 10_000 }).toBe(2);
+    expect(data).toBe(''); // the first still runs
+    finish.open();
+    await expect.poll(() => (data.match(/HTTP\/1\.1 /g) ?? []).length, { timeout: 10_000 }).toBe(2);
     const second = data.slice(data.lastIndexOf('HTTP/1.1 '));
     const first = data.slice(0, data.lastIndexOf('HTTP/1.1 '));
     expect(parseReply(first)?.status).toBe(200);

@@ -8,6 +8,7 @@ import type { Sandbox } from '../../src/sandbox/types.js';
 import { tempRoot, testLimits } from './helpers.js';
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+const HOUR = 3_600_000;
 
 describe('SandboxManager', () => {
   let root: Awaited<ReturnType<typeof tempRoot>>;
@@ -117,12 +118,18 @@ describe('SandboxManager', () => {
   });
 
   it('destroys a sandbox idle past the TTL, not before, and frees its slot', async () => {
-    const m = await manager({ ttlMs: 150, sweepIntervalMs: 50 });
+    // Swept by hand on a given clock (the sweeper's own tick is the tests' below): on the real
+    // clock, a loaded machine could take longer between the last use and reading the time than the
+    // test's margin under the 150-ms TTL.
+    const m = await manager({ ttlMs: 150, sweepIntervalMs: HOUR });
     const sb = await m.acquire('t1', {});
-    const dir = await workspaceOf(sb);
-    const idleSince = Date.now();
-    await waitFor(() => m.stats().reaped === 1 && !existsSync(dir));
-    expect(Date.now() - idleSince).toBeGreaterThanOrEqual(100); // its last use ended just before idleSince
+    const before = Date.now();
+    const dir = await workspaceOf(sb); // its last use ends between `before` and `after`
+    const after = Date.now();
+    expect(await m.sweep(before + 149)).toBe(0);
+    expect(m.peek('t1')?.id).toBe(sb.id);
+    expect(await m.sweep(after + 150)).toBe(1);
+    expect(existsSync(dir)).toBe(false);
     expect(m.peek('t1')).toBeUndefined();
     expect(m.stats()).toMatchObject({ live: 0, reaped: 1 });
   });
@@ -147,13 +154,16 @@ describe('SandboxManager', () => {
   });
 
   it('keeps a sandbox that is in use past the TTL', async () => {
-    const m = await manager({ ttlMs: 150, sweepIntervalMs: 50 });
+    // Swept by hand: with the sweeper ticking on a 150-ms TTL, a loaded machine could take longer
+    // than that between creating `busy` and starting its command, and `busy` went idle first.
+    const m = await manager({ ttlMs: 150, sweepIntervalMs: HOUR });
     const busy = await m.acquire('t1', {});
     const idle = await m.acquire('t2', {});
     const idleDir = await workspaceOf(idle);
-    // Runs until the test lets it finish: in use for as long as the sweeper needs to reap its idle twin.
+    // Runs until the test lets it finish: in use while a sweep long past the TTL reaps its idle twin.
     const running = busy.exec('while [ ! -f go ]; do sleep 0.02; done; echo still here');
-    await waitFor(() => !existsSync(idleDir));
+    expect(await m.sweep(Date.now() + 60_000)).toBe(1);
+    expect(existsSync(idleDir)).toBe(false);
     expect(m.peek('t1')?.id).toBe(busy.id);
     await busy.writeFile('go', '');
     expect((await running).stdout).toBe('still here\n');
@@ -163,8 +173,8 @@ describe('SandboxManager', () => {
     const m = await manager({ graceMs: 200 });
     const sb = await m.acquire('t1', {});
     const dir = await workspaceOf(sb);
+    const gradedAt = Date.now(); // before: the grace period starts in graded()
     m.graded('t1');
-    const gradedAt = Date.now();
     expect(m.peek('t1')?.id).toBe(sb.id); // a grader retry still finds it
     await waitFor(() => m.peek('t1') === undefined);
     expect(Date.now() - gradedAt).toBeGreaterThanOrEqual(190); // timers may fire a millisecond early

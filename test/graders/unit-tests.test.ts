@@ -3,6 +3,7 @@ import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describeIf } from '../helpers/require.js';
 import type { Sandbox, SandboxDriver } from '../../src/sandbox/types.js';
+import type { RecordedCall } from '../../src/store/records.js';
 import unitTests from '../../graders/unit_tests.js';
 import { driverCases, tempDirs } from '../helpers/sandboxes.js';
 import { applySolution, grade, okCall, TASKS, tasksDir } from './unit-tests-helpers.js';
@@ -173,7 +174,11 @@ for (const d of driverCases) {
     }, 60_000);
 
     it('grades a workspace that is still the one the rollout worked in', async () => {
-      const r = await grade(driver, 'roman', async () => {}, budget, {}, [okCall('shell', Date.now() + 1_000)]);
+      // The rollout's call finished once its sandbox existed: stamped after the sandbox was made (a
+      // stamp taken before grade() fell behind the workspace's ctime when a loaded machine took
+      // seconds to create the sandbox, and the grader then rightly refused it).
+      const calls: RecordedCall[] = [];
+      const r = await grade(driver, 'roman', async () => void calls.push(okCall('shell', Date.now())), budget, {}, calls);
       expect(r.score).toBe(await baseline('roman'));
     }, 60_000);
 

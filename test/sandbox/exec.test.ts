@@ -44,7 +44,9 @@ for (const name of ['process', 'bwrap', 'docker', 'gvisor'] as const) {
     it('returns when the command exits even if a background job still holds its output', async () => {
       const r = await sb.exec('sleep 20 & echo done');
       expect(r.stdout).toBe('done\n');
-      expect(r.durationMs).toBeLessThan(1_500);
+      // Well under the job's 20 s, with room for an exec that a loaded machine's engine (Docker,
+      // gVisor) takes seconds to start: 1.5 s was not enough there.
+      expect(r.durationMs).toBeLessThan(10_000);
     });
 
     it('kills the command when the caller aborts', async () => {
@@ -52,7 +54,7 @@ for (const name of ['process', 'bwrap', 'docker', 'gvisor'] as const) {
       setTimeout(() => ac.abort(), 200);
       const r = await sb.exec('sleep 20; echo woke', { signal: ac.signal });
       expect(r.stdout).toBe('');
-      expect(r.durationMs).toBeLessThan(5_000);
+      expect(r.durationMs).toBeLessThan(10_000); // the sleep's 20 s, had the abort not killed it
       expect(r.exitCode === 0).toBe(false);
     });
 

@@ -19,12 +19,13 @@ const root = canSwitchUid();
 
 /**
  * Live processes of `uid` other than `expected` (the sandbox's own, such as bwrap's holder), once
- * they had up to 2 s to finish dying (SIGKILL is delivered asynchronously).
+ * they had up to 10 s to finish dying (SIGKILL is delivered asynchronously, and a loaded machine
+ * may take a while to schedule the dying).
  */
 async function survivorsOf(uid: number, expected: number[] = []): Promise<number[]> {
-  for (let i = 0; ; i++) {
+  for (const end = Date.now() + 10_000; ; ) {
     const pids = (await liveProcessesOf(uid)).filter((p) => !expected.includes(p));
-    if (pids.length === 0 || i >= 40) return pids;
+    if (pids.length === 0 || Date.now() > end) return pids;
     await new Promise((r) => setTimeout(r, 50));
   }
 }
@@ -77,7 +78,10 @@ for (const name of ['process', 'bwrap', 'docker', 'gvisor'] as TestDriver[]) {
       if (view.uid !== null && root) expect(await survivorsOf(view.uid)).toEqual([]);
     }
 
-    const quick = (r: ExecResult): void => expect(r.durationMs).toBeLessThan(8_000);
+    // Ended by its limit, not by outliving it: well under the 30 s and 60 s the commands below would
+    // otherwise run, with room for a loaded machine (8 s and 3 s were close to what a busy engine
+    // takes to start and kill an exec).
+    const quick = (r: ExecResult): void => expect(r.durationMs).toBeLessThan(15_000);
 
     // gVisor (Debian's runsc, ptrace platform) maps each sandboxed process to host processes of its
     // own; a fork bomb can take the victim's sandbox kernel down with it (its next call answers
@@ -101,7 +105,7 @@ for (const name of ['process', 'bwrap', 'docker', 'gvisor'] as TestDriver[]) {
 
     it('a `yes` flood is cut at the output cap and stopped', async () => {
       await contained(async (sb) => {
-        const r = await sb.exec('yes', { maxOutputBytes: 4096, timeoutMs: 10_000 });
+        const r = await sb.exec('yes', { maxOutputBytes: 4096, timeoutMs: 60_000 });
         expect(r.stdoutTruncated).toBe(true);
         expect(r.stdout.length).toBe(4096);
         expect(r.timedOut).toBe(false);
@@ -123,7 +127,7 @@ for (const name of ['process', 'bwrap', 'docker', 'gvisor'] as TestDriver[]) {
         const r = await sb.exec('sleep 60; echo woke', { timeoutMs: 300 });
         expect(r.timedOut).toBe(true);
         expect(r.stdout).not.toContain('woke');
-        expect(r.durationMs).toBeLessThan(3_000);
+        quick(r);
       });
     });
 

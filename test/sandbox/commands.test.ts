@@ -116,8 +116,11 @@ for (const name of ['process', 'bwrap', 'docker'] as const) {
     });
 
     it.skipIf(gap)(title('a command neither sees nor signals the processes of another'), async () => {
-      const other = sb.exec('sleep 2; echo survived');
-      await new Promise((r) => setTimeout(r, 300));
+      // The other command is running (its sleep is on the host) before this one looks and kills: a
+      // fixed 300 ms could pass before it started on a loaded machine, and the test then proved nothing.
+      const marker = `3.${Math.floor(Math.random() * 1000)}`;
+      const other = sb.exec(`sleep ${marker}; echo survived`);
+      await until(async () => (await pidsWith(marker)).length === 1, 10_000);
       const r = await sb.exec('ls /proc | grep -c "^[0-9]"; kill -9 -1; echo after-kill');
       // its own PID 1 (the command's init), the shell, ls and grep: nothing of the other command
       expect(Number(r.stdout.split('\n')[0])).toBeLessThanOrEqual(4);
@@ -175,10 +178,16 @@ describeIf(present.bwrap, 'the bwrap supervisor', 'bwrap sandbox driver not avai
     expect(r.stdout).toMatch(/^kill=1\nenviron=1\nfd=[12]\nmem=1\nrft-supervisor $/);
   });
 
+  /** A `sleep` of a minute and a bit, its argument unique on this machine: the command's mark on the host. */
+  const aMinute = (): string => `60.${Math.floor(Math.random() * 1000)}`;
+
+  // Each kill waits until the command runs (its sleep is on the host): after a fixed 200 ms, a
+  // loaded machine could kill before the command started, and it then ran to 'never'.
   it('a holder killed from the host: the running command answers RFT_ERR_SANDBOX_INTERRUPTED, the next one runs with the workspace kept', async () => {
-    const running = sb.exec('sleep 5; echo never');
+    const marker = aMinute();
+    const running = sb.exec(`sleep ${marker}; echo never`);
     const pid = await holder();
-    await new Promise((r) => setTimeout(r, 200));
+    await until(async () => (await pidsWith(marker)).length === 1, 10_000);
     process.kill(pid, 'SIGKILL');
     await expect(running).rejects.toMatchObject({ code: 'RFT_ERR_SANDBOX_INTERRUPTED', statusCode: 503 });
     const r = await sb.exec('cat kept.txt; echo " again"');
@@ -187,13 +196,14 @@ describeIf(present.bwrap, 'the bwrap supervisor', 'bwrap sandbox driver not avai
   });
 
   it('a supervisor killed: running commands answer RFT_ERR_SANDBOX_INTERRUPTED, the next one runs with the workspace kept', async () => {
-    const running = sb.exec('sleep 5; echo never');
-    await new Promise((r) => setTimeout(r, 200));
+    const marker = aMinute();
+    const running = sb.exec(`sleep ${marker}; echo never`);
+    await until(async () => (await pidsWith(marker)).length === 1, 10_000);
     const sups = (await processesRunning(['rft-supervisor'])).filter((p) => p.ppid === process.pid);
     expect(sups).toHaveLength(1);
     process.kill(sups[0]!.pid, 'SIGKILL');
     await expect(running).rejects.toMatchObject({ code: 'RFT_ERR_SANDBOX_INTERRUPTED', statusCode: 503 });
     expect((await sb.exec('cat kept.txt')).stdout).toBe('kept');
-    expect(await pidsWith('5')).toEqual([]);
+    await until(async () => (await pidsWith(marker)).length === 0, 10_000); // long before the sleep would end
   });
 });

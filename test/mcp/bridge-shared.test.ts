@@ -7,6 +7,7 @@ import { join } from 'node:path';
 import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { repoRoot, startTestServer, type TestServer } from '../helpers/server.js';
+import { untilCallStatus } from '../helpers/child-server.js';
 import { callTool, getJson, pidsWith, serverEntry, writeMcpJson } from './helpers.js';
 
 const FIXTURE_TOOLS = join(repoRoot, 'test/fixtures/units/tools');
@@ -117,8 +118,11 @@ describe('a shared server (server-everything)', () => {
     const trace = `trace_${randomUUID()}`;
     const [pid] = await pidsWith(marker);
     expect(pid).toBeGreaterThan(0);
-    const slow = callTool(srv, trace, 'ev_trigger-long-running-operation', { duration: 1, steps: 1 });
-    await new Promise((r) => setTimeout(r, 300));
+    // Killed once the call is under way (its start is recorded, and the handler runs right after)
+    // and long before it would end: after a fixed 300 ms, a loaded machine could kill before the
+    // call began or after a 1-s operation had already ended.
+    const slow = callTool(srv, trace, 'ev_trigger-long-running-operation', { duration: 5, steps: 1 }, 'call_killed');
+    await untilCallStatus(srv.url, srv.key, trace, 'call_killed', 'running');
     process.kill(pid!, 'SIGKILL');
     const crashed = await slow;
     expect(crashed.status).toBe(200);

@@ -82,7 +82,7 @@ describe('keyless clients are refused before their body is read', () => {
     await new Promise((r) => setTimeout(r, 300));
     expect(data).toBe('');
     socket.write(body.slice(10));
-    await expect.poll(() => parseReply(data)?.status).toBe(200);
+    await expect.poll(() => parseReply(data)?.status, { timeout: 10_000 }).toBe(200);
     socket.destroy();
   });
 });

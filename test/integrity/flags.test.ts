@@ -79,7 +79,7 @@ for (const driver of ['process', 'bwrap', 'docker'] as const) {
       // A child of the shell (the shell itself may be PID 1, which ignores signals it has no handler for).
       const out = await call(s, trace, 'shell', { command: "sh -c 'kill -SYS $$'; exit $?" });
       expect(out).toMatch(/exit_code: 159|signal: SIGSYS/);
-      await expect.poll(() => flagsOf(s, trace)).toEqual([expect.objectContaining({ kind: 'denied_syscall', detail: expect.stringContaining('kill -SYS') })]);
+      await expect.poll(() => flagsOf(s, trace), { timeout: 10_000 }).toEqual([expect.objectContaining({ kind: 'denied_syscall', detail: expect.stringContaining('kill -SYS') })]);
       expect(await flagged(s, 'denied_syscall')).toContain(trace);
     });
   });

@@ -28,13 +28,13 @@ async function printedPid(script: string): Promise<{ p: ReturnType<typeof startP
   let out = '';
   p.stdout.on('data', (d: Buffer) => (out += d.toString()));
   await p.exited;
-  await vi.waitFor(() => expect(out).toMatch(/^\d+\n$/));
+  await vi.waitFor(() => expect(out).toMatch(/^\d+\n$/), { timeout: 10_000 });
   return { p, pid: Number(out.trim()) };
 }
 
 it('kills what the program left in its group when it exits', async () => {
   const { pid: left } = await printedPid('sleep 30 & echo $!; exit 0');
-  await vi.waitFor(() => expect(alive(left)).toBe(false));
+  await vi.waitFor(() => expect(alive(left)).toBe(false), { timeout: 10_000 }); // the job sleeps 30 s
 });
 
 const LAST_PID = '/proc/sys/kernel/ns_last_pid';

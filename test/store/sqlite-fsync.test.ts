@@ -43,7 +43,7 @@ describe('SqliteStore, the group fsync', () => {
     await store.beginCall(begin('trace_r', 'c0'));
     disk.held = true;
     const write = settled(store.beginCall(begin('trace_r', 'c1')));
-    await vi.waitFor(() => expect(disk.waiting).toHaveLength(1)); // c1 committed, its fsync not begun
+    await vi.waitFor(() => expect(disk.waiting).toHaveLength(1), { timeout: 10_000 }); // c1 committed, its fsync not begun
     const readP = store.getCall('trace_r', 'c1');
     const read = settled(readP);
     await new Promise((r) => setTimeout(r, 20));
@@ -52,7 +52,7 @@ describe('SqliteStore, the group fsync', () => {
     disk.held = false;
     disk.waiting.splice(0).forEach((go) => go());
     expect(await readP).toMatchObject({ callId: 'c1', status: 'running' });
-    await vi.waitFor(() => expect(write.done).toBe(true));
+    await vi.waitFor(() => expect(write.done).toBe(true), { timeout: 10_000 });
     // Nothing pending: a read is answered at once.
     expect(await store.getCall('trace_r', 'c0')).toMatchObject({ callId: 'c0' });
   });

@@ -4,6 +4,7 @@ import type { TestServer } from '../helpers/server.js';
 import { runs } from '../fixtures/units/tools/echo.js';
 import { steps } from '../fixtures/units/tools/serial_step.js';
 import { peeks } from '../fixtures/units/tools/peek.js';
+import { gate } from '../helpers/child-server.js';
 
 let s: TestServer;
 beforeAll(async () => {
@@ -77,14 +78,21 @@ describe('ledger', () => {
 
   it('runs serial tools of one rollout one at a time, in arrival order, while other tools run alongside', async () => {
     const trace = newTrace();
-    const a = post(functionCall('serial_step', { name: 'a', delay_ms: 150 }, { trace_id: trace }));
+    // The first serial call runs until the unrelated call has answered (it used to run 150 ms, which
+    // a loaded machine could outlast before the unrelated call ran, and it then finished second).
+    const finish = gate();
+    const a = post(functionCall('serial_step', { name: 'a', delay_ms: 0, wait_for: finish.path }, { trace_id: trace }));
     const b = post(functionCall('serial_step', { name: 'b', delay_ms: 10 }, { trace_id: trace }));
     const free = post(functionCall('echo', { text: 'free' }, { trace_id: trace }));
     const c = post(functionCall('serial_step', { name: 'c', delay_ms: 10 }, { trace_id: trace }));
-    const [ra, rb, rf, rc] = await Promise.all([a, b, free, c]);
+    let timer: NodeJS.Timeout | undefined;
+    const stuck = new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new Error('the unrelated call waited behind the serial one')), 20_000)));
+    const rf = await Promise.race([free, stuck]).finally(() => clearTimeout(timer));
+    finish.open();
+    const [ra, rb, rc] = await Promise.all([a, b, c]);
     expect([ra, rb, rf, rc].map((r) => r.json().output)).toEqual(['a', 'b', 'free', 'c']);
     expect(steps.get(trace)).toEqual(['start a', 'end a', 'start b', 'end b', 'start c', 'end c']);
-    // The unrelated tool did not wait behind the 150 ms serial call.
+    // The unrelated tool did not wait behind the serial call.
     const rec = await record(trace);
     const echo = rec.calls.find((x: { tool: string }) => x.tool === 'echo');
     expect(Date.parse(echo.finished_at)).toBeLessThan(Date.parse(rec.calls.find((x: { call_id: string; tool: string }) => x.tool === 'serial_step').finished_at));

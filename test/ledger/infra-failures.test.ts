@@ -143,8 +143,8 @@ describeIf(bwrap.available, 'bubblewrap', bwrap.reason)("a tool's timeout while 
     expect((await call(s, 'holder', 'c1', 'echo held', {}, 'quick_shell')).status).toBe(200);
     const waiting = call(s, 'waits', 'c1', 'echo ran', { tool_budget: 1 }, 'quick_shell');
     await untilCallStatus(s.url, s.key, 'waits', 'c1', 'running');
-    // Longer than quick_shell's own timeout (1 s) in the queue: before, the tool timed out here.
-    await new Promise((r) => setTimeout(r, 1_500));
+    // Longer than quick_shell's own timeout (3 s) in the queue: before, the tool timed out here.
+    await new Promise((r) => setTimeout(r, 3_500));
     await endRollout(s, 'holder');
     const r = await waiting;
     expect([r.status, r.body.output]).toEqual([200, 'ran\n']);

@@ -114,7 +114,7 @@ describeIf(missing === undefined, 'two extra Docker engines', missing ?? '')('se
       // Marked down: the next call fails at once, new sandboxes go to the other engine, which still works.
       const t2 = Date.now();
       await expect(step('read on the engine marked down', 10_000, onE1.readFile('n.txt'))).rejects.toMatchObject({ code: 'RFT_ERR_SANDBOX_ENGINE_DOWN' });
-      expect(Date.now() - t2).toBeLessThan(1_000);
+      expect(Date.now() - t2).toBeLessThan(3_000); // no request: a loaded machine's stall, not the engine's 5-s connect or 15-s request timeout
       await step('destroy on the other engine', 20_000, made.find((sb) => engineOf(sb) === 'e2' && sb !== onE2)!.destroy());
       const fresh = await step('create while one engine is down', 20_000, driver.create(spec('trace_while_down')));
       made.push(fresh);

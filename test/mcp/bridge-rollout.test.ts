@@ -186,7 +186,9 @@ describeIf(present.bwrap, 'MCP bridge TTL on bwrap', 'bwrap sandbox driver not a
     const mcp = writeMcpJson({
       memory: { command: 'node', args: [serverEntry('server-memory'), 'rollout:${RFT_TRACE_ID}'], env: { MEMORY_FILE_PATH: '${RFT_WORKSPACE}/memory.jsonl' }, prefix: 'mem_', tools: ['read_graph'] },
     });
-    srv = await startTestServer({ toolsDir: join(repoRoot, 'test/fixtures/units/tools'), env: { RFT_SANDBOX: 'bwrap', RFT_MCP_CONFIG: mcp, RFT_SANDBOX_TTL_MS: '1000' } });
+    // A TTL of 3 s, not 1 s: the instance must still be there for the test's scan of /proc right
+    // after the call, which a loaded machine can stretch past a second.
+    srv = await startTestServer({ toolsDir: join(repoRoot, 'test/fixtures/units/tools'), env: { RFT_SANDBOX: 'bwrap', RFT_MCP_CONFIG: mcp, RFT_SANDBOX_TTL_MS: '3000' } });
   });
   afterAll(async () => srv?.close());
 

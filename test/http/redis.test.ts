@@ -59,8 +59,10 @@ describeIf(unavailable === undefined, 'Redis container', unavailable ?? '')('rat
     await redis.kill();
     const started = performance.now();
     for (let i = 0; i < 5; i++) expect(await hit(i % 2 ? r.a : r.b)).toMatchObject({ status: 200 });
-    // Each check gives up at once (no offline queue) or after the 500 ms command timeout at most.
-    expect(performance.now() - started).toBeLessThan(5 * 1000);
+    // Each check gives up at once (no offline queue) or after the 500 ms command timeout at most:
+    // 2.5 s for the five at worst, on a machine that serves them at once. 10 s leaves a loaded
+    // machine room and still fails a check that waits on the dead Redis (no timeout: forever).
+    expect(performance.now() - started).toBeLessThan(10 * 1000);
 
     await redis.start();
     // Back (empty: nothing persisted): the clients reconnect by themselves and the limit applies again.

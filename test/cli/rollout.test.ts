@@ -88,7 +88,7 @@ describe('rollout over the finqa example', () => {
     expect(keys).toHaveLength(rows.length * 3);
     // The finished rollouts kept their lines (same trace ids), they were not run again.
     expect(after.slice(0, before.length)).toEqual(before);
-  });
+  }, 90_000); // two CLI runs against a model answering in 150 ms: a CI run took 14 s of the default 30
 
   it('falls back to Chat Completions when the model server has no Responses API', async () => {
     const chatOnly = await startScriptedModel({ script: finqaScript(rows), responsesApi: false });

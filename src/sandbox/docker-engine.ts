@@ -1,8 +1,9 @@
 // One Docker engine the driver places sandboxes on: its API client, its cap, how many sandboxes this
 // replica keeps there, and whether it answers. An engine that stops answering (refused, reset, a
-// request past its timeout, a failed health ping) is taken out of placement and every call that
-// needs it fails at once with RFT_ERR_SANDBOX_ENGINE_DOWN (503) instead of hanging; a probe every
-// couple of seconds puts it back when it answers again.
+// request past its timeout, a failed health ping) is taken out of placement: new calls that need it
+// fail at once with RFT_ERR_SANDBOX_ENGINE_DOWN (503) instead of hanging. A probe every couple of
+// seconds puts it back when it answers again; calls already running on it are failed the same way
+// only when that first probe fails too (a busy engine that missed one ping goes on running them).
 import type { Logger } from 'pino';
 import { errors } from '../errors.js';
 import { DockerApi, EngineUnreachable, type DockerEndpoint } from './docker-api.js';
@@ -86,10 +87,10 @@ export class DockerEngine {
 
   /**
    * Runs `fn` against the engine; a failure to reach it marks it down and answers ENGINE_DOWN. So does
-   * the engine being marked down meanwhile (by its health ping, or another call): a call whose
-   * request the engine accepted and then never answered (a stopped engine holds connections open,
-   * and an exec's start or stream has no timeout of its own) does not hang with it. What `fn` still
-   * holds ends by its own timeouts or when the engine answers again; its result is dropped.
+   * the engine being found not answering meanwhile (marked down, then its first probe failed too): a
+   * call whose request the engine accepted and then never answered (a stopped engine holds connections
+   * open, and an exec's start or stream has no timeout of its own) does not hang with it. What `fn`
+   * still holds ends by its own timeouts or when the engine answers again; its result is dropped.
    */
   async use<T>(fn: (api: DockerApi) => Promise<T>): Promise<T> {
     if (this.down !== null) throw errors.sandboxEngineDown();
@@ -119,24 +120,38 @@ export class DockerEngine {
     }
   }
 
+  /**
+   * Takes the engine out of placement: calls that start now fail at once. Calls already running go on
+   * until the first probe: if it fails too, the engine is not answering and they fail with
+   * ENGINE_DOWN; if it answers, the engine was only slow (a burst of container starts can make it
+   * miss a ping) and they finish. Failing them at the first sign would answer 503 for commands still
+   * running in their containers, and the trainer's retry would run each again.
+   */
   markDown(why: string): void {
     if (this.down !== null || this.closed) return;
     this.down = why;
     this.log?.error({ engine: this.name, url: this.api.url, why }, 'docker engine is not answering: taken out of placement');
-    for (const leave of this.inUse) leave();
-    this.inUse.clear();
-    const again = (): void => {
+    const again = (first: boolean): void => {
       this.probe = setTimeout(() => {
         void this.ping().then((ok) => {
           if (this.closed) return;
-          if (!ok) return again();
+          if (!ok) {
+            if (first) this.leaveAll();
+            return again(false);
+          }
           this.down = null;
           this.log?.warn({ engine: this.name }, 'docker engine answers again: back in placement');
         });
       }, PROBE_EVERY_MS);
       this.probe.unref();
     };
-    again();
+    again(true);
+  }
+
+  /** Fails every call running against the engine with ENGINE_DOWN. */
+  private leaveAll(): void {
+    for (const leave of this.inUse) leave();
+    this.inUse.clear();
   }
 
   /** Pings the engine now and then, so one that stopped answering leaves placement before a call hits it. */

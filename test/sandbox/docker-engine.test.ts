@@ -1,7 +1,8 @@
 // An engine that accepts connections and then never answers (a stopped dockerd: the kernel still
-// queues connections on its socket): calls already running against it fail with ENGINE_DOWN as soon
-// as it is marked down, instead of hanging with it. The engine here is a real unix socket server that
-// reads requests and answers nothing.
+// queues connections on its socket): calls already running against it fail with ENGINE_DOWN once it
+// is marked down and its first probe finds it still silent, instead of hanging with it; an engine
+// that was only slow (answers that probe) leaves them running. The engine here is a real unix socket
+// server that reads requests and answers nothing, or, once told to, answers every request 200 OK.
 import { describe, expect, it, onTestFinished } from 'vitest';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { createServer, type Socket } from 'node:net';
@@ -9,11 +10,15 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { DockerEngine } from '../../src/sandbox/docker-engine.js';
 
-async function silentEngine(): Promise<DockerEngine> {
+const OK = 'HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: 2\r\n\r\nOK';
+
+/** An engine that holds every request unanswered until `answer()`; from then on it answers each 200 OK. */
+async function silentEngine(): Promise<DockerEngine & { answer(): void }> {
   const dir = mkdtempSync(join(tmpdir(), 'rft-engine-'));
   const socketPath = join(dir, 'docker.sock');
   const held: Socket[] = [];
-  const server = createServer((sock) => void held.push(sock.on('data', () => {})));
+  let answering = false;
+  const server = createServer((sock) => void held.push(sock.on('data', () => answering && sock.write(OK))));
   await new Promise<void>((resolve) => server.listen(socketPath, resolve));
   const engine = new DockerEngine('silent', 10, { url: `unix://${socketPath}`, socketPath });
   onTestFinished(async () => {
@@ -22,11 +27,20 @@ async function silentEngine(): Promise<DockerEngine> {
     await new Promise((resolve) => server.close(resolve));
     rmSync(dir, { recursive: true, force: true });
   });
-  return engine;
+  return Object.assign(engine, { answer: () => void (answering = true) });
+}
+
+/** Resolves when `cond()` holds; fails the test after `ms`. */
+async function until(cond: () => boolean, ms: number): Promise<void> {
+  const end = Date.now() + ms;
+  while (!cond()) {
+    if (Date.now() > end) throw new Error(`not true after ${ms} ms`);
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
 }
 
 describe('a Docker engine that stops answering', () => {
-  it('fails a call that is waiting on it once another call finds it unreachable, and refuses new calls at once', async () => {
+  it('fails a call that is waiting on it once another call finds it unreachable and the probe too, and refuses new calls at once', async () => {
     const engine = await silentEngine();
     // An exec's start: a raw connection and a request with no timeout of its own (docker-exec.ts hijack).
     const stuck = engine.use(async (api) => {
@@ -36,17 +50,32 @@ describe('a Docker engine that stops answering', () => {
     });
     const t = Date.now();
     await expect(engine.use((api) => api.call('GET', '/_ping', undefined, { timeoutMs: 300 }))).rejects.toMatchObject({ code: 'RFT_ERR_SANDBOX_ENGINE_DOWN' });
-    await expect(stuck).rejects.toMatchObject({ code: 'RFT_ERR_SANDBOX_ENGINE_DOWN', statusCode: 503 });
-    expect(Date.now() - t).toBeLessThan(5_000);
     expect(engine.up).toBe(false);
     await expect(engine.use(() => Promise.resolve('never run'))).rejects.toMatchObject({ code: 'RFT_ERR_SANDBOX_ENGINE_DOWN' });
+    // The probe (2 s later, 3-s timeout) finds it silent too: the waiting call fails instead of hanging.
+    await expect(stuck).rejects.toMatchObject({ code: 'RFT_ERR_SANDBOX_ENGINE_DOWN', statusCode: 503 });
+    expect(Date.now() - t).toBeLessThan(20_000);
   });
 
-  it('fails a waiting call when its health ping marks it down', async () => {
+  it('fails a waiting call when its health ping marks it down and the probe finds it silent', async () => {
     const engine = await silentEngine();
     const stuck = engine.use(() => new Promise<never>(() => {}));
     engine.markDown('health ping failed');
     await expect(stuck).rejects.toMatchObject({ code: 'RFT_ERR_SANDBOX_ENGINE_DOWN' });
+    expect(engine.up).toBe(false);
+  });
+
+  it('lets a call running on an engine that missed one ping finish when the probe answers, refusing new calls meanwhile', async () => {
+    const engine = await silentEngine();
+    let finish = (_: number): void => {};
+    const running = engine.use(() => new Promise<number>((resolve) => (finish = resolve)));
+    engine.markDown('health ping failed');
+    await expect(engine.use(() => Promise.resolve('never run'))).rejects.toMatchObject({ code: 'RFT_ERR_SANDBOX_ENGINE_DOWN' });
+    engine.answer();
+    await until(() => engine.up, 20_000);
+    finish(7);
+    expect(await running).toBe(7);
+    expect(await engine.use(() => Promise.resolve(8))).toBe(8);
   });
 
   it('leaves calls that end before it is marked down alone', async () => {

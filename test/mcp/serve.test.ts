@@ -289,7 +289,9 @@ describe('/mcp 2025 sessions that go idle', () => {
   let srv: TestServer;
 
   beforeAll(async () => {
-    srv = await startTestServer({ toolsDir: join(repoRoot, 'test/fixtures/units/tools'), env: { RFT_SANDBOX_TTL_MS: '1000' } });
+    // A TTL of 3 s, not 1 s: the session must outlive the gaps between the test's own first requests,
+    // which a loaded machine can stretch past a second (the sweep then ended it before the tool call).
+    srv = await startTestServer({ toolsDir: join(repoRoot, 'test/fixtures/units/tools'), env: { RFT_SANDBOX_TTL_MS: '3000' } });
   });
   afterAll(async () => srv?.close());
 
@@ -311,7 +313,7 @@ describe('/mcp 2025 sessions that go idle', () => {
         body: JSON.stringify({ jsonrpc: '2.0', id: 99, method: 'tools/list', params: {} }),
       });
     // Each look is a use of the session, so look seldom: the gaps are what lets it go idle.
-    await until(async () => (await post()).status === 404, 20_000, 'the idle session expired', 2_500);
+    await until(async () => (await post()).status === 404, 25_000, 'the idle session expired', 5_000);
     const again = await connect(srv, 'legacy');
     expect((await again.client.callTool({ name: 'echo', arguments: { text: 'after' } })).content).toEqual([{ type: 'text', text: 'after' }]);
     await again.client.close();

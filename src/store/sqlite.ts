@@ -189,6 +189,8 @@ const callParams = (c: RecordedCall): unknown[] => [
 ];
 
 const isEmpty = (item: Record<string, unknown>): boolean => Object.keys(item).length === 0;
+const tallyOf = (r: { calls: number; budget_exceeded: number } | undefined): RolloutTally | undefined =>
+  r && { calls: r.calls, budgetExceeded: r.budget_exceeded === 1 };
 
 interface Unit {
   run: () => unknown;
@@ -392,8 +394,7 @@ export class SqliteStore implements Store {
     return this.unit(() => {
       if (rollout) this.ensure(g.traceId, rollout.item, rollout.budgetLimit, rollout.now);
       const { lastInsertRowid } = this.s.insertGrade.run(gradeValues(g));
-      const r = this.s.score.get(g.status, g.score, g.createdAt, g.traceId);
-      const tally = r && { calls: r.calls, budgetExceeded: r.budget_exceeded === 1 };
+      const tally = tallyOf(this.s.score.get(g.status, g.score, g.createdAt, g.traceId));
       if (tally?.calls === 0 && rollout?.flagIfNoCalls) this.flag({ ...rollout.flagIfNoCalls, traceId: g.traceId });
       return { record: { ...g, sample: g.sample ?? null, id: Number(lastInsertRowid) }, tally };
     });
@@ -434,10 +435,7 @@ export class SqliteStore implements Store {
   }
 
   rolloutTally(traceId: string): Promise<RolloutTally | undefined> {
-    return this.read(() => {
-      const r = this.s.tally.get(traceId);
-      return r && { calls: r.calls, budgetExceeded: r.budget_exceeded === 1 };
-    });
+    return this.read(() => tallyOf(this.s.tally.get(traceId)));
   }
 
   stats(q: StatsQuery): Promise<StatsRows> {

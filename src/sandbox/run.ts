@@ -3,7 +3,7 @@
 // optional result channel (the program writes, we read).
 import type { Readable } from 'node:stream';
 import { CappedOutput } from './output.js';
-import { RESULT_FD, spawnChild, type StartOptions } from './spawn.js';
+import { RESULT_FD, signalGroup, spawnChild, type StartOptions } from './spawn.js';
 import type { ExecResult } from './types.js';
 
 export interface RunOptions extends StartOptions {
@@ -40,11 +40,7 @@ export function runProgram(opts: RunOptions): Promise<ExecResult> {
     const kill = (): void => {
       if (killed || child.pid === undefined) return;
       killed = true;
-      try {
-        process.kill(-child.pid, 'SIGKILL');
-      } catch {
-        /* already gone */
-      }
+      signalGroup(child.pid);
       if (opts.onKill) swept = opts.onKill().catch(() => {});
     };
     const timer = setTimeout(() => {

@@ -66,7 +66,8 @@ export function startProgram(opts: StartOptions): SandboxProcess {
   return { stdin, stdout, stderr, exited, kill };
 }
 
-function signalGroup(pgid: number): void {
+/** SIGKILLs a process group; nothing when it is gone. Only while the group's id is still ours (see kill above). */
+export function signalGroup(pgid: number): void {
   try {
     process.kill(-pgid, 'SIGKILL');
   } catch {

@@ -138,12 +138,19 @@ export interface Sql {
 }
 
 /** A flag: inserted, or counted on the rollout's flag of the same kind (the first occurrence is kept). */
+/**
+ * A flag's insert, its row from `source` (a VALUES list or a SELECT of trace_id, kind, events, call_id,
+ * detail, created_at, updated_at): a kind already flagged on the rollout counts one more event.
+ */
+export function flagUpsert(d: Dialect, source: string): string {
+  return `INSERT INTO ${d.t.flags} AS f (trace_id, kind, events, call_id, detail, created_at, updated_at) ${source}
+           ON CONFLICT (trace_id, kind) DO UPDATE SET events = f.events + 1, updated_at = excluded.updated_at`;
+}
+
 export function upsertFlagSql(d: Dialect, f: NewFlag, traceId: unknown = f.traceId, text: (s: string) => unknown = (s) => s): Sql {
   const p = d.param.bind(d);
   return {
-    text: `INSERT INTO ${d.t.flags} AS f (trace_id, kind, events, call_id, detail, created_at, updated_at)
-           VALUES (${p(1)}, ${p(2)}, 1, ${p(3)}, ${p(4)}, ${p(5)}, ${p(5)})
-           ON CONFLICT (trace_id, kind) DO UPDATE SET events = f.events + 1, updated_at = excluded.updated_at`,
+    text: flagUpsert(d, `VALUES (${p(1)}, ${p(2)}, 1, ${p(3)}, ${p(4)}, ${p(5)}, ${p(5)})`),
     params: [traceId, f.kind, f.callId === null ? null : text(f.callId), text(f.detail), f.at],
   };
 }

@@ -22,6 +22,7 @@ import {
   statsSql,
   STATS_PARTS,
   toFlag,
+  flagUpsert,
   upsertFlagSql,
   type Dialect,
   type FlagRow,
@@ -361,11 +362,9 @@ export class PostgresStore implements Store {
     let flag = '';
     const f = rollout?.flagIfNoCalls;
     if (f) {
-      // As addFlag (upsertFlagSql), if the rollout has no recorded call.
+      // As addFlag, if the rollout has no recorded call.
       const n = values.push(f.kind, f.callId === null ? null : encodeText(f.callId), encodeText(f.detail), f.at);
-      flag = `, f AS (INSERT INTO ${this.dialect.t.flags} AS f (trace_id, kind, events, call_id, detail, created_at, updated_at)
-         SELECT $1, $${n - 3}, 1, $${n - 2}, $${n - 1}, $${n}, $${n} FROM u WHERE u.calls = 0
-         ON CONFLICT (trace_id, kind) DO UPDATE SET events = f.events + 1, updated_at = excluded.updated_at)`;
+      flag = `, f AS (${flagUpsert(this.dialect, `SELECT $1, $${n - 3}, 1, $${n - 2}, $${n - 1}, $${n}, $${n} FROM u WHERE u.calls = 0`)})`;
     }
     const [r] = await this.rows<PgGradeRow & { tally_calls: number | null; tally_exceeded: boolean | null }>(
       `WITH g AS (

@@ -86,7 +86,10 @@ describe('rollout behaviour', () => {
         expect(code).toBe(130);
         expect(stdout).toContain('run the same command again to resume');
       },
-      150,
+      // Model turns of 400 ms: when the first line is written, seconds of work are left for the
+      // other seven rollouts (with 150 ms, under two: a stall of the test's 20-ms poll that long on
+      // a loaded machine let them all finish before the signal).
+      400,
     );
     const results = readJsonl<RolloutResult>(out);
     expect(results.length).toBeLessThan(8);

@@ -1,7 +1,7 @@
 // Two real server processes (the `serve` CLI) on one Postgres schema, as two replicas would run:
 // the budget holds across processes, and a replica killed with -9 and restarted interrupts only
 // the call it was running, not the one running on the other replica.
-import { afterAll, expect, it } from 'vitest';
+import { afterAll, expect, it, vi } from 'vitest';
 import { request } from 'undici';
 import { fixtureGraders, fixtureTools, functionCall, newTrace } from '../helpers/fixtures.js';
 import { gate, postToolCall, spawnServer, untilCallStatus, type ChildServer } from '../helpers/child-server.js';
@@ -61,7 +61,9 @@ describeIf(unavailable === undefined, 'Postgres', unavailable ?? '')('two server
     expect(await pendingA).toBeInstanceOf(Error);
 
     const restartedA = await replica('proc-c');
-    expect(restartedA.stdout()).toMatch(/"interrupted":1,.*marked interrupted/);
+    // Logged on stdout before the address is printed on stderr, but the two pipes are read apart: on
+    // a loaded machine both arrive in one wake-up and the address may be read first.
+    await vi.waitFor(() => expect(restartedA.stdout()).toMatch(/"interrupted":1,.*marked interrupted/), { timeout: 10_000 });
     expect(await calls(restartedA.url, onA.trace_id)).toMatchObject([{ call_id: onA.call_id, status: 'interrupted' }]);
     // B's call, still running through A's restart, was left alone and finishes as its own.
     expect(await calls(restartedA.url, onB.trace_id)).toMatchObject([{ call_id: onB.call_id, status: 'running' }]);

@@ -54,17 +54,21 @@ const SANDBOX_TOOLS = new Set(['shell', 'read_file', 'write_file', 'apply_patch'
  * (its sandbox expired, the server restarted, a regrade came after the grace period): that would
  * score the untouched template as the agent's work. The workspace root's ctime changes only when
  * entries are added to or removed from it, which happens in tool calls or at creation; so a root
- * newer than the last successful sandbox call means a new sandbox.
+ * younger than the time since the last successful sandbox call means a new sandbox. Ages, not
+ * times: the root's is measured on the sandbox host's clock, the call's on this server's, and a
+ * remote engine's clock may be seconds off ours (ahead, every workspace would look recreated; behind,
+ * a recreated one would pass).
  */
 async function assertWorkspaceSurvived(ctx: GraderContext, sandbox: Sandbox): Promise<void> {
   const calls = (await ctx.rollout.calls()).filter((c) => c.status === 'ok' && SANDBOX_TOOLS.has(c.tool) && c.finishedAt !== null);
   if (calls.length === 0) return;
-  const lastMs = Math.max(...calls.map((c) => c.finishedAt as number));
+  // Taken before the sandbox reads its clock, so the exec's own time never makes the root look younger.
+  const sinceCallMs = Date.now() - Math.max(...calls.map((c) => c.finishedAt as number));
   // find, not stat: gVisor's runsc (Debian's package) refuses the statx flags coreutils' stat uses.
-  const r = await sandbox.exec(['find', '.', '-maxdepth', '0', '-printf', '%C@'], { timeoutMs: 10_000 });
-  const ctimeS = Number(r.stdout.trim());
-  if (r.exitCode !== 0 || !Number.isFinite(ctimeS)) return; // cannot tell: grade what is there
-  if (ctimeS * 1000 > lastMs + 2_000) {
+  const r = await sandbox.exec(['sh', '-c', 'find . -maxdepth 0 -printf "%C@ " && date +%s.%N'], { timeoutMs: 10_000 });
+  const [ctimeS, nowS] = r.stdout.trim().split(' ').map(Number);
+  if (r.exitCode !== 0 || !Number.isFinite(ctimeS) || !Number.isFinite(nowS)) return; // cannot tell: grade what is there
+  if ((nowS! - ctimeS!) * 1000 + 2_000 < sinceCallMs) {
     throw errors.graderFailed('unit_tests', "the rollout's workspace no longer exists (its sandbox expired or the server restarted), so its work cannot be graded");
   }
 }

@@ -38,6 +38,8 @@ export async function grade(
     inspect?: (grading: Sandbox[]) => Promise<void>;
     /** The rollout's limits (default: the test helpers'); its grading sandboxes get gradingLimits of them. */
     limits?: SandboxLimits;
+    /** The rollout's sandbox as the grader gets it (default: as made). */
+    view?: (rollout: Sandbox) => Sandbox;
   } = {},
 ): Promise<GraderResult> {
   const traceId = `trace_${randomUUID()}`;
@@ -53,7 +55,7 @@ export async function grade(
       log: pino({ level: 'silent' }),
       signal: new AbortController().signal,
       templatesRoot: join(repoRoot, 'examples'),
-      sandbox: async () => rollout,
+      sandbox: async () => (more.view ? more.view(rollout) : rollout),
       freshSandbox: async (opts = {}) => {
         // as SandboxManager.createEphemeral does
         const sb = await driver.create({ ...sandboxSpec(traceId, opts), limits: gradingLimits(rolloutLimits) });

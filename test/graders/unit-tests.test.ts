@@ -11,6 +11,24 @@ import { applySolution, grade, okCall, TASKS, tasksDir } from './unit-tests-help
 /** Writes a file into the rollout workspace as the agent's shell would. */
 const put = (sb: Sandbox, path: string, content: string) => sb.writeFile(path, content);
 
+/**
+ * A sandbox as seen on an engine host whose clock is `skewS` seconds off this machine's (which no
+ * test here can set): every clock reading in what its commands print (seconds since the epoch, with a
+ * fraction, as `find -printf %C@` and `date +%s.%N` print them) is shifted.
+ */
+function clockOff(sb: Sandbox, skewS: number): Sandbox {
+  return new Proxy(sb, {
+    get(target, key) {
+      const v: unknown = Reflect.get(target, key, target);
+      if (key !== 'exec' || typeof v !== 'function') return typeof v === 'function' ? v.bind(target) : v;
+      return async (...args: Parameters<Sandbox['exec']>) => {
+        const r = await target.exec(...args);
+        return { ...r, stdout: r.stdout.replace(/\b\d{10}\.\d+\b/g, (t) => String(Number(t) + skewS)) };
+      };
+    },
+  });
+}
+
 for (const d of driverCases) {
   describeIf(d.available, `unit_tests grader on the ${d.name} driver`, d.reason)(`unit_tests grader on the ${d.name} driver`, () => {
     let dirs: Awaited<ReturnType<typeof tempDirs>>;
@@ -181,6 +199,17 @@ for (const d of driverCases) {
       const r = await grade(driver, 'roman', async () => void calls.push(okCall('shell', Date.now())), budget, {}, calls);
       expect(r.score).toBe(await baseline('roman'));
     }, 60_000);
+
+    // A remote engine's clock may be off this server's: the check compares ages, never the two clocks.
+    it('grades a surviving workspace and refuses a recreated one whatever the clock of the sandbox host says', async () => {
+      for (const skewS of [120, -120]) {
+        const calls: RecordedCall[] = [];
+        const kept = await grade(driver, 'roman', async () => void calls.push(okCall('shell', Date.now())), budget, {}, calls, { view: (sb) => clockOff(sb, skewS) });
+        expect(kept.score, `clock ${skewS} s off`).toBe(await baseline('roman'));
+        const recreated = grade(driver, 'roman', undefined, budget, {}, [okCall('apply_patch', Date.now() - 60_000)], { view: (sb) => clockOff(sb, skewS) });
+        await expect(recreated, `clock ${skewS} s off`).rejects.toMatchObject({ code: 'RFT_ERR_GRADER_FAILED' });
+      }
+    }, 120_000);
 
     it('refuses a row without a hidden tests folder', async () => {
       const ctx = { templatesRoot: join(tasksDir, '../..'), sandbox: async () => { throw new Error('unused'); } } as unknown as Parameters<typeof unitTests.handler>[1];

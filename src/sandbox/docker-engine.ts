@@ -46,7 +46,7 @@ export class DockerEngine {
   private health: NodeJS.Timeout | undefined;
   private closed = false;
   private readonly startSlots: Slots;
-  /** Calls running against the engine, each failed with ENGINE_DOWN when it is marked down. */
+  /** Calls running against the engine, each failed with ENGINE_DOWN when a probe after markDown finds it silent. */
   private readonly inUse = new Set<() => void>();
 
   constructor(

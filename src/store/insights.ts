@@ -137,7 +137,6 @@ export interface Sql {
   params: unknown[];
 }
 
-/** A flag: inserted, or counted on the rollout's flag of the same kind (the first occurrence is kept). */
 /**
  * A flag's insert, its row from `source` (a VALUES list or a SELECT of trace_id, kind, events, call_id,
  * detail, created_at, updated_at): a kind already flagged on the rollout counts one more event.
@@ -147,6 +146,7 @@ export function flagUpsert(d: Dialect, source: string): string {
            ON CONFLICT (trace_id, kind) DO UPDATE SET events = f.events + 1, updated_at = excluded.updated_at`;
 }
 
+/** A flag: inserted, or counted on the rollout's flag of the same kind (the first occurrence is kept). */
 export function upsertFlagSql(d: Dialect, f: NewFlag, traceId: unknown = f.traceId, text: (s: string) => unknown = (s) => s): Sql {
   const p = d.param.bind(d);
   return {

@@ -9,6 +9,7 @@ import { createServer, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { DockerEngine } from '../../src/sandbox/docker-engine.js';
+import { waitFor } from '../helpers/wait.js';
 
 const OK = 'HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: 2\r\n\r\nOK';
 
@@ -30,14 +31,6 @@ async function silentEngine(): Promise<DockerEngine & { answer(): void }> {
   return Object.assign(engine, { answer: () => void (answering = true) });
 }
 
-/** Resolves when `cond()` holds; fails the test after `ms`. */
-async function until(cond: () => boolean, ms: number): Promise<void> {
-  const end = Date.now() + ms;
-  while (!cond()) {
-    if (Date.now() > end) throw new Error(`not true after ${ms} ms`);
-    await new Promise((resolve) => setTimeout(resolve, 50));
-  }
-}
 
 describe('a Docker engine that stops answering', () => {
   it('fails a call that is waiting on it once another call finds it unreachable and the probe too, and refuses new calls at once', async () => {
@@ -72,7 +65,7 @@ describe('a Docker engine that stops answering', () => {
     engine.markDown('health ping failed');
     await expect(engine.use(() => Promise.resolve('never run'))).rejects.toMatchObject({ code: 'RFT_ERR_SANDBOX_ENGINE_DOWN' });
     engine.answer();
-    await until(() => engine.up, 20_000);
+    await waitFor('the engine back in placement', () => engine.up || undefined, 20_000, 50);
     finish(7);
     expect(await running).toBe(7);
     expect(await engine.use(() => Promise.resolve(8))).toBe(8);

@@ -211,6 +211,20 @@ for (const d of driverCases) {
       }
     }, 120_000);
 
+    // A policy paid less for a zero than for a discarded rollout would try to make its workspace look
+    // recreated: something left running that adds an entry to the root after the last call.
+    it('is not made to refuse a workspace by a process the rollout left to change it after its last call', async () => {
+      const calls: RecordedCall[] = [];
+      const r = await grade(driver, 'roman', async (sb) => {
+        const left = await sb.exec(`setsid nohup sh -c 'sleep 2; touch late_entry' >/dev/null 2>&1 </dev/null &`);
+        expect(left.exitCode).toBe(0);
+        calls.push(okCall('shell', Date.now()));
+        await new Promise((resolve) => setTimeout(resolve, 4_000)); // past the leftover's 2 s and the check's 2-s slack
+        expect((await sb.listFiles('.', { maxDepth: 1 })).map((f) => f.path)).not.toContain('late_entry');
+      }, budget, {}, calls);
+      expect(r.score).toBe(await baseline('roman'));
+    }, 60_000);
+
     it('refuses a row without a hidden tests folder', async () => {
       const ctx = { templatesRoot: join(tasksDir, '../..'), sandbox: async () => { throw new Error('unused'); } } as unknown as Parameters<typeof unitTests.handler>[1];
       await expect(

@@ -212,6 +212,7 @@ export async function buildApp(config: AppConfig, opts: BuildOptions = {}): Prom
     metrics,
     integrity,
     serialTools: () => [...registry.tools.values()].filter((t) => t.def.serial).map((t) => t.def.name),
+    idempotentTools: () => [...registry.tools.values()].filter((t) => t.def.idempotent).map((t) => t.def.name),
   });
   const grading = new GradingService({
     store,

@@ -115,6 +115,14 @@ export const errors = {
     `call_id ${callId} failed on a server error before it completed and was not recorded; retry it`,
     { call_id: callId },
   ]),
+  // A retry of a call a server restart (or a replica's death) cut while it ran: what it did is
+  // unknown, so it is never run again nor shown to the model, and it was not charged. Every retry
+  // answers this, so the trainer drops the rollout (a tool declared idempotent runs again instead).
+  callInterrupted: define('RFT_ERR_CALL_INTERRUPTED', 503, (callId: string) => [
+    `call_id ${callId} was cut by a server restart before it completed; it is not run again (what it did is unknown) ` +
+      'and was not charged: this rollout cannot go on',
+    { call_id: callId },
+  ]),
   callConflict: define('RFT_ERR_CALL_CONFLICT', 409, (callId: string) => [
     `call_id ${callId} was already used in this rollout with different arguments or tool`,
     { call_id: callId },
@@ -189,8 +197,10 @@ export const errors = {
   ]),
   sandboxClosed: define('RFT_ERR_SANDBOX_CLOSED', 503, () => ['the sandbox manager is shut down']),
   // The engine's address stays in the server's log: callers (and the model) only learn that it is down.
-  sandboxLost: define('RFT_ERR_SANDBOX_LOST', 503, () => [
-    "this rollout's sandbox was lost (its container stopped, and its workspace with it); the rollout cannot continue",
+  // Also a rollout's sandbox made by an earlier process of this server (a restart: its workspace
+  // is gone, and a new, empty one would be worked on or graded as if it were the rollout's).
+  sandboxLost: define('RFT_ERR_SANDBOX_LOST', 503, (why = 'its container stopped, and its workspace with it') => [
+    `this rollout's sandbox was lost (${why}); the rollout cannot continue`,
   ]),
   // Capacity, ours: a graded rollout's sandbox made room for a new rollout at the cap (docs/sandbox.md).
   sandboxReclaimed: define('RFT_ERR_SANDBOX_RECLAIMED', 503, () => [

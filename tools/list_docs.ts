@@ -4,6 +4,8 @@ import { finqaCorpus } from './_lib/finqa-corpus.js';
 
 export default defineTool({
   name: 'list_docs',
+  // It only reads: a call of it that a server restart cut runs again on the trainer's retry.
+  idempotent: true,
   description: 'List the documents in the financial corpus (doc_id and title), optionally only those whose doc_id starts with a prefix.',
   parameters: z.object({
     prefix: z

@@ -10,6 +10,8 @@ const NOISE = new Set(['.git', 'node_modules', '__pycache__', '.pytest_cache', '
 
 export default defineTool({
   name: 'list_files',
+  // It only reads: a call of it that a server restart cut runs again on the trainer's retry.
+  idempotent: true,
   description: `List files and directories under a workspace path (directories end with "/"), recursively up to a depth, at most ${MAX_ENTRIES} entries.`,
   parameters: z.object({
     path: z.string().max(1_000).optional().describe('Directory relative to the workspace root (default: the root)'),

@@ -8,6 +8,8 @@ export const PAGE_CHARS = 1500;
 
 export default defineTool({
   name: 'read_doc',
+  // It only reads: a call of it that a server restart cut runs again on the trainer's retry.
+  idempotent: true,
   description: `Read a document of the financial corpus by doc_id, one page (about ${PAGE_CHARS} characters) at a time. The reply says how many pages there are.`,
   parameters: z.object({
     doc_id: z.string().min(1).max(200).describe('The document id, as returned by search_docs or list_docs'),

@@ -10,6 +10,8 @@ const MAX_LINE_CHARS = 400;
 
 export default defineTool({
   name: 'read_file',
+  // It only reads: a call of it that a server restart cut runs again on the trainer's retry.
+  idempotent: true,
   description: `Read a text file of the workspace as numbered lines ("<n>\\t<line>"), at most ${MAX_LINES} lines per call; use start_line / end_line to page.`,
   parameters: z.object({
     path: z.string().min(1).max(1_000).describe('File path relative to the workspace root, e.g. "src/app.py"'),

@@ -23,6 +23,8 @@ async function checkStart(sandbox: Sandbox, path: string): Promise<void> {
 
 export default defineTool({
   name: 'search',
+  // It only reads: a call of it that a server restart cut runs again on the trainer's retry.
+  idempotent: true,
   description:
     'Search file contents in the workspace (grep -rn). Returns "path:line:text" for each match. ' +
     'Binary files and .git, node_modules, __pycache__ are skipped.',

@@ -4,6 +4,8 @@ import { finqaCorpus } from './_lib/finqa-corpus.js';
 
 export default defineTool({
   name: 'search_docs',
+  // It only reads: a call of it that a server restart cut runs again on the trainer's retry.
+  idempotent: true,
   description:
     'Search the financial document corpus (reports, press releases, call transcripts) by keywords. ' +
     'Returns the best-matching documents with a short snippet; use read_doc to read one in full.',

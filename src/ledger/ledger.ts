@@ -35,6 +35,8 @@ export interface LedgerOptions {
   integrity?: IntegrityFlags | undefined;
   /** Names of the serial tools (their order across replicas is kept through the store). */
   serialTools?: () => readonly string[];
+  /** Names of the idempotent tools: a call of one that a restart cut runs again on its retry. */
+  idempotentTools?: () => readonly string[];
 }
 
 /**
@@ -73,9 +75,12 @@ const WAIT_POLL_MS = 25;
 /** How often a wait for a call running on another replica checks that the replica is still there. */
 const ORPHAN_CHECK_MS = 1_000;
 
+/**
+ * What the record of a call a restart cut says (for operators: never a reply; its retries answer
+ * RFT_ERR_CALL_INTERRUPTED, and its cost went back to the budget).
+ */
 export const INTERRUPTED_OUTPUT =
-  'Error: this tool call was interrupted by a server restart and was not completed. It will not be run again; ' +
-  'call the tool again with a new call id if you still need it.';
+  'interrupted by a server restart before it completed: not run again, not shown to the model, not charged';
 
 export class Ledger {
   private readonly inflight = new Map<string, Promise<ToolCallOutcome>>();
@@ -171,7 +176,7 @@ export class Ledger {
       case 'conflict':
         throw errors.callConflict(input.callId);
       case 'existing':
-        return this.replay(begin.call, def.timeoutMs ?? this.o.defaultTimeoutMs);
+        return this.replay(begin.call, def.timeoutMs ?? this.o.defaultTimeoutMs, def.name);
       case 'over_budget':
         return { output: begin.call.output ?? '', status: 'budget_exceeded', replayed: false, seq: begin.call.seq };
       case 'started':
@@ -320,8 +325,13 @@ export class Ledger {
     }
   }
 
-  /** A call id seen before: return what was recorded, waiting if it is still running elsewhere. */
-  private async replay(call: RecordedCall, timeoutMs: number): Promise<ToolCallOutcome> {
+  /**
+   * A call id seen before: return what was recorded, waiting if it is still running elsewhere. A call
+   * a restart cut is not an answer: what it did is unknown, so it is neither shown to the model nor
+   * run again (RFT_ERR_CALL_INTERRUPTED, a 5xx: the trainer drops the rollout). An idempotent tool's
+   * cut call was un-begun instead (markInterrupted), so its retry runs it.
+   */
+  private async replay(call: RecordedCall, timeoutMs: number, tool: string): Promise<ToolCallOutcome> {
     const deadline = Date.now() + timeoutMs + 5_000;
     let c: RecordedCall | undefined = call;
     let checked = Date.now();
@@ -332,17 +342,31 @@ export class Ledger {
       const replicas = this.o.store.replicas;
       if (replicas && Date.now() - checked >= ORPHAN_CHECK_MS) {
         checked = Date.now();
-        await replicas.interruptOrphan(call.traceId, call.callId, INTERRUPTED_OUTPUT, checked).catch(() => false);
+        await replicas.interruptOrphan(call.traceId, call.callId, INTERRUPTED_OUTPUT, checked, this.idempotentTools()).catch(() => false);
       }
       c = await this.o.store.getCall(call.traceId, call.callId);
     }
     // Un-begun by the replica that ran it (a failure of ours): not recorded, so a retry runs it.
     if (!c) throw errors.callNotRun(call.callId);
+    if (c.status === 'interrupted') {
+      const e = errors.callInterrupted(call.callId);
+      this.o.metrics?.toolCall(tool, 'interrupted', undefined);
+      markFailureCounted(e);
+      throw e;
+    }
     return { output: c.output ?? '', status: c.status, replayed: true, seq: c.seq };
   }
 
+  private idempotentTools(): readonly string[] {
+    return this.o.idempotentTools?.() ?? [];
+  }
+
+  /**
+   * At boot: the calls a previous process left running are closed, their cost given back: an
+   * idempotent tool's are un-begun (their retry runs them), the others' marked interrupted.
+   */
   async markInterruptedAtBoot(): Promise<number> {
-    return this.o.store.markInterrupted(INTERRUPTED_OUTPUT, Date.now());
+    return this.o.store.markInterrupted(INTERRUPTED_OUTPUT, Date.now(), this.idempotentTools());
   }
 }
 

@@ -48,6 +48,12 @@ export interface ToolDefinition<P extends z.ZodType = z.ZodType> {
    * shared state such as the sandbox). Other tools run as soon as they arrive, even in parallel.
    */
   serial?: boolean;
+  /**
+   * Running it twice has the effect of running it once (it only reads). A call a server restart cut
+   * while it ran is then run again on the trainer's retry; any other tool's cut call answers
+   * 503 RFT_ERR_CALL_INTERRUPTED to every retry (what it did is unknown), so the rollout is dropped.
+   */
+  idempotent?: boolean;
 }
 
 export interface GraderResult {

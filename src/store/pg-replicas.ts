@@ -12,6 +12,7 @@ import pg from 'pg';
 import type { Logger } from 'pino';
 import { quoteIdent } from './pg-schema.js';
 import { retryOnce } from './pg-retry.js';
+import { closeRunningSql } from './pg-interrupt.js';
 import { encodeText } from './pg-text.js';
 import type { Claim, Placement, PlacementStore, Replicas } from './replicas.js';
 
@@ -235,14 +236,13 @@ export class PgReplicas implements Replicas {
     }
   }
 
-  async interruptOrphan(traceId: string, callId: string, output: string, now: number): Promise<boolean> {
-    const res = await this.pool.query(
-      `UPDATE ${this.s}.calls SET status = 'interrupted', output = $3, finished_at = $4
-       WHERE trace_id = $1 AND call_id = $2 AND status = 'running' AND owner IS NOT NULL AND owner <> $5
-         AND NOT ${this.s}.replica_alive(owner)`,
-      [traceId, callId, encodeText(output), now, this.owner],
+  async interruptOrphan(traceId: string, callId: string, output: string, now: number, rerunTools: readonly string[] = []): Promise<boolean> {
+    const res = await this.pool.query<{ interrupted: number; dropped: number }>(
+      closeRunningSql(this.s, `c.trace_id = $4 AND c.call_id = $5 AND c.owner IS NOT NULL AND c.owner <> $6 AND NOT ${this.s}.replica_alive(c.owner)`),
+      [encodeText(output), now, rerunTools, traceId, callId, this.owner],
     );
-    return res.rowCount === 1;
+    const r = res.rows[0];
+    return !!r && r.interrupted + r.dropped === 1;
   }
 
   async close(): Promise<void> {

@@ -10,6 +10,7 @@ import { redactUrl } from '../config.js';
 import type { BudgetUsage, GradeRecord, RecordedCall, RolloutSummary } from './records.js';
 import { GRADE_COLUMNS, gradeValues, rowMappers, type CallRowShape, type GradeRow, type RolloutRowShape } from './rows.js';
 import { ensureSchema, quoteIdent } from './pg-schema.js';
+import { closeRunningSql } from './pg-interrupt.js';
 import { ensureReplicaSchema, PgReplicas } from './pg-replicas.js';
 import type { Replicas } from './replicas.js';
 import { KeyedBatcher } from './keyed-batcher.js';
@@ -90,6 +91,8 @@ export class PostgresStore implements Store {
    * serialized and shipped again: rollouts are never deleted, so it could only be ignored.
    */
   private readonly knownRollouts = new Set<string>();
+  /** The schema's quoted name. */
+  private readonly schema: string;
   private readonly t: { rollouts: string; calls: string; grades: string; webhookIds: string; beginCall: string; beginCalls: string };
   /** Calls of one rollout that arrive while its previous admission commits go in one transaction. */
   private readonly dialect: Dialect;
@@ -104,6 +107,7 @@ export class PostgresStore implements Store {
     readonly replicas: Replicas & { close(): Promise<void> },
   ) {
     const s = quoteIdent(schema);
+    this.schema = s;
     this.dialect = postgresDialect(s);
     this.t = {
       rollouts: `${s}.rollouts`,
@@ -514,13 +518,12 @@ export class PostgresStore implements Store {
     return rows.length === 1;
   }
 
-  async markInterrupted(output: string, now: number): Promise<number> {
-    const res = await retryOnce(() => this.pool.query(
-      `UPDATE ${this.t.calls} SET status = 'interrupted', output = $1, finished_at = $2
-       WHERE status = 'running' AND (owner = $3 OR started_at < $4)`,
-      [encodeText(output), now, this.instanceId, now - this.orphanAfterMs],
+  async markInterrupted(output: string, now: number, rerunTools: readonly string[] = []): Promise<number> {
+    const res = await retryOnce(() => this.pool.query<{ interrupted: number }>(
+      closeRunningSql(this.schema, '(c.owner = $4 OR c.started_at < $5)'),
+      [encodeText(output), now, rerunTools, this.instanceId, now - this.orphanAfterMs],
     ));
-    return res.rowCount ?? 0;
+    return res.rows[0]?.interrupted ?? 0;
   }
 
   async ping(): Promise<void> {

@@ -51,7 +51,7 @@ export interface Replicas {
   /**
    * Marks a call interrupted if it is running on a replica that is gone (its restart would do the
    * same): a retry that reached another replica then gets an answer now instead of waiting for that
-   * restart. True if it did.
+   * restart, cost given back and `rerunTools` un-begun included: Store.markInterrupted). True if it did.
    */
-  interruptOrphan(traceId: string, callId: string, output: string, now: number): Promise<boolean>;
+  interruptOrphan(traceId: string, callId: string, output: string, now: number, rerunTools?: readonly string[]): Promise<boolean>;
 }

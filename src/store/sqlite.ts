@@ -162,7 +162,18 @@ function statements(db: Database.Database) {
        WHERE webhook_ids.expires_at <= ? OR webhook_ids.body_hash = excluded.body_hash`,
     ),
     purgeIds: db.prepare('DELETE FROM webhook_ids WHERE expires_at <= ?'),
-    interrupt: db.prepare(`UPDATE calls SET status = 'interrupted', output = ?, finished_at = ? WHERE status = 'running'`),
+    // At boot (markInterrupted): what calls left running were charged goes back, and those of the
+    // tools to run again (a JSON array) stop counting as recorded; then they go, and the rest are interrupted.
+    refundRunning: db.prepare<{ now: number; rerun: string }>(
+      `UPDATE rollouts SET
+         budget_used = budget_used - (SELECT sum(c.cost) FROM calls c WHERE c.trace_id = rollouts.trace_id AND c.status = 'running'),
+         call_count = call_count - (SELECT count(*) FROM calls c WHERE c.trace_id = rollouts.trace_id AND c.status = 'running'
+           AND c.tool IN (SELECT value FROM json_each(@rerun))),
+         updated_at = @now
+       WHERE trace_id IN (SELECT trace_id FROM calls WHERE status = 'running')`,
+    ),
+    dropRunningOf: db.prepare<[string]>(`DELETE FROM calls WHERE status = 'running' AND tool IN (SELECT value FROM json_each(?))`),
+    interrupt: db.prepare(`UPDATE calls SET status = 'interrupted', output = ?, finished_at = ?, cost = 0 WHERE status = 'running'`),
     ping: db.prepare(`INSERT OR REPLACE INTO webhook_ids (id, expires_at) VALUES ('__readyz__', 0)`),
     addFlag: db.prepare<Record<number, unknown>>(upsertFlagSql(sqliteDialect, { traceId: '', kind: '', callId: null, detail: '', at: 0 }).text),
     flags: db.prepare<Record<number, unknown>, FlagRow>(flagsOfSql(sqliteDialect, '').text),
@@ -422,8 +433,13 @@ export class SqliteStore implements Store {
     });
   }
 
-  markInterrupted(output: string, now: number): Promise<number> {
-    return this.unit(() => this.s.interrupt.run(output, now).changes);
+  markInterrupted(output: string, now: number, rerunTools: readonly string[] = []): Promise<number> {
+    return this.unit(() => {
+      const rerun = JSON.stringify(rerunTools);
+      this.s.refundRunning.run({ now, rerun });
+      this.s.dropRunningOf.run(rerun);
+      return this.s.interrupt.run(output, now).changes;
+    });
   }
 
   addFlag(f: NewFlag): Promise<void> {

@@ -134,8 +134,13 @@ export interface Store {
    * not expired. The same id with the same body is accepted again: that is the sender's retry.
    */
   rememberWebhookId(id: string, bodyHash: string, expiresAt: number, now: number): Promise<boolean>;
-  /** At boot: calls left 'running' by a crash become 'interrupted'; returns how many. */
-  markInterrupted(output: string, now: number): Promise<number>;
+  /**
+   * At boot: calls left 'running' by a crash are closed, in one commit, and their cost goes back to
+   * their rollouts' budgets (the crash was ours, never the model's to pay for): those of the tools in
+   * `rerunTools` (idempotent) are un-begun, as a failure of ours is (their retry runs them), the
+   * others become 'interrupted' with `output` (never run again). Returns how many became interrupted.
+   */
+  markInterrupted(output: string, now: number, rerunTools?: readonly string[]): Promise<number>;
   /** Throws if the store cannot write (readiness). */
   ping(): Promise<void>;
   close(): Promise<void>;

@@ -86,7 +86,7 @@ describe('tool call outcomes and whose failure each is', () => {
     expect(promSample(await scrape(), 'rft_failures_total')).toBe(failures);
   });
 
-  it('interrupted: the retry of a call a restart interrupted is an infrastructure failure (where=restart)', async () => {
+  it('interrupted: the retry of a call a restart interrupted is an infrastructure failure (where=restart), counted once', async () => {
     const call = functionCall('echo', { text: 'lost' });
     const args = canonicalJson({ text: 'lost' });
     await s.app.rft.store.beginCall({
@@ -96,7 +96,8 @@ describe('tool call outcomes and whose failure each is', () => {
     await s.app.rft.store.markInterrupted(INTERRUPTED_OUTPUT, Date.now());
     const d = await delta('rft_failures_total', { kind: 'infra', where: 'restart' }, async () => {
       const res = await post('/tools', call);
-      expect(res.json().output).toBe(INTERRUPTED_OUTPUT);
+      expect(res.statusCode).toBe(503);
+      expect(res.json().error.code).toBe('RFT_ERR_CALL_INTERRUPTED');
     });
     expect(d).toBe(1);
     expect(promSample(await scrape(), 'rft_tool_calls_total', calls('echo', 'interrupted'))).toBe(1);

@@ -152,6 +152,25 @@ export function storeContract(label: string, open: () => Promise<Store>): void {
       expect(await store.getCall('trace_i', 'done')).toMatchObject({ status: 'ok', output: 'fine' });
       expect(await store.markInterrupted('again', 4_000)).toBe(0);
     });
+
+    it("gives back what the calls it closes were charged, and un-begins the idempotent tools' calls so their retry runs them", async () => {
+      const store = await fresh();
+      await store.beginCall(begin('trace_r', 'done', { cost: 1 }));
+      await store.finishCall('trace_r', 'done', { ...finished, output: 'fine' });
+      await store.beginCall(begin('trace_r', 'cut', { cost: 2 }));
+      await store.beginCall(begin('trace_r', 'read', { tool: 'reader', cost: 1 }));
+      await store.beginCall(begin('trace_r2', 'cut', { cost: 1 }));
+      expect(await store.getBudget('trace_r', 0)).toMatchObject({ used: 4 });
+      expect(await store.markInterrupted('cut', 3_000, ['reader'])).toBe(2);
+      expect(await store.getCall('trace_r', 'cut')).toMatchObject({ status: 'interrupted', output: 'cut', cost: 0 });
+      expect(await store.getCall('trace_r', 'read')).toBeUndefined();
+      expect(await store.getBudget('trace_r', 0)).toMatchObject({ used: 1 });
+      expect(await store.getBudget('trace_r2', 0)).toMatchObject({ used: 0 });
+      expect(await store.rolloutTally('trace_r')).toEqual({ calls: 2, budgetExceeded: false });
+      // The idempotent call's retry starts it again, charged once.
+      expect(await store.beginCall(begin('trace_r', 'read', { tool: 'reader', cost: 1 }))).toMatchObject({ kind: 'started', budget: { used: 2 } });
+      expect((await store.beginCall(begin('trace_r', 'cut', { cost: 2 }))).kind).toBe('existing');
+    });
   });
 
   describe(`${label}: un-beginning a call that failed on our side`, () => {
@@ -187,7 +206,8 @@ export function storeContract(label: string, open: () => Promise<Store>): void {
       await store.markInterrupted('interrupted', 2);
       expect(await store.unbeginCall('trace_v', 'c', again.call.seq, 3)).toBe(false);
       expect(await store.getCall('trace_v', 'c')).toMatchObject({ status: 'interrupted' });
-      expect(await store.getBudget('trace_v', 0)).toEqual({ used: 3, limit: 5, exceeded: false });
+      // The interrupted call's cost came back (a crash is never the model's to pay for).
+      expect(await store.getBudget('trace_v', 0)).toEqual({ used: 2, limit: 5, exceeded: false });
       expect(await store.unbeginCall('trace_none', 'c', 1, 3)).toBe(false);
     });
 

@@ -94,5 +94,19 @@ describeIf(unavailable === undefined, 'Postgres', unavailable ?? '')('replicas t
     expect(await a.replicas.interruptOrphan('trace_o', 'on_gone', 'interrupted', Date.now())).toBe(true);
     expect(await a.getCall('trace_o', 'on_gone')).toMatchObject({ status: 'interrupted', output: 'interrupted' });
     expect(await a.getCall('trace_o', 'on_b')).toMatchObject({ status: 'running' });
+    // Its cost went back: only on_b is charged.
+    expect(await a.getBudget('trace_o', 0)).toMatchObject({ used: 1 });
+  });
+
+  it("un-begins a gone replica's call of an idempotent tool instead, so its retry runs it", async () => {
+    const schema = testSchema();
+    const a = await openStore(schema, { instanceId: 'pod-a' });
+    const gone = await openStore(schema, { instanceId: 'pod-gone' });
+    await gone.beginCall(begin('trace_p', 'read', { tool: 'reader' }));
+    await gone.close();
+    expect(await a.replicas.interruptOrphan('trace_p', 'read', 'interrupted', Date.now(), ['reader'])).toBe(true);
+    expect(await a.getCall('trace_p', 'read')).toBeUndefined();
+    expect(await a.getBudget('trace_p', 0)).toMatchObject({ used: 0 });
+    expect(await a.beginCall(begin('trace_p', 'read', { tool: 'reader' }))).toMatchObject({ kind: 'started', budget: { used: 1 } });
   });
 });

@@ -13,6 +13,8 @@ const CATALOGUE: Record<string, { name: string; price_usd: number; in_stock: num
 
 export default defineTool({
   name: 'lookup_price',
+  // It only reads: a call of it that a server restart cut runs again on the trainer's retry.
+  idempotent: true,
   description: 'Price in USD, name and stock of a product, by SKU.',
   parameters: z.object({ sku: z.string().describe('the product SKU, e.g. "A-1001"') }),
   cost: 1,

@@ -177,6 +177,7 @@ export async function buildApp(config: AppConfig, opts: BuildOptions = {}): Prom
       observer: sandboxObserver(metrics, integrity),
       readOnlyMounts: McpBridge.readOnlyMounts(mcpConfig),
       ...(store.replicas ? { placements: store.replicas.placements } : {}),
+      history: store,
     });
     if (sandboxes && metrics) metrics.watchSandboxes(() => sandboxes!.stats());
     if (mcpConfig) {

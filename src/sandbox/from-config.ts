@@ -11,7 +11,7 @@ import { sandboxCap } from './capacity.js';
 import { instanceIdFor } from './instance-id.js';
 import type { PlacementStore } from '../store/replicas.js';
 import { defaultLimits } from './limits.js';
-import { SandboxManager } from './manager.js';
+import { SandboxManager, type SandboxManagerOptions } from './manager.js';
 import { assertProcessDriverAllowed } from './process-driver.js';
 import { selectDriver } from './select.js';
 import type { SandboxObserver } from './types.js';
@@ -26,6 +26,8 @@ export interface SandboxExtras {
   observer?: SandboxObserver;
   /** Sandbox placements shared by replicas (the Postgres store's). */
   placements?: PlacementStore;
+  /** Which process made each rollout's sandbox (the store): SandboxManagerOptions.history. */
+  history?: SandboxManagerOptions['history'];
 }
 
 export { instanceIdFor };
@@ -67,6 +69,7 @@ export async function createManagerFromConfig(config: AppConfig, log: Logger, ex
     ...(extra.readOnlyMounts ? { readOnlyMounts: extra.readOnlyMounts } : {}),
     ...(extra.observer ? { observer: extra.observer } : {}),
     ...(extra.placements ? { placements: extra.placements } : {}),
+    ...(extra.history ? { history: extra.history } : {}),
   });
   await manager.start();
   log.info({ driver: driver.name, cap, sandboxes_root: sandboxesRoot }, 'sandboxes ready');

@@ -5,10 +5,12 @@
 // reaped after a crash. At the cap, a caller that has to wait first reclaims the least recently used
 // idle sandbox of a graded rollout still in its grace period; an ungraded rollout's sandbox is never
 // taken to admit another.
+import { randomUUID } from 'node:crypto';
 import type { Logger } from 'pino';
 import { errors, isRftError } from '../errors.js';
 import type { Item } from '../protocol/wire.js';
 import type { PlacementStore } from '../store/replicas.js';
+import type { Store } from '../store/types.js';
 import { Admission } from './admission.js';
 import { gradingLimits } from './limits.js';
 import { TrackedSandbox } from './tracked.js';
@@ -44,6 +46,12 @@ export interface SandboxManagerOptions {
    * and opened by the others from its record. Without it, each replica keeps its own.
    */
   placements?: PlacementStore;
+  /**
+   * Where the process that made each rollout's sandbox is recorded (the store): a rollout whose
+   * sandbox an earlier process made (before a crash or a restart) gets RFT_ERR_SANDBOX_LOST, never a
+   * new, empty workspace. Without it (tests of the manager alone), nothing is recorded.
+   */
+  history?: Pick<Store, 'claimSandbox'>;
 }
 
 /** How an admission wait ended, from the error it failed with. */
@@ -87,6 +95,8 @@ export class SandboxManager {
   private readonly reclaimed = new Map<string, number>();
   private closed = false;
   private sweeping = false;
+  /** This process, as the history records it (a restarted server is another boot). */
+  private readonly boot = randomUUID();
 
   constructor(private readonly opts: SandboxManagerOptions) {
     this.admission = new Admission(opts.cap, opts.maxQueue, opts.queueTimeoutMs, () => this.reclaim());
@@ -370,7 +380,7 @@ export class SandboxManager {
    */
   private async open(traceId: string, item: Item, signal: AbortSignal): Promise<TrackedSandbox> {
     const shared = this.shared;
-    if (!shared) return this.create(traceId, signal, this.rolloutSource(item));
+    if (!shared) return this.createRecorded(traceId, item, signal);
     const deadline = Date.now() + this.opts.queueTimeoutMs;
     for (let delay = 25; ; delay = Math.min(delay * 2, 250)) {
       if (signal.aborted) throw signal.reason;
@@ -404,6 +414,27 @@ export class SandboxManager {
       if (Date.now() + delay > deadline) throw errors.sandboxQueueTimeout(this.opts.queueTimeoutMs);
       await new Promise((r) => setTimeout(r, delay));
     }
+  }
+
+  /**
+   * The rollout's sandbox, made by this process, which the history records first. A record of an
+   * earlier process means the rollout had a sandbox that did not survive it (kill -9, a restart, a
+   * host reboot: the workspace went with it, or was reaped at start): a new one would be worked on and
+   * graded as the rollout's work, so the rollout is lost instead (503, never charged; the trainer drops
+   * it). Its record stays, so every later call and grade of the rollout answers the same.
+   */
+  private async createRecorded(traceId: string, item: Item, signal: AbortSignal): Promise<TrackedSandbox> {
+    const history = this.opts.history;
+    if (history) {
+      const boot = await history.claimSandbox(traceId, this.boot, Date.now()).catch((e: unknown) => {
+        throw isRftError(e) ? e : errors.store((e as Error).message);
+      });
+      if (boot !== this.boot) {
+        this.opts.log?.warn({ trace_id: traceId }, "a rollout's sandbox made before this server restarted is gone: the rollout is lost");
+        throw errors.sandboxLost('it was made before the server restarted, and its workspace did not survive that');
+      }
+    }
+    return this.create(traceId, signal, this.rolloutSource(item));
   }
 
   /** Opens another replica's sandbox: no slot of this replica's cap, and its removal drops the record. */

@@ -59,6 +59,13 @@ CREATE TABLE IF NOT EXISTS ${s}.webhook_ids (
   expires_at bigint NOT NULL
 );
 ALTER TABLE ${s}.webhook_ids ADD COLUMN IF NOT EXISTS body_hash text;
+-- Which server process made each rollout's sandbox (Store.claimSandbox): after a restart, a rollout
+-- whose sandbox an earlier process made has lost its workspace.
+CREATE TABLE IF NOT EXISTS ${s}.rollout_sandboxes (
+  trace_id text COLLATE "C" PRIMARY KEY,
+  boot text NOT NULL,
+  created_at bigint NOT NULL
+);
 -- Schemas made before rollouts kept their count of recorded calls: counted once (under the schema lock).
 DO $mig$ BEGIN
   IF NOT EXISTS (SELECT 1 FROM information_schema.columns

@@ -526,6 +526,20 @@ export class PostgresStore implements Store {
     return res.rows[0]?.interrupted ?? 0;
   }
 
+  async claimSandbox(traceId: string, boot: string, now: number): Promise<string> {
+    const table = `${this.schema}.rollout_sandboxes`;
+    // A row another process inserted after this statement's snapshot is read by the second query.
+    const [mine] = await this.idempotent<{ boot: string }>(
+      `WITH ins AS (INSERT INTO ${table} (trace_id, boot, created_at) VALUES ($1, $2, $3) ON CONFLICT (trace_id) DO NOTHING RETURNING boot)
+       SELECT boot FROM ins UNION ALL SELECT boot FROM ${table} WHERE trace_id = $1 LIMIT 1`,
+      [encodeText(traceId), boot, now],
+      'rft_claim_sandbox',
+    );
+    if (mine) return mine.boot;
+    const [theirs] = await this.idempotent<{ boot: string }>(`SELECT boot FROM ${table} WHERE trace_id = $1`, [encodeText(traceId)], 'rft_sandbox_boot');
+    return theirs?.boot ?? boot;
+  }
+
   async ping(): Promise<void> {
     await this.idempotent(
       `INSERT INTO ${this.t.webhookIds} (id, expires_at) VALUES ('__readyz__', 0) ON CONFLICT (id) DO UPDATE SET expires_at = 0`,

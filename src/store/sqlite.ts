@@ -91,6 +91,13 @@ CREATE TABLE IF NOT EXISTS webhook_ids (
   expires_at INTEGER NOT NULL,
   body_hash TEXT
 ) WITHOUT ROWID;
+-- Which server process made each rollout's sandbox (Store.claimSandbox): after a restart, a rollout
+-- whose sandbox an earlier process made has lost its workspace.
+CREATE TABLE IF NOT EXISTS rollout_sandboxes (
+  trace_id TEXT PRIMARY KEY,
+  boot TEXT NOT NULL,
+  created_at INTEGER NOT NULL
+) WITHOUT ROWID;
 ${insightsDdl(sqliteDialect, { key: 'TEXT', text: 'TEXT', int: 'INTEGER' })}
 `;
 
@@ -174,6 +181,8 @@ function statements(db: Database.Database) {
     ),
     dropRunningOf: db.prepare<[string]>(`DELETE FROM calls WHERE status = 'running' AND tool IN (SELECT value FROM json_each(?))`),
     interrupt: db.prepare(`UPDATE calls SET status = 'interrupted', output = ?, finished_at = ?, cost = 0 WHERE status = 'running'`),
+    claimSandbox: db.prepare('INSERT INTO rollout_sandboxes (trace_id, boot, created_at) VALUES (?, ?, ?) ON CONFLICT (trace_id) DO NOTHING'),
+    sandboxBoot: db.prepare<[string], { boot: string }>('SELECT boot FROM rollout_sandboxes WHERE trace_id = ?'),
     ping: db.prepare(`INSERT OR REPLACE INTO webhook_ids (id, expires_at) VALUES ('__readyz__', 0)`),
     addFlag: db.prepare<Record<number, unknown>>(upsertFlagSql(sqliteDialect, { traceId: '', kind: '', callId: null, detail: '', at: 0 }).text),
     flags: db.prepare<Record<number, unknown>, FlagRow>(flagsOfSql(sqliteDialect, '').text),
@@ -439,6 +448,13 @@ export class SqliteStore implements Store {
       this.s.refundRunning.run({ now, rerun });
       this.s.dropRunningOf.run(rerun);
       return this.s.interrupt.run(output, now).changes;
+    });
+  }
+
+  claimSandbox(traceId: string, boot: string, now: number): Promise<string> {
+    return this.unit(() => {
+      this.s.claimSandbox.run(traceId, boot, now);
+      return this.s.sandboxBoot.get(traceId)!.boot;
     });
   }
 

@@ -141,6 +141,12 @@ export interface Store {
    * others become 'interrupted' with `output` (never run again). Returns how many became interrupted.
    */
   markInterrupted(output: string, now: number, rerunTools?: readonly string[]): Promise<number>;
+  /**
+   * Records that the server process `boot` made the rollout's sandbox, unless one is recorded, and
+   * returns the recorded boot: another one means an earlier process made it, so it did not survive
+   * that process (a crash or a restart) and its workspace is gone (src/sandbox/manager.ts).
+   */
+  claimSandbox(traceId: string, boot: string, now: number): Promise<string>;
   /** Throws if the store cannot write (readiness). */
   ping(): Promise<void>;
   close(): Promise<void>;

@@ -173,6 +173,18 @@ export function storeContract(label: string, open: () => Promise<Store>): void {
     });
   });
 
+  describe(`${label}: which process made a rollout's sandbox`, () => {
+    it('records the first claim of a rollout and answers its boot to every later claim, whoever makes it', async () => {
+      const store = await fresh();
+      expect(await store.claimSandbox('trace_sb', 'boot-1', 1)).toBe('boot-1');
+      expect(await store.claimSandbox('trace_sb', 'boot-1', 2)).toBe('boot-1');
+      expect(await store.claimSandbox('trace_sb', 'boot-2', 3)).toBe('boot-1');
+      expect(await store.claimSandbox('trace_sb_other', 'boot-2', 4)).toBe('boot-2');
+      const racing = await Promise.all(['a', 'b', 'c'].map((b) => store.claimSandbox('trace_sb_race', b, 5)));
+      expect(new Set(racing).size).toBe(1);
+    });
+  });
+
   describe(`${label}: un-beginning a call that failed on our side`, () => {
     it('removes the running row and gives its cost back, so a rollout with budget 1 can still make its call', async () => {
       const store = await fresh();

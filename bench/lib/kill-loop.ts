@@ -1,7 +1,9 @@
 // The kill loop: rounds of load on one data dir (several clients, parallel calls on shared rollouts,
 // a tool with a countable side effect, a sandbox tool), `kill -9` at a random moment, restart,
 // the trainer's retries of every unanswered call, then a check of what the guarantees promise:
-// no acknowledged call lost, no call run twice, no budget overspent, no sandbox left behind.
+// no acknowledged call lost, no call run twice, no budget overspent, no sandbox left behind, no
+// interrupted call charged or shown as output. With sandboxes, coding rollouts (bench/lib/kill-coding.ts)
+// run across the rounds too: no call answered and no rollout graded on a workspace a restart replaced.
 // Used by bench/kill-loop.ts (25 rounds) and test/server/kill-loop.test.ts (5 rounds).
 import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -9,6 +11,7 @@ import { join } from 'node:path';
 import { request } from 'undici';
 import { instanceIdFor } from '../../src/sandbox/from-config.js';
 import { spawnServer, type ChildServer } from '../../test/helpers/child-server.js';
+import { codingClient, type CodingCounts, type CodingTrainer } from './kill-coding.js';
 
 const KEY = 'kill-loop-key-0123456789abcdef';
 const headers = { authorization: `Bearer ${KEY}`, 'content-type': 'application/json' };
@@ -25,6 +28,8 @@ export interface KillLoopOptions {
   sandbox?: 'bwrap' | 'process' | 'docker' | 'none';
   /** kill -9 after a random delay in this range (ms) from the start of the round's load. */
   killAfterMs?: [number, number];
+  /** Coding rollouts at once, across the rounds (with a sandbox driver; default 2). */
+  codingClients?: number;
   log?: (line: string) => void;
 }
 
@@ -34,12 +39,17 @@ export interface KillLoopResult {
   acknowledged: number;
   /** Calls whose reply a kill cut off, retried after the restart. */
   retried: number;
-  /** Of those, calls the record had as interrupted (running at the kill). */
+  /** Of those, calls answered 503 RFT_ERR_CALL_INTERRUPTED (running at the kill: never run again). */
   interrupted: number;
   lost: number;
   ranTwice: number;
   overspent: number;
   sandboxesLeft: number;
+  /** Interrupted calls still charged to their rollout's budget. */
+  interruptedCharged: number;
+  /** 200 replies whose output is an interrupted call. */
+  interruptedShown: number;
+  coding: CodingCounts;
 }
 
 interface Call {
@@ -59,14 +69,16 @@ interface RecordJson {
 const pick = <T>(xs: readonly T[]): T => xs[Math.floor(Math.random() * xs.length)]!;
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
-async function postCall(url: string, c: Call, item: Record<string, unknown>): Promise<string | undefined> {
+/** The call's output (a 200), or the error code of a 5xx; neither when the server died under it. */
+async function postCall(url: string, c: Call, item: Record<string, unknown>): Promise<{ output?: string; code?: string }> {
   const body = { type: 'function_call', id: `fc_${c.callId}`, call_id: c.callId, name: c.tool, arguments: JSON.stringify(c.args), trace_id: c.traceId, item };
   try {
     const res = await request(`${url}/tools`, { method: 'POST', headers, body: JSON.stringify(body) });
-    const json = (await res.body.json()) as { output?: string };
-    return res.statusCode === 200 && typeof json.output === 'string' ? json.output : undefined;
+    const json = (await res.body.json()) as { output?: string; error?: { code?: string } };
+    if (res.statusCode === 200 && typeof json.output === 'string') return { output: json.output };
+    return json.error?.code !== undefined ? { code: json.error.code } : {};
   } catch {
-    return undefined; // the server died under this call
+    return {}; // the server died under this call
   }
 }
 
@@ -123,16 +135,30 @@ export async function killLoop(o: KillLoopOptions): Promise<KillLoopResult> {
     RFT_DATA_DIR: dataDir,
     RFT_API_KEYS: `k:${KEY}`,
     RFT_TOOLS_DIR: join(import.meta.dirname, '..', 'units', 'kill-tools'),
-    RFT_GRADERS_DIR: join(import.meta.dirname, '..', 'units', 'graders'),
+    RFT_GRADERS_DIR: join(import.meta.dirname, '..', 'units', 'kill-graders'),
+    RFT_SANDBOX_TEMPLATES: join(import.meta.dirname, '..', '..', 'examples'),
     RFT_SANDBOX: sandbox,
     RFT_RATE_LIMIT: '0',
     RFT_TOOL_BUDGET: String(budget),
     BENCH_EFFECTS_FILE: effectsFile,
   };
-  const result: KillLoopResult = { rounds: o.rounds, acknowledged: 0, retried: 0, interrupted: 0, lost: 0, ranTwice: 0, overspent: 0, sandboxesLeft: 0 };
+  const coding: CodingTrainer = {
+    url: () => server?.url,
+    stopped: () => codingDone,
+    headers,
+    traces: [],
+    acked: [],
+    counts: { started: 0, graded: 0, dropped: 0, droppedBy: {}, replacedCalls: 0, gradedReplaced: 0, shownInterrupted: 0 },
+  };
+  const result: KillLoopResult = {
+    rounds: o.rounds, acknowledged: 0, retried: 0, interrupted: 0, lost: 0, ranTwice: 0, overspent: 0, sandboxesLeft: 0,
+    interruptedCharged: 0, interruptedShown: 0, coding: coding.counts,
+  };
   const all: Call[] = [];
   const traces: string[] = [];
+  let codingDone = false;
   let server: ChildServer | undefined = await spawnServer(env, 60_000);
+  const codingRuns = sandbox === 'none' ? [] : Array.from({ length: o.codingClients ?? 2 }, (_, k) => codingClient(coding, k));
   try {
     for (let round = 0; round < o.rounds; round++) {
       const live: ChildServer = server!;
@@ -153,7 +179,7 @@ export async function killLoop(o: KillLoopOptions): Promise<KillLoopResult> {
           all.push(...batch);
           await Promise.all(
             batch.map(async (c) => {
-              const out = await postCall(live.url, c, item);
+              const out = (await postCall(live.url, c, item)).output;
               if (out === undefined) unanswered.push(c);
               else c.output = out;
             }),
@@ -174,20 +200,31 @@ export async function killLoop(o: KillLoopOptions): Promise<KillLoopResult> {
       const dirsLeft = await untilEmpty(() => sandboxDirs(sandboxesRoot).filter((d) => dirsAtKill.includes(d)), 10_000);
       const procsLeft = await untilEmpty(() => procsAtKill.filter((p) => existsSync(`/proc/${p}`)), 10_000);
       result.sandboxesLeft += dirsLeft.length + procsLeft.length;
-      // The trainer retries every call that got no answer, with the same call id.
+      // The trainer retries every call that got no answer, with the same call id (at most 3 times
+      // after a 5xx: then it drops the rollout).
+      let interrupted = 0;
       for (const c of unanswered) {
         for (let attempt = 0; attempt < 5 && c.output === undefined; attempt++) {
-          c.output = await postCall(server.url, c, item);
+          const r = await postCall(server.url, c, item);
+          c.output = r.output;
+          if (r.code === 'RFT_ERR_CALL_INTERRUPTED') {
+            interrupted++;
+            break;
+          }
         }
+        if (c.output?.includes('interrupted by a server restart')) result.interruptedShown++;
       }
       result.retried += unanswered.length;
-      const interrupted = unanswered.filter((c) => c.output?.includes('interrupted by a server restart')).length;
       result.interrupted += interrupted;
       log(
         `round ${round + 1}/${o.rounds}: ${all.filter((c) => c.traceId.startsWith(`trace_kill_${round}_`)).length} calls, ` +
           `${unanswered.length} cut off by the kill (${interrupted} interrupted), sandbox dirs at the kill ${dirsAtKill.length}, left ${dirsLeft.length + procsLeft.length}`,
       );
     }
+
+    codingDone = true;
+    await Promise.all(codingRuns);
+    result.interruptedShown += coding.counts.shownInterrupted;
 
     // What ran: one line per run.
     const runs = new Map<string, number>();
@@ -200,16 +237,25 @@ export async function killLoop(o: KillLoopOptions): Promise<KillLoopResult> {
     }
     result.ranTwice = [...runs.values()].filter((x) => x > 1).length;
     const records = new Map<string, RecordJson | undefined>();
-    for (const t of traces) records.set(t, await record(server.url, t));
-    for (const c of all) {
+    for (const t of [...traces, ...coding.traces]) records.set(t, await record(server.url, t));
+    for (const c of [...all, ...coding.acked]) {
       if (c.output === undefined) continue;
       result.acknowledged++;
       const rec = records.get(c.traceId)?.calls.find((x) => x.call_id === c.callId);
       if (!rec || rec.output !== c.output || rec.status === 'running') result.lost++;
     }
+    // Every tool here costs 1: a budget holds exactly the calls that ran (not the refused, not the interrupted).
+    for (const r of records.values()) {
+      if (!r) continue;
+      const ran = r.calls.filter((x) => x.status !== 'interrupted' && x.status !== 'budget_exceeded').length;
+      result.interruptedCharged += Math.max(0, Math.min(r.budget.used - ran, r.calls.filter((x) => x.status === 'interrupted').length));
+    }
     for (const t of traces) {
       const r = records.get(t);
-      const ran = runsPerTrace.get(t) ?? 0;
+      // A call a kill cut may have run (its side effect is there) but is not charged, by design: the
+      // budget bounds the calls that completed.
+      const cut = r?.calls.filter((x) => x.status === 'interrupted').length ?? 0;
+      const ran = (runsPerTrace.get(t) ?? 0) - cut;
       if (ran > budget || (r && r.budget.used > r.budget.limit)) result.overspent++;
     }
     await server.stop('SIGTERM');
@@ -219,6 +265,8 @@ export async function killLoop(o: KillLoopOptions): Promise<KillLoopResult> {
     result.sandboxesLeft += (await untilEmpty(() => sandboxProcesses(sandboxesRoot), 10_000)).length;
     return result;
   } finally {
+    codingDone = true;
+    await Promise.all(codingRuns);
     await server?.stop('SIGKILL');
     // After a failed round the last server was killed: its sandboxes' mounts stay until a start
     // reaps them, so removing them may fail; that must not hide the round's own error.

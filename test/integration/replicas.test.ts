@@ -60,7 +60,7 @@ async function replica(id: string, extra: Record<string, string> = {}): Promise<
   return s;
 }
 
-async function post(url: string, path: string, body: unknown): Promise<{ status: number; body: { output?: string; score?: number; metadata?: unknown; error?: { code: string } } }> {
+async function post(url: string, path: string, body: unknown): Promise<{ status: number; body: { output?: string; score?: number; metadata?: unknown; error?: { code: string } | undefined } }> {
   const res = await request(`${url}${path}`, { method: 'POST', headers: { authorization: `Bearer ${KEY}`, 'content-type': 'application/json' }, body: JSON.stringify(body) });
   return { status: res.statusCode, body: (await res.body.json()) as never };
 }
@@ -149,15 +149,18 @@ describeIf(unavailable === undefined, 'Postgres and two extra Docker engines', u
     await Promise.all([a.stop(), b.stop()]);
   });
 
-  it('loses no acknowledged call when a replica is killed mid-run, and leaves no container after its restart and the TTL', { timeout: 600_000 }, async () => {
+  it('loses no acknowledged call when a replica is killed mid-run, never shows or charges a cut call, and leaves no container after its restart and the TTL', { timeout: 600_000 }, async () => {
     const ttl = { RFT_SANDBOX_TTL_MS: '15000' };
     let a = await replica('rep-f', ttl);
     const b = await replica('rep-g', ttl);
     const rollouts = Array.from({ length: 6 }, () => newTrace());
     const acknowledged = new Map<string, { trace: string; output: string }>();
+    /** Rollouts the trainer dropped: a call answered 5xx on its first try and its 3 retries, with the codes. */
+    const dropped = new Map<string, { callId: string; codes: (string | undefined)[] }>();
     let aDead = false;
     // The trainer's side: each rollout makes 6 calls in turn, alternating replicas; a call whose
-    // replica is gone is retried (same call id) on the other one, as a load balancer would.
+    // replica is gone is retried (same call id) on the other one, as a load balancer would; a call
+    // answered 5xx is retried at most 3 times, then the rollout is dropped (wire contract).
     const logs = new Map<string, string>();
     const run = async (trace: string, r: number): Promise<void> => {
       for (let i = 0; i <= 6; i++) {
@@ -165,6 +168,7 @@ describeIf(unavailable === undefined, 'Postgres and two extra Docker engines', u
         // The last call reads the log back: the rollout's workspace, whichever replica made it.
         const args = { command: i < 6 ? `echo ${callId} >> log; wc -l < log` : 'cat log' };
         let target = (i + r) % 2 ? a : b;
+        const codes: (string | undefined)[] = [];
         for (;;) {
           if (target === a && aDead) target = b;
           const reply = await call(target.url, trace, 'shell', args, callId).catch(() => null);
@@ -173,6 +177,11 @@ describeIf(unavailable === undefined, 'Postgres and two extra Docker engines', u
             else logs.set(trace, reply.body.output ?? '');
             break;
           }
+          if (reply && reply.status >= 500) codes.push(reply.body.error?.code);
+          if (codes.length > 3) {
+            dropped.set(trace, { callId, codes });
+            return;
+          }
           target = target === a ? b : a;
           await new Promise((res) => setTimeout(res, 100));
         }
@@ -180,22 +189,46 @@ describeIf(unavailable === undefined, 'Postgres and two extra Docker engines', u
     };
     const running = rollouts.map((t, r) => run(t, r));
     await vi.waitFor(() => expect(acknowledged.size).toBeGreaterThanOrEqual(8), { timeout: 120_000, interval: 50 });
+    // One call certainly running on the replica when it dies.
+    const cutTrace = newTrace();
+    const cutArgs = { command: 'echo started >> marker; sleep 30' };
+    const cutReply = call(a.url, cutTrace, 'shell', cutArgs, 'call_cut').catch(() => null);
+    await vi.waitFor(async () => expect((await recorded(b.url, cutTrace)).find((x) => x.call_id === 'call_cut')?.status).toBe('running'), { timeout: 60_000, interval: 50 });
     aDead = true;
     await a.stop('SIGKILL');
+    expect(await cutReply).toBeNull();
+    // The trainer's first try and 3 retries of the cut call, on the live replica: each a retryable 5xx, never an output.
+    for (let attempt = 0; attempt < 4; attempt++) {
+      const retry = await call(b.url, cutTrace, 'shell', cutArgs, 'call_cut');
+      expect({ status: retry.status, code: retry.body.error?.code }).toEqual({ status: 503, code: 'RFT_ERR_CALL_INTERRUPTED' });
+    }
     a = await replica('rep-f', ttl); // back under the same id: its running calls become interrupted
     aDead = false;
     await Promise.all(running);
+    const cutRecord = await request(`${a.url}/v1/rollouts/${cutTrace}`, { headers: { authorization: `Bearer ${KEY}` } });
+    expect(await cutRecord.body.json()).toMatchObject({ budget: { used: 0 }, calls: [{ call_id: 'call_cut', status: 'interrupted' }] });
 
     for (const [callId, { trace, output }] of acknowledged) {
       const rec = (await recorded(b.url, trace)).find((x) => x.call_id === callId);
       expect(rec, callId).toBeDefined();
       expect(rec!.output).toBe(output);
     }
-    // Every rollout kept its one workspace through the kill: its log holds each call that ran.
     for (const trace of rollouts) {
-      const ok = (await recorded(a.url, trace)).filter((x) => x.status === 'ok' && x.call_id !== `call_${rollouts.indexOf(trace)}_6`);
-      expect(ok.length).toBeGreaterThanOrEqual(5);
-      for (const x of ok) expect(logs.get(trace)).toContain(x.call_id);
+      const res = await request(`${a.url}/v1/rollouts/${trace}`, { headers: { authorization: `Bearer ${KEY}` } });
+      const rec = (await res.body.json()) as { budget: { used: number }; calls: { call_id: string; status: string; output: string }[] };
+      const ok = rec.calls.filter((x) => x.status === 'ok');
+      // A cut call is never charged: the budget holds the calls that ran and answered.
+      expect(rec.budget.used, trace).toBe(ok.length);
+      const drop = dropped.get(trace);
+      if (drop) {
+        // Only a call the kill cut drops a rollout, by its retries' 503 RFT_ERR_CALL_INTERRUPTED, never an output.
+        expect(drop.codes).toEqual(Array(4).fill('RFT_ERR_CALL_INTERRUPTED'));
+        expect(rec.calls.find((x) => x.call_id === drop.callId)?.status).toBe('interrupted');
+        continue;
+      }
+      // Every other rollout kept its one workspace through the kill: its log holds each of its 6 calls.
+      expect(ok.filter((x) => x.call_id !== `call_${rollouts.indexOf(trace)}_6`)).toHaveLength(6);
+      for (const x of ok) if (!x.call_id.endsWith('_6')) expect(logs.get(trace)).toContain(x.call_id);
     }
     // Idle past the TTL: every sandbox of both replicas is gone, and so are their records.
     await vi.waitFor(

@@ -1,0 +1,1 @@
+export { default } from '../../../tools/write_file.js';

@@ -51,7 +51,7 @@ export interface SandboxManagerOptions {
    * sandbox an earlier process made (before a crash or a restart) gets RFT_ERR_SANDBOX_LOST, never a
    * new, empty workspace. Without it (tests of the manager alone), nothing is recorded.
    */
-  history?: Pick<Store, 'claimSandbox'>;
+  history?: Pick<Store, 'claimSandbox' | 'sandboxBoot'>;
 }
 
 /** How an admission wait ended, from the error it failed with. */
@@ -417,24 +417,39 @@ export class SandboxManager {
   }
 
   /**
-   * The rollout's sandbox, made by this process, which the history records first. A record of an
-   * earlier process means the rollout had a sandbox that did not survive it (kill -9, a restart, a
-   * host reboot: the workspace went with it, or was reaped at start): a new one would be worked on and
-   * graded as the rollout's work, so the rollout is lost instead (503, never charged; the trainer drops
-   * it). Its record stays, so every later call and grade of the rollout answers the same.
+   * The rollout's sandbox, made by this process and recorded in the history before any call uses it.
+   * A record of another process means the rollout had a sandbox that did not survive it (kill -9, a
+   * restart, a host reboot: the workspace went with it, or was reaped at start; or, with replicas,
+   * another replica has it): a new one would be worked on and graded as the rollout's work, so the
+   * rollout is lost instead (503, never charged; the trainer drops it). Recorded only once made, so a
+   * creation that failed (no slot in time) leaves no record; a record stays, so every later call and
+   * grade of the rollout answers the same.
    */
   private async createRecorded(traceId: string, item: Item, signal: AbortSignal): Promise<TrackedSandbox> {
     const history = this.opts.history;
-    if (history) {
-      const boot = await history.claimSandbox(traceId, this.boot, Date.now()).catch((e: unknown) => {
+    if (!history) return this.create(traceId, signal, this.rolloutSource(item));
+    const fromStore = <T>(p: Promise<T>): Promise<T> =>
+      p.catch((e: unknown) => {
         throw isRftError(e) ? e : errors.store((e as Error).message);
       });
-      if (boot !== this.boot) {
-        this.opts.log?.warn({ trace_id: traceId }, "a rollout's sandbox made before this server restarted is gone: the rollout is lost");
-        throw errors.sandboxLost('it was made before the server restarted, and its workspace did not survive that');
-      }
+    const lost = () => {
+      this.opts.log?.warn({ trace_id: traceId }, "a rollout's sandbox made by another server process is gone from here: the rollout is lost");
+      return errors.sandboxLost('another server process made it, before a restart or on another replica; its workspace is not here');
+    };
+    const prior = await fromStore(history.sandboxBoot(traceId));
+    if (prior !== undefined && prior !== this.boot) throw lost();
+    const sb = await this.create(traceId, signal, this.rolloutSource(item));
+    if (prior === this.boot) return sb;
+    let boot: string;
+    try {
+      boot = await fromStore(history.claimSandbox(traceId, this.boot, Date.now()));
+    } catch (e) {
+      await sb.destroy().catch(() => {});
+      throw e;
     }
-    return this.create(traceId, signal, this.rolloutSource(item));
+    if (boot === this.boot) return sb;
+    await sb.destroy().catch(() => {});
+    throw lost();
   }
 
   /** Opens another replica's sandbox: no slot of this replica's cap, and its removal drops the record. */

@@ -535,9 +535,12 @@ export class PostgresStore implements Store {
       [encodeText(traceId), boot, now],
       'rft_claim_sandbox',
     );
-    if (mine) return mine.boot;
-    const [theirs] = await this.idempotent<{ boot: string }>(`SELECT boot FROM ${table} WHERE trace_id = $1`, [encodeText(traceId)], 'rft_sandbox_boot');
-    return theirs?.boot ?? boot;
+    return mine?.boot ?? (await this.sandboxBoot(traceId)) ?? boot;
+  }
+
+  async sandboxBoot(traceId: string): Promise<string | undefined> {
+    const [r] = await this.idempotent<{ boot: string }>(`SELECT boot FROM ${this.schema}.rollout_sandboxes WHERE trace_id = $1`, [encodeText(traceId)], 'rft_sandbox_boot');
+    return r?.boot;
   }
 
   async ping(): Promise<void> {

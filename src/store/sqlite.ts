@@ -458,6 +458,10 @@ export class SqliteStore implements Store {
     });
   }
 
+  sandboxBoot(traceId: string): Promise<string | undefined> {
+    return this.read(() => this.s.sandboxBoot.get(traceId)?.boot);
+  }
+
   addFlag(f: NewFlag): Promise<void> {
     return this.unit(() => this.flag(f));
   }

@@ -147,6 +147,8 @@ export interface Store {
    * that process (a crash or a restart) and its workspace is gone (src/sandbox/manager.ts).
    */
   claimSandbox(traceId: string, boot: string, now: number): Promise<string>;
+  /** The boot claimSandbox recorded for the rollout, if any. */
+  sandboxBoot(traceId: string): Promise<string | undefined>;
   /** Throws if the store cannot write (readiness). */
   ping(): Promise<void>;
   close(): Promise<void>;

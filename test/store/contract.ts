@@ -176,7 +176,9 @@ export function storeContract(label: string, open: () => Promise<Store>): void {
   describe(`${label}: which process made a rollout's sandbox`, () => {
     it('records the first claim of a rollout and answers its boot to every later claim, whoever makes it', async () => {
       const store = await fresh();
+      expect(await store.sandboxBoot('trace_sb')).toBeUndefined();
       expect(await store.claimSandbox('trace_sb', 'boot-1', 1)).toBe('boot-1');
+      expect(await store.sandboxBoot('trace_sb')).toBe('boot-1');
       expect(await store.claimSandbox('trace_sb', 'boot-1', 2)).toBe('boot-1');
       expect(await store.claimSandbox('trace_sb', 'boot-2', 3)).toBe('boot-1');
       expect(await store.claimSandbox('trace_sb_other', 'boot-2', 4)).toBe('boot-2');

@@ -83,9 +83,23 @@ export const EXEC_WRAPPER = `${SWEEP}printf 'rft-pid %s\\n' $$ >&2
 "$@"; rc=$?
 if kill -0 -1 2>/dev/null; then
   while read -r k v rest; do case $k in Uid:) u=$v; break;; esac; done 2>/dev/null < /proc/$$/status
+  set=" $$ "; keep=" "; collect; kill -KILL \${set# $$ } 2>/dev/null
   sweep
 fi
 exit $rc`;
+
+/**
+ * Runs the exec wrapper as a child subreaper (prctl PR_SET_CHILD_SUBREAPER, kept across execve):
+ * what its command leaves (background jobs, \`setsid\` daemons, double forks) is re-parented to the
+ * wrapper instead of the container's init, so it stays in the wrapper's tree, told apart from every
+ * other process of the sandbox uid (a spawned MCP server's, another exec's), and the wrapper kills
+ * that tree whatever else runs; the sweep that follows can only take what has no owner, so it stands
+ * down while others run. perl, because it is in every Debian image (perl-base is essential) and
+ * reaches prctl by number; an image without it runs the wrapper without the subreaper, as before.
+ */
+const SUBREAPER = 'my %nr = (x86_64 => 157, aarch64 => 167, riscv64 => 167); my ($a) = $Config{archname} =~ /^([^-]+)/; ' +
+  'syscall($nr{$a}, 36, 1, 0, 0, 0) if $nr{$a}; exec { $ARGV[0] } @ARGV or exit 127;';
+const LAUNCH = 'p=$1; shift; if command -v perl >/dev/null 2>&1; then exec perl -MConfig -e "$p" "$@"; fi; exec "$@"';
 
 /** A spawned process (or an exec with a result channel): its pid first, then the program itself in its place. */
 const SPAWN_WRAPPER = `printf 'rft-pid %s\\n' $$ >&2; exec "$@"`;
@@ -310,7 +324,9 @@ export class DockerSandbox implements Sandbox {
     try {
       const req = {
         container: this.o.container,
-        argv: ['/bin/sh', '-c', channel ? SPAWN_WRAPPER : EXEC_WRAPPER, 'rft-exec', ...argv],
+        argv: channel
+          ? ['/bin/sh', '-c', SPAWN_WRAPPER, 'rft-exec', ...argv]
+          : ['/bin/sh', '-c', LAUNCH, 'rft-exec', SUBREAPER, '/bin/sh', '-c', EXEC_WRAPPER, 'rft-exec', ...argv],
         env: this.env(channel ? { ...opts.env, RFT_RESULT_FD: '1' } : opts.env),
         workingDir: [WORKSPACE_MOUNT, ...cwd].join('/'),
         user: this.user,

@@ -11,6 +11,7 @@ import type { DockerEngine } from './docker-engine.js';
 import { dockerExec, dockerSpawn, PidPreamble, type DockerExecHooks, type DockerExecOutcome, type DockerExecRequest } from './docker-exec.js';
 import { fileError, FILE_SCRIPTS, parseListing } from './docker-files.js';
 import { extractArchive } from './docker-tar.js';
+import { PERL_SUBREAPER } from './reaper.js';
 import { SANDBOX_PATH } from './local-sandbox.js';
 import { WORKSPACE_MOUNT, workspaceComponents } from './paths.js';
 import type { ExecOptions, ExecResult, FileEntry, Sandbox, SandboxLimits, SandboxProcess, SandboxRef, SpawnOptions } from './types.js';
@@ -99,9 +100,8 @@ exit $rc`;
  * down while others run. perl, because it is in every Debian image (perl-base is essential) and
  * reaches prctl by number; an image without it runs the wrapper without the subreaper, as before.
  */
-const SUBREAPER = 'my %nr = (x86_64 => 157, aarch64 => 167, riscv64 => 167); my ($a) = $Config{archname} =~ /^([^-]+)/; ' +
-  'syscall($nr{$a}, 36, 1, 0, 0, 0) if $nr{$a}; exec { $ARGV[0] } @ARGV or exit 127;';
-const LAUNCH = 'p=$1; shift; if command -v perl >/dev/null 2>&1; then exec perl -MConfig -e "$p" "$@"; fi; exec "$@"';
+const SUBREAPER = `${PERL_SUBREAPER} exec { $ARGV[0] } @ARGV or exit 127;`;
+const LAUNCH = 'p=$1; shift; if command -v perl >/dev/null 2>&1; then exec perl -e "$p" "$@"; fi; exec "$@"';
 
 /** A spawned process (or an exec with a result channel): its pid first, then the program itself in its place. */
 const SPAWN_WRAPPER = `printf 'rft-pid %s\\n' $$ >&2; exec "$@"`;
@@ -326,11 +326,12 @@ export class DockerSandbox implements Sandbox {
       if (this.busy.length > BUSY_SPANS) this.busy.shift();
     }
     try {
+      const spawned = channel ? '' : await this.spawnedPids();
       const req = {
         container: this.o.container,
         argv: channel
           ? ['/bin/sh', '-c', SPAWN_WRAPPER, 'rft-exec', ...argv]
-          : ['/bin/sh', '-c', LAUNCH, 'rft-exec', SUBREAPER, '/bin/sh', '-c', EXEC_WRAPPER, 'rft-exec', this.spawnedPids(), ...argv],
+          : ['/bin/sh', '-c', LAUNCH, 'rft-exec', SUBREAPER, '/bin/sh', '-c', EXEC_WRAPPER, 'rft-exec', spawned, ...argv],
         env: this.env(channel ? { ...opts.env, RFT_RESULT_FD: '1' } : opts.env),
         workingDir: [WORKSPACE_MOUNT, ...cwd].join('/'),
         user: this.user,
@@ -388,8 +389,10 @@ export class DockerSandbox implements Sandbox {
    * \`setsid\` leftovers there while an MCP instance runs). Another replica's spawned processes are
    * not known here and still make it stand down.
    */
-  private spawnedPids(): string {
-    return [...this.spawned.values()].flatMap((p) => (p.pid !== null ? [String(p.pid)] : [])).join(' ');
+  private async spawnedPids(): Promise<string> {
+    // A process spawned just before this exec may not have sent its pid line yet.
+    const pids = await Promise.all([...this.spawned.values()].map((p) => p.wait()));
+    return pids.flatMap((pid) => (pid !== null ? [String(pid)] : [])).join(' ');
   }
 
   async spawn(argv: string[], opts: SpawnOptions = {}): Promise<SandboxProcess> {

@@ -15,6 +15,7 @@ import { copyNote, workspaceSource, type CopyReport } from 'rft-endpoints/sandbo
 import { readCases } from './_unit_tests/cases.js';
 import { baselinePassing, runHiddenOn, withTempDir } from './_unit_tests/grade-dir.js';
 import type { CaseResult } from './_unit_tests/run.js';
+import type { RecordedCall } from 'rft-endpoints';
 
 /** Where `item.sandbox.*` folders live: the server's templates root when the context says so. */
 function templatesRoot(ctx: GraderContext): string {
@@ -46,31 +47,20 @@ function options(item: Item, limit: number): Options {
   };
 }
 
-/** Tools whose successful calls prove the rollout's sandbox existed when they finished. */
-const SANDBOX_TOOLS = new Set(['shell', 'read_file', 'write_file', 'apply_patch', 'list_files', 'search']);
-
 /**
- * Refuses to grade a workspace that was recreated from the template after the rollout worked in it
- * (its sandbox expired, the server restarted, a regrade came after the grace period): that would
- * score the untouched template as the agent's work. The workspace root's ctime changes only when
- * entries are added to or removed from it, which happens in tool calls or at creation; so a root
- * younger than the time since the last successful sandbox call means a new sandbox. Ages, not
- * times: the root's is measured on the sandbox host's clock, the call's on this server's, and a
- * remote engine's clock may be seconds off ours (ahead, every workspace would look recreated; behind,
- * a recreated one would pass).
+ * Refuses to grade a workspace that is not the one the rollout worked in (its sandbox expired, the
+ * server restarted, a regrade came after the grace period, and ctx.sandbox() made a new one from the
+ * template): that would score the untouched template as the agent's work. Every call records the id
+ * of the sandbox it got (any tool, native or bridged, whatever its outcome: a failed call may have
+ * written too); ids are new per creation and kept by the driver where no command reaches them (a
+ * container label, the server's memory), so nothing the rollout does inside (late writes, changed
+ * clocks, a file it deletes) can make its own workspace look new, nor a new one look like its own.
+ * A rollout that never used a sandbox has nothing to lose: the template is what it left.
  */
-async function assertWorkspaceSurvived(ctx: GraderContext, sandbox: Sandbox): Promise<void> {
-  const calls = (await ctx.rollout.calls()).filter((c) => c.status === 'ok' && SANDBOX_TOOLS.has(c.tool) && c.finishedAt !== null);
-  if (calls.length === 0) return;
-  // Taken before the sandbox reads its clock, so the exec's own time never makes the root look younger.
-  const sinceCallMs = Date.now() - Math.max(...calls.map((c) => c.finishedAt as number));
-  // find, not stat: gVisor's runsc (Debian's package) refuses the statx flags coreutils' stat uses.
-  const r = await sandbox.exec(['sh', '-c', 'find . -maxdepth 0 -printf "%C@ " && date +%s.%N'], { timeoutMs: 10_000 });
-  const [ctimeS, nowS] = r.stdout.trim().split(' ').map(Number);
-  if (r.exitCode !== 0 || !Number.isFinite(ctimeS) || !Number.isFinite(nowS)) return; // cannot tell: grade what is there
-  if ((nowS! - ctimeS!) * 1000 + 2_000 < sinceCallMs) {
-    throw errors.graderFailed('unit_tests', "the rollout's workspace no longer exists (its sandbox expired or the server restarted), so its work cannot be graded");
-  }
+function assertWorkspaceSurvived(calls: readonly RecordedCall[], sandbox: Sandbox): void {
+  const used = new Set(calls.flatMap((c) => (typeof c.sandbox === 'string' ? [c.sandbox] : [])));
+  if (used.size === 0 || used.has(sandbox.id)) return;
+  throw errors.graderFailed('unit_tests', "the rollout's workspace no longer exists (its sandbox expired or the server restarted), so its work cannot be graded");
 }
 
 /** Newly passed minus newly failed, over the cases the template fails (1 when it fails none and none broke). */
@@ -112,8 +102,9 @@ export default defineGrader({
     let outcome: Awaited<ReturnType<typeof runHiddenOn>>;
     let copied: CopyReport | undefined;
     try {
+      const calls = await ctx.rollout.calls();
       const rolloutSandbox = await ctx.sandbox();
-      await assertWorkspaceSurvived(ctx, rolloutSandbox);
+      assertWorkspaceSurvived(calls, rolloutSandbox);
       // The copy leaves out what a fresh sandbox could not hold (special files, too deep paths, what
       // is past its disk and inode budget) and says so: what the rollout broke scores the cases that
       // still pass, never a failed grade the trainer would discard.

@@ -1,6 +1,7 @@
 // Applies a patch (Codex `*** Begin Patch` format or a unified diff) to the workspace. Every hunk is
-// located before anything is written; if a write still fails midway (a path the sandbox refuses),
-// the files already written are restored, so a patch applies whole or not at all.
+// located before anything is written; if a write still fails midway (a path the sandbox refuses, a
+// file where the patch needs a directory), the files already written are restored and the
+// directories the writes created are removed, so a patch applies whole or leaves the workspace as it was.
 import { z, defineTool, type Sandbox, errors, isRftError } from 'rft-endpoints';
 import { parsePatch, planPatch, type FileChange } from './_lib/patch/index.js';
 import { assertNotHidden } from 'rft-endpoints/sandbox';
@@ -27,7 +28,26 @@ async function write(sandbox: Sandbox, changes: FileChange[]): Promise<void> {
   for (const c of changes) if (c.content === null) await removeFile(sandbox, c.path);
 }
 
-async function rollback(sandbox: Sandbox, originals: Map<string, string | null>): Promise<void> {
+/** The directories above `path`, nearest the root first (`a/b/c` -> `a`, `a/b`). */
+function ancestors(path: string): string[] {
+  const parts = path.split('/').slice(0, -1);
+  return parts.map((_, i) => parts.slice(0, i + 1).join('/'));
+}
+
+/**
+ * Directories a write will create (writeFile makes missing parents): those above the files the patch
+ * adds that do not exist yet. The rollback removes them, or a failed patch would leave them behind.
+ */
+async function missingDirs(sandbox: Sandbox, changes: FileChange[], originals: Map<string, string | null>): Promise<string[]> {
+  const dirs = [...new Set(changes.filter((c) => c.content !== null && originals.get(c.path) === null).flatMap((c) => ancestors(c.path)))];
+  if (dirs.length === 0) return [];
+  // argv (no shell interpretation of the paths); a dangling symlink exists too (the write would refuse it, not replace it).
+  const r = await sandbox.exec(['sh', '-c', 'for d do [ -e "$d" ] || [ -L "$d" ] || printf "%s\\0" "$d"; done', 'sh', ...dirs], { timeoutMs: 10_000 });
+  if (r.exitCode !== 0) throw errors.fileRefused(dirs[0] as string, `could not inspect the workspace: ${r.stderr.trim()}`);
+  return r.stdout.split('\0').filter((d) => d !== '');
+}
+
+async function rollback(sandbox: Sandbox, originals: Map<string, string | null>, createdDirs: string[]): Promise<void> {
   for (const [path, content] of originals) {
     try {
       if (content === null) await removeFile(sandbox, path);
@@ -36,6 +56,10 @@ async function rollback(sandbox: Sandbox, originals: Map<string, string | null>)
       // best effort: the path that failed the write usually fails here too, and held nothing
     }
   }
+  if (createdDirs.length === 0) return;
+  // Deepest first; rmdir removes only empty ones, so nothing the rollout put there since is lost.
+  const deepestFirst = [...createdDirs].sort((a, b) => b.split('/').length - a.split('/').length);
+  await sandbox.exec(['rmdir', '--', ...deepestFirst], { timeoutMs: 10_000 }).catch(() => undefined);
 }
 
 function summary(changes: FileChange[]): string {
@@ -70,10 +94,11 @@ export default defineTool({
       assertNotHidden(p, ctx.item);
       return readOrNull(sandbox, p);
     });
+    const created = await missingDirs(sandbox, plan.changes, plan.originals);
     try {
       await write(sandbox, plan.changes);
     } catch (e) {
-      await rollback(sandbox, plan.originals);
+      await rollback(sandbox, plan.originals, created);
       throw e;
     }
     return summary(plan.changes);

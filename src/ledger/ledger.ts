@@ -198,6 +198,7 @@ export class Ledger {
         durationMs: outcome.durationMs,
         outputBytes: outcome.outputBytes,
         truncated: outcome.truncated,
+        sandbox: outcome.sandbox ?? null,
       });
     } catch (e) {
       throw errors.store((e as Error).message);
@@ -292,6 +293,7 @@ export class Ledger {
     }
     const timeoutMs = def.timeoutMs ?? this.o.defaultTimeoutMs;
     const ctx = new CallContext(this, this.o, input, def.name);
+    const withSandbox = (e: Executed): Executed => (ctx.sandboxId !== undefined ? { ...e, sandbox: ctx.sandboxId } : e);
     try {
       let result = def.handler(parsed.data, ctx);
       // A handler that returned synchronously cannot have outlived its timeout (the timer could
@@ -304,10 +306,10 @@ export class Ledger {
             const error = errors.sandboxQueueTimeout(Math.round(performance.now() - started));
             return { ...executed('', 'timeout', started, maxBytes), ours: { error, failure: failureOfToolError(error) } };
           }
-          return executed(`Error: tool "${def.name}" timed out after ${timeoutMs} ms.`, 'timeout', started, maxBytes);
+          return withSandbox(executed(`Error: tool "${def.name}" timed out after ${timeoutMs} ms.`, 'timeout', started, maxBytes));
         }
       }
-      return executed(typeof result === 'string' ? result : (JSON.stringify(result) ?? 'null'), 'ok', started, maxBytes);
+      return withSandbox(executed(typeof result === 'string' ? result : (JSON.stringify(result) ?? 'null'), 'ok', started, maxBytes));
     } catch (e) {
       const msg = e instanceof Error ? e.message : String(e);
       const failure = failureOfToolError(e);
@@ -319,7 +321,7 @@ export class Ledger {
       const out: Executed = { ...executed(`Error: ${msg}`, 'tool_error', started, maxBytes), failure };
       const kind = integrityKindOfError(e);
       if (kind) out.integrity = { kind, detail: msg };
-      return out;
+      return withSandbox(out);
     } finally {
       ctx.dispose();
     }
@@ -447,6 +449,8 @@ class CallContext implements ToolContext {
   private waitingSince = 0;
   /** The tool's timeout fired while it still waited for its sandbox. */
   timedOutWaiting = false;
+  /** Id of the sandbox ctx.sandbox() gave (the last one, if it was replaced during the call): recorded with the call. */
+  sandboxId: string | undefined;
 
   constructor(
     private readonly ledger: Ledger,
@@ -492,6 +496,10 @@ class CallContext implements ToolContext {
     if (this.acquiring++ === 0) this.waitingSince = performance.now();
     return sandboxes
       .acquire(this.traceId, this.item, this.signal)
+      .then((sb) => {
+        this.sandboxId = sb.id;
+        return sb;
+      })
       .catch((e: unknown) => {
         if (isRftError(e) || this.signal.aborted) throw e;
         this.log.error({ err: e }, 'could not get the rollout\'s sandbox');

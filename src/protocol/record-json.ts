@@ -45,6 +45,7 @@ export function callToJson(c: RecordedCall) {
     finished_at: iso(c.finishedAt),
     duration_ms: c.durationMs,
     truncated: c.truncated,
+    sandbox: c.sandbox,
   };
 }
 
@@ -129,6 +130,7 @@ export const rolloutJsonSchema = z.object({
       finished_at: at.nullable(),
       duration_ms: z.number().nullable(),
       truncated: z.boolean(),
+      sandbox: z.string().nullable().describe('id of the sandbox the call used (null: none); a grader refuses a workspace that is not this one'),
     }),
   ),
   grades: z.array(
@@ -162,6 +164,7 @@ const importSchema = z.object({
       finished_at: isoTime.nullable(),
       duration_ms: z.number().nullable(),
       truncated: z.boolean(),
+      sandbox: z.string().max(200).nullable().optional(),
     }),
   ),
   grades: z.array(
@@ -195,6 +198,7 @@ export function rolloutFromJson(raw: unknown, where: string): ImportedRollout {
       durationMs: c.duration_ms,
       outputBytes: c.output === null ? null : Buffer.byteLength(c.output),
       truncated: c.truncated,
+      sandbox: c.sandbox ?? null,
     })),
     grades: r.grades.map((g) => ({
       grader: g.grader,

@@ -256,6 +256,8 @@ export async function dockerSpawn(
   deaths: ExecDeaths,
   req: DockerProcessRequest,
   kill: (preamble: PidPreamble) => Promise<void>,
+  /** Gets the process's preamble as soon as its stream is read (its pid, once the line came). */
+  onPreamble?: (preamble: PidPreamble) => void,
 ): Promise<SandboxProcess> {
   const execId = await createExec(api, req);
   const { died } = await deaths.watch(execId);
@@ -270,6 +272,7 @@ export async function dockerSpawn(
   const stdout = new PassThrough();
   const stderr = new PassThrough();
   const pre = new PidPreamble();
+  onPreamble?.(pre);
   const frames = new Frames((stream, data) => {
     const out = stream === 2 ? stderr : stdout;
     const bytes = stream === 2 ? pre.take(data) : data;

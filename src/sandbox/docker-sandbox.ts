@@ -11,18 +11,21 @@ import type { DockerEngine } from './docker-engine.js';
 import { dockerExec, dockerSpawn, PidPreamble, type DockerExecHooks, type DockerExecOutcome, type DockerExecRequest } from './docker-exec.js';
 import { fileError, FILE_SCRIPTS, parseListing } from './docker-files.js';
 import { extractArchive } from './docker-tar.js';
+import { PERL_SUBREAPER } from './reaper.js';
 import { SANDBOX_PATH } from './local-sandbox.js';
 import { WORKSPACE_MOUNT, workspaceComponents } from './paths.js';
 import type { ExecOptions, ExecResult, FileEntry, Sandbox, SandboxLimits, SandboxProcess, SandboxRef, SpawnOptions } from './types.js';
 
 /**
  * `other_exec [path]`: true when another exec or spawned process of this container is running,
- * other than this shell (and `path`): an exec's first process has its parent outside the
- * container (PPid 0); nothing a sandboxed command starts can have that. No fork: builtins only.
+ * other than this shell (and `path`) and the spawned processes whose pids are in $spawned: an
+ * exec's first process has its parent outside the container (PPid 0); nothing a sandboxed command
+ * starts can have that. No fork: builtins only.
  */
 const OTHER_EXEC = `other_exec() {
   for d in /proc/[0-9]*; do
     case " /proc/1 /proc/$$ $1 " in *" $d "*) continue;; esac
+    case " $spawned " in *" \${d#/proc/} "*) continue;; esac
     while read -r k v; do
       if [ "$k" = PPid: ]; then if [ "$v" = 0 ]; then return 0; fi; break; fi
     done 2>/dev/null < "$d/status"
@@ -79,13 +82,26 @@ sweep() {
  * nothing left (the usual case) there is no /proc walk at all. Never \`kill -1\`: that would take
  * an exec starting after the check (its wrapper, then its command: exit 137 for an \`echo\`).
  */
-export const EXEC_WRAPPER = `${SWEEP}printf 'rft-pid %s\\n' $$ >&2
+export const EXEC_WRAPPER = `${SWEEP}spawned=$1; shift; printf 'rft-pid %s\\n' $$ >&2
 "$@"; rc=$?
 if kill -0 -1 2>/dev/null; then
   while read -r k v rest; do case $k in Uid:) u=$v; break;; esac; done 2>/dev/null < /proc/$$/status
+  set=" $$ "; keep=" "; collect; kill -KILL \${set# $$ } 2>/dev/null
   sweep
 fi
 exit $rc`;
+
+/**
+ * Runs the exec wrapper as a child subreaper (prctl PR_SET_CHILD_SUBREAPER, kept across execve):
+ * what its command leaves (background jobs, \`setsid\` daemons, double forks) is re-parented to the
+ * wrapper instead of the container's init, so it stays in the wrapper's tree, told apart from every
+ * other process of the sandbox uid (a spawned MCP server's, another exec's), and the wrapper kills
+ * that tree whatever else runs; the sweep that follows can only take what has no owner, so it stands
+ * down while others run. perl, because it is in every Debian image (perl-base is essential) and
+ * reaches prctl by number; an image without it runs the wrapper without the subreaper, as before.
+ */
+const SUBREAPER = `${PERL_SUBREAPER} exec { $ARGV[0] } @ARGV or exit 127;`;
+const LAUNCH = 'p=$1; shift; if command -v perl >/dev/null 2>&1; then exec perl -e "$p" "$@"; fi; exec "$@"';
 
 /** A spawned process (or an exec with a result channel): its pid first, then the program itself in its place. */
 const SPAWN_WRAPPER = `printf 'rft-pid %s\\n' $$ >&2; exec "$@"`;
@@ -151,6 +167,8 @@ export class DockerSandbox implements Sandbox {
   private inflight = 0;
   /** Live spawned processes (destroy() waits for them to be gone). */
   private readonly processes = new Set<SandboxProcess>();
+  /** This replica's spawned processes (stdio MCP servers) and their pid lines. */
+  private readonly spawned = new Map<SandboxProcess, PidPreamble>();
   /**
    * The container stopped or vanished: every further call answers RFT_ERR_SANDBOX_LOST (ours), or
    * RFT_ERR_SANDBOX_ENDED_BY_ROLLOUT when the rollout's own commands took it down (see lost()).
@@ -308,9 +326,12 @@ export class DockerSandbox implements Sandbox {
       if (this.busy.length > BUSY_SPANS) this.busy.shift();
     }
     try {
+      const spawned = channel ? '' : await this.spawnedPids();
       const req = {
         container: this.o.container,
-        argv: ['/bin/sh', '-c', channel ? SPAWN_WRAPPER : EXEC_WRAPPER, 'rft-exec', ...argv],
+        argv: channel
+          ? ['/bin/sh', '-c', SPAWN_WRAPPER, 'rft-exec', ...argv]
+          : ['/bin/sh', '-c', LAUNCH, 'rft-exec', SUBREAPER, '/bin/sh', '-c', EXEC_WRAPPER, 'rft-exec', spawned, ...argv],
         env: this.env(channel ? { ...opts.env, RFT_RESULT_FD: '1' } : opts.env),
         workingDir: [WORKSPACE_MOUNT, ...cwd].join('/'),
         user: this.user,
@@ -361,6 +382,19 @@ export class DockerSandbox implements Sandbox {
     return work();
   }
 
+  /**
+   * The pids of this replica's live spawned processes, for an exec's sweep (see SWEEP): these are
+   * long-running servers, not commands whose leftovers may still be wanted, so they do not make the
+   * sweep stand down (gVisor has no child subreaper, so the sweep is what ends a command's
+   * \`setsid\` leftovers there while an MCP instance runs). Another replica's spawned processes are
+   * not known here and still make it stand down.
+   */
+  private async spawnedPids(): Promise<string> {
+    // A process spawned just before this exec may not have sent its pid line yet.
+    const pids = await Promise.all([...this.spawned.values()].map((p) => p.wait()));
+    return pids.flatMap((pid) => (pid !== null ? [String(pid)] : [])).join(' ');
+  }
+
   async spawn(argv: string[], opts: SpawnOptions = {}): Promise<SandboxProcess> {
     if (this.destroying) throw errors.sandboxFailed(`sandbox ${this.id} was destroyed`);
     if (this.gone) throw this.goneError();
@@ -374,9 +408,14 @@ export class DockerSandbox implements Sandbox {
     const kill = async (pre: PidPreamble): Promise<void> => {
       if (pre.pid !== null) await this.kill('tree', pre.pid);
     };
-    const proc = await this.o.engine.use((api) => dockerSpawn(api, this.o.engine.deaths, req, kill));
+    let preamble: PidPreamble | undefined;
+    const proc = await this.o.engine.use((api) => dockerSpawn(api, this.o.engine.deaths, req, kill, (pre) => (preamble = pre)));
     this.processes.add(proc);
-    void proc.exited.then(() => this.processes.delete(proc));
+    if (preamble) this.spawned.set(proc, preamble);
+    void proc.exited.then(() => {
+      this.processes.delete(proc);
+      this.spawned.delete(proc);
+    });
     if (this.destroying) {
       await proc.kill();
       throw errors.sandboxFailed(`sandbox ${this.id} was destroyed`);

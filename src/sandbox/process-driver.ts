@@ -10,6 +10,7 @@ import { LocalDriver } from './local-driver.js';
 import { SANDBOX_PATH, type CommandRunner, type RunRequest } from './local-sandbox.js';
 import { runProgram } from './run.js';
 import { startProgram, type StartOptions } from './spawn.js';
+import { reaperPrefix } from './reaper.js';
 import { killAllOf } from './uids.js';
 import type { Workdir } from './workdir.js';
 import type { ExecResult, SandboxLimits, SandboxProcess } from './types.js';
@@ -20,9 +21,11 @@ export function assertProcessDriverAllowed(host: string): void {
 }
 
 /**
- * Commands as host programs (`prlimit ... argv`) in their own process group. A killed exec's
- * group dies with it; what left the group (setsid) is reached by killing the sandbox uid, but only
- * when nothing else of the sandbox runs (it would die too). The next command waits for that sweep.
+ * Commands as host programs (`prlimit ... argv`) in their own process group, under the reaper
+ * (reaper.ts): what a command leaves, in its group or not (setsid), ends when it does, whatever else
+ * of the sandbox runs. A killed exec's group dies with it (the reaper too); what left the group is
+ * then reached by killing the sandbox uid, but only when nothing else of the sandbox runs (it would
+ * die too). The next command waits for that sweep.
  */
 class ProcessRunner implements CommandRunner {
   /** Execs and live spawned processes: a sweep of the sandbox uid must wait until it is alone. */
@@ -32,13 +35,14 @@ class ProcessRunner implements CommandRunner {
 
   constructor(private readonly w: Workdir) {}
 
-  private start(argv: string[], cwd: string[], env: Record<string, string>, limits: SandboxLimits): StartOptions {
+  /** `reap`: run under the reaper (reaper.ts), so what the command leaves ends with it whatever else runs (execs, not spawned servers). */
+  private start(argv: string[], cwd: string[], env: Record<string, string>, limits: SandboxLimits, reap = false): StartOptions {
     // No mount namespace here, so a cwd through a planted symlink must be refused on the host.
     const real = realpathSync(join(this.w.ws, ...cwd));
     if (real !== this.w.ws && !real.startsWith(this.w.ws + sep)) throw errors.pathEscape(cwd.join('/'));
     const uid = this.w.meta.uid;
     return {
-      argv: ['prlimit', ...prlimitArgs(limits), ...argv],
+      argv: ['prlimit', ...prlimitArgs(limits), ...(reap ? reaperPrefix() : []), ...argv],
       cwd: real,
       env: { PATH: SANDBOX_PATH, HOME: this.w.ws, LANG: 'C.UTF-8', ...env },
       ...(uid !== null ? { uid, gid: uid } : {}),
@@ -49,7 +53,7 @@ class ProcessRunner implements CommandRunner {
     this.inflight++;
     try {
       const uid = this.w.meta.uid;
-      const program = this.start(argv, cwd, env, req.limits);
+      const program = this.start(argv, cwd, env, req.limits, true);
       await this.sweep;
       return await runProgram({
         ...program,

@@ -66,6 +66,8 @@ CREATE TABLE IF NOT EXISTS ${s}.rollout_sandboxes (
   boot text NOT NULL,
   created_at bigint NOT NULL
 );
+-- Schemas made before calls kept the sandbox they used (RecordedCall.sandbox): their calls say none.
+ALTER TABLE ${s}.calls ADD COLUMN IF NOT EXISTS sandbox text;
 -- Schemas made before rollouts kept their count of recorded calls: counted once (under the schema lock).
 DO $mig$ BEGIN
   IF NOT EXISTS (SELECT 1 FROM information_schema.columns

@@ -297,9 +297,9 @@ export class PostgresStore implements Store {
 
   async finishCall(traceId: string, callId: string, r: FinishCallInput): Promise<void> {
     await this.idempotent(
-      `UPDATE ${this.t.calls} SET output = $1, status = $2, finished_at = $3, duration_ms = $4, output_bytes = $5, truncated = $6
+      `UPDATE ${this.t.calls} SET output = $1, status = $2, finished_at = $3, duration_ms = $4, output_bytes = $5, truncated = $6, sandbox = $9
        WHERE trace_id = $7 AND call_id = $8 AND status = 'running'`,
-      [encodeText(r.output), r.status, r.finishedAt, r.durationMs, r.outputBytes, r.truncated, encodeText(traceId), encodeText(callId)],
+      [encodeText(r.output), r.status, r.finishedAt, r.durationMs, r.outputBytes, r.truncated, encodeText(traceId), encodeText(callId), encodeNullable(r.sandbox ?? null)],
       'rft_finish_call',
     );
   }
@@ -457,6 +457,7 @@ export class PostgresStore implements Store {
           output_bytes: call.outputBytes,
           truncated: call.truncated,
           owner: null,
+          sandbox: encodeNullable(call.sandbox),
         }));
         await c.query(`INSERT INTO ${this.t.calls} SELECT * FROM json_populate_recordset(NULL::${this.t.calls}, $1)`, [
           JSON.stringify(calls),

@@ -28,6 +28,12 @@ export interface RecordedCall {
   durationMs: number | null;
   outputBytes: number | null;
   truncated: boolean;
+  /**
+   * Id of the sandbox the call got from ctx.sandbox() (a new one per creation, kept by the driver where
+   * no command reaches it), null when it used none: tells the workspace a grader gets from the one the
+   * rollout worked in (graders/unit_tests.ts).
+   */
+  sandbox: string | null;
 }
 
 export interface BudgetUsage {

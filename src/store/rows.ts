@@ -19,6 +19,8 @@ export interface CallRowShape<B> {
   duration_ms: number | null;
   output_bytes: number | null;
   truncated: B;
+  /** Absent from rows of data dirs made before the column (until their migration) and from older JSON. */
+  sandbox?: string | null;
 }
 
 export interface RolloutRowShape<B> {
@@ -84,6 +86,7 @@ export function rowMappers<B>({ text, bool }: RowCodec<B>) {
       durationMs: r.duration_ms,
       outputBytes: r.output_bytes,
       truncated: bool(r.truncated),
+      sandbox: opt(r.sandbox ?? null),
     }),
     toGrade: (r: GradeRow): GradeWithSample => ({
       id: r.id,

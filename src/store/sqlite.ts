@@ -83,6 +83,7 @@ CREATE TABLE IF NOT EXISTS calls (
   duration_ms REAL,
   output_bytes INTEGER,
   truncated INTEGER NOT NULL DEFAULT 0,
+  sandbox TEXT,
   PRIMARY KEY (trace_id, call_id)
 ) WITHOUT ROWID;
 ${gradesDdl('grades', { id: 'INTEGER PRIMARY KEY AUTOINCREMENT', key: 'TEXT', text: 'TEXT', real: 'REAL', int: 'INTEGER' })}
@@ -129,9 +130,9 @@ function statements(db: Database.Database) {
       `DELETE FROM calls WHERE trace_id = ? AND call_id = ? AND seq = ? AND status = 'running' RETURNING cost`,
     ),
     refund: db.prepare('UPDATE rollouts SET budget_used = budget_used - ?, call_count = call_count - 1, updated_at = ? WHERE trace_id = ?'),
-    insertCall: db.prepare(`INSERT INTO calls (${CALL_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`),
+    insertCall: db.prepare(`INSERT INTO calls (${CALL_COLUMNS}, sandbox) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`),
     finishCall: db.prepare(
-      `UPDATE calls SET output = ?, status = ?, finished_at = ?, duration_ms = ?, output_bytes = ?, truncated = ?
+      `UPDATE calls SET output = ?, status = ?, finished_at = ?, duration_ms = ?, output_bytes = ?, truncated = ?, sandbox = ?
        WHERE trace_id = ? AND call_id = ? AND status = 'running'`,
     ),
     getCall: db.prepare<[string, string], CallRow>('SELECT * FROM calls WHERE trace_id = ? AND call_id = ?'),
@@ -205,7 +206,7 @@ function statsStatements(db: Database.Database): Record<keyof StatsRows, Databas
 
 const callParams = (c: RecordedCall): unknown[] => [
   c.traceId, c.callId, c.seq, c.tool, c.arguments, c.argsHash, c.output, c.status, c.cost, c.credential, c.startedAt,
-  c.finishedAt, c.durationMs, c.outputBytes, c.truncated ? 1 : 0,
+  c.finishedAt, c.durationMs, c.outputBytes, c.truncated ? 1 : 0, c.sandbox,
 ];
 
 const isEmpty = (item: Record<string, unknown>): boolean => Object.keys(item).length === 0;
@@ -262,6 +263,8 @@ export class SqliteStore implements Store {
     if (!hasColumn(this.db, 'webhook_ids', 'body_hash')) {
       this.db.exec('ALTER TABLE webhook_ids ADD COLUMN body_hash TEXT');
     }
+    // Data dirs made before calls kept the sandbox they used: their calls say none (null).
+    if (!hasColumn(this.db, 'calls', 'sandbox')) this.db.exec('ALTER TABLE calls ADD COLUMN sandbox TEXT');
     // Data dirs made before rollouts kept their count of recorded calls: counted once, in one commit.
     if (!hasColumn(this.db, 'rollouts', 'call_count')) {
       this.db.transaction(() => {
@@ -400,7 +403,7 @@ export class SqliteStore implements Store {
 
   finishCall(traceId: string, callId: string, r: FinishCallInput): Promise<void> {
     return this.unit(() => {
-      const { changes } = this.s.finishCall.run(r.output, r.status, r.finishedAt, r.durationMs, r.outputBytes, r.truncated ? 1 : 0, traceId, callId);
+      const { changes } = this.s.finishCall.run(r.output, r.status, r.finishedAt, r.durationMs, r.outputBytes, r.truncated ? 1 : 0, r.sandbox ?? null, traceId, callId);
       // A finish that changed nothing is fine if the call is recorded (already finished, or interrupted).
       if (changes === 0 && !this.s.getCall.get(traceId, callId)) throw new Error(`call ${callId} of ${traceId} is not recorded as running`);
     });

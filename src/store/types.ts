@@ -34,6 +34,8 @@ export interface FinishCallInput {
   durationMs: number;
   outputBytes: number;
   truncated: boolean;
+  /** Id of the sandbox the call used (RecordedCall.sandbox); absent when it used none. */
+  sandbox?: string | null;
 }
 
 export interface NewGrade extends Omit<GradeRecord, 'id'> {

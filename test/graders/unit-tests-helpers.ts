@@ -71,10 +71,10 @@ export async function grade(
   }
 }
 
-/** A recorded successful call of a coding tool that finished at `finishedAt` (ms). */
-export function okCall(tool: string, finishedAt: number): RecordedCall {
+/** A recorded successful call of a coding tool that finished at `finishedAt` (ms) in the sandbox with id `sandbox`. */
+export function okCall(tool: string, finishedAt: number, sandbox: string | null): RecordedCall {
   return {
     traceId: 't', callId: `call_${finishedAt}`, seq: 1, tool, arguments: '{}', argsHash: '', output: 'ok', status: 'ok', cost: 1,
-    credential: null, startedAt: finishedAt - 10, finishedAt, durationMs: 10, outputBytes: 2, truncated: false,
+    credential: null, startedAt: finishedAt - 10, finishedAt, durationMs: 10, outputBytes: 2, truncated: false, sandbox,
   };
 }

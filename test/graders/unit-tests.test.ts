@@ -186,8 +186,8 @@ for (const d of driverCases) {
     }, 60_000);
 
     it('refuses to grade a workspace recreated after the rollout worked in it', async () => {
-      // The rollout's last successful tool call finished a minute before this sandbox was made.
-      const calls = [okCall('apply_patch', Date.now() - 60_000)];
+      // The rollout's calls worked in another sandbox than the one the grader gets (made anew from the template).
+      const calls = [okCall('apply_patch', Date.now() - 60_000, 'sb_gone')];
       await expect(grade(driver, 'roman', undefined, budget, {}, calls)).rejects.toMatchObject({ code: 'RFT_ERR_GRADER_FAILED' });
     }, 60_000);
 
@@ -196,7 +196,7 @@ for (const d of driverCases) {
       // stamp taken before grade() fell behind the workspace's ctime when a loaded machine took
       // seconds to create the sandbox, and the grader then rightly refused it).
       const calls: RecordedCall[] = [];
-      const r = await grade(driver, 'roman', async () => void calls.push(okCall('shell', Date.now())), budget, {}, calls);
+      const r = await grade(driver, 'roman', async (sb) => void calls.push(okCall('shell', Date.now(), sb.id)), budget, {}, calls);
       expect(r.score).toBe(await baseline('roman'));
     }, 60_000);
 
@@ -204,9 +204,9 @@ for (const d of driverCases) {
     it('grades a surviving workspace and refuses a recreated one whatever the clock of the sandbox host says', async () => {
       for (const skewS of [120, -120]) {
         const calls: RecordedCall[] = [];
-        const kept = await grade(driver, 'roman', async () => void calls.push(okCall('shell', Date.now())), budget, {}, calls, { view: (sb) => clockOff(sb, skewS) });
+        const kept = await grade(driver, 'roman', async (sb) => void calls.push(okCall('shell', Date.now(), sb.id)), budget, {}, calls, { view: (sb) => clockOff(sb, skewS) });
         expect(kept.score, `clock ${skewS} s off`).toBe(await baseline('roman'));
-        const recreated = grade(driver, 'roman', undefined, budget, {}, [okCall('apply_patch', Date.now() - 60_000)], { view: (sb) => clockOff(sb, skewS) });
+        const recreated = grade(driver, 'roman', undefined, budget, {}, [okCall('apply_patch', Date.now() - 60_000, 'sb_gone')], { view: (sb) => clockOff(sb, skewS) });
         await expect(recreated, `clock ${skewS} s off`).rejects.toMatchObject({ code: 'RFT_ERR_GRADER_FAILED' });
       }
     }, 120_000);
@@ -218,7 +218,7 @@ for (const d of driverCases) {
       const r = await grade(driver, 'roman', async (sb) => {
         const left = await sb.exec(`setsid nohup sh -c 'sleep 2; touch late_entry' >/dev/null 2>&1 </dev/null &`);
         expect(left.exitCode).toBe(0);
-        calls.push(okCall('shell', Date.now()));
+        calls.push(okCall('shell', Date.now(), sb.id));
         await new Promise((resolve) => setTimeout(resolve, 4_000)); // past the leftover's 2 s and the check's 2-s slack
         expect((await sb.listFiles('.', { maxDepth: 1 })).map((f) => f.path)).not.toContain('late_entry');
       }, budget, {}, calls);

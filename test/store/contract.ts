@@ -17,7 +17,7 @@ const finished = { status: 'ok' as const, finishedAt: 2_000, durationMs: 12.5, o
 
 const imported = (traceId: string, over: Partial<ImportedRollout> = {}): ImportedRollout => ({
   traceId, createdAt: 100, updatedAt: 200, item: { question: 'q?' }, budget: { used: 3, limit: 7, exceeded: false },
-  calls: [1, 2].map((seq) => ({ callId: `c${seq}`, seq, tool: 't', arguments: `{"n":${seq}}`, argsHash: `h${seq}`, output: `out ${seq}`, status: 'ok' as const, cost: 1.5, credential: 'k', startedAt: 100 + seq, finishedAt: 110 + seq, durationMs: 9.25, outputBytes: 5, truncated: seq === 2 })),
+  calls: [1, 2].map((seq) => ({ callId: `c${seq}`, seq, tool: 't', arguments: `{"n":${seq}}`, argsHash: `h${seq}`, output: `out ${seq}`, status: 'ok' as const, cost: 1.5, credential: 'k', startedAt: 100 + seq, finishedAt: 110 + seq, durationMs: 9.25, outputBytes: 5, truncated: seq === 2, sandbox: seq === 1 ? 'sb_0123456789abcdef' : null })),
   grades: [grade(traceId, { score: 0.2, createdAt: 150 }), grade(traceId, { score: null, status: 'error', error: 'boom', createdAt: 160 })].map(({ traceId: _t, ...g }) => g),
   ...over,
 });
@@ -107,6 +107,15 @@ export function storeContract(label: string, open: () => Promise<Store>): void {
       await store.finishCall('trace_d', 'c1', { ...finished, output: 'result', truncated: true });
       await store.finishCall('trace_d', 'c1', { ...finished, output: 'late', status: 'timeout' });
       expect(await store.getCall('trace_d', 'c1')).toMatchObject({ output: 'result', status: 'ok', finishedAt: 2_000, durationMs: 12.5, outputBytes: 6, truncated: true });
+    });
+
+    it('records the sandbox a call used with its finish (null when it used none)', async () => {
+      const store = await fresh();
+      await store.beginCall(begin('trace_sb', 'c1'));
+      await store.beginCall(begin('trace_sb', 'c2'));
+      await store.finishCall('trace_sb', 'c1', { ...finished, output: 'in a sandbox', sandbox: 'sb_0123456789abcdef' });
+      await store.finishCall('trace_sb', 'c2', { ...finished, output: 'none' });
+      expect((await store.listCalls('trace_sb')).map((c) => c.sandbox)).toEqual(['sb_0123456789abcdef', null]);
     });
 
     it('stores any string exactly, NUL bytes and astral characters included', async () => {

@@ -153,6 +153,29 @@ for (const d of driverCases) {
       expect(existsSync(join(dirs.outside, 'x.txt'))).toBe(false);
     });
 
+    // A patch that fails must leave no trace: a directory left behind by a failed Add changed the
+    // workspace after the rollout's last successful call (issue 26: the old survival check then refused the grade).
+    it('apply_patch that adds a file where it also needs a directory fails and leaves no directory behind', async () => {
+      const patch = '*** Begin Patch\n*** Add File: nd/file\n+a\n*** Add File: nd/file/x\n+b\n*** End Patch';
+      await expect(run(applyPatch, { patch })).rejects.toMatchObject({ code: 'RFT_ERR_PATCH_CONFLICT' });
+      expect((await sb.exec('ls -d nd 2>&1; echo $?')).stdout).toMatch(/No such file or directory\n[12]\n$/);
+    });
+
+    it('apply_patch removes the directories it created when a later write is refused', async () => {
+      const patch = '*** Begin Patch\n*** Add File: nd2/deep/x.txt\n+x\n*** Add File: link_to_outside/y.txt\n+y\n*** End Patch';
+      await expect(run(applyPatch, { patch })).rejects.toMatchObject({ code: ESCAPE });
+      expect((await sb.exec('ls -d nd2 2>&1; echo $?')).stdout).toMatch(/No such file or directory\n[12]\n$/);
+      expect(existsSync(join(dirs.outside, 'y.txt'))).toBe(false);
+    });
+
+    it('apply_patch that fails on a file where it needs a directory leaves the workspace as it was', async () => {
+      await run(writeFile, { path: 'plain.txt', content: 'plain\n' });
+      const patch = '*** Begin Patch\n*** Add File: nd3/deep/x.txt\n+x\n*** Add File: plain.txt/y.txt\n+y\n*** End Patch';
+      const failed = await run(applyPatch, { patch }).then(() => null, (e: unknown) => e);
+      expect(failed).not.toBeNull();
+      expect((await sb.exec('ls -d nd3 2>&1; echo $?; cat plain.txt')).stdout).toMatch(/No such file or directory\n[12]\nplain\n$/);
+    });
+
     it('list_files lists directories with a slash and files with sizes, to a depth', async () => {
       await run(writeFile, { path: 'tree/a/b/c.txt', content: 'c' });
       expect(await run(listFiles, { path: 'tree', depth: 2 })).toBe('tree/a/\ntree/a/b/');

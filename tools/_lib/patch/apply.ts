@@ -51,6 +51,14 @@ export async function planPatch(patch: ParsedPatch, read: ReadFn): Promise<Patch
     }
   }
 
+  // A file the patch leaves where another of its files needs a directory can never be written whole.
+  for (const [path, content] of state) {
+    if (content === null) continue;
+    const parent = path.split('/').slice(0, -1);
+    const clash = parent.map((_, i) => parent.slice(0, i + 1).join('/')).find((dir) => typeof state.get(dir) === 'string');
+    if (clash !== undefined) throw errors.patchConflict(path, 0, `cannot add: the patch also leaves a file at ${clash}, where this path needs a directory`);
+  }
+
   const changes: FileChange[] = [];
   for (const [path, content] of state) {
     const original = originals.get(path) ?? null;

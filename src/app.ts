@@ -187,6 +187,7 @@ export async function buildApp(config: AppConfig, opts: BuildOptions = {}): Prom
         inheritedEnv: config.mcpInheritedEnv,
         workRoot: mcpWorkRoot(config.dataDir),
         defaultTimeoutMs: config.toolTimeoutMs,
+        defaultMaxOutputBytes: config.maxOutputBytes,
       });
       mcp = bridge;
       bridge.register(registry);

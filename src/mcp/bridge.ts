@@ -11,6 +11,7 @@ import type { Logger } from 'pino';
 import { z } from 'zod';
 import type { Tool } from '@modelcontextprotocol/client';
 import { errors } from '../errors.js';
+import { cutOutput } from '../ledger/output.js';
 import type { SandboxProvider } from '../ledger/sandbox-provider.js';
 import type { ToolContext, ToolDefinition } from '../registry/define.js';
 import type { LoadedTool, Registry } from '../registry/loader.js';
@@ -18,9 +19,22 @@ import type { Sandbox } from '../sandbox/types.js';
 import type { McpConfig, McpServerSpec } from './config.js';
 import { McpInstance, type Placement } from './instance.js';
 import { resultText } from './results.js';
+import { CUT_META } from './stdio-transport.js';
 
 /** How much later than the tool's timeout the MCP SDK's own request timeout fires (a backstop). */
 const SDK_TIMEOUT_SLACK_MS = 1_000;
+
+/**
+ * A stdio server's messages are kept whole up to this many times its tools' output cap, and at
+ * least MIN_READ_LIMIT (room for JSON escapes, structured content repeating the text, tools/list).
+ * A bigger answer streams past unkept: the model reads its head, cut like any output.
+ */
+const READ_LIMIT_FACTOR = 4;
+const MIN_READ_LIMIT = 1024 * 1024;
+
+export function readLimit(maxOutputBytes: number): number {
+  return Math.max(MIN_READ_LIMIT, READ_LIMIT_FACTOR * maxOutputBytes);
+}
 
 export interface BridgeOptions {
   sandboxes: SandboxProvider | undefined;
@@ -30,6 +44,8 @@ export interface BridgeOptions {
   /** Root of the private directories of host instances (`${RFT_WORKSPACE}` when not sandboxed). */
   workRoot: string;
   defaultTimeoutMs: number;
+  /** RFT_MAX_OUTPUT_BYTES: a server's tools' output cap when mcp.json sets none. */
+  defaultMaxOutputBytes: number;
 }
 
 /** Arguments reach the MCP server as sent (it validates them against its own schema): only "an object" is checked here. */
@@ -39,6 +55,14 @@ interface RolloutEntry {
   sandbox: Sandbox;
   instance: Promise<McpInstance>;
   workspace: string | null;
+}
+
+/** What the ledger puts before a tool error's message. */
+const ERROR_PREFIX = 'Error: ';
+
+function cutOf(result: { _meta?: Record<string, unknown> | undefined }): { bytes: number } | null {
+  const cut = result._meta?.[CUT_META] as { bytes?: unknown } | undefined;
+  return typeof cut?.bytes === 'number' ? { bytes: cut.bytes } : null;
 }
 
 /** Tool names the trainer accepts; other characters of an MCP tool name become `_`. */
@@ -102,10 +126,14 @@ export class McpBridge {
 
   /** Starts an instance and keeps count of it while it runs. */
   private async launch(s: McpServerSpec, where: Placement): Promise<McpInstance> {
-    const instance = await McpInstance.start(s, where);
+    const instance = await McpInstance.start(s, where, readLimit(this.maxOutputBytes(s)));
     this.running.add(instance);
     instance.onEnd(() => this.running.delete(instance));
     return instance;
+  }
+
+  private maxOutputBytes(s: McpServerSpec): number {
+    return s.maxOutputBytes ?? this.o.defaultMaxOutputBytes;
   }
 
   async close(): Promise<void> {
@@ -198,7 +226,11 @@ export class McpBridge {
       // The server refused the request (unknown tool, invalid params): the model reads why.
       throw new Error(`MCP server "${s.name}": ${(e as Error).message}`);
     }
-    const { text, isError } = resultText(result);
+    const { text: whole, isError } = resultText(result);
+    // An answer past the read limit (stdio-transport.ts): its head, cut here with the size it had,
+    // as the ledger cuts any output past the cap (the ledger's own cut would state the head's size).
+    const cut = cutOf(result);
+    const text = cut ? cutOutput(whole, this.maxOutputBytes(s) - (isError ? ERROR_PREFIX.length : 0), cut.bytes) : whole;
     if (isError) throw new Error(text.replace(/^error:\s*/i, '') || 'the tool reported an error without a message');
     return text;
   }

@@ -36,8 +36,11 @@ export class McpInstance {
     private readonly transport: Transport,
   ) {}
 
-  /** Starts the server and completes the MCP handshake; throws RFT_ERR_MCP_START with its stderr. */
-  static async start(server: McpServerSpec, where: Placement): Promise<McpInstance> {
+  /**
+   * Starts the server and completes the MCP handshake; throws RFT_ERR_MCP_START with its stderr.
+   * `readLimit`: a stdio server's largest message kept whole (past it, see stdio-transport.ts).
+   */
+  static async start(server: McpServerSpec, where: Placement, readLimit: number): Promise<McpInstance> {
     const vars: Record<Variable, string> = {
       RFT_TRACE_ID: where.traceId ?? '',
       RFT_WORKSPACE: where.kind === 'sandbox' ? WORKSPACE_MOUNT : (where.workspace ?? ''),
@@ -47,7 +50,7 @@ export class McpInstance {
       const headers = Object.fromEntries(Object.entries(server.headers).map(([k, v]) => [k, expand(v, vars)]));
       transport = new StreamableHTTPClientTransport(new URL(expand(server.url, vars)), { requestInit: { headers } });
     } else {
-      transport = new ProcessTransport(await spawnServer(server, where, vars));
+      transport = new ProcessTransport(await spawnServer(server, where, vars), readLimit);
     }
     const client = new Client(CLIENT_INFO, { capabilities: {} });
     try {

@@ -49,6 +49,7 @@ export async function createManagerFromConfig(config: AppConfig, log: Logger, ex
     dockerHosts: s.dockerHosts,
     ...(s.dockerRuntime ? { dockerRuntime: s.dockerRuntime } : {}),
     dockerWarm: s.dockerWarm,
+    dockerLabels: s.dockerLabels,
     log: log.child({ component: 'sandbox' }),
   });
   if (driver.name === 'process') assertProcessDriverAllowed(config.host);

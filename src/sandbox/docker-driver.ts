@@ -317,6 +317,25 @@ export class DockerDriver implements SandboxDriver {
     return reaped;
   }
 
+  /**
+   * Other owners with running containers on each answering engine: other servers using it now (or
+   * one that crashed and has not restarted: its containers run until it reaps them).
+   */
+  async neighbours(): Promise<{ engine: string; owner: string; running: number }[]> {
+    const filters = encodeURIComponent(JSON.stringify({ label: [INSTANCE_LABEL], status: ['running'] }));
+    const out: { engine: string; owner: string; running: number }[] = [];
+    for (const engine of this.engines.filter((e) => e.up)) {
+      const list = await engine.use((api) => api.call<{ Labels: Record<string, string> }[]>('GET', `/containers/json?filters=${filters}`)).catch(() => null);
+      const counts = new Map<string, number>();
+      for (const c of list?.body ?? []) {
+        const owner = c.Labels[INSTANCE_LABEL];
+        if (owner !== undefined && owner !== this.o.instanceId) counts.set(owner, (counts.get(owner) ?? 0) + 1);
+      }
+      for (const [owner, running] of counts) out.push({ engine: engine.name, owner, running });
+    }
+    return out;
+  }
+
   async close(): Promise<void> {
     this.closed = true;
     await Promise.all(this.engines.map((e) => this.drainWarm(e)));

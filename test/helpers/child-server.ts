@@ -28,7 +28,8 @@ export interface SpawnOptions {
 const running = new Set<ChildServer>();
 // Registered when a test file imports this module (each file gets a fresh copy), so it runs after the
 // file's own afterAll hooks: SIGTERM first (a server then removes its sandboxes), SIGKILL after 30 s.
-afterAll(async () => {
+// Benches import these helpers outside vitest, where there are no hooks.
+if (process.env.VITEST) afterAll(async () => {
   await Promise.all(
     [...running].map(async (s) => {
       const t = setTimeout(() => void s.stop('SIGKILL'), 30_000);

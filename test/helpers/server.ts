@@ -17,7 +17,8 @@ export const repoRoot = resolve(import.meta.dirname, '../..');
 const open = new Set<TestServer>();
 // Registered when a test file imports this module, so after the file's own afterAll hooks: a server
 // closed here removes its sandboxes and stops its MCP instances.
-afterAll(async () => {
+// Benches import these helpers outside vitest, where there are no hooks.
+if (process.env.VITEST) afterAll(async () => {
   await Promise.all([...open].map((s) => s.close().catch(() => {})));
 }, 60_000);
 

@@ -35,7 +35,7 @@ for (const name of ['process', 'bwrap', 'docker'] as const) {
     });
     afterAll(() => root.cleanup());
 
-    it('removes what a SIGKILLed server left behind, processes included, on the next start()', async () => {
+    it('removes what a SIGKILLed server left behind, processes included, on the next start()', { timeout: 90_000 }, async () => {
       const instanceId = `reap-${name}-${process.pid}`;
       const left = await crashChild(name, root.root, instanceId);
       expect(left).toHaveLength(2);

@@ -16,6 +16,7 @@ import { describeIf } from '../helpers/require.js';
 import { repoRoot } from '../helpers/server.js';
 import { DOCKER_IMAGE, driversPresent, until } from './helpers.js';
 import { dockerContainers } from '../helpers/run-label.js';
+import { databaseUrl, dropSchema, postgresUnavailable, randomSchema } from '../store/postgres-db.js';
 
 const KEY = 'owners-test-key-0123456789abcdef';
 const base = mkdtempSync(join(tmpdir(), 'rft-owners-'));
@@ -86,3 +87,34 @@ for (const driver of ['process', 'bwrap', 'docker'] as const) {
     });
   });
 }
+
+// Postgres replicas deliberately share engines (and sandboxes): a replica of the same store holding
+// its liveness lock is no stranger, and its boot says nothing of it.
+const pgMissing = present.docker ? await postgresUnavailable() : 'docker sandbox driver not available';
+describeIf(pgMissing === undefined, 'Postgres and the docker driver', pgMissing ?? '')('replicas of one Postgres store on one engine', () => {
+  const schema = randomSchema();
+  afterAll(() => dropSchema(schema));
+
+  it('warn of no live replica of their own store', { timeout: 180_000 }, async () => {
+    const replica = async (id: string): Promise<ChildServer> =>
+      spawnServer(
+        {
+          RFT_STORE: 'postgres', RFT_DATABASE_URL: databaseUrl, RFT_PG_SCHEMA: schema, RFT_INSTANCE_ID: `${id}-${schema}`,
+          RFT_DATA_DIR: mkdtempSync(join(base, `${id}-`)), RFT_API_KEYS: `t:${KEY}`, RFT_RATE_LIMIT: '0', RFT_SANDBOX: 'docker', RFT_DOCKER_IMAGE: DOCKER_IMAGE,
+          RFT_TOOLS_DIR: join(repoRoot, 'tools'), RFT_GRADERS_DIR: join(repoRoot, 'graders'), RFT_LOG_LEVEL: 'info',
+        },
+        120_000,
+      );
+    const a = await replica('own-a');
+    const trace = newTrace();
+    expect(await postToolCall(a.url, KEY, functionCall('shell', { command: 'echo hi' }, { trace_id: trace }))).toMatchObject({ status: 200 });
+    expect(await dockerContainers([`rft-endpoints.instance=own-a-${schema}`, `rft-endpoints.trace_id=${trace}`])).toHaveLength(1);
+    const b = await replica('own-b');
+    expect(b.stdout()).not.toContain(`(owner own-a-${schema})`);
+    // A replica that is gone (its lock released) while its sandbox runs is a stranger again.
+    await a.stop('SIGKILL');
+    const c = await replica('own-c');
+    expect(c.stdout()).toContain(`another rft-endpoints server (owner own-a-${schema})`);
+    await Promise.all([b.stop(), c.stop()]);
+  });
+});

@@ -7,6 +7,8 @@ export default defineConfig({
   ssr: { resolve: { conditions: ['rft-source', ...defaultServerConditions] } },
   test: {
     include: ['test/**/*.test.ts'],
+    // The run's id (its containers' label) and the removal of what it left (test/global-setup.ts).
+    globalSetup: ['test/global-setup.ts'],
     testTimeout: 30_000,
     hookTimeout: 120_000,
     pool: 'forks',

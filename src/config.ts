@@ -134,6 +134,11 @@ export const configSchema = z.object({
   RFT_DOCKER_RUNTIME: z.string().regex(/^[\w.-]{1,64}$/, 'a runtime name as registered with the engine').optional(),
   /** Started, empty containers kept ready per engine for new rollouts (0: none). */
   RFT_DOCKER_WARM: int(0, 1000).default(0),
+  /** Labels put on every container and volume this server creates, `key=value,...` (e.g. a deployment's or a test run's name, to find them with docker ps --filter). */
+  RFT_DOCKER_LABELS: z
+    .string()
+    .regex(/^([a-z0-9][a-z0-9._-]{0,127}=[^,=\s]{0,128})(,[a-z0-9][a-z0-9._-]{0,127}=[^,=\s]{0,128})*$/, 'key=value pairs separated by commas (keys: lower-case letters, digits, dots, dashes)')
+    .optional(),
   /**
    * bwrap (and process) sandboxes kept built ahead for new rollouts, refilled in the background: a
    * burst takes this many without building one (an idle one costs about 0.75 MB and 2 processes).
@@ -198,6 +203,8 @@ export interface AppConfig {
     dockerHosts: DockerHostSpec[];
     dockerRuntime: string | undefined;
     dockerWarm: number;
+    /** RFT_DOCKER_LABELS. */
+    dockerLabels: Record<string, string>;
     /** Prepared bwrap/process sandboxes (RFT_SANDBOX_WARM). */
     localWarm: number;
     limits: SandboxLimits;
@@ -314,6 +321,7 @@ export function loadConfig(
       }),
       dockerRuntime: c.RFT_DOCKER_RUNTIME,
       dockerWarm: c.RFT_DOCKER_WARM,
+      dockerLabels: Object.fromEntries((c.RFT_DOCKER_LABELS ?? '').split(',').filter(Boolean).map((kv) => kv.split('=') as [string, string])),
       localWarm: c.RFT_SANDBOX_WARM,
       limits: {
         cpuSeconds: c.RFT_SANDBOX_CPU_SECONDS,

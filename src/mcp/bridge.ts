@@ -17,6 +17,7 @@ import type { ToolContext, ToolDefinition } from '../registry/define.js';
 import type { LoadedTool, Registry } from '../registry/loader.js';
 import type { Sandbox } from '../sandbox/types.js';
 import type { McpConfig, McpServerSpec } from './config.js';
+import { reapHostProcesses } from './host-processes.js';
 import { McpInstance, type Placement } from './instance.js';
 import { resultText } from './results.js';
 import { CUT_META } from './stdio-transport.js';
@@ -47,6 +48,9 @@ export interface BridgeOptions {
   /** RFT_MAX_OUTPUT_BYTES: a server's tools' output cap when mcp.json sets none. */
   defaultMaxOutputBytes: number;
 }
+
+/** Records of the host instances running now (inside the work root: removed with it on a clean stop). */
+const hostRecords = (workRoot: string): string => join(workRoot, '.processes');
 
 /** Arguments reach the MCP server as sent (it validates them against its own schema): only "an object" is checked here. */
 const ANY_OBJECT = z.record(z.string(), z.unknown());
@@ -92,7 +96,10 @@ export class McpBridge {
   static async start(config: McpConfig, o: BridgeOptions): Promise<McpBridge> {
     const bridge = new McpBridge(config, o);
     try {
-      await rm(o.workRoot, { recursive: true, force: true }); // what a crashed predecessor left
+      // What a crashed predecessor left: its host instances' processes, then their directories.
+      const reaped = await reapHostProcesses(hostRecords(o.workRoot));
+      if (reaped > 0) o.log.info({ reaped }, 'reaped host MCP instances left by a previous run');
+      await rm(o.workRoot, { recursive: true, force: true });
       const listed = await Promise.all(config.servers.map((s) => bridge.probe(s)));
       config.servers.forEach((s, i) => bridge.addTools(s, listed[i] ?? []));
     } catch (e) {
@@ -305,7 +312,7 @@ export class McpBridge {
 
   private placement(s: McpServerSpec, traceId: string | null, sandbox: Sandbox | null, workspace: string | null): Placement {
     if (sandbox) return { kind: 'sandbox', sandbox, traceId: traceId ?? '' };
-    return { kind: 'host', traceId, workspace, inheritedEnv: this.o.inheritedEnv, baseDir: dirname(this.config.file) };
+    return { kind: 'host', traceId, workspace, inheritedEnv: this.o.inheritedEnv, baseDir: dirname(this.config.file), records: hostRecords(this.o.workRoot) };
   }
 }
 

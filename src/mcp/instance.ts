@@ -6,6 +6,7 @@ import { errors } from '../errors.js';
 import { SANDBOX_PATH } from '../sandbox/local-sandbox.js';
 import { WORKSPACE_MOUNT } from '../sandbox/paths.js';
 import { startProgram } from '../sandbox/spawn.js';
+import { recordHostProcess, withDeathSignal } from './host-processes.js';
 import type { Sandbox, SandboxProcess } from '../sandbox/types.js';
 import { expand, type McpServerSpec, type Variable } from './config.js';
 import { ProcessTransport } from './stdio-transport.js';
@@ -24,6 +25,8 @@ export type Placement =
       inheritedEnv: Record<string, string>;
       /** Relative `cwd`s resolve against this (the directory of mcp.json). */
       baseDir: string;
+      /** Where its process group is recorded while it runs, for the next start to reap after a crash (host-processes.ts). */
+      records: string;
     };
 
 export class McpInstance {
@@ -117,7 +120,10 @@ async function spawnServer(server: McpServerSpec, where: Placement, vars: Record
   const cwd = server.cwd !== undefined ? expand(server.cwd, vars) : undefined;
   if (where.kind === 'sandbox') return where.sandbox.spawn(argv, { ...(cwd !== undefined ? { cwd } : {}), env });
   const dir = cwd !== undefined ? (isAbsolute(cwd) ? cwd : resolve(where.baseDir, cwd)) : (where.workspace ?? where.baseDir);
-  return startProgram({ argv, cwd: dir, env: { PATH: SANDBOX_PATH, ...where.inheritedEnv, ...env } });
+  const proc = startProgram({ argv: withDeathSignal(argv), cwd: dir, env: { PATH: SANDBOX_PATH, ...where.inheritedEnv, ...env } });
+  const drop = await recordHostProcess(where.records, proc.pid);
+  void proc.exited.then(drop);
+  return proc;
 }
 
 function describeEnd(t: ProcessTransport, cause: unknown): { how: string; stderr: string } {

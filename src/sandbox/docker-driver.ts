@@ -29,6 +29,8 @@ export interface DockerDriverOptions {
   runtime?: string;
   /** Started, empty containers kept per engine for new rollouts (0: none). */
   warmPool?: number;
+  /** Extra labels of every container and volume (RFT_DOCKER_LABELS); never in place of this driver's own. */
+  labels?: Record<string, string>;
   /** Inodes of the workspace and /tmp tmpfs (default: one per 16 KiB of their size). */
   inodes?: number;
   log?: Logger;
@@ -123,7 +125,7 @@ export class DockerDriver implements SandboxDriver {
       User: INIT_USER,
       WorkingDir: WORKSPACE_MOUNT,
       Env: [`PATH=${SANDBOX_PATH}`, `HOME=${WORKSPACE_MOUNT}`, 'LANG=C.UTF-8'],
-      Labels: { ...labels, ...owner, [SANDBOX_LABEL]: id, [UID_LABEL]: String(uid), 'rft-endpoints.created_at': new Date().toISOString() },
+      Labels: { ...this.o.labels, ...labels, ...owner, [SANDBOX_LABEL]: id, [UID_LABEL]: String(uid), 'rft-endpoints.created_at': new Date().toISOString() },
       NetworkDisabled: true,
       HostConfig: {
         NetworkMode: 'none',
@@ -165,7 +167,7 @@ export class DockerDriver implements SandboxDriver {
             Type: 'volume',
             Target: WORKSPACE_MOUNT,
             VolumeOptions: {
-              Labels: owner,
+              Labels: { ...this.o.labels, ...owner },
               DriverConfig: { Name: 'local', Options: { type: 'tmpfs', device: 'tmpfs', o: `size=${disk},nr_inodes=${inodes},uid=${uid},gid=${uid},mode=0700,nosuid,nodev` } },
             },
           },
@@ -313,6 +315,25 @@ export class DockerDriver implements SandboxDriver {
       }
     }
     return reaped;
+  }
+
+  /**
+   * Other owners with running containers on each answering engine: other servers using it now (or
+   * one that crashed and has not restarted: its containers run until it reaps them).
+   */
+  async neighbours(): Promise<{ engine: string; owner: string; running: number }[]> {
+    const filters = encodeURIComponent(JSON.stringify({ label: [INSTANCE_LABEL], status: ['running'] }));
+    const out: { engine: string; owner: string; running: number }[] = [];
+    for (const engine of this.engines.filter((e) => e.up)) {
+      const list = await engine.use((api) => api.call<{ Labels: Record<string, string> }[]>('GET', `/containers/json?filters=${filters}`)).catch(() => null);
+      const counts = new Map<string, number>();
+      for (const c of list?.body ?? []) {
+        const owner = c.Labels[INSTANCE_LABEL];
+        if (owner !== undefined && owner !== this.o.instanceId) counts.set(owner, (counts.get(owner) ?? 0) + 1);
+      }
+      for (const [owner, running] of counts) out.push({ engine: engine.name, owner, running });
+    }
+    return out;
   }
 
   async close(): Promise<void> {

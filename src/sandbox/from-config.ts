@@ -1,14 +1,17 @@
 // Builds and starts the SandboxManager from the server's AppConfig (see docs/sandbox.md for the
-// environment variables). Host-bound sandboxes (bwrap, process) are named by the data dir, so a
-// restarted server finds, and reaps, what its crashed predecessor left. Docker sandboxes may outlive
-// their creator for other replicas (Postgres store): there they carry the replica's id
-// (RFT_INSTANCE_ID), which the store records as their owner.
+// environment variables). Sandboxes carry their owner's id, by which a restarted server finds, and
+// reaps, what its crashed predecessor left: with SQLite the id kept in the data dir (instance-id.ts,
+// unique per data dir whatever its path); with Postgres, Docker sandboxes may outlive their creator
+// for other replicas, so they carry the replica's id (RFT_INSTANCE_ID), which the store records as
+// their owner and its liveness lock is named by (a data dir may be shared by replicas, or lost).
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import type { Logger } from 'pino';
 import type { AppConfig } from '../config.js';
 import { sandboxCap } from './capacity.js';
+import type { DockerDriver } from './docker-driver.js';
 import { instanceIdFor } from './instance-id.js';
+import { warnOfNeighbours } from './neighbours.js';
 import type { PlacementStore } from '../store/replicas.js';
 import { defaultLimits } from './limits.js';
 import { SandboxManager, type SandboxManagerOptions } from './manager.js';
@@ -51,6 +54,7 @@ export async function createManagerFromConfig(config: AppConfig, log: Logger, ex
     dockerHosts: s.dockerHosts,
     ...(s.dockerRuntime ? { dockerRuntime: s.dockerRuntime } : {}),
     dockerWarm: s.dockerWarm,
+    dockerLabels: s.dockerLabels,
     log: log.child({ component: 'sandbox' }),
   });
   if (driver.name === 'process') assertProcessDriverAllowed(config.host);
@@ -72,6 +76,7 @@ export async function createManagerFromConfig(config: AppConfig, log: Logger, ex
     ...(extra.history ? { history: extra.history } : {}),
   });
   await manager.start();
+  if (driver.name === 'docker') await warnOfNeighbours(driver as DockerDriver, owner, extra.placements, log.child({ component: 'sandbox' }));
   log.info({ driver: driver.name, cap, sandboxes_root: sandboxesRoot }, 'sandboxes ready');
   return manager;
 }

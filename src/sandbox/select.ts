@@ -20,6 +20,8 @@ export interface DriverOptions {
   dockerOwner?: string;
   /** Started containers kept ready per Docker engine. */
   dockerWarm?: number;
+  /** Extra labels of every Docker container and volume (RFT_DOCKER_LABELS). */
+  dockerLabels?: Record<string, string>;
   log?: Logger;
   /** Workdirs kept prepared for new rollouts (see WorkdirPool). */
   warmPool?: number;
@@ -35,6 +37,7 @@ async function dockerDriver(opts: DriverOptions): Promise<SandboxDriver> {
     ...(opts.dockerHosts ? { hosts: opts.dockerHosts } : {}),
     ...(opts.dockerRuntime ? { runtime: opts.dockerRuntime } : {}),
     ...(opts.dockerWarm !== undefined ? { warmPool: opts.dockerWarm } : {}),
+    ...(opts.dockerLabels ? { labels: opts.dockerLabels } : {}),
     ...(opts.log ? { log: opts.log } : {}),
   });
 }

@@ -34,7 +34,8 @@ export function spawnChild(opts: StartOptions): ChildProcess {
   return child;
 }
 
-export function startProgram(opts: StartOptions): SandboxProcess {
+/** `pid`: the program's, which leads its process group (undefined when it could not start). */
+export function startProgram(opts: StartOptions): SandboxProcess & { pid: number | undefined } {
   const child = spawnChild(opts);
   const stdin = child.stdin as Writable;
   const stdout = child.stdout as Readable;
@@ -63,7 +64,7 @@ export function startProgram(opts: StartOptions): SandboxProcess {
     })();
     return killing;
   };
-  return { stdin, stdout, stderr, exited, kill };
+  return { stdin, stdout, stderr, exited, kill, pid };
 }
 
 /** SIGKILLs a process group; nothing when it is gone. Only while the group's id is still ours (see kill above). */

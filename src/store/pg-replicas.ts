@@ -151,6 +151,11 @@ class PgPlacements implements PlacementStore {
     );
     return new Set(res.rows.map((r) => r.container));
   }
+
+  async isLive(owner: string): Promise<boolean> {
+    const res = await retryOnce(() => this.pool.query<{ live: boolean }>(`SELECT ${this.s}.replica_alive($1) AS live`, [owner]));
+    return res.rows[0]?.live === true;
+  }
 }
 
 export class PgReplicas implements Replicas {

@@ -38,6 +38,8 @@ export interface PlacementStore {
   idle(owner: string, before: number): Promise<Placement[]>;
   /** Containers recorded for `owner` (kept when it reaps its leftovers at start). */
   containersOf(owner: string): Promise<Set<string>>;
+  /** Whether `owner` is a replica of this store running now (it holds its liveness lock). */
+  isLive(owner: string): Promise<boolean>;
 }
 
 export interface Replicas {

@@ -5,6 +5,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
+import { afterAll } from 'vitest';
 import type { DatasetRow } from '../../src/cli/rollout-dataset.js';
 import type { Script } from '../helpers/scripted-model.js';
 
@@ -46,13 +47,24 @@ export interface CliResult {
   stderr: string;
 }
 
+/** CLI processes of this test file still running: a failed test never waits for its own. */
+const running = new Set<ChildProcess>();
+// Registered when a test file imports this module, so after the file's own afterAll hooks.
+// Benches import these helpers outside vitest, where there are no hooks.
+if (process.env.VITEST) afterAll(() => {
+  for (const child of running) child.kill('SIGKILL');
+});
+
 export function spawnCli(args: string[], env: Record<string, string> = {}): ChildProcess {
-  return spawn(process.execPath, [join(repoRoot, 'bin/rft-endpoints.js'), ...args], {
+  const child = spawn(process.execPath, [join(repoRoot, 'bin/rft-endpoints.js'), ...args], {
     cwd: repoRoot,
     // No inherited credentials or model endpoint: every test names its own, on loopback.
     env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? tmpdir(), NO_COLOR: '1', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
+  running.add(child);
+  child.once('exit', () => running.delete(child));
+  return child;
 }
 
 export function runCli(args: string[], env: Record<string, string> = {}): Promise<CliResult> {

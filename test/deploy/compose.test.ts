@@ -15,6 +15,7 @@ import { Agent, request } from 'undici';
 import { parse } from 'yaml';
 import { afterAll, beforeAll, expect, it, vi } from 'vitest';
 import { containersUnavailable, freePort, serviceImages } from '../helpers/containers.js';
+import { runLabelsEnv } from '../helpers/run-label.js';
 import { describeIf } from '../helpers/require.js';
 import { repoRoot } from '../helpers/server.js';
 
@@ -108,7 +109,7 @@ describeIf(unavailable === undefined, 'the compose stack', unavailable ?? '')('t
     };
     let env = example.replace(/^([A-Z_]+)=.*$/gm, (line, name: string) => (name in values ? `${name}=${values[name]}` : line));
     for (const name of Object.keys(values)) expect(env).toMatch(new RegExp(`^${name}=`, 'm'));
-    env += `RFT_IMAGE=${SERVER_IMAGE}\nPOSTGRES_IMAGE=${serviceImages.postgres}\nREDIS_IMAGE=${serviceImages.redis}\nCADDY_IMAGE=${serviceImages.caddy}\nRFT_LOG_LEVEL=warn\n`;
+    env += `RFT_IMAGE=${SERVER_IMAGE}\nPOSTGRES_IMAGE=${serviceImages.postgres}\nREDIS_IMAGE=${serviceImages.redis}\nCADDY_IMAGE=${serviceImages.caddy}\nRFT_LOG_LEVEL=warn\nRFT_DOCKER_LABELS=${runLabelsEnv.RFT_DOCKER_LABELS}\n`;
     writeFileSync(join(dir, '.env'), env);
     writeFileSync(join(dir, 'compose.yaml'), loopbackCompose(ports, join(dir, '.env')));
     await run(['up', '-d']);

@@ -8,6 +8,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { containersUnavailable, docker, freePort, startContainer, type ServiceContainer } from '../helpers/containers.js';
 import { describeIf } from '../helpers/require.js';
+import { runLabelsEnv } from '../helpers/run-label.js';
 import { repoRoot } from '../helpers/server.js';
 
 const SERVER_IMAGE = 'rft-endpoints:latest';
@@ -41,6 +42,7 @@ describeIf(unavailable === undefined, 'the server image', unavailable ?? '')('th
         // Its own instance: never reap another server's sandboxes on this shared engine.
         RFT_DATA_DIR: `/data/${randomUUID()}`,
         RFT_LOG_LEVEL: 'warn',
+        ...runLabelsEnv,
       },
       // The engine's socket, and its group so that the non-root server may use it (docs/deploy.md).
       binds: [`${SOCKET}:${SOCKET}`],

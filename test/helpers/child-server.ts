@@ -3,8 +3,9 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { expect, vi } from 'vitest';
+import { afterAll, expect, vi } from 'vitest';
 import { request } from 'undici';
+import { runLabelsEnv } from './run-label.js';
 import { repoRoot } from './server.js';
 
 export interface ChildServer {
@@ -23,6 +24,21 @@ export interface SpawnOptions {
   timeoutMs?: number;
 }
 
+/** Servers of this test file still running: a failed test never reaches its own stop(). */
+const running = new Set<ChildServer>();
+// Registered when a test file imports this module (each file gets a fresh copy), so it runs after the
+// file's own afterAll hooks: SIGTERM first (a server then removes its sandboxes), SIGKILL after 30 s.
+// Benches import these helpers outside vitest, where there are no hooks.
+if (process.env.VITEST) afterAll(async () => {
+  await Promise.all(
+    [...running].map(async (s) => {
+      const t = setTimeout(() => void s.stop('SIGKILL'), 30_000);
+      await s.stop('SIGTERM');
+      clearTimeout(t);
+    }),
+  );
+}, 60_000);
+
 // Generous by default: the wait ends as soon as the server prints its address; a loaded 2-core machine
 // can take tens of seconds to compile and boot the TypeScript sources.
 export async function spawnServer(env: Record<string, string>, opts: SpawnOptions | number = {}): Promise<ChildServer> {
@@ -31,7 +47,7 @@ export async function spawnServer(env: Record<string, string>, opts: SpawnOption
   const [cmd, ...args] = o.command ?? [process.execPath, join(repoRoot, 'bin/rft-endpoints.js'), 'serve'];
   const proc = spawn(cmd, args, {
     cwd: o.cwd ?? repoRoot,
-    env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '/tmp', RFT_LOG_LEVEL: 'warn', HOST: '127.0.0.1', PORT: '0', RFT_SANDBOX: 'none', ...env },
+    env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '/tmp', RFT_LOG_LEVEL: 'warn', HOST: '127.0.0.1', PORT: '0', RFT_SANDBOX: 'none', ...runLabelsEnv, ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
     // Its own process group: `npm start` runs the server as a grandchild, and stop() ends them all.
     detached: true,
@@ -41,7 +57,11 @@ export async function spawnServer(env: Record<string, string>, opts: SpawnOption
   proc.stderr!.on('data', (d: Buffer) => (err += d.toString()));
   proc.stdout!.on('data', (d: Buffer) => (out += d.toString()));
   const url = await new Promise<string>((resolve, reject) => {
-    const t = setTimeout(() => reject(new Error(`server did not start:\n${err}`)), timeoutMs);
+    const t = setTimeout(() => {
+      // Not left running: nothing else would ever stop it.
+      if (proc.exitCode === null && proc.signalCode === null) process.kill(-proc.pid!, 'SIGKILL');
+      reject(new Error(`server did not start:\n${err}`));
+    }, timeoutMs);
     const check = () => {
       const m = /listening on (http\S+)/.exec(err);
       if (m) {
@@ -55,7 +75,7 @@ export async function spawnServer(env: Record<string, string>, opts: SpawnOption
       reject(new Error(`server exited with ${code ?? signal} before listening:\n${err}`));
     });
   });
-  return {
+  const server: ChildServer = {
     url,
     proc,
     stderr: () => err,
@@ -67,6 +87,9 @@ export async function spawnServer(env: Record<string, string>, opts: SpawnOption
         process.kill(-proc.pid!, signal);
       }),
   };
+  running.add(server);
+  proc.once('exit', () => running.delete(server));
+  return server;
 }
 
 /** POST a function_call to a server's /tools over real HTTP with a bearer key. */

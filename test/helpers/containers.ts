@@ -6,6 +6,7 @@ import { connect, createServer } from 'node:net';
 import { execFile, execFileSync } from 'node:child_process';
 import { promisify } from 'node:util';
 import type { StartedTestContainer } from 'testcontainers';
+import { runLabels } from './run-label.js';
 import { waitFor } from './wait.js';
 
 // No Ryuk (its image comes from a registry): every container is removed by its own dispose.
@@ -121,7 +122,7 @@ export async function startContainer(image: string, o: ContainerOptions): Promis
   let c = new Container()
     .withNetworkMode('host')
     .withEnvironment(o.env ?? {})
-    .withLabels({ 'rft-endpoints.test': image })
+    .withLabels({ 'rft-endpoints.test': image, ...runLabels })
     .withWaitStrategy(Wait.forLogMessage(o.waitFor))
     .withStartupTimeout(90_000);
   if (o.command) c = c.withCommand(o.command);

@@ -10,6 +10,7 @@ import { BwrapDriver, ProcessDriver, defaultLimits } from '../../src/sandbox/ind
 import { DockerDriver } from '../../src/sandbox/docker-driver.js';
 import type { Sandbox, SandboxDriver, SandboxSpec } from '../../src/sandbox/types.js';
 import type { ToolContext, ToolDefinition } from '../../src/registry/define.js';
+import { runLabels } from './run-label.js';
 
 export interface DriverCase {
   name: string;
@@ -48,6 +49,7 @@ const docker = (root: string) =>
   new DockerDriver({
     sandboxesRoot: root,
     instanceId: 'test-coding',
+    labels: runLabels,
     image: process.env.RFT_DOCKER_IMAGE ?? 'rft-endpoints-sandbox:latest',
     socketPath: process.env.RFT_DOCKER_SOCKET ?? '/var/run/docker.sock',
   });

@@ -6,10 +6,21 @@ import { join, resolve } from 'node:path';
 import { randomBytes } from 'node:crypto';
 import type { FastifyInstance } from 'fastify';
 import type { Logger } from 'pino';
+import { afterAll } from 'vitest';
 import { buildApp } from '../../src/app.js';
 import { loadConfig } from '../../src/config.js';
+import { runLabelsEnv } from './run-label.js';
 
 export const repoRoot = resolve(import.meta.dirname, '../..');
+
+/** Servers of this test file not closed yet: a failed test never reaches its own close(). */
+const open = new Set<TestServer>();
+// Registered when a test file imports this module, so after the file's own afterAll hooks: a server
+// closed here removes its sandboxes and stops its MCP instances.
+// Benches import these helpers outside vitest, where there are no hooks.
+if (process.env.VITEST) afterAll(async () => {
+  await Promise.all([...open].map((s) => s.close().catch(() => {})));
+}, 60_000);
 
 export interface TestServer {
   url: string;
@@ -42,6 +53,7 @@ export async function startTestServer(opts: TestServerOptions = {}): Promise<Tes
     RFT_API_KEYS: `test:${key}`,
     RFT_TOOLS_DIR: opts.toolsDir ?? join(repoRoot, 'tools'),
     RFT_GRADERS_DIR: opts.gradersDir ?? join(repoRoot, 'graders'),
+    ...runLabelsEnv,
     ...opts.env,
     RFT_DATA_DIR: dataDir,
     HOST: '127.0.0.1',
@@ -56,14 +68,17 @@ export async function startTestServer(opts: TestServerOptions = {}): Promise<Tes
   } else {
     await app.ready();
   }
-  return {
+  const server: TestServer = {
     url,
     key,
     app,
     dataDir,
     close: async () => {
+      open.delete(server);
       await app.close();
       if (ownDir) rmSync(dataDir, { recursive: true, force: true });
     },
   };
+  open.add(server);
+  return server;
 }

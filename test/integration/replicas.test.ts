@@ -45,10 +45,13 @@ const row = JSON.parse(readFileSync(join(repoRoot, 'examples/coding/train.jsonl'
 const solution = readFileSync(join(repoRoot, 'examples/coding/tasks', row.task_id, 'solution.patch'), 'utf8');
 const item = { ...row, messages: undefined, tools: undefined };
 
+/** Replica ids of this run only: a replica reaps the containers labelled with its id, and other runs share these engines. */
+const owner = (id: string) => `${id}-${schema}`;
+
 async function replica(id: string, extra: Record<string, string> = {}): Promise<ChildServer> {
   const s = await spawnServer(
     {
-      RFT_STORE: 'postgres', RFT_DATABASE_URL: databaseUrl, RFT_PG_SCHEMA: schema, RFT_INSTANCE_ID: id,
+      RFT_STORE: 'postgres', RFT_DATABASE_URL: databaseUrl, RFT_PG_SCHEMA: schema, RFT_INSTANCE_ID: owner(id),
       RFT_DATA_DIR: await mkdtemp(join(tmpdir(), `rft-replica-${id}-`)),
       RFT_API_KEYS: `t:${KEY}`, RFT_RATE_LIMIT: '0', RFT_SANDBOX: 'docker', RFT_DOCKER_HOSTS: HOSTS,
       RFT_TOOLS_DIR: join(repoRoot, 'tools'), RFT_GRADERS_DIR: join(repoRoot, 'graders'), RFT_SANDBOX_TEMPLATES: join(repoRoot, 'examples'),
@@ -233,7 +236,7 @@ describeIf(unavailable === undefined, 'Postgres and two extra Docker engines', u
     // Idle past the TTL: every sandbox of both replicas is gone, and so are their records.
     await vi.waitFor(
       async () => {
-        expect([...(await containers('rft-endpoints.instance=rep-f')), ...(await containers('rft-endpoints.instance=rep-g'))]).toEqual([]);
+        expect([...(await containers(`rft-endpoints.instance=${owner('rep-f')}`)), ...(await containers(`rft-endpoints.instance=${owner('rep-g')}`))]).toEqual([]);
         expect(await placements()).toBe(0);
       },
       { timeout: 60_000, interval: 500 },

@@ -78,6 +78,14 @@ describe('Docker engines from the configuration', () => {
     expect(c.sandbox.dockerRuntime).toBe('runsc');
     expect(c.sandbox.dockerWarm).toBe(2);
   });
+
+  it('takes extra container labels as key=value pairs, and refuses anything else at boot', () => {
+    expect(loadConfig({ RFT_DOCKER_LABELS: 'team=rl,rft-endpoints.test-run=run-1' }).sandbox.dockerLabels).toEqual({ team: 'rl', 'rft-endpoints.test-run': 'run-1' });
+    expect(loadConfig({}).sandbox.dockerLabels).toEqual({});
+    for (const bad of ['team', 'team=a=b', 'Team=a', 'a=b,', 'a=b c']) {
+      expect(() => loadConfig({ RFT_DOCKER_LABELS: bad })).toThrow(expect.objectContaining({ code: 'RFT_ERR_CONFIG' }));
+    }
+  });
 });
 
 describe('Slots (container starts per engine)', () => {

@@ -11,6 +11,7 @@ import type { DockerSandbox } from '../../src/sandbox/docker-sandbox.js';
 import type { Sandbox } from '../../src/sandbox/types.js';
 import { describeIf } from '../helpers/require.js';
 import { DOCKER_IMAGE, spec } from './helpers.js';
+import { runLabels } from '../helpers/run-label.js';
 
 const ENGINE_1 = '/run/rft-engines/1.sock';
 const PIDFILE_1 = '/run/rft-engines/1.pid';
@@ -55,7 +56,7 @@ describeIf(missing === undefined, 'two extra Docker engines', missing ?? '')('se
   let driver: DockerDriver;
   const made: Sandbox[] = [];
   beforeAll(async () => {
-    driver = new DockerDriver({ instanceId: owner, image: DOCKER_IMAGE, hosts });
+    driver = new DockerDriver({ labels: runLabels, instanceId: owner, image: DOCKER_IMAGE, hosts });
     expect(await driver.available()).toBe(true);
   });
   afterAll(async () => {
@@ -76,12 +77,12 @@ describeIf(missing === undefined, 'two extra Docker engines', missing ?? '')('se
   });
 
   it('reaps only its own containers on every engine, keeping those it is told are in use elsewhere', async () => {
-    const other = new DockerDriver({ instanceId: `${owner}-other`, image: DOCKER_IMAGE, hosts });
+    const other = new DockerDriver({ labels: runLabels, instanceId: `${owner}-other`, image: DOCKER_IMAGE, hosts });
     const theirs = await other.create(spec('trace_theirs'));
-    const crashed = new DockerDriver({ instanceId: owner, image: DOCKER_IMAGE, hosts });
+    const crashed = new DockerDriver({ labels: runLabels, instanceId: owner, image: DOCKER_IMAGE, hosts });
     const left = [await crashed.create(spec('trace_left_a')), await crashed.create(spec('trace_left_b'))] as DockerSandbox[];
     // A new process of the same owner: the left containers are orphans, but one is recorded as placed.
-    const restarted = new DockerDriver({ instanceId: owner, image: DOCKER_IMAGE, hosts });
+    const restarted = new DockerDriver({ labels: runLabels, instanceId: owner, image: DOCKER_IMAGE, hosts });
     try {
       expect(await restarted.reapOrphans(new Set([left[0]!.container, ...made.map((s) => (s as DockerSandbox).container)]))).toBe(1);
       const mine = [...(await containersOn(hosts[0]!, owner)), ...(await containersOn(hosts[1]!, owner))];
@@ -140,7 +141,7 @@ describeIf(missing === undefined, 'two extra Docker engines', missing ?? '')('se
 describeIf(missing === undefined, 'two extra Docker engines', missing ?? '')('container starts per engine', () => {
   it('creates at most `starts` containers at once on an engine, the rest in turn', { timeout: 120_000 }, async () => {
     const owner = `starts-${process.pid}`;
-    const driver = new DockerDriver({ instanceId: owner, image: DOCKER_IMAGE, hosts: parseDockerHosts({ cap: 10, hosts: `unix://${ENGINE_1}?name=e1&starts=2` }) });
+    const driver = new DockerDriver({ labels: runLabels, instanceId: owner, image: DOCKER_IMAGE, hosts: parseDockerHosts({ cap: 10, hosts: `unix://${ENGINE_1}?name=e1&starts=2` }) });
     expect(await driver.available()).toBe(true);
     // Every request the driver sends the engine goes through its API client: count those in flight
     // that create or start a container.

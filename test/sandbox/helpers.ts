@@ -8,6 +8,7 @@ import { parseDockerHosts } from '../../src/sandbox/docker-hosts.js';
 import { defaultLimits } from '../../src/sandbox/limits.js';
 import { selectDriver } from '../../src/sandbox/select.js';
 import type { Sandbox, SandboxDriver, SandboxLimits, SandboxSpec } from '../../src/sandbox/types.js';
+import { runLabels } from '../helpers/run-label.js';
 
 export async function tempRoot(): Promise<{ root: string; cleanup(): Promise<void> }> {
   const base = await mkdtemp(join(tmpdir(), 'rft-sbtest-'));
@@ -29,7 +30,7 @@ export const GVISOR_ENGINE = process.env.RFT_TEST_GVISOR_ENGINE ?? 'unix:///run/
 export type TestDriver = 'process' | 'bwrap' | 'docker' | 'gvisor';
 
 function gvisorDriver(instanceId: string): SandboxDriver {
-  return new DockerDriver({ instanceId, image: DOCKER_IMAGE, hosts: parseDockerHosts({ cap: 1000, hosts: GVISOR_ENGINE }), runtime: 'runsc' });
+  return new DockerDriver({ instanceId, labels: runLabels, image: DOCKER_IMAGE, hosts: parseDockerHosts({ cap: 1000, hosts: GVISOR_ENGINE }), runtime: 'runsc' });
 }
 
 /** Which drivers work on this machine (each probed for real). */
@@ -51,7 +52,7 @@ export async function driversPresent(): Promise<Record<TestDriver, boolean>> {
 
 /** A driver by test name (gvisor: the Docker driver with runtime runsc on GVISOR_ENGINE). */
 export async function makeTestDriver(name: TestDriver, opts: { sandboxesRoot: string; instanceId: string }): Promise<SandboxDriver> {
-  if (name !== 'gvisor') return selectDriver(name, { ...opts, dockerImage: DOCKER_IMAGE });
+  if (name !== 'gvisor') return selectDriver(name, { ...opts, dockerImage: DOCKER_IMAGE, dockerLabels: runLabels });
   const d = gvisorDriver(opts.instanceId);
   await d.available();
   return d;

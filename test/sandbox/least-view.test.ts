@@ -10,6 +10,7 @@ import { canSwitchUid } from '../../src/sandbox/uids.js';
 import { selectDriver } from '../../src/sandbox/select.js';
 import { describeIf } from '../helpers/require.js';
 import { DOCKER_IMAGE, driversPresent, spec, tempRoot } from './helpers.js';
+import { runLabels } from '../helpers/run-label.js';
 
 const present = await driversPresent();
 const root = canSwitchUid();
@@ -35,6 +36,7 @@ for (const name of ['bwrap', 'docker'] as const) {
         sandboxesRoot: tmp.root,
         instanceId: `least-${name}-${process.pid}`,
         dockerImage: DOCKER_IMAGE,
+        dockerLabels: runLabels,
         hiddenPaths: [templates, data, installed],
       });
       // The MCP bridge's read-only mount lies inside the hidden package: it must still be there.

@@ -10,6 +10,7 @@ import { selectDriver, type DriverName } from '../../src/sandbox/select.js';
 import { canSwitchUid } from '../../src/sandbox/uids.js';
 import { describeIf } from '../helpers/require.js';
 import { driversPresent, liveProcessesOf, tempRoot, testLimits, until } from './helpers.js';
+import { runLabels } from '../helpers/run-label.js';
 
 async function crashChild(driver: DriverName, root: string, instanceId: string): Promise<{ id: string }[]> {
   const child = spawn(process.execPath, ['--import', 'tsx', join(import.meta.dirname, 'fixtures', 'crash-child.ts'), driver, root, instanceId], {
@@ -34,7 +35,7 @@ for (const name of ['process', 'bwrap', 'docker'] as const) {
     });
     afterAll(() => root.cleanup());
 
-    it('removes what a SIGKILLed server left behind, processes included, on the next start()', async () => {
+    it('removes what a SIGKILLed server left behind, processes included, on the next start()', { timeout: 90_000 }, async () => {
       const instanceId = `reap-${name}-${process.pid}`;
       const left = await crashChild(name, root.root, instanceId);
       expect(left).toHaveLength(2);
@@ -56,7 +57,7 @@ for (const name of ['process', 'bwrap', 'docker'] as const) {
         expect(alive.every((p) => p.length > 0)).toBe(true);
       }
       const m = new SandboxManager({
-        driver: await selectDriver(name, { sandboxesRoot: root.root, instanceId }),
+        driver: await selectDriver(name, { sandboxesRoot: root.root, instanceId, dockerLabels: runLabels }),
         limits: testLimits,
         cap: 4,
         maxQueue: 4,

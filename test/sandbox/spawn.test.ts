@@ -10,6 +10,7 @@ import { selectDriver } from '../../src/sandbox/select.js';
 import type { Sandbox, SandboxDriver } from '../../src/sandbox/types.js';
 import { describeIf } from '../helpers/require.js';
 import { DOCKER_IMAGE, driversPresent, pidsWith, spec, tempRoot, until } from './helpers.js';
+import { runLabels } from '../helpers/run-label.js';
 
 const present = await driversPresent();
 
@@ -38,7 +39,7 @@ for (const name of ['process', 'bwrap', 'docker'] as const) {
       ctx.shared = await mkdtemp(join(tmpdir(), 'rft-spawn-ro-'));
       await chmod(ctx.shared, 0o755);
       await writeFile(join(ctx.shared, 'hello.txt'), 'from the host\n', { mode: 0o644 });
-      ctx.driver = await selectDriver(name, { sandboxesRoot: ctx.tmp.root, instanceId: `spawn-${name}-${process.pid}`, dockerImage: DOCKER_IMAGE });
+      ctx.driver = await selectDriver(name, { sandboxesRoot: ctx.tmp.root, instanceId: `spawn-${name}-${process.pid}`, dockerImage: DOCKER_IMAGE, dockerLabels: runLabels });
       ctx.sb = await ctx.driver.create(spec('trace_spawn', { readOnlyMounts: [ctx.shared], files: { 'in.txt': 'workspace file\n' } }));
     });
     afterAll(async () => {

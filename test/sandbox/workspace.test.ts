@@ -6,6 +6,7 @@ import { DockerDriver } from '../../src/sandbox/docker-driver.js';
 import { ProcessDriver } from '../../src/sandbox/process-driver.js';
 import { workspaceSource } from '../../src/sandbox/workspace.js';
 import { DOCKER_IMAGE, driversPresent, spec, tempRoot } from './helpers.js';
+import { runLabels } from '../helpers/run-label.js';
 
 const present = await driversPresent();
 
@@ -54,7 +55,7 @@ describe('workspace templates', () => {
   for (const [name, make] of [
     ['process', (root: string) => new ProcessDriver({ sandboxesRoot: root, instanceId: 'ws-test' })],
     ['bwrap', (root: string) => new BwrapDriver({ sandboxesRoot: root, instanceId: 'ws-test' })],
-    ['docker', () => new DockerDriver({ instanceId: `ws-test-${process.pid}`, image: DOCKER_IMAGE })],
+    ['docker', () => new DockerDriver({ instanceId: `ws-test-${process.pid}`, labels: runLabels, image: DOCKER_IMAGE })],
   ] as const) {
     describe.skipIf(!present[name])(`populated by the ${name} driver`, () => {
       it('copies the template without its hidden folder and adds inline files', async () => {

@@ -1,0 +1,53 @@
+// This test run's label, on every container it makes (the servers' sandboxes through
+// RFT_DOCKER_LABELS, the in-process drivers', the service containers'), so the global teardown
+// (test/global-setup.ts) removes what a failed test left, on every engine, and nothing of the other
+// runs sharing this machine and its engines.
+import { existsSync } from 'node:fs';
+import { DockerApi } from '../../src/sandbox/docker-api.js';
+
+export const RUN_LABEL = 'rft-endpoints.test-run';
+/** Set by the global setup for the whole run; a file run some other way gets one of its own. */
+export const runId = (process.env.RFT_TEST_RUN ??= `solo-${process.pid}-${Date.now().toString(36)}`);
+export const runLabels: Record<string, string> = { [RUN_LABEL]: runId };
+/** For a server's environment. */
+export const runLabelsEnv = { RFT_DOCKER_LABELS: `${RUN_LABEL}=${runId}` };
+
+/** The engines of this machine: the default one and .ci/setup-engines.sh's two (the TLS one is also 2.sock). */
+export const engineSockets = ['/var/run/docker.sock', '/run/rft-engines/1.sock', '/run/rft-engines/2.sock'].filter((s) => existsSync(s));
+
+async function onEngines<T>(each: (api: DockerApi, engine: string) => Promise<T[]>): Promise<T[]> {
+  const out: T[] = [];
+  for (const sock of engineSockets) {
+    const api = new DockerApi(sock);
+    try {
+      out.push(...(await each(api, sock)));
+    } catch {
+      /* an engine that does not answer has nothing of ours to list */
+    } finally {
+      await api.close();
+    }
+  }
+  return out;
+}
+
+const filter = (labels: string[], extra: Record<string, string[]> = {}) => encodeURIComponent(JSON.stringify({ label: labels, ...extra }));
+
+/** `engine:name` of the containers (running or not) carrying every one of `labels` (key=value), on every engine. */
+export function dockerContainers(labels: string[]): Promise<string[]> {
+  return onEngines(async (api, engine) =>
+    (await api.call<{ Names: string[] }[]>('GET', `/containers/json?all=true&filters=${filter(labels)}`)).body.map((c) => `${engine}:${(c.Names[0] ?? '').replace(/^\//, '')}`),
+  );
+}
+
+/** Removes this run's containers and volumes on every engine; returns the containers' `engine:name`. */
+export function removeRunContainers(): Promise<string[]> {
+  const mine = `${RUN_LABEL}=${runId}`;
+  return onEngines(async (api, engine) => {
+    const list = await api.call<{ Names: string[] }[]>('GET', `/containers/json?all=true&filters=${filter([mine])}`);
+    const names = list.body.map((c) => (c.Names[0] ?? '').replace(/^\//, '')).filter(Boolean);
+    for (const name of names) await api.removeContainer(name);
+    const vols = await api.call<{ Volumes: { Name: string }[] | null }>('GET', `/volumes?filters=${filter([mine])}`);
+    for (const v of vols.body.Volumes ?? []) await api.call('DELETE', `/volumes/${v.Name}`, undefined, { ok: [404, 409] });
+    return names.map((n) => `${engine}:${n}`);
+  });
+}

@@ -230,6 +230,10 @@ export const errors = {
     { status },
   ]),
   modelApi: define('RFT_ERR_MODEL_API', 502, (api: string, msg: string) => [`model (${api} API): ${msg}`, { api }]),
+  modelReplyTooLarge: define('RFT_ERR_MODEL_REPLY_TOO_LARGE', 502, (limit: number) => [
+    `the model endpoint's reply exceeds ${limit} bytes (--max-reply-bytes): the request was aborted there`,
+    { limit_bytes: limit },
+  ]),
   modelConfig: define('RFT_ERR_MODEL_CONFIG', 400, () => [
     'no model endpoint: pass --base-url http://HOST/v1 (any OpenAI-compatible server) or set OPENAI_BASE_URL, or set OPENAI_API_KEY for the OpenAI API',
   ]),

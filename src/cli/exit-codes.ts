@@ -38,6 +38,7 @@ const BY_CODE: Record<string, number> = {
   [errors.serverReply.code]: EXIT.server,
   [errors.notFound.code]: EXIT.server,
   [errors.modelApi.code]: EXIT.model,
+  [errors.modelReplyTooLarge.code]: EXIT.model,
   [errors.portInUse.code]: EXIT.serve,
   [errors.storeInUse.code]: EXIT.serve,
   [errors.storeConnect.code]: EXIT.serve,

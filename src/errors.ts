@@ -187,6 +187,11 @@ export const errors = {
       `listen on loopback, or set RFT_SANDBOX=none if no tool needs a sandbox`,
     { host },
   ]),
+  dockerRuntimeMissing: define('RFT_ERR_DOCKER_RUNTIME', 500, (runtime: string, engine: string, known: string[]) => [
+    `RFT_DOCKER_RUNTIME=${runtime}, but Docker engine "${engine}" has no such runtime (it has: ${known.join(', ') || 'none'}): ` +
+      `register it with the engine (for gVisor: install runsc and add it to "runtimes" in the engine's daemon.json), or unset RFT_DOCKER_RUNTIME`,
+    { runtime, engine, known_runtimes: known },
+  ]),
   sandboxClosed: define('RFT_ERR_SANDBOX_CLOSED', 503, () => ['the sandbox manager is shut down']),
   // The engine's address stays in the server's log: callers (and the model) only learn that it is down.
   sandboxLost: define('RFT_ERR_SANDBOX_LOST', 503, () => [

@@ -45,6 +45,7 @@ const BY_CODE: Record<string, number> = {
   [errors.insecureListen.code]: EXIT.serve,
   [errors.processDriverNotAllowed.code]: EXIT.serve,
   [errors.sandboxUnavailable.code]: EXIT.serve,
+  [errors.dockerRuntimeMissing.code]: EXIT.serve,
 };
 
 export function exitStatusOf(e: RftError): number {

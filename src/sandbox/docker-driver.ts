@@ -7,7 +7,7 @@
 // replica reaps only its own, on every engine.
 import { randomInt, randomUUID } from 'node:crypto';
 import type { Logger } from 'pino';
-import { errors } from '../errors.js';
+import { errors, isRftError } from '../errors.js';
 import { SLOW_TIMEOUT_MS } from './docker-api.js';
 import { DockerEngine } from './docker-engine.js';
 import { endpointFor, type DockerHostSpec } from './docker-hosts.js';
@@ -85,9 +85,10 @@ export class DockerDriver implements SandboxDriver {
       this.engines.map(async (e) => {
         try {
           const img = await e.api.call('GET', `/images/${encodeURIComponent(this.o.image)}/json`, undefined, { ok: [404], timeoutMs: 5_000 });
-          if (img.status === 200) return true;
+          if (img.status === 200) return await this.runtimeOf(e);
           e.markDown(`image ${this.o.image} is missing`);
         } catch (err) {
+          if (isRftError(err)) throw err;
           e.markDown((err as Error).message);
         }
         return false;
@@ -95,6 +96,20 @@ export class DockerDriver implements SandboxDriver {
     );
     if (ok.some(Boolean)) for (const e of this.engines) e.watch();
     return ok.some(Boolean);
+  }
+
+  /**
+   * An answering engine that does not know RFT_DOCKER_RUNTIME would refuse every container
+   * (500 "Unknown runtime" at each creation, a failed call per rollout): a misconfiguration that
+   * stops the boot instead, naming the engine and the runtimes it has.
+   */
+  private async runtimeOf(e: DockerEngine): Promise<true> {
+    const runtime = this.o.runtime;
+    if (!runtime) return true;
+    const info = await e.api.call<{ Runtimes?: Record<string, unknown> }>('GET', '/info', undefined, { timeoutMs: 5_000 });
+    const known = Object.keys(info.body.Runtimes ?? {});
+    if (!known.includes(runtime)) throw errors.dockerRuntimeMissing(runtime, e.name, known);
+    return true;
   }
 
   /** The answering engine with the most room under its cap. */

@@ -53,7 +53,15 @@ export async function selectDriver(name: DriverName, opts: DriverOptions): Promi
   const order: Exclude<DriverName, 'auto'>[] = name === 'auto' ? ['bwrap', 'docker', 'process'] : [name];
   for (const n of order) {
     const d = await build(n, opts);
-    if (await d.available()) return d;
+    let ok;
+    try {
+      ok = await d.available();
+    } catch (e) {
+      // A misconfiguration it found (RFT_ERR_DOCKER_RUNTIME) stops the boot.
+      await d.close?.();
+      throw e;
+    }
+    if (ok) return d;
     await d.close?.();
   }
   throw errors.config(`sandbox driver "${name}" is not available on this machine (docs/sandbox.md; RFT_SANDBOX=none if no tool needs a sandbox)`, {

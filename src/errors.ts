@@ -187,6 +187,13 @@ export const errors = {
       `listen on loopback, or set RFT_SANDBOX=none if no tool needs a sandbox`,
     { host },
   ]),
+  dockerSocketDenied: define('RFT_ERR_DOCKER_SOCKET_DENIED', 500, (socket: string, group: string | undefined) => [
+    `this process may not open the Docker socket ${socket} (EACCES)` +
+      (group !== undefined
+        ? `: it belongs to group "${group}"; add the server's user to it (sudo usermod -aG ${group} <user>, then log in again; in a container: --group-add with the socket's gid)`
+        : ': give the server\'s user access to it (the group that owns it)'),
+    { socket, ...(group !== undefined ? { group } : {}) },
+  ]),
   dockerRuntimeMissing: define('RFT_ERR_DOCKER_RUNTIME', 500, (runtime: string, engine: string, known: string[]) => [
     `RFT_DOCKER_RUNTIME=${runtime}, but Docker engine "${engine}" has no such runtime (it has: ${known.join(', ') || 'none'}): ` +
       `register it with the engine (for gVisor: install runsc and add it to "runtimes" in the engine's daemon.json), or unset RFT_DOCKER_RUNTIME`,

@@ -46,6 +46,7 @@ const BY_CODE: Record<string, number> = {
   [errors.processDriverNotAllowed.code]: EXIT.serve,
   [errors.sandboxUnavailable.code]: EXIT.serve,
   [errors.dockerRuntimeMissing.code]: EXIT.serve,
+  [errors.dockerSocketDenied.code]: EXIT.serve,
 };
 
 export function exitStatusOf(e: RftError): number {

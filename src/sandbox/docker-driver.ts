@@ -7,7 +7,8 @@
 // replica reaps only its own, on every engine.
 import { randomInt, randomUUID } from 'node:crypto';
 import type { Logger } from 'pino';
-import { errors, isRftError } from '../errors.js';
+import { readFileSync, statSync } from 'node:fs';
+import { errors, isRftError, type RftError } from '../errors.js';
 import { SLOW_TIMEOUT_MS } from './docker-api.js';
 import { DockerEngine } from './docker-engine.js';
 import { endpointFor, type DockerHostSpec } from './docker-hosts.js';
@@ -65,6 +66,36 @@ interface Warm {
 const poolKey = (s: Pick<SandboxSpec, 'limits' | 'readOnlyMounts'>): string =>
   JSON.stringify([s.limits.memoryBytes, s.limits.maxProcesses, s.limits.maxFileBytes, s.limits.cpuSeconds, s.limits.diskBytes, s.limits.inodes, s.readOnlyMounts ?? []]);
 
+/**
+ * The socket this process may not open (EACCES, EPERM), as a coded error that says how to get in:
+ * "driver docker is not available" alone sent people looking at the engine, which was fine.
+ */
+function socketDenied(socketPath: string | undefined, err: unknown): RftError | undefined {
+  let cur = err as { code?: unknown; cause?: unknown } | undefined;
+  for (let depth = 0; cur && depth < 5 && cur.code !== 'EACCES' && cur.code !== 'EPERM'; depth++) cur = cur.cause as typeof cur;
+  if (!socketPath || !cur) return undefined;
+  let gid: number | undefined;
+  try {
+    gid = statSync(socketPath).gid;
+  } catch {
+    // the folder holding it is closed to us too: the group of the socket cannot be told
+  }
+  return errors.dockerSocketDenied(socketPath, gid === undefined ? undefined : (groupName(gid) ?? String(gid)));
+}
+
+/** The name of a group id, from /etc/group. */
+function groupName(gid: number): string | undefined {
+  try {
+    for (const line of readFileSync('/etc/group', 'utf8').split('\n')) {
+      const [name, , id] = line.split(':');
+      if (name && Number(id) === gid) return name;
+    }
+  } catch {
+    // no /etc/group: the id is all there is
+  }
+  return undefined;
+}
+
 export class DockerDriver implements SandboxDriver {
   readonly name = 'docker' as const;
   readonly engines: DockerEngine[];
@@ -89,6 +120,8 @@ export class DockerDriver implements SandboxDriver {
           e.markDown(`image ${this.o.image} is missing`);
         } catch (err) {
           if (isRftError(err)) throw err;
+          const denied = socketDenied(e.api.endpoint.socketPath, err);
+          if (denied) throw denied;
           e.markDown((err as Error).message);
         }
         return false;

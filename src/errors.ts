@@ -195,6 +195,18 @@ export const errors = {
       `listen on loopback, or set RFT_SANDBOX=none if no tool needs a sandbox`,
     { host },
   ]),
+  dockerSocketDenied: define('RFT_ERR_DOCKER_SOCKET_DENIED', 500, (socket: string, group: string | undefined) => [
+    `this process may not open the Docker socket ${socket} (EACCES)` +
+      (group !== undefined
+        ? `: it belongs to group "${group}"; add the server's user to it (sudo usermod -aG ${group} <user>, then log in again; in a container: --group-add with the socket's gid)`
+        : ': give the server\'s user access to it (the group that owns it)'),
+    { socket, ...(group !== undefined ? { group } : {}) },
+  ]),
+  dockerRuntimeMissing: define('RFT_ERR_DOCKER_RUNTIME', 500, (runtime: string, engine: string, known: string[]) => [
+    `RFT_DOCKER_RUNTIME=${runtime}, but Docker engine "${engine}" has no such runtime (it has: ${known.join(', ') || 'none'}): ` +
+      `register it with the engine (for gVisor: install runsc and add it to "runtimes" in the engine's daemon.json), or unset RFT_DOCKER_RUNTIME`,
+    { runtime, engine, known_runtimes: known },
+  ]),
   sandboxClosed: define('RFT_ERR_SANDBOX_CLOSED', 503, () => ['the sandbox manager is shut down']),
   // The engine's address stays in the server's log: callers (and the model) only learn that it is down.
   // Also a rollout's sandbox made by an earlier process of this server (a restart: its workspace
@@ -240,6 +252,10 @@ export const errors = {
     { status },
   ]),
   modelApi: define('RFT_ERR_MODEL_API', 502, (api: string, msg: string) => [`model (${api} API): ${msg}`, { api }]),
+  modelReplyTooLarge: define('RFT_ERR_MODEL_REPLY_TOO_LARGE', 502, (limit: number) => [
+    `the model endpoint's reply exceeds ${limit} bytes (--max-reply-bytes): the request was aborted there`,
+    { limit_bytes: limit },
+  ]),
   modelConfig: define('RFT_ERR_MODEL_CONFIG', 400, () => [
     'no model endpoint: pass --base-url http://HOST/v1 (any OpenAI-compatible server) or set OPENAI_BASE_URL, or set OPENAI_API_KEY for the OpenAI API',
   ]),

@@ -5,6 +5,8 @@ import { workspacePath } from './_lib/patch/index.js';
 import { humanBytes } from './_lib/text.js';
 
 const MAX_ENTRIES = 300;
+/** After an entry whose name is not UTF-8: its path is shown, but cannot be passed back as is. */
+const NOT_UTF8 = '[name not UTF-8: bytes shown as \\xNN; reach it with shell]';
 /** Generated or vendored trees: listed as one line, never walked into in the output. */
 const NOISE = new Set(['.git', 'node_modules', '__pycache__', '.pytest_cache', '.mypy_cache', '.venv']);
 
@@ -26,9 +28,10 @@ export default defineTool({
     const shown = entries.filter((e) => !e.path.split('/').slice(0, -1).some((part) => NOISE.has(part)));
     if (shown.length === 0) return `${path}: empty directory`;
     const lines = shown.slice(0, MAX_ENTRIES).map((e) => {
-      if (e.type === 'dir') return `${e.path}/`;
-      if (e.type === 'symlink') return `${e.path} (symlink)`;
-      return `${e.path} (${humanBytes(e.size)})`;
+      const mark = e.escaped ? ` ${NOT_UTF8}` : '';
+      if (e.type === 'dir') return `${e.path}/${mark}`;
+      if (e.type === 'symlink') return `${e.path} (symlink)${mark}`;
+      return `${e.path} (${humanBytes(e.size)})${mark}`;
     });
     if (shown.length > MAX_ENTRIES || entries.length >= MAX_ENTRIES * 2) {
       lines.push(`[listing stopped at ${MAX_ENTRIES} entries; list a subdirectory or use a smaller depth]`);

@@ -1,10 +1,13 @@
 // `rft-endpoints dataset check`: what the trainer and this server will make of a dataset file,
 // before a job is paid for. Every problem names its line and a code (README, "dataset check").
+import { isUtf8 } from 'node:buffer';
 import { z } from 'zod';
+import type { AppConfig } from '../config.js';
 import { toolBudgetProblem } from '../ledger/budget.js';
 import { canonicalJson } from '../protocol/canonical.js';
+import { jsonDepthExceeds } from '../protocol/json-depth.js';
 import { templatePaths } from '../grading/template.js';
-import { readInputFile } from './files.js';
+import { readInputBytes } from './files.js';
 
 /**
  * The trainer's minimum row count for a training file. OpenAI's fine-tuning guide requires at least
@@ -32,6 +35,8 @@ export const CODES = {
   toolBudgetZero: 'RFT_DATASET_TOOL_BUDGET_ZERO',
   graderField: 'RFT_DATASET_GRADER_FIELD',
   rowSize: 'RFT_DATASET_ROW_SIZE',
+  rowDepth: 'RFT_DATASET_ROW_DEPTH',
+  notUtf8: 'RFT_DATASET_NOT_UTF8',
   rowCount: 'RFT_DATASET_ROW_COUNT',
 } as const;
 
@@ -52,8 +57,12 @@ export interface GraderNeeds {
   schema?: z.ZodType;
 }
 
+/** The server's intake limits, from its config (RFT_BODY_LIMIT_BYTES, RFT_MAX_JSON_DEPTH). */
+export type IntakeLimits = Pick<AppConfig, 'bodyLimitBytes' | 'maxJsonDepth'>;
+
 export interface CheckInput {
   file: string;
+  limits: IntakeLimits;
   /** The server's tools: name -> JSON Schema of the parameters. */
   tools: Map<string, unknown>;
   grader?: GraderNeeds;
@@ -160,32 +169,69 @@ function checkRow(row: unknown, input: CheckInput, add: (code: string, message: 
   }
 }
 
+/** The lines of a file as bytes, split on LF (a CR before it stays, as JSON.parse accepts it). */
+function linesOf(bytes: Buffer): Buffer[] {
+  const lines: Buffer[] = [];
+  let at = 0;
+  for (let nl = bytes.indexOf(0x0a); nl !== -1; nl = bytes.indexOf(0x0a, at)) {
+    lines.push(bytes.subarray(at, nl));
+    at = nl + 1;
+  }
+  lines.push(bytes.subarray(at));
+  return lines;
+}
+
+/**
+ * The server's own intake checks on the row as it travels: inside every tool and grader body as
+ * `item`, one level below the top, so the body is what json-body.ts measures. A row these refuse
+ * gets a 400 on each of its calls, which the trainer shows the model. true: the row may go on.
+ */
+function checkIntake(bytes: Buffer, text: string, limits: IntakeLimits, add: (code: string, message: string) => void): boolean {
+  const limit = Math.min(REQUEST_LIMIT_BYTES, limits.bodyLimitBytes) - CALL_HEADROOM_BYTES;
+  if (bytes.length > limit) {
+    add(
+      CODES.rowSize,
+      `the row is ${bytes.length} bytes; it travels as "item" in every call, within the request limit ` +
+        `(${limits.bodyLimitBytes} bytes on this server, RFT_BODY_LIMIT_BYTES; ${REQUEST_LIMIT_BYTES} at the trainer) less ${CALL_HEADROOM_BYTES} for the call's own fields`,
+    );
+  }
+  if (jsonDepthExceeds(`{"item":${text}}`, limits.maxJsonDepth)) {
+    add(
+      CODES.rowDepth,
+      `the row nests arrays and objects more than ${limits.maxJsonDepth - 1} levels deep: as "item" its calls' bodies exceed ` +
+        `the server's ${limits.maxJsonDepth} (RFT_MAX_JSON_DEPTH), and each answers 400 RFT_ERR_BODY_TOO_DEEP`,
+    );
+    // The row checks below walk it recursively; the server would never get that far either.
+    return false;
+  }
+  return true;
+}
+
 export function checkDataset(input: CheckInput): CheckReport {
   const problems: Problem[] = [];
   let rows = 0;
   const bad = new Set<number>();
-  readInputFile(input.file, 'dataset')
-    .split('\n')
-    .forEach((text, i) => {
-      if (text.trim() === '') return;
-      rows++;
-      const line = i + 1;
-      const add = (code: string, message: string, warning = false) => {
-        problems.push({ line, code, message, ...(warning ? { warning } : {}) });
-        if (!warning) bad.add(line);
-      };
-      let row: unknown;
-      try {
-        row = JSON.parse(text);
-      } catch (e) {
-        return add(CODES.notJson, `not JSON: ${(e as Error).message}`);
-      }
-      const bytes = Buffer.byteLength(text);
-      if (bytes > REQUEST_LIMIT_BYTES - CALL_HEADROOM_BYTES) {
-        add(CODES.rowSize, `the row is ${bytes} bytes; it travels as "item" in every call, within the trainer's ${REQUEST_LIMIT_BYTES}-byte request limit`);
-      }
-      checkRow(row, input, add);
-    });
+  linesOf(readInputBytes(input.file, 'dataset')).forEach((bytes, i) => {
+    const text = bytes.toString('utf8');
+    if (text.trim() === '') return;
+    rows++;
+    const line = i + 1;
+    const add = (code: string, message: string, warning = false) => {
+      problems.push({ line, code, message, ...(warning ? { warning } : {}) });
+      if (!warning) bad.add(line);
+    };
+    if (!isUtf8(bytes)) {
+      // The server reads bodies as UTF-8 (json-body.ts), replacing what is not, silently.
+      add(CODES.notUtf8, 'the line is not valid UTF-8: its bad bytes would reach the server, its graders and the model as U+FFFD');
+    }
+    let row: unknown;
+    try {
+      row = JSON.parse(text);
+    } catch (e) {
+      return add(CODES.notJson, `not JSON: ${(e as Error).message}`);
+    }
+    if (checkIntake(bytes, text, input.limits, add)) checkRow(row, input, add);
+  });
   if (rows < input.minRows) {
     problems.push({ line: 0, code: CODES.rowCount, message: `${rows} rows; the trainer needs at least ${input.minRows} in a training file` });
   }

@@ -77,7 +77,7 @@ export async function runDatasetCheck(file: string, opts: DatasetCheckOptions): 
   }
   const grader = sources.graderName && sources.registry ? graderNeeds(sources.registry, sources.graderName) : undefined;
   const graderLabel = grader ? `grader ${grader.name}` : sources.graderName ? `grader ${sources.graderName} not found here: its fields unchecked` : 'no grader';
-  const report = checkDataset({ file, tools: sources.tools, minRows, ...(grader ? { grader } : {}) });
+  const report = checkDataset({ file, tools: sources.tools, minRows, limits: config, ...(grader ? { grader } : {}) });
   process.stdout.write(renderReport(report, `${sources.label}, ${graderLabel}`));
   if (opts.json) writeFileSync(opts.json, JSON.stringify(report, null, 2) + '\n');
   return report.ok;

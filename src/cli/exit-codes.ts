@@ -38,12 +38,15 @@ const BY_CODE: Record<string, number> = {
   [errors.serverReply.code]: EXIT.server,
   [errors.notFound.code]: EXIT.server,
   [errors.modelApi.code]: EXIT.model,
+  [errors.modelReplyTooLarge.code]: EXIT.model,
   [errors.portInUse.code]: EXIT.serve,
   [errors.storeInUse.code]: EXIT.serve,
   [errors.storeConnect.code]: EXIT.serve,
   [errors.insecureListen.code]: EXIT.serve,
   [errors.processDriverNotAllowed.code]: EXIT.serve,
   [errors.sandboxUnavailable.code]: EXIT.serve,
+  [errors.dockerRuntimeMissing.code]: EXIT.serve,
+  [errors.dockerSocketDenied.code]: EXIT.serve,
 };
 
 export function exitStatusOf(e: RftError): number {

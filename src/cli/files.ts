@@ -4,8 +4,13 @@ import { readFileSync } from 'node:fs';
 import { errors } from '../errors.js';
 
 export function readInputFile(path: string, what = 'file'): string {
+  return readInputBytes(path, what).toString('utf8');
+}
+
+/** The file's bytes, for a reader that must see what UTF-8 decoding would hide. */
+export function readInputBytes(path: string, what = 'file'): Buffer {
   try {
-    return readFileSync(path, 'utf8');
+    return readFileSync(path);
   } catch (e) {
     const code = (e as NodeJS.ErrnoException).code;
     const why = code === 'ENOENT' ? `no such ${what}` : code === 'EISDIR' ? `is a directory, not a ${what}` : code === 'EACCES' ? `${what} not readable (permission denied)` : (e as Error).message;

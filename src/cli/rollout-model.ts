@@ -5,6 +5,7 @@ import { randomUUID } from 'node:crypto';
 import OpenAI from 'openai';
 import { loadCliEnv } from '../config.js';
 import { errors, isRftError } from '../errors.js';
+import { cappedFetch, DEFAULT_MAX_REPLY_BYTES } from './rollout-reply-cap.js';
 import { toResponsesTool, type DatasetMessage, type DatasetRow } from './rollout-dataset.js';
 
 export type ModelApi = 'responses' | 'chat' | 'auto';
@@ -39,6 +40,8 @@ export interface ModelOptions {
   /** From modelEndpoint(): always explicit, so the SDK never falls back to its own default. */
   baseURL: string;
   apiKey?: string;
+  /** Largest reply body read from the endpoint (--max-reply-bytes; default DEFAULT_MAX_REPLY_BYTES). */
+  maxReplyBytes?: number;
 }
 
 export const OPENAI_API_BASE = 'https://api.openai.com/v1';
@@ -66,6 +69,7 @@ export class ModelClient {
       // A local OpenAI-compatible server usually needs no key; the SDK refuses to start without one.
       apiKey: opts.apiKey ?? 'unused',
       baseURL: opts.baseURL,
+      fetch: cappedFetch(opts.maxReplyBytes ?? DEFAULT_MAX_REPLY_BYTES),
     });
     this.model = opts.model;
     this.api = opts.api;

@@ -4,6 +4,7 @@ import { errors } from '../errors.js';
 import type { DatasetRow } from './rollout-dataset.js';
 import type { ModelApi } from './rollout-model.js';
 import { pool } from './rollout-pool.js';
+import { DEFAULT_MAX_REPLY_BYTES } from './rollout-reply-cap.js';
 import { Progress } from './rollout-progress.js';
 import { ResultsFile, pairKey } from './rollout-results.js';
 import { runRollout, type RolloutDeps, type RolloutResult } from './rollout-run.js';
@@ -19,6 +20,7 @@ interface RolloutOptions extends ServerOptions {
   out: string;
   graderPath: string;
   api: string;
+  maxReplyBytes: string;
   retryDiscarded?: boolean;
 }
 
@@ -70,6 +72,7 @@ async function action(opts: RolloutOptions): Promise<void> {
   const k = positiveInt('-k', opts.k);
   const concurrency = positiveInt('--concurrency', opts.concurrency);
   const maxSteps = positiveInt('--max-steps', opts.maxSteps);
+  const maxReplyBytes = positiveInt('--max-reply-bytes', opts.maxReplyBytes);
   if (!['responses', 'chat', 'auto'].includes(opts.api)) throw errors.cliUsage(`--api must be responses, chat or auto, got "${opts.api}"`);
   const [{ readDataset }, { clientFrom }, { ModelClient, modelEndpoint }] = await Promise.all([
     import('./rollout-dataset.js'),
@@ -90,7 +93,7 @@ async function action(opts: RolloutOptions): Promise<void> {
   const results = new ResultsFile(opts.out, { retryDiscarded: opts.retryDiscarded === true });
   const jobs = pendingJobs(rows.length, k, results.done);
   const skipped = rows.length * k - jobs.length;
-  const model = new ModelClient({ model: opts.model, api: opts.api as ModelApi, ...endpoint });
+  const model = new ModelClient({ model: opts.model, api: opts.api as ModelApi, maxReplyBytes, ...endpoint });
   if (skipped > 0) process.stderr.write(`resuming: ${skipped} rollouts already in ${opts.out}\n`);
   const progress = new Progress(jobs.length);
   // First Ctrl-C: finish the rollouts in flight (their lines are kept), start no more. Second: quit now.
@@ -142,6 +145,11 @@ export function register(program: Command): void {
       .option('--out <file>', 'results JSONL (appended; a rerun resumes)', 'results.jsonl')
       .option('--grader-path <path>', 'grader endpoint path on the server', '/grade')
       .option('--api <api>', 'responses, chat, or auto (Responses, falling back to Chat Completions on 404)', 'auto')
+      .option(
+        '--max-reply-bytes <n>',
+        "largest reply read from the model endpoint; past it the request is aborted and that rollout discarded (RFT_ERR_MODEL_REPLY_TOO_LARGE)",
+        String(DEFAULT_MAX_REPLY_BYTES),
+      )
       .option('--retry-discarded', 'on resume, run the discarded rollouts of --out again (the new line replaces the old one)'),
   ).action(action);
 }

@@ -49,6 +49,12 @@ export function toRftError(err: Partial<FastifyError> & Error, req: FastifyReque
 
 function send(req: FastifyRequest, reply: FastifyReply, e: RftError, err?: Error): void {
   req.errorCode = e.code; // for the metrics: whose failure a 5xx is
+  // Fastify answers a body error with "Connection: close", and Node then closes a socket the client
+  // is still writing the body to: the unread bytes make the kernel reset it, and the client sees
+  // EPIPE instead of the 413 (the CLI retried and said "cannot reach the server"). Kept alive, Node
+  // reads the rest of the body and drops it (RFT_BODY_TIMEOUT_MS bounds that), and the client reads
+  // the 413 once it has sent its body.
+  if (e.code === errors.bodyTooLarge.code && !req.raw.complete) reply.removeHeader('connection');
   if (isFailureCounted(e)) req.failureCounted = true;
   if (e.statusCode === 503 && !reply.hasHeader('retry-after')) void reply.header('retry-after', String(retryAfterS(e)));
   if (e.statusCode >= 500) req.log.error({ err }, 'request failed');

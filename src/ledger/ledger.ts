@@ -10,7 +10,7 @@ import type { Item } from '../protocol/wire.js';
 import type { LoadedTool } from '../registry/loader.js';
 import type { RolloutView, ToolContext } from '../registry/define.js';
 import type { Sandbox } from '../sandbox/types.js';
-import type { FinishCallInput, Store } from '../store/types.js';
+import { LIMIT_PLACEHOLDER, type FinishCallInput, type Store } from '../store/types.js';
 import type { CallStatus, RecordedCall } from '../store/records.js';
 import type { SandboxProvider } from './sandbox-provider.js';
 import { formatZodIssues, truncateOutput } from './output.js';
@@ -165,7 +165,7 @@ export class Ledger {
         item: input.item,
         credential: input.credential,
         now: Date.now(),
-        overBudgetOutput: `Tool budget exhausted: this rollout may use ${limit} tool-call unit(s) and has no budget left for "${def.name}" (cost ${cost}). The tool was not run. Give your final answer with what you have.`,
+        overBudgetOutput: `Tool budget exhausted: this rollout may use ${LIMIT_PLACEHOLDER} tool-call unit(s) and has no budget left for "${def.name}" (cost ${cost}). The tool was not run. Give your final answer with what you have.`,
       });
     } catch (e) {
       throw isRftError(e) ? e : errors.store((e as Error).message);

@@ -6,7 +6,7 @@ import { randomUUID } from 'node:crypto';
 import { ProtocolError, ProtocolErrorCode, Server, type CallToolResult, type ServerContext } from '@modelcontextprotocol/server';
 import { errors, isRftError } from '../errors.js';
 import type { Ledger } from '../ledger/ledger.js';
-import { traceIdSchema, type Item } from '../protocol/wire.js';
+import { ID_MAX_LENGTH, isId, traceIdSchema, type Item } from '../protocol/wire.js';
 import type { Registry } from '../registry/loader.js';
 
 /** Header naming the rollout a call belongs to (the trainer's `trace_id`). */
@@ -24,6 +24,8 @@ export const META = {
 export function sessionTraceId(sessionId: string): string {
   return `mcp-session-${sessionId}`;
 }
+
+const ID_RULES = `must be a string of 1 to ${ID_MAX_LENGTH} characters without control characters or unpaired surrogates (a call_id's rules)`;
 
 const SERVER_INFO = { name: 'rft-endpoints', version: '1' };
 
@@ -67,9 +69,8 @@ export function createToolServer(deps: McpServerDeps): Server {
     }
     const meta = (request.params._meta ?? {}) as Record<string, unknown>;
     const key = meta[META.idempotencyKey];
-    if (key !== undefined && (typeof key !== 'string' || key.length < 1 || key.length > 200)) {
-      throw new ProtocolError(ProtocolErrorCode.InvalidParams, `_meta["${META.idempotencyKey}"] must be a string of 1 to 200 characters`);
-    }
+    // The key (or the request id below) becomes the call's call_id: the rules of POST /tools' call_id.
+    if (key !== undefined && !isId(key)) throw new ProtocolError(ProtocolErrorCode.InvalidParams, `_meta["${META.idempotencyKey}"] ${ID_RULES}`);
     const rawItem = meta[META.item];
     if (rawItem !== undefined && (typeof rawItem !== 'object' || rawItem === null || Array.isArray(rawItem))) {
       throw new ProtocolError(ProtocolErrorCode.InvalidParams, `_meta["${META.item}"] must be an object (the dataset row)`);
@@ -78,6 +79,9 @@ export function createToolServer(deps: McpServerDeps): Server {
     // A retry runs once: the client's idempotency key is the call id; without one, within a
     // rollout, the JSON-RPC request id is (a stateless call has nothing to match a retry against).
     const callId = key ?? (stateless ? `mcp:${randomUUID()}` : `${callPrefix}${String(ctx.mcpReq.id)}`);
+    if (!isId(callId)) {
+      throw new ProtocolError(ProtocolErrorCode.InvalidParams, `the call id made of the request id, "${callPrefix}<id>", ${ID_RULES}: send a plain request id or _meta["${META.idempotencyKey}"]`);
+    }
     let outcome;
     try {
       outcome = await ledger.call(tool, {

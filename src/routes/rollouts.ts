@@ -2,6 +2,7 @@
 import type { FastifyInstance } from 'fastify';
 import type { ZodTypeProvider } from '@fastify/type-provider-zod';
 import { z } from 'zod';
+import { parseInstant } from '../stats/time.js';
 import { errors } from '../errors.js';
 import { rolloutFromJson, rolloutJsonSchema, rolloutToJson, summaryJsonSchema, summaryToJson } from '../protocol/record-json.js';
 import { traceIdSchema } from '../protocol/wire.js';
@@ -39,8 +40,8 @@ const deleteReply = z.object({ trace_id: z.string(), sandbox_destroyed: z.boolea
 
 function parseSince(s: string | undefined): number | undefined {
   if (s === undefined) return undefined;
-  const t = /^\d+$/.test(s) ? Number(s) : Date.parse(s);
-  if (!Number.isFinite(t)) throw errors.badRequest(`since must be an ISO time or milliseconds since epoch, got "${s}"`);
+  const t = parseInstant(s, Date.now());
+  if (t === undefined) throw errors.badRequest(`since must be an ISO time (YYYY-MM-DD...), ms since the epoch or a duration back from now, between 1970 and 9999, got "${s}"`);
   return t;
 }
 

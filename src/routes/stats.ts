@@ -29,7 +29,7 @@ export default async function statsRoutes(app: FastifyInstance): Promise<void> {
       const instant = (name: string, s: string | undefined, dflt: number) => {
         if (s === undefined) return dflt;
         const t = parseInstant(s, now);
-        if (t === undefined) throw errors.badRequest(`${name} must be an ISO time, ms since epoch or a duration such as "15m", got "${s}"`);
+        if (t === undefined) throw errors.badRequest(`${name} must be an ISO time (YYYY-MM-DD...), ms since the epoch or a duration back from now such as "15m", between 1970 and 9999, got "${s}"`);
         return t;
       };
       const until = instant('until', req.query.until, now);

@@ -130,7 +130,7 @@ export class DockerApi {
         ...(o.raw ? { body: o.raw.body } : body !== undefined ? { body: JSON.stringify(body) } : {}),
       });
     } catch (e) {
-      throw new EngineUnreachable(`docker engine ${this.url} did not answer ${method} ${path.split('?')[0]}: ${(e as Error).message}`);
+      throw new EngineUnreachable(`docker engine ${this.url} did not answer ${method} ${path.split('?')[0]}: ${(e as Error).message}`, { cause: e });
     }
   }
 

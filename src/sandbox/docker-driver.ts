@@ -7,7 +7,8 @@
 // replica reaps only its own, on every engine.
 import { randomInt, randomUUID } from 'node:crypto';
 import type { Logger } from 'pino';
-import { errors } from '../errors.js';
+import { readFileSync, statSync } from 'node:fs';
+import { errors, isRftError, type RftError } from '../errors.js';
 import { SLOW_TIMEOUT_MS } from './docker-api.js';
 import { DockerEngine } from './docker-engine.js';
 import { endpointFor, type DockerHostSpec } from './docker-hosts.js';
@@ -67,6 +68,36 @@ interface Warm {
 const poolKey = (s: Pick<SandboxSpec, 'limits' | 'readOnlyMounts'>): string =>
   JSON.stringify([s.limits.memoryBytes, s.limits.maxProcesses, s.limits.maxFileBytes, s.limits.cpuSeconds, s.limits.diskBytes, s.limits.inodes, s.readOnlyMounts ?? []]);
 
+/**
+ * The socket this process may not open (EACCES, EPERM), as a coded error that says how to get in:
+ * "driver docker is not available" alone sent people looking at the engine, which was fine.
+ */
+function socketDenied(socketPath: string | undefined, err: unknown): RftError | undefined {
+  let cur = err as { code?: unknown; cause?: unknown } | undefined;
+  for (let depth = 0; cur && depth < 5 && cur.code !== 'EACCES' && cur.code !== 'EPERM'; depth++) cur = cur.cause as typeof cur;
+  if (!socketPath || !cur) return undefined;
+  let gid: number | undefined;
+  try {
+    gid = statSync(socketPath).gid;
+  } catch {
+    // the folder holding it is closed to us too: the group of the socket cannot be told
+  }
+  return errors.dockerSocketDenied(socketPath, gid === undefined ? undefined : (groupName(gid) ?? String(gid)));
+}
+
+/** The name of a group id, from /etc/group. */
+function groupName(gid: number): string | undefined {
+  try {
+    for (const line of readFileSync('/etc/group', 'utf8').split('\n')) {
+      const [name, , id] = line.split(':');
+      if (name && Number(id) === gid) return name;
+    }
+  } catch {
+    // no /etc/group: the id is all there is
+  }
+  return undefined;
+}
+
 export class DockerDriver implements SandboxDriver {
   readonly name = 'docker' as const;
   readonly engines: DockerEngine[];
@@ -87,9 +118,12 @@ export class DockerDriver implements SandboxDriver {
       this.engines.map(async (e) => {
         try {
           const img = await e.api.call('GET', `/images/${encodeURIComponent(this.o.image)}/json`, undefined, { ok: [404], timeoutMs: 5_000 });
-          if (img.status === 200) return true;
+          if (img.status === 200) return await this.runtimeOf(e);
           e.markDown(`image ${this.o.image} is missing`);
         } catch (err) {
+          if (isRftError(err)) throw err;
+          const denied = socketDenied(e.api.endpoint.socketPath, err);
+          if (denied) throw denied;
           e.markDown((err as Error).message);
         }
         return false;
@@ -97,6 +131,20 @@ export class DockerDriver implements SandboxDriver {
     );
     if (ok.some(Boolean)) for (const e of this.engines) e.watch();
     return ok.some(Boolean);
+  }
+
+  /**
+   * An answering engine that does not know RFT_DOCKER_RUNTIME would refuse every container
+   * (500 "Unknown runtime" at each creation, a failed call per rollout): a misconfiguration that
+   * stops the boot instead, naming the engine and the runtimes it has.
+   */
+  private async runtimeOf(e: DockerEngine): Promise<true> {
+    const runtime = this.o.runtime;
+    if (!runtime) return true;
+    const info = await e.api.call<{ Runtimes?: Record<string, unknown> }>('GET', '/info', undefined, { timeoutMs: 5_000 });
+    const known = Object.keys(info.body.Runtimes ?? {});
+    if (!known.includes(runtime)) throw errors.dockerRuntimeMissing(runtime, e.name, known);
+    return true;
   }
 
   /** The answering engine with the most room under its cap. */

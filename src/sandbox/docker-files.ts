@@ -7,6 +7,7 @@
 // what those commands can reach anyway; nothing of the engine host or the server is in view.
 // Needs sh, cat, head, mkdir and GNU find in the image (the shipped image has them).
 import { errors } from '../errors.js';
+import { shownName } from './paths.js';
 import type { FileEntry } from './types.js';
 
 /** Walks "$@" from the workspace root refusing links; leaves the path in $p. Exit codes: see CODES. */
@@ -67,16 +68,33 @@ export function fileError(code: number | null, path: string, stderr: string): Er
 
 const TYPES: Record<string, FileEntry['type']> = { f: 'file', d: 'dir', l: 'symlink' };
 
+function splitBytes(b: Buffer, sep: number): Buffer[] {
+  const parts: Buffer[] = [];
+  let at = 0;
+  for (let i = b.indexOf(sep); i !== -1; i = b.indexOf(sep, at)) {
+    parts.push(b.subarray(at, i));
+    at = i + 1;
+  }
+  parts.push(b.subarray(at));
+  return parts;
+}
+
 /** Parses `find -printf '%y %s %P\0'` into entries below `prefix`, in the host drivers' order, at most `max`. */
 export function parseListing(out: Buffer, prefix: string[], max: number): FileEntry[] {
   const entries: { parts: string[]; entry: FileEntry }[] = [];
-  for (const rec of out.toString('utf8').split('\0')) {
-    const a = rec.indexOf(' ');
-    const b = rec.indexOf(' ', a + 1);
+  // Records split as bytes, names decoded per component: a name that is not UTF-8 is shown escaped
+  // (paths.ts shownName), as the host drivers show it, not garbled into U+FFFD.
+  for (let at = 0, end = out.indexOf(0); at < out.length; at = end + 1, end = out.indexOf(0, at)) {
+    const rec = out.subarray(at, end === -1 ? out.length : end);
+    if (end === -1) end = out.length;
+    const a = rec.indexOf(0x20);
+    const b = rec.indexOf(0x20, a + 1);
     if (a < 0 || b < 0) continue;
-    const rel = rec.slice(b + 1);
-    const parts = [...prefix, ...rel.split('/')];
-    entries.push({ parts, entry: { path: parts.join('/'), type: TYPES[rec.slice(0, a)] ?? 'other', size: Number(rec.slice(a + 1, b)) } });
+    const names = splitBytes(rec.subarray(b + 1), 0x2f).map(shownName);
+    const parts = [...prefix, ...names.map((n) => n.text)];
+    const escaped = names.some((n) => n.escaped);
+    const type = TYPES[rec.toString('latin1', 0, a)] ?? 'other';
+    entries.push({ parts, entry: { path: parts.join('/'), type, size: Number(rec.toString('latin1', a + 1, b)), ...(escaped ? { escaped: true as const } : {}) } });
   }
   // Depth-first, siblings by name: what walking each directory in sorted order gives.
   entries.sort((x, y) => {

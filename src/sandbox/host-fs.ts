@@ -5,7 +5,7 @@
 import { constants } from 'node:fs';
 import { open, opendir, mkdir, lstat, type FileHandle } from 'node:fs/promises';
 import { errors, RftError } from '../errors.js';
-import { workspaceComponents } from './paths.js';
+import { shownName, workspaceComponents } from './paths.js';
 import type { FileEntry } from './types.js';
 
 const { O_RDONLY, O_WRONLY, O_CREAT, O_TRUNC, O_DIRECTORY, O_NOFOLLOW, O_NONBLOCK } = constants;
@@ -144,30 +144,34 @@ export class HostWorkspace {
     const maxDepth = opts.maxDepth ?? 8;
     const maxEntries = opts.maxEntries ?? 1000;
     const out: FileEntry[] = [];
-    const walk = async (dir: FileHandle, prefix: string, depth: number): Promise<void> => {
-      const names: string[] = [];
-      for await (const d of await opendir(`/proc/self/fd/${dir.fd}`)) names.push(d.name);
-      names.sort();
+    const walk = async (dir: FileHandle, prefix: string, depth: number, inEscaped: boolean): Promise<void> => {
+      // Names as bytes: decoded, a name that is not UTF-8 would not lstat (and was silently left out).
+      const names: Buffer[] = [];
+      for await (const d of await opendir(`/proc/self/fd/${dir.fd}`, { encoding: 'buffer' as BufferEncoding })) names.push(d.name as unknown as Buffer);
+      names.sort(Buffer.compare);
       for (const name of names) {
         if (out.length >= maxEntries) return;
-        const rel = prefix ? `${prefix}/${name}` : name;
+        const shown = shownName(name);
+        const rel = prefix ? `${prefix}/${shown.text}` : shown.text;
+        const escaped = inEscaped || shown.escaped;
+        const path = Buffer.concat([Buffer.from(`/proc/self/fd/${dir.fd}/`), name]);
         let st;
         try {
-          st = await lstat(at(dir, name));
+          st = await lstat(path);
         } catch {
           continue; // removed while we listed
         }
         const type = st.isFile() ? 'file' : st.isDirectory() ? 'dir' : st.isSymbolicLink() ? 'symlink' : 'other';
-        out.push({ path: rel, type, size: st.size });
+        out.push({ path: rel, type, size: st.size, ...(escaped ? { escaped: true as const } : {}) });
         if (type === 'dir' && depth < maxDepth) {
           let child: FileHandle;
           try {
-            child = await open(at(dir, name), DIR_FLAGS);
+            child = await open(path, DIR_FLAGS);
           } catch {
             continue; // swapped for a symlink meanwhile: not followed
           }
           try {
-            await walk(child, rel, depth + 1);
+            await walk(child, rel, depth + 1, escaped);
           } finally {
             await child.close();
           }
@@ -177,7 +181,7 @@ export class HostWorkspace {
     try {
       const dir = await openDir(this.root, parts, null);
       try {
-        await walk(dir, parts.join('/'), 1);
+        await walk(dir, parts.join('/'), 1, false);
       } finally {
         await dir.close();
       }

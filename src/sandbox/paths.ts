@@ -1,6 +1,19 @@
 // Lexical checks on workspace-relative paths. Symlinks are handled where files are opened
 // (host-fs.ts); this only refuses what can never be inside the workspace.
+import { isUtf8 } from 'node:buffer';
 import { errors } from '../errors.js';
+
+/**
+ * A file name as the model reads it: a UTF-8 name as is; one that is not (any bytes but / and NUL
+ * make a Linux name) with its bytes from 0x80 and its backslashes written \xNN, as `ls -b` does,
+ * so it is shown instead of dropped or garbled. `escaped`: the text is not the name itself.
+ */
+export function shownName(name: Buffer): { text: string; escaped: boolean } {
+  if (isUtf8(name)) return { text: name.toString('utf8'), escaped: false };
+  let text = '';
+  for (const b of name) text += b >= 0x80 || b === 0x5c ? `\\x${b.toString(16).padStart(2, '0')}` : String.fromCharCode(b);
+  return { text, escaped: true };
+}
 
 /** Where the workspace appears inside bwrap and docker sandboxes; the model sees and quotes this path. */
 export const WORKSPACE_MOUNT = '/workspace';

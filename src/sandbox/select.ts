@@ -1,7 +1,7 @@
 // Picks a driver: `auto` prefers bwrap (fast, kernel-enforced), then Docker, then the unisolated
 // process driver.
 import type { Logger } from 'pino';
-import { errors } from '../errors.js';
+import { errors, isRftError } from '../errors.js';
 import type { DockerHostSpec } from './docker-hosts.js';
 import { BwrapDriver } from './bwrap-driver.js';
 import { ProcessDriver } from './process-driver.js';
@@ -56,7 +56,20 @@ export async function selectDriver(name: DriverName, opts: DriverOptions): Promi
   const order: Exclude<DriverName, 'auto'>[] = name === 'auto' ? ['bwrap', 'docker', 'process'] : [name];
   for (const n of order) {
     const d = await build(n, opts);
-    if (await d.available()) return d;
+    let ok;
+    try {
+      ok = await d.available();
+    } catch (e) {
+      // A misconfiguration it found (RFT_ERR_DOCKER_RUNTIME, RFT_ERR_DOCKER_SOCKET_DENIED) stops the
+      // boot; under auto a socket closed to this user only says why Docker was passed over.
+      await d.close?.();
+      if (name === 'auto' && isRftError(e) && e.code === errors.dockerSocketDenied.code) {
+        opts.log?.warn({ code: e.code }, `sandbox driver docker is not available: ${e.message}`);
+        continue;
+      }
+      throw e;
+    }
+    if (ok) return d;
     await d.close?.();
   }
   throw errors.config(`sandbox driver "${name}" is not available on this machine (docs/sandbox.md; RFT_SANDBOX=none if no tool needs a sandbox)`, {

@@ -79,6 +79,8 @@ export interface FileEntry {
   path: string;
   type: 'file' | 'dir' | 'symlink' | 'other';
   size: number;
+  /** A component of the name is not UTF-8 and `path` shows it escaped (paths.ts shownName). */
+  escaped?: true;
 }
 
 /** Where a sandbox lives, for another replica to open it: an engine (by its configured name) and a container. */

@@ -4,6 +4,7 @@
 import type pg from 'pg';
 import { insightsDdl, postgresDialect } from './insights.js';
 import { gradesDdl } from './rows.js';
+import { LIMIT_PLACEHOLDER } from './types.js';
 
 /** Double-quoted identifier; names are also checked by config, this keeps any caller safe. */
 export function quoteIdent(name: string): string {
@@ -99,10 +100,12 @@ BEGIN
       'call', row_to_json(c), 'used', r.budget_used, 'limit', r.budget_limit, 'exceeded', r.budget_exceeded);
   END IF;
   IF r.budget_used + p_cost > r.budget_limit THEN
+    -- The text quotes the limit enforced here (the rollout's), not the one this call's row asked for.
+    p_over := replace(p_over, '${LIMIT_PLACEHOLDER}', r.budget_limit::bigint::text);
     INSERT INTO ${s}.calls (trace_id, call_id, seq, tool, arguments, args_hash, output, status, cost, credential,
         started_at, finished_at, duration_ms, output_bytes, truncated, owner)
       VALUES (p_trace, p_call, r.next_seq, p_tool, p_args, p_hash, p_over, 'budget_exceeded', 0, p_credential,
-        p_now, p_now, 0, p_over_bytes, false, p_owner)
+        p_now, p_now, 0, octet_length(p_over), false, p_owner)
       RETURNING * INTO c;
     UPDATE ${s}.rollouts SET budget_exceeded = true, next_seq = next_seq + 1, call_count = call_count + 1, updated_at = p_now WHERE trace_id = p_trace;
     RETURN json_build_object('kind', 'over_budget', 'call', row_to_json(c),

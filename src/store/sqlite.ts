@@ -13,6 +13,7 @@ import Database from 'better-sqlite3';
 import { closeSync, fdatasync, fsyncSync, mkdirSync, openSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { errors } from '../errors.js';
+import { LIMIT_PLACEHOLDER } from './types.js';
 import type { BudgetUsage, GradeRecord, RecordedCall, RolloutSummary } from './records.js';
 import { GRADE_COLUMNS, gradesDdl, gradeValues, rowMappers, type CallRowShape, type GradeRow, type RolloutRowShape } from './rows.js';
 import {
@@ -116,9 +117,11 @@ function statements(db: Database.Database) {
     // The rollout row must exist (else nothing is inserted); a recorded call id fails the primary key.
     addCall: db.prepare<Record<string, unknown>, CallRow>(
       `INSERT INTO calls (${CALL_COLUMNS})
-       SELECT @trace, @call, next_seq, @tool, @args, @hash, iif(over, @overOutput, NULL), iif(over, 'budget_exceeded', 'running'),
-         iif(over, 0, @cost), @credential, @now, iif(over, @now, NULL), iif(over, 0, NULL), iif(over, @overBytes, NULL), 0
-       FROM (SELECT next_seq, budget_used + @cost > budget_limit AS over FROM rollouts WHERE trace_id = @trace)
+       SELECT @trace, @call, next_seq, @tool, @args, @hash, iif(over, over_output, NULL), iif(over, 'budget_exceeded', 'running'),
+         iif(over, 0, @cost), @credential, @now, iif(over, @now, NULL), iif(over, 0, NULL), iif(over, length(CAST(over_output AS BLOB)), NULL), 0
+       FROM (SELECT next_seq, budget_used + @cost > budget_limit AS over,
+               replace(@overOutput, '${LIMIT_PLACEHOLDER}', CAST(CAST(budget_limit AS INTEGER) AS TEXT)) AS over_output
+             FROM rollouts WHERE trace_id = @trace)
        RETURNING *`,
     ),
     charge: db.prepare<[number, number, number, string], RolloutRow>(
@@ -359,7 +362,7 @@ export class SqliteStore implements Store {
   private admit(i: BeginCallInput): BeginCallResult {
     const params = {
       trace: i.traceId, call: i.callId, tool: i.tool, args: i.arguments, hash: i.argsHash, cost: i.cost, credential: i.credential,
-      now: i.now, overOutput: i.overBudgetOutput, overBytes: Buffer.byteLength(i.overBudgetOutput),
+      now: i.now, overOutput: i.overBudgetOutput,
     };
     let row: CallRow | undefined;
     try {

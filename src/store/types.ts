@@ -17,9 +17,16 @@ export interface BeginCallInput {
   item: Record<string, unknown> | null;
   credential: string | null;
   now: number;
-  /** Output recorded when the budget is spent (the call then does not run). */
+  /**
+   * Output recorded when the budget is spent (the call then does not run). The store writes the
+   * rollout's stored limit (the one it enforced) in place of LIMIT_PLACEHOLDER: `budgetLimit` is
+   * only this call's row's, which a later call may not share.
+   */
   overBudgetOutput: string;
 }
+
+/** Stands for the enforced budget limit in BeginCallInput.overBudgetOutput. */
+export const LIMIT_PLACEHOLDER = '{limit}';
 
 export type BeginCallResult =
   | { kind: 'started'; call: RecordedCall; budget: BudgetUsage }

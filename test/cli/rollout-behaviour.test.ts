@@ -4,6 +4,7 @@ import type { DatasetRow } from '../../src/cli/rollout-dataset.js';
 import type { RolloutResult } from '../../src/cli/rollout-run.js';
 import { startScriptedModel, type Script } from '../helpers/scripted-model.js';
 import { startTestServer, type TestServer } from '../helpers/server.js';
+import { waitFor } from '../helpers/wait.js';
 import { finqaScript, finqaToolsDir, getJson, prepareFinqa, readJsonl, reexport, removeTempDirs, repoRoot, runCli, signalAfterLines, spawnCli, unitsDir, writeJsonl } from './harness.js';
 
 let server: TestServer;
@@ -45,6 +46,34 @@ async function withModel<T>(script: Script, fn: (baseURL: string, requests: Awai
 const args = (baseURL: string, out: string, file = dataset) => ['rollout', '--dataset', file, '--server', server.url, '--key', server.key, '--model', 'scripted', '--base-url', baseURL, '--out', out];
 
 describe('rollout behaviour', () => {
+  const MiB = 1024 * 1024;
+  it.each([
+    ['chunked', false],
+    ['with its Content-Length declared', true],
+  ])('aborts a model reply (%s) past --max-reply-bytes, reading no more of it, and discards that rollout with a code', async (_, declareLength) => {
+    const out = join(work, `flood-${String(declareLength)}.jsonl`);
+    // 128 MiB a reply: enough that a read to the end is seen (and not slow), small enough for a shared machine.
+    const model = await startScriptedModel({ script: [], flood: { bytes: 128 * MiB, declareLength } });
+    try {
+      const r = await runCli([...args(model.baseURL, out), '--api', 'responses', '--concurrency', '2', '--max-reply-bytes', String(MiB)]);
+      expect(r.code, r.stderr).toBe(1); // every rollout discarded
+      expect(r.stderr).toContain('RFT_ERR_MODEL_REPLY_TOO_LARGE');
+      const results = readJsonl<RolloutResult>(out);
+      expect(results).toHaveLength(rows.length);
+      for (const x of results) expect(x).toMatchObject({ discarded: true, error_code: 'RFT_ERR_MODEL_REPLY_TOO_LARGE', steps: 0 });
+      // One request per rollout (a capped reply is not retried), each cut off by the CLI soon after the
+      // cap: what was written is the cap plus the sockets' buffers (4-6 MiB here), far from the 128 MiB offered.
+      expect(model.requests).toHaveLength(rows.length);
+      await waitFor('the model server to see every flooded connection end', () => (model.floods.length === rows.length ? true : undefined));
+      for (const f of model.floods) {
+        expect(f.finished).toBe(false);
+        expect(f.sent).toBeLessThan(24 * MiB);
+      }
+    } finally {
+      await model.close();
+    }
+  }, 60_000);
+
   it('ends a rollout at --max-steps, still sending the last turn\'s calls, and says so', async () => {
     const out = join(work, 'steps.jsonl');
     await withModel(finqaScript(rows), async (url) => {

@@ -37,6 +37,18 @@ export interface ScriptedModelOptions {
   responsesApi?: boolean;
   /** Delay before each answer; 0 (the default) answers instantly. */
   latencyMs?: number;
+  /**
+   * Answer every Responses request with one message whose text is `bytes` long, streamed in 64 KiB
+   * chunks as the client reads them: chunked, or with its Content-Length declared up front.
+   */
+  flood?: { bytes: number; declareLength?: boolean };
+}
+
+/** One flooded reply: how much of it the client took before the connection closed. */
+export interface FloodRecord {
+  sent: number;
+  /** The whole body was written; false when the client closed the connection first. */
+  finished: boolean;
 }
 
 export interface RecordedRequest {
@@ -50,6 +62,8 @@ export interface ScriptedModel {
   /** Base URL including /v1, for the SDK's baseURL or --base-url. */
   baseURL: string;
   requests: RecordedRequest[];
+  /** Each flooded reply, once it has ended (see ScriptedModelOptions.flood). */
+  floods: FloodRecord[];
   close(): Promise<void>;
 }
 
@@ -178,6 +192,32 @@ export async function startScriptedModel(opts: ScriptedModelOptions): Promise<Sc
     res.end(JSON.stringify(body));
   };
 
+  const floods: FloodRecord[] = [];
+  const flood = async (res: ServerResponse, { bytes, declareLength }: { bytes: number; declareLength?: boolean }) => {
+    const head = Buffer.from(
+      '{"id":"resp_flood","object":"response","created_at":0,"status":"completed","model":"scripted","output":' +
+        '[{"type":"message","id":"msg_flood","role":"assistant","status":"completed","content":[{"type":"output_text","annotations":[],"text":"',
+    );
+    const tail = Buffer.from('"}]}],"usage":{"input_tokens":1,"output_tokens":1,"total_tokens":2}}');
+    res.writeHead(200, { 'content-type': 'application/json', ...(declareLength ? { 'content-length': head.length + bytes + tail.length } : {}) });
+    const record: FloodRecord = { sent: 0, finished: false };
+    let closed = false;
+    const onClose = new Promise<void>((resolve) => res.on('close', () => resolve(void (closed = true))));
+    const chunk = Buffer.alloc(64 * 1024, 'A');
+    res.write(head);
+    while (record.sent < bytes && !closed) {
+      const part = bytes - record.sent >= chunk.length ? chunk : chunk.subarray(0, bytes - record.sent);
+      record.sent += part.length;
+      // Only as fast as the client reads: a full socket waits for drain (or for the client to go).
+      if (!res.write(part)) await Promise.race([new Promise((r) => res.once('drain', r)), onClose]);
+    }
+    if (!closed) {
+      res.end(tail);
+      record.finished = true;
+    }
+    floods.push(record);
+  };
+
   const handle = async (req: IncomingMessage, res: ServerResponse) => {
     const chunks: Buffer[] = [];
     for await (const c of req) chunks.push(c as Buffer);
@@ -196,6 +236,7 @@ export async function startScriptedModel(opts: ScriptedModelOptions): Promise<Sc
     }
     requests.push({ api, body, authorization: req.headers.authorization });
     if (opts.latencyMs) await new Promise((r) => setTimeout(r, opts.latencyMs));
+    if (opts.flood && api === 'responses') return flood(res, opts.flood);
     try {
       send(res, 200, api === 'responses' ? responses(body) : chat(body));
     } catch (e) {
@@ -210,6 +251,7 @@ export async function startScriptedModel(opts: ScriptedModelOptions): Promise<Sc
   return {
     baseURL: `http://127.0.0.1:${port}/v1`,
     requests,
+    floods,
     close: () =>
       new Promise<void>((resolve) => {
         server.closeAllConnections();

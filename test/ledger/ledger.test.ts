@@ -65,6 +65,14 @@ describe('ledger', () => {
     expect(rec.calls.map((c: { seq: number }) => c.seq)).toEqual(Array.from({ length: 50 }, (_, i) => i + 1));
   });
 
+  it('quotes the budget it enforces (the rollout\'s first row), not the tool_budget a later call carries', async () => {
+    const trace = newTrace();
+    await post(functionCall('echo', { text: '1' }, { trace_id: trace, item: { tool_budget: 1 } }));
+    const second = await post(functionCall('echo', { text: '2' }, { trace_id: trace, item: { tool_budget: 50 } }));
+    expect(second.json().output).toMatch(/^Tool budget exhausted: this rollout may use 1 tool-call unit\(s\)/);
+    expect((await record(trace)).budget).toEqual({ used: 1, limit: 1, exceeded: true });
+  });
+
   it('tells the model the budget is spent, and takes the budget from the dataset row', async () => {
     const trace = newTrace();
     const item = { tool_budget: 2 };

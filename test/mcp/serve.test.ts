@@ -45,6 +45,23 @@ describe('/mcp with the SDK clients', () => {
   });
   afterAll(async () => srv?.close());
 
+  it('refuses a JSON-RPC request id that would make an unfit call id (control character, lone surrogate), and records nothing', async () => {
+    const traceId = `trace_${randomUUID()}`;
+    const meta = { 'io.modelcontextprotocol/protocolVersion': '2026-07-28', 'io.modelcontextprotocol/clientInfo': { name: 'raw', version: '1' }, 'io.modelcontextprotocol/clientCapabilities': {} };
+    const call = async (id: string | number) => {
+      const res = await fetch(`${srv.url}/mcp`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${srv.key}`, 'content-type': 'application/json', accept: 'application/json, text/event-stream', 'mcp-protocol-version': '2026-07-28', 'mcp-method': 'tools/call', 'mcp-name': 'echo', 'x-rft-trace-id': traceId },
+        body: JSON.stringify({ jsonrpc: '2.0', id, method: 'tools/call', params: { name: 'echo', arguments: { text: 'x' }, _meta: meta } }),
+      });
+      const text = await res.text();
+      return JSON.parse(text.startsWith('{') ? text : text.slice(text.indexOf('{'), text.lastIndexOf('}') + 1)) as { error?: { code: number }; result?: unknown };
+    };
+    for (const id of ['a\u0000b', 'bell\u0007', '\udbff']) expect((await call(id)).error?.code, JSON.stringify(id)).toBe(-32602);
+    expect((await call(41)).result).toBeDefined();
+    expect((await rollout(srv, traceId)).calls.map((c) => c.call_id)).toEqual(['mcp:41']);
+  });
+
   for (const mode of ['modern', 'legacy'] as const) {
     describe(`${mode} protocol (${mode === 'modern' ? '2026-07-28' : '2025-11-25'})`, () => {
       it('negotiates the protocol generation it asked for', async () => {
@@ -123,6 +140,18 @@ describe('/mcp with the SDK clients', () => {
           code: -32602,
           message: expect.stringContaining('already used'),
         });
+        await client.close();
+      });
+
+      it('refuses an idempotency key that POST /tools would refuse as a call_id, and records nothing', async () => {
+        const traceId = `trace_${randomUUID()}`;
+        const { client } = await connect(srv, mode, { 'x-rft-trace-id': traceId });
+        for (const key of ['a\u0000b', 'tab\there', 'del\u007f', '\ud800x', 'x\udc00', 'k'.repeat(201), '', 7]) {
+          await expect(client.callTool({ name: 'echo', arguments: { text: 'x' }, _meta: { [META.idempotencyKey]: key } }), JSON.stringify(key)).rejects.toMatchObject({ code: -32602 });
+        }
+        // A key made of a surrogate pair is a character, as in a call_id.
+        await client.callTool({ name: 'echo', arguments: { text: 'x' }, _meta: { [META.idempotencyKey]: 'k-\ud83d\ude00' } });
+        expect((await rollout(srv, traceId)).calls.map((c) => c.call_id)).toEqual(['k-\ud83d\ude00']);
         await client.close();
       });
 

@@ -7,6 +7,7 @@ import { ProcessDriver } from '../../src/sandbox/process-driver.js';
 import { workspaceSource } from '../../src/sandbox/workspace.js';
 import { DOCKER_IMAGE, driversPresent, spec, tempRoot } from './helpers.js';
 import { runLabels } from '../helpers/run-label.js';
+import listFilesTool from '../../tools/list_files.js';
 
 const present = await driversPresent();
 
@@ -73,6 +74,25 @@ describe('workspace templates', () => {
         expect(await readFile(join(templates, 'repo', 'src', 'app.py'), 'utf8')).toContain('return a - b');
         expect((await stat(join(templates, 'repo', 'src', 'app.py'))).nlink).toBe(1);
         await sb.destroy();
+      });
+
+      it('lists names that are not UTF-8, escaped and marked, instead of hiding them (list_files too)', async () => {
+        const sb = await make(tmp.root).create(spec('trace_ws4', { files: { 'ok.txt': 'k' } }));
+        try {
+          const r = await sb.exec("printf x > \"$(printf 'bad\\377name')\"; mkdir \"$(printf 'd\\351')\"; printf y > \"$(printf 'd\\351')/inner\"");
+          expect(r.exitCode, r.stderr).toBe(0);
+          expect(await sb.listFiles()).toEqual([
+            { path: 'bad\\xffname', type: 'file', size: 1, escaped: true },
+            { path: 'd\\xe9', type: 'dir', size: expect.any(Number), escaped: true },
+            { path: 'd\\xe9/inner', type: 'file', size: 1, escaped: true },
+            { path: 'ok.txt', type: 'file', size: 1 },
+          ]);
+          const out = await listFilesTool.handler({}, { sandbox: () => Promise.resolve(sb), item: {} } as never);
+          expect(out).toContain('bad\\xffname (1 B) [name not UTF-8');
+          expect(out).toMatch(/^ok\.txt \(1 B\)$/m);
+        } finally {
+          await sb.destroy();
+        }
       });
 
       it('lets the sandbox user edit the files it was given', async () => {

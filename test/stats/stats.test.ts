@@ -109,11 +109,15 @@ describe('GET /v1/stats', () => {
   });
 
   it('refuses a bad window with 400 and a code', async () => {
-    for (const url of ['/v1/stats?since=yesterday', '/v1/stats?since=1h&bucket=1ms', '/v1/stats?since=1m&until=2m', '/v1/stats?bucket=x']) {
+    const absurd = ['until=-1', 'since=-5&until=5', 'since=999999999999999999', 'since=100000000d', 'until=+275760-09-13'];
+    for (const url of ['/v1/stats?since=yesterday', '/v1/stats?since=1h&bucket=1ms', '/v1/stats?since=1m&until=2m', '/v1/stats?bucket=x', ...absurd.map((q) => `/v1/stats?${q}`)]) {
       const res = await get(url);
       expect(res.statusCode, url).toBe(400);
       expect(res.json().error.code).toBe('RFT_ERR_BAD_REQUEST');
     }
+    // /v1/rollouts?since= reads instants the same way.
+    expect((await get('/v1/rollouts?since=-1')).json().error.code).toBe('RFT_ERR_BAD_REQUEST');
+    expect((await get('/v1/rollouts?since=1h')).statusCode).toBe(200);
     expect((await s.app.inject({ method: 'GET', url: '/v1/stats' })).statusCode).toBe(401);
   });
 });

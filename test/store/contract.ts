@@ -1,7 +1,7 @@
 // The Store contract: behaviours every store (SQLite, Postgres) must show identically, run by
 // test/store/sqlite.test.ts and test/store/postgres.test.ts against a fresh, empty store each test.
 import { describe, expect, it, onTestFinished } from 'vitest';
-import type { BeginCallInput, ImportedRollout, NewGrade, Store } from '../../src/store/types.js';
+import { LIMIT_PLACEHOLDER, type BeginCallInput, type ImportedRollout, type NewGrade, type Store } from '../../src/store/types.js';
 import { insightsContract } from './insights-contract.js';
 
 export const begin = (traceId: string, callId: string, over: Partial<BeginCallInput> = {}): BeginCallInput => ({
@@ -59,6 +59,14 @@ export function storeContract(label: string, open: () => Promise<Store>): void {
       const r = await store.beginCall(begin('trace_o', 'c2', { overBudgetOutput: 'no budget left' }));
       expect(r).toMatchObject({ kind: 'over_budget', call: { status: 'budget_exceeded', cost: 0, output: 'no budget left', outputBytes: 14, durationMs: 0 } });
       expect(await store.getCall('trace_o', 'c2')).toEqual(r.call);
+    });
+
+    it('writes the limit it enforced (the rollout\'s) into a refused call\'s output, not the one the call asked for', async () => {
+      const store = await fresh();
+      await store.beginCall(begin('trace_q', 'c1', { budgetLimit: 1 }));
+      const r = await store.beginCall(begin('trace_q', 'c2', { budgetLimit: 50, overBudgetOutput: `may use ${LIMIT_PLACEHOLDER} unit(s) é` }));
+      expect(r).toMatchObject({ kind: 'over_budget', call: { output: 'may use 1 unit(s) é', outputBytes: Buffer.byteLength('may use 1 unit(s) é') } });
+      expect(await store.getCall('trace_q', 'c2')).toEqual(r.call);
     });
 
     it('keeps the budget limit of the call that created the rollout', async () => {

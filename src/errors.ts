@@ -125,6 +125,12 @@ export const errors = {
     `grader "${grader}" failed: ${why}`,
     { grader },
   ]),
+  // A row without what the grader reads (its itemSchema) is the dataset's fault: never scored (a
+  // false zero would be trained on), answered 5xx so the trainer drops the rollout.
+  badRow: define('RFT_ERR_BAD_ROW', 500, (grader: string, problems: string) => [
+    `the row does not match grader "${grader}"'s itemSchema (${problems}): not graded; check the dataset with \`rft-endpoints dataset check\``,
+    { grader },
+  ]),
   graderBadScore: define('RFT_ERR_GRADER_BAD_SCORE', 500, (grader: string, why: string) => [
     `grader "${grader}" returned an invalid score: ${why}`,
     { grader },

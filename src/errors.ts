@@ -104,6 +104,14 @@ export const errors = {
     `unknown grader "${name}"; known graders: ${known.join(', ') || '(none)'}`,
     { grader: name, known_graders: known },
   ]),
+  // Several graders and no RFT_DEFAULT_GRADER: which one POST /grade (or a job-config) means is the
+  // user's choice, never a guess.
+  noDefaultGrader: define('RFT_ERR_NO_DEFAULT_GRADER', 404, (known: string[]) => [
+    known.length === 0
+      ? 'no default grader: this server loaded no grader (RFT_GRADERS_DIR), so RFT_DEFAULT_GRADER has none to name'
+      : `no default grader: set RFT_DEFAULT_GRADER to one of ${known.join(', ')}, or name it (POST /graders/<name>, GET /v1/job-config?grader=<name>)`,
+    { known_graders: known, setting: 'RFT_DEFAULT_GRADER' },
+  ]),
   notFound: define('RFT_ERR_NOT_FOUND', 404, (what: string) => [`${what} not found`]),
   notGraded: define('RFT_ERR_NOT_GRADED', 409, (traceId: string) => [
     `rollout ${traceId} was never graded, so there is no sample to re-score`,

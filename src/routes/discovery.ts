@@ -55,6 +55,8 @@ export default async function discoveryRoutes(app: FastifyInstance): Promise<voi
     const q = { data: req.query };
     const base = (q.data.base_url ?? `${config.tls ? 'https' : 'http'}://${req.headers.host ?? `${config.host}:${config.port}`}`).replace(/\/+$/, '');
     const graderName = q.data.grader ?? defaultGraderName(app);
+    // Several graders and none chosen: a coded error, never a fragment without a grader.
+    if (graderName === undefined && registry.graders.size > 0) throw errors.noDefaultGrader([...registry.graders.keys()]);
     if (graderName && !registry.graders.has(graderName)) throw errors.unknownGrader(graderName, [...registry.graders.keys()]);
     // The first header the server reads a key from (RFT_API_KEY_HEADERS), as the job must send it.
     const headers = headerSnippet(app.rft.auth.keyHeaders[0]!, '<YOUR_RFT_KEY>');

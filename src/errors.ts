@@ -251,6 +251,10 @@ export const errors = {
     `cannot reach the rft-endpoints server at ${url} (${why}): is it running? (--server URL or RFT_SERVER)`,
     { url },
   ]),
+  serverTls: define('RFT_ERR_SERVER_TLS', 503, (url: string, tlsCode: string, hint: string) => [
+    `cannot reach the rft-endpoints server at ${url} over TLS (${tlsCode}): ${hint}`,
+    { url, tls_code: tlsCode },
+  ]),
   serverAuth: define('RFT_ERR_SERVER_AUTH', 401, (url: string, code: string) => [
     `the server at ${url} refused the credential (${code}): pass --key (RFT_API_KEY) or --signing-secret (RFT_SIGNING_SECRET) as configured on the server`,
     { url, server_code: code },

@@ -49,6 +49,12 @@ describe('a row that does not match the grader itemSchema', () => {
     expect(await metric('rft_failures_total', { kind: 'infra', where: 'server' })).toBe(0);
   });
 
+  it('counts in the stats (and the dashboard) as the data\'s failure, not an infrastructure one', async () => {
+    const stats = (await get('/v1/stats?since=1h&include=grades')).json();
+    expect(stats.totals.failures).toMatchObject({ infra: 0, data: 2 });
+    expect(stats.learning_curve[0]).toMatchObject({ grader: 'reference' });
+  });
+
   it('grades a row that matches, and leaves it unflagged', async () => {
     const trace = newTrace();
     const res = await post('/grade', { sample: sample('4.2'), item: { reference_answer: '4.2' }, trace_id: trace });

@@ -72,6 +72,8 @@ export const configSchema = z.object({
   RFT_MCP_CONFIG: z.string().min(1).optional(),
   RFT_GRADERS_DIR: z.string().default('graders'),
   RFT_DEFAULT_GRADER: z.string().optional(),
+  /** The job body (model, max_episode_steps, hyperparameters); default job.json beside the tools folder, none if absent. */
+  RFT_JOB_FILE: z.string().min(1).optional(),
   RFT_TOOL_TIMEOUT_MS: int(1, 600_000).default(60_000),
   RFT_MAX_OUTPUT_BYTES: int(256, 1_000_000).default(16_384),
   RFT_GRADER_TIMEOUT_MS: int(1, 600_000).default(300_000),
@@ -173,6 +175,8 @@ export interface AppConfig {
   /** What a host (unsandboxed) stdio MCP server inherits from this environment; never the server's secrets. */
   mcpInheritedEnv: Record<string, string>;
   defaultGrader: string | undefined;
+  /** The project's job.json; `required` when named explicitly (a missing file then stops the boot). */
+  jobFile: { path: string; required: boolean };
   toolTimeoutMs: number;
   maxOutputBytes: number;
   graderTimeoutMs: number;
@@ -284,6 +288,9 @@ export function loadConfig(
       : { path: join(dirname(resolve(c.RFT_TOOLS_DIR)), 'mcp.json'), required: false },
     mcpInheritedEnv: Object.fromEntries(MCP_INHERITED.flatMap((k) => (env[k] ? [[k, env[k]]] : []))),
     defaultGrader: c.RFT_DEFAULT_GRADER,
+    jobFile: c.RFT_JOB_FILE
+      ? { path: resolve(c.RFT_JOB_FILE), required: true }
+      : { path: join(dirname(resolve(c.RFT_TOOLS_DIR)), 'job.json'), required: false },
     toolTimeoutMs: c.RFT_TOOL_TIMEOUT_MS,
     maxOutputBytes: c.RFT_MAX_OUTPUT_BYTES,
     graderTimeoutMs: c.RFT_GRADER_TIMEOUT_MS,

@@ -104,6 +104,14 @@ export const errors = {
     `unknown grader "${name}"; known graders: ${known.join(', ') || '(none)'}`,
     { grader: name, known_graders: known },
   ]),
+  // Several graders and no RFT_DEFAULT_GRADER: which one POST /grade (or a job-config) means is the
+  // user's choice, never a guess.
+  noDefaultGrader: define('RFT_ERR_NO_DEFAULT_GRADER', 404, (known: string[]) => [
+    known.length === 0
+      ? 'no default grader: this server loaded no grader (RFT_GRADERS_DIR), so RFT_DEFAULT_GRADER has none to name'
+      : `no default grader: set RFT_DEFAULT_GRADER to one of ${known.join(', ')}, or name it (POST /graders/<name>, GET /v1/job-config?grader=<name>)`,
+    { known_graders: known, setting: 'RFT_DEFAULT_GRADER' },
+  ]),
   notFound: define('RFT_ERR_NOT_FOUND', 404, (what: string) => [`${what} not found`]),
   notGraded: define('RFT_ERR_NOT_GRADED', 409, (traceId: string) => [
     `rollout ${traceId} was never graded, so there is no sample to re-score`,
@@ -131,6 +139,12 @@ export const errors = {
   // grading
   graderFailed: define('RFT_ERR_GRADER_FAILED', 500, (grader: string, why: string) => [
     `grader "${grader}" failed: ${why}`,
+    { grader },
+  ]),
+  // A row without what the grader reads (its itemSchema) is the dataset's fault: never scored (a
+  // false zero would be trained on), answered 5xx so the trainer drops the rollout.
+  badRow: define('RFT_ERR_BAD_ROW', 500, (grader: string, problems: string) => [
+    `the row does not match grader "${grader}"'s itemSchema (${problems}): not graded; check the dataset with \`rft-endpoints dataset check\``,
     { grader },
   ]),
   graderBadScore: define('RFT_ERR_GRADER_BAD_SCORE', 500, (grader: string, why: string) => [
@@ -262,6 +276,10 @@ export const errors = {
   serverUnreachable: define('RFT_ERR_SERVER_UNREACHABLE', 503, (url: string, why: string) => [
     `cannot reach the rft-endpoints server at ${url} (${why}): is it running? (--server URL or RFT_SERVER)`,
     { url },
+  ]),
+  serverTls: define('RFT_ERR_SERVER_TLS', 503, (url: string, tlsCode: string, hint: string) => [
+    `cannot reach the rft-endpoints server at ${url} over TLS (${tlsCode}): ${hint}`,
+    { url, tls_code: tlsCode },
   ]),
   serverAuth: define('RFT_ERR_SERVER_AUTH', 401, (url: string, code: string) => [
     `the server at ${url} refused the credential (${code}): pass --key (RFT_API_KEY) or --signing-secret (RFT_SIGNING_SECRET) as configured on the server`,

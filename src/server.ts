@@ -3,6 +3,7 @@ import type { FastifyInstance } from 'fastify';
 import { buildApp } from './app.js';
 import { isLoopback, loadConfig, type AppConfig } from './config.js';
 import { errors } from './errors.js';
+import { credentialsNote } from './authentication/boot-note.js';
 
 export interface StartedServer {
   app: FastifyInstance;
@@ -28,26 +29,40 @@ export async function startServer(config: AppConfig): Promise<StartedServer> {
   }
   const addr = app.server.address();
   const port = typeof addr === 'object' && addr ? addr.port : config.port;
-  const host = config.host.includes(':') ? `[${config.host}]` : config.host;
-  const url = `${config.tls ? 'https' : 'http'}://${host}:${port}`;
-  if (localKey) {
-    if (localKey.created) {
-      // Printed once, on the terminal, never in the JSON logs.
-      process.stderr.write(`\nNo credential configured: created an API key for this server (kept in ${localKey.path}):\n\n  ${localKey.key}\n\n`);
-    } else {
-      process.stderr.write(`Using the API key kept in ${localKey.path}\n`);
-    }
+  const url = `${config.tls ? 'https' : 'http'}://${urlHost(config.host)}:${port}`;
+  // Where a curl on this machine (or in this container) reaches it: not the wildcard it listens on.
+  const reachable = `${config.tls ? 'https' : 'http'}://${urlHost(reachableHost(config.host))}:${port}`;
+  if (localKey?.created) {
+    // Printed once, on the terminal, never in the JSON logs.
+    process.stderr.write(`\nNo credential configured: created an API key for this server (kept in ${localKey.path}):\n\n  ${localKey.key}\n\n`);
   }
+  process.stderr.write(credentialsNote(config, localKey));
   const tools = [...app.rft.registry.tools.keys()];
   const demo = tools.includes('search_docs')
     ? { name: 'search_docs', args: '{\\"query\\":\\"Q3 revenue\\"}' }
     : { name: tools[0] ?? 'TOOL', args: '{}' };
   process.stderr.write(
-    `rft-endpoints listening on ${url} (${tools.length} tools, ${app.rft.registry.graders.size} graders, sandbox: ${sandboxDriver ?? 'none'})\n` +
-      `  try: ${localKey ? `KEY=$(cat ${localKey.path}); ` : ''}curl -s ${url}/tools -H "Authorization: Bearer $KEY" -H 'content-type: application/json' \\\n` +
+    `rft-endpoints listening on ${url} (${count(tools.length, 'tool')}, ${count(app.rft.registry.graders.size, 'grader')}, sandbox: ${sandboxDriver ?? 'none'})\n` +
+      `  try: ${localKey ? `KEY=$(cat ${localKey.path}); ` : ''}curl -s ${reachable}/tools -H "Authorization: Bearer $KEY" -H 'content-type: application/json' \\\n` +
       `        -d '{"type":"function_call","call_id":"call_1","name":"${demo.name}","arguments":"${demo.args}","trace_id":"trace_demo","item":{}}'\n`,
   );
   return { app, url, config };
+}
+
+/** "1 tool", "2 tools". */
+function count(n: number, word: string): string {
+  return `${n} ${n === 1 ? word : `${word}s`}`;
+}
+
+function urlHost(host: string): string {
+  return host.includes(':') ? `[${host}]` : host;
+}
+
+/** The loopback address of the wildcard a server listens on (0.0.0.0, ::), else the address itself. */
+export function reachableHost(host: string): string {
+  if (host === '0.0.0.0') return '127.0.0.1';
+  if (host === '::' || host === '[::]') return '::1';
+  return host;
 }
 
 /** Runs until SIGINT/SIGTERM, then stops accepting, lets running calls finish, and closes the store. */

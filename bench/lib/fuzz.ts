@@ -15,13 +15,13 @@ import { startFakeOpenAI } from '../../test/helpers/fake-openai.js';
  * The 5xx a request may get, by route: a record that could not be written (the trainer's retry is
  * right); from the tool route, a sandbox tool on this server, which runs without sandboxes (an
  * infrastructure failure: uncharged, retried, never shown to the model); and, from a grader route,
- * a grader that could not score the row it was given (the trainer must drop that rollout rather
- * than train on a made-up score).
+ * a grader that could not score the row it was given, or a row that does not match the grader's
+ * itemSchema (the trainer must drop that rollout rather than train on a made-up score).
  */
 const ALLOWED_5XX: Record<string, RegExp> = {
   any: /^RFT_ERR_STORE$/,
   tools: /^RFT_ERR_SANDBOX_UNAVAILABLE$/,
-  grade: /^RFT_ERR_(GRADER_FAILED|GRADER_BAD_SCORE)$/,
+  grade: /^RFT_ERR_(GRADER_FAILED|GRADER_BAD_SCORE|BAD_ROW)$/,
 };
 
 export interface FuzzRequest {

@@ -6,9 +6,9 @@
 // verifyBody() then checks a signature's HMAC over the raw body and records its webhook-id.
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
 import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
-import { join } from 'node:path';
 import { errors } from '../errors.js';
 import type { Store } from '../store/types.js';
+import { localKeyPath } from './boot-note.js';
 import { describeKeyHeaders, keyFromHeader, keyHeaders, type KeyHeader } from './key-headers.js';
 import { checkWebhookHeaders, secretKey, verifyWebhookBody, WEBHOOK_TOLERANCE_S, type CheckedWebhook } from './webhooks.js';
 
@@ -149,7 +149,7 @@ export function generateKey(): string {
 
 /** The key kept in the data dir when no credential is configured; created (and announced) once. */
 export function loadOrCreateLocalKey(dataDir: string): { key: string; created: boolean; path: string } {
-  const path = join(dataDir, 'api-key');
+  const path = localKeyPath(dataDir);
   if (existsSync(path)) return { key: readFileSync(path, 'utf8').trim(), created: false, path };
   mkdirSync(dataDir, { recursive: true });
   const key = generateKey();

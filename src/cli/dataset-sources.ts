@@ -76,7 +76,14 @@ export async function runDatasetCheck(file: string, opts: DatasetCheckOptions): 
     };
   }
   const grader = sources.graderName && sources.registry ? graderNeeds(sources.registry, sources.graderName) : undefined;
-  const graderLabel = grader ? `grader ${grader.name}` : sources.graderName ? `grader ${sources.graderName} not found here: its fields unchecked` : 'no grader';
+  const graders = sources.registry?.graders.size ?? 0;
+  const graderLabel = grader
+    ? `grader ${grader.name}`
+    : sources.graderName
+      ? `grader ${sources.graderName} not found here: its fields unchecked`
+      : graders > 1
+        ? `${graders} graders and no RFT_DEFAULT_GRADER: their fields unchecked (--grader NAME)`
+        : 'no grader';
   const report = checkDataset({ file, tools: sources.tools, minRows, limits: config, ...(grader ? { grader } : {}) });
   process.stdout.write(renderReport(report, `${sources.label}, ${graderLabel}`));
   if (opts.json) writeFileSync(opts.json, JSON.stringify(report, null, 2) + '\n');

@@ -34,6 +34,7 @@ const BY_CODE: Record<string, number> = {
   [errors.initTarget.code]: EXIT.usage,
   [errors.graderConfig.code]: EXIT.usage,
   [errors.serverUnreachable.code]: EXIT.server,
+  [errors.serverTls.code]: EXIT.server,
   [errors.serverAuth.code]: EXIT.server,
   [errors.serverReply.code]: EXIT.server,
   [errors.notFound.code]: EXIT.server,

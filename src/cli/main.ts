@@ -17,6 +17,7 @@ import { register as registerReplay } from './replay.js';
 import { register as registerExportImport } from './export-import.js';
 import { register as registerRegrade } from './regrade.js';
 import { register as registerCheckGrader } from './check-grader.js';
+import { register as registerJob } from './job.js';
 
 function packageVersion(): string {
   const file = fileURLToPath(import.meta.resolve('rft-endpoints/package.json'));
@@ -49,6 +50,7 @@ registerReplay(program);
 registerExportImport(program);
 registerRegrade(program);
 registerCheckGrader(program);
+registerJob(program);
 
 try {
   await program.parseAsync(process.argv);

@@ -5,6 +5,7 @@ import { randomUUID } from 'node:crypto';
 import { Agent, request } from 'undici';
 import { loadCliEnv } from '../config.js';
 import { errors } from '../errors.js';
+import { tlsFailure } from './tls-failure.js';
 import { signWebhook } from '../authentication/webhooks.js';
 import { DEFAULT_SERVER, type ServerOptions } from './server-options.js';
 
@@ -60,7 +61,7 @@ export class ServerClient {
       });
       return { status: res.statusCode, text: await res.body.text() };
     } catch (e) {
-      throw errors.serverUnreachable(this.baseUrl, transportReason(e));
+      throw tlsFailure(this.baseUrl, e) ?? errors.serverUnreachable(this.baseUrl, transportReason(e));
     }
   }
 

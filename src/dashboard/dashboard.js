@@ -238,6 +238,7 @@
       card('tool error rate', t.tool_calls ? fmt.pct(failed / t.tool_calls) : '–'),
       card('infrastructure failures', fmt.num(t.failures.infra, 0), t.failures.infra > 0),
       card('model failures', fmt.num(t.failures.model, 0)),
+      card('bad rows (not graded)', fmt.num(t.failures.data, 0), t.failures.data > 0),
       card('sandboxes live / queued', sb ? `${sb.live} / ${sb.queued}` : 'off', sb ? sb.queued > 0 : false),
     );
     lineChart(
@@ -248,6 +249,7 @@
     lineChart('chart-failures', s.buckets, [
       { label: 'infra', values: s.failures.infra, color: '#f04438' },
       { label: 'model', values: s.failures.model, color: '#7a5af8' },
+      { label: 'bad row', values: s.failures.data, color: '#f79009' },
     ]);
     table(
       $('tools-table'),

@@ -148,6 +148,8 @@ export class GradingService {
           reject(errors.graderFailed(g.def.name, `timed out after ${this.o.timeoutMs} ms`));
         }, this.o.timeoutMs);
       });
+      const badRow = rowProblems(g, input.item);
+      if (badRow !== undefined) throw errors.badRow(g.def.name, badRow);
       const raw = await Promise.race([
         Promise.resolve().then(() => g.def.handler({ sample: input.sample, item: input.item, traceId }, ctx)),
         timeout,
@@ -194,7 +196,9 @@ export class GradingService {
         throw errors.store(e.message);
       });
     if (failure) {
-      this.o.metrics?.grade(g.def.name, 'error');
+      const badRow = failure.code === errors.badRow.code;
+      this.o.metrics?.grade(g.def.name, badRow ? 'bad_row' : 'error');
+      if (badRow && endpoint) await this.o.integrity?.record(traceId, 'bad_row', failure.message);
       throw failure;
     }
     this.o.metrics?.grade(g.def.name, 'ok', record.score ?? undefined);
@@ -205,6 +209,16 @@ export class GradingService {
     }
     return { record, replayed: false };
   }
+}
+
+/** What is wrong with the row for this grader's itemSchema ("answer: expected string, received undefined"), if anything. */
+function rowProblems(g: LoadedGrader, item: Item): string | undefined {
+  const parsed = g.def.itemSchema?.safeParse(item);
+  if (!parsed || parsed.success) return undefined;
+  return parsed.error.issues
+    .slice(0, 3)
+    .map((i) => `${i.path.map(String).join('.') || '(row)'}: ${i.message}`)
+    .join('; ');
 }
 
 /**

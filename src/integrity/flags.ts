@@ -1,7 +1,8 @@
 // Integrity flags: the server sees what a rollout tried, so it says so. A policy that learns to
 // reach outside its sandbox (for hidden tests, another process's memory, the host) or to score
 // without doing the task is reward hacking in the making; each attempt is recorded on the rollout,
-// counted in rft_integrity_flags_total{kind} and shown on the dashboard, per grader version.
+// counted in rft_integrity_flags_total{kind} and shown on the dashboard, per grader version. One kind
+// is the dataset's, not the policy's: bad_row, a row the grader refused to score (not trained on).
 import { constants } from 'node:os';
 import type { Logger } from 'pino';
 import type { Item } from '../protocol/wire.js';
@@ -9,7 +10,7 @@ import type { ExecResult } from '../sandbox/types.js';
 import type { Metrics } from '../metrics/metrics.js';
 import type { Store } from '../store/types.js';
 
-export const INTEGRITY_KINDS = ['path_escape', 'hidden_path', 'denied_syscall', 'no_tool_score'] as const;
+export const INTEGRITY_KINDS = ['path_escape', 'hidden_path', 'denied_syscall', 'no_tool_score', 'bad_row'] as const;
 export type IntegrityKind = (typeof INTEGRITY_KINDS)[number];
 
 /** How each kind is detected (the README's table and the dashboard's legend). */
@@ -27,6 +28,9 @@ export const INTEGRITY_DETECTION: Readonly<Record<IntegrityKind, string>> = {
   no_tool_score:
     'a grade scored above the bottom of its range on a rollout with no tool call, although its row needs tools ' +
     '(item.requires_tools, else a non-empty item.tools or an item.sandbox)',
+  bad_row:
+    "the row did not match the grader's itemSchema (a field it reads is missing or of the wrong type): the grade was " +
+    'refused with RFT_ERR_BAD_ROW (a 5xx, so the trainer drops the rollout) instead of a false zero; the dataset needs fixing, not the model',
 };
 
 /** The error codes by which a tool refuses an attempt to leave the sandbox. */

@@ -27,7 +27,8 @@ export interface MetricsOptions {
   processMetrics?: boolean;
 }
 
-export type GradeOutcome = 'ok' | 'error' | 'replayed';
+/** `bad_row`: the row did not match the grader's itemSchema, so it was not graded. */
+export type GradeOutcome = 'ok' | 'error' | 'bad_row' | 'replayed';
 
 export class Metrics {
   readonly registry = new Registry();
@@ -58,7 +59,7 @@ export class Metrics {
     );
     this.toolDuration = new HotHistogram('rft_tool_call_duration_seconds', "Tool handler time (the tool's own work, without the record's writes)", ['tool'], DURATION_BUCKETS, reg);
     this.httpDuration = new HotHistogram('rft_http_request_duration_seconds', 'HTTP request time, by route template and status', ['route', 'status'], DURATION_BUCKETS, reg);
-    this.grades = counter('rft_grades_total', 'Grades answered, by grader and outcome (ok, error, replayed)', ['grader', 'outcome']);
+    this.grades = counter('rft_grades_total', 'Grades answered, by grader and outcome (ok, error, bad_row, replayed)', ['grader', 'outcome']);
     this.gradeScore = histogram(
       'rft_grade_score',
       "Scores given, by grader (buckets: ten steps over each grader's range)",
@@ -74,7 +75,7 @@ export class Metrics {
     this.budgetExhausted = counter('rft_budget_exhausted_rollouts_total', 'Graded rollouts that had a call refused for lack of budget', ['grader']);
     this.failures = new HotCounter(
       'rft_failures_total',
-      "Failures by whose they are: kind=model (the model's mistake, shown to it) or infra (ours: retried, then the rollout is dropped)",
+      "Failures by whose they are: kind=model (the model's mistake, shown to it), infra (ours: retried, then the rollout is dropped) or data (a row the grader cannot read)",
       ['kind', 'where'],
       reg,
     );
@@ -109,7 +110,7 @@ export class Metrics {
   declare(tools: readonly string[], graders: readonly string[]): void {
     for (const tool of tools) for (const outcome of TOOL_OUTCOMES) this.toolCalls.labels(tool, outcome).inc(0);
     for (const grader of graders) {
-      for (const outcome of ['ok', 'error', 'replayed'] as const) this.grades.labels(grader, outcome).inc(0);
+      for (const outcome of ['ok', 'error', 'bad_row', 'replayed'] as const) this.grades.labels(grader, outcome).inc(0);
       this.budgetExhausted.labels(grader).inc(0);
     }
     for (const f of new Set(Object.values(OUTCOME_FAILURE).filter((f) => f !== null))) this.failures.labels(f.kind, f.where).inc(0);

@@ -7,21 +7,24 @@ import type { CallStatus } from '../store/records.js';
 export const TOOL_OUTCOMES = ['ok', 'tool_error', 'invalid_arguments', 'timeout', 'budget_exhausted', 'interrupted', 'replayed'] as const;
 export type ToolOutcome = (typeof TOOL_OUTCOMES)[number];
 
-export type FailureKind = 'infra' | 'model';
+/** `data`: the dataset's (a row the grader cannot read): neither trained on nor a failure of ours. */
+export type FailureKind = 'infra' | 'model' | 'data';
 /** `rft_failures_total{kind, where}`. */
 export interface Failure {
   kind: FailureKind;
   where: string;
 }
 
-const model = (where: string): Failure => ({ kind: 'model', where });
-const infra = (where: string): Failure => ({ kind: 'infra', where });
+/** A tool call's failure is the model's or ours; only a grade can be the dataset's. */
+type CallFailure = Failure & { kind: 'model' | 'infra' };
+const model = (where: string): CallFailure => ({ kind: 'model', where });
+const infra = (where: string): CallFailure => ({ kind: 'infra', where });
 
 /**
  * Each outcome's failure class. A `tool_error` is the tool refusing its input (the model's), unless
  * the tool threw a 5xx-coded error (a sandbox or store failure inside the tool): see failureOfToolError.
  */
-export const OUTCOME_FAILURE: Readonly<Record<ToolOutcome, Failure | null>> = {
+export const OUTCOME_FAILURE: Readonly<Record<ToolOutcome, CallFailure | null>> = {
   ok: null,
   // the tool refused the input ("no such document", a patch that does not apply, a path outside the workspace)
   tool_error: model('tool'),
@@ -63,6 +66,7 @@ export function failureOfToolError(e: unknown): Failure {
 
 /** A reply with this status is a failure of ours (every 5xx is retried, then the rollout is dropped). */
 export function failureOfHttp(status: number, code: string | undefined): Failure | null {
+  if (code === 'RFT_ERR_BAD_ROW') return { kind: 'data', where: 'row' };
   return status >= 500 ? infra(whereOfCode(code)) : null;
 }
 

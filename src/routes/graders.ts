@@ -32,7 +32,7 @@ export default async function graderRoutes(app: FastifyInstance): Promise<void> 
   const { registry, grading, config } = app.rft;
 
   async function grade(req: FastifyRequest, name: string | undefined) {
-    if (!name) throw errors.unknownGrader('(default)', [...registry.graders.keys()]);
+    if (!name) throw errors.noDefaultGrader([...registry.graders.keys()]);
     const grader = registry.graders.get(name);
     if (!grader) throw errors.unknownGrader(name, [...registry.graders.keys()]);
     const body = req.body as GradeRequest;

@@ -32,12 +32,14 @@ export const statsReplySchema = z.object({
     rollouts_graded_per_minute: z.number(),
     tool_calls: z.number(),
     tool_calls_per_minute: z.number(),
-    failures: z.object({ model: z.number(), infra: z.number() }),
+    failures: z.object({ model: z.number(), infra: z.number(), data: z.number().describe("grades refused for a row that does not match the grader's itemSchema") }),
   }),
   rollouts_started: series,
   rollouts_graded: series,
   tool_calls: z.object(Object.fromEntries(outcomes.map((o) => [o, series]))).describe('tool calls started per bucket, by outcome'),
-  failures: z.object({ model: series, infra: series }).describe('recorded failures per bucket: calls by outcome, plus grader errors as infra'),
+  failures: z
+    .object({ model: series, infra: series, data: series })
+    .describe('recorded failures per bucket: calls by outcome, plus grader errors as infra, except bad rows (RFT_ERR_BAD_ROW) as data'),
   tools: z.array(
     z.object({
       tool: z.string(),

@@ -55,7 +55,7 @@ export function buildStats(rows: StatsRows, q: { since: number; until: number; b
     Exclude<ToolOutcome, 'replayed'>,
     number[]
   >;
-  const failures = { model: series(), infra: series() };
+  const failures = { model: series(), infra: series(), data: series() };
   const tools = new Map<string, { calls: number; byOutcome: Record<string, number>; latency: number[] }>();
   for (const r of rows.calls) {
     const n = Number(r.n);
@@ -110,7 +110,9 @@ export function buildStats(rows: StatsRows, q: { since: number; until: number; b
       c.budget_exhaustion_rate[i] = round(Number(r.budget_exhausted) / n);
       c.no_tool_call_rate[i] = round(Number(r.no_tool_calls) / n);
     }
-    failures.infra[i]! += Number(r.errors);
+    // A refused bad row is the dataset's failure, not ours.
+    failures.infra[i]! += Number(r.errors) - Number(r.bad_rows);
+    failures.data[i]! += Number(r.bad_rows);
   }
 
   const perMinute = (total: number) => round((total * 60_000) / Math.max(1, q.until - q.since), 2);
@@ -128,7 +130,7 @@ export function buildStats(rows: StatsRows, q: { since: number; until: number; b
       rollouts_graded_per_minute: perMinute(sum(graded)),
       tool_calls: sum(Object.values(byOutcome).map(sum)),
       tool_calls_per_minute: perMinute(sum(Object.values(byOutcome).map(sum))),
-      failures: { model: sum(failures.model), infra: sum(failures.infra) },
+      failures: { model: sum(failures.model), infra: sum(failures.infra), data: sum(failures.data) },
     },
     rollouts_started: started,
     rollouts_graded: graded,

@@ -38,6 +38,8 @@ export interface GradeBucketRow {
   grader_version: string;
   graded: number;
   errors: number;
+  /** Of the errors, grades refused for a row that does not match the grader's itemSchema (the dataset's). */
+  bad_rows: number;
   score_sum: number | null;
   tool_calls: number | null;
   budget_exhausted: number;
@@ -210,6 +212,7 @@ export function statsSql(d: Dialect, q: StatsQuery): { calls: Sql; rolloutsStart
       text: `SELECT ${bucket('g.created_at')} AS t, g.grader, g.grader_version,
                count(*) FILTER (WHERE g.status = 'ok') AS graded,
                count(*) FILTER (WHERE g.status <> 'ok') AS errors,
+               count(*) FILTER (WHERE g.status <> 'ok' AND g.error LIKE 'RFT_ERR_BAD_ROW:%') AS bad_rows,
                sum(g.score) FILTER (WHERE g.status = 'ok') AS score_sum,
                sum(r.call_count) FILTER (WHERE g.status = 'ok') AS tool_calls,
                count(*) FILTER (WHERE g.status = 'ok' AND r.budget_exceeded) AS budget_exhausted,

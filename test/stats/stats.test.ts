@@ -52,7 +52,7 @@ describe('stats helpers', () => {
           { t: 0, tool: 'b', status: 'running', le: -1, n: 4 },
         ],
         rolloutsStarted: [{ t: 0, n: 2 }],
-        grades: [{ t: 60_000, grader: 'g', grader_version: 'v', graded: 2, errors: 1, score_sum: 1.5, tool_calls: 7, budget_exhausted: 1, no_tool_calls: 0 }],
+        grades: [{ t: 60_000, grader: 'g', grader_version: 'v', graded: 2, errors: 1, bad_rows: 0, score_sum: 1.5, tool_calls: 7, budget_exhausted: 1, no_tool_calls: 0 }],
         flags: [{ grader: null, grader_version: null, kind: 'path_escape', rollouts: 1, events: 3 }],
       },
       { since: 0, until: 120_000, bucketMs: 60_000 },
@@ -60,7 +60,7 @@ describe('stats helpers', () => {
     );
     expect(s.buckets).toEqual(['1970-01-01T00:00:00.000Z', '1970-01-01T00:01:00.000Z']);
     expect(s.tool_calls.ok).toEqual([3, 0]);
-    expect(s.failures).toEqual({ model: [0, 1], infra: [0, 2] });
+    expect(s.failures).toEqual({ model: [0, 1], infra: [0, 2], data: [0, 0] });
     expect(s.tools).toEqual([{ tool: 'a', calls: 5, by_outcome: { ok: 3, tool_error: 1, timeout: 1 }, error_rate: 0.4, p50_ms: 0.83, p99_ms: 4.88 }]);
     expect(s.learning_curve).toEqual([
       {

@@ -96,6 +96,7 @@ export function insightsContract(label: string, fresh: () => Promise<Store>): vo
       await store.insertGrade(grade('r2', { score: 0.6, createdAt: 11_500 }));
       await store.insertGrade(grade('r3', { score: 1, createdAt: 12_500, graderVersion: 'v2' }));
       await store.insertGrade(grade('r3', { score: null, status: 'error', error: 'x', createdAt: 12_600, graderVersion: 'v2', sampleHash: 's2' }));
+      await store.insertGrade(grade('r3', { score: null, status: 'error', error: 'RFT_ERR_BAD_ROW: the row does not match', createdAt: 12_650, graderVersion: 'v2', sampleHash: 's3' }));
       await store.insertGrade(grade('r2', { score: 0, createdAt: 12_700, source: 'regrade' }));
       await store.addFlag({ traceId: 'r3', kind: 'no_tool_score', callId: null, detail: 'd', at: 12_500 });
       await store.addFlag({ traceId: 'r2', kind: 'path_escape', callId: 'c1', detail: 'd', at: 11_300 });
@@ -112,8 +113,8 @@ export function insightsContract(label: string, fresh: () => Promise<Store>): vo
       ]);
       expect(num(s.rolloutsStarted).sort((a, b) => a.t - b.t)).toEqual([{ t: 10_000, n: 1 }, { t: 11_000, n: 1 }, { t: 12_000, n: 1 }]);
       expect(num(s.grades).sort((a, b) => a.t - b.t)).toEqual([
-        { t: 11_000, grader: 'g', grader_version: 'v1', graded: 2, errors: 0, score_sum: 0.8, tool_calls: 4, budget_exhausted: 1, no_tool_calls: 0 },
-        { t: 12_000, grader: 'g', grader_version: 'v2', graded: 1, errors: 1, score_sum: 1, tool_calls: 0, budget_exhausted: 0, no_tool_calls: 1 },
+        { t: 11_000, grader: 'g', grader_version: 'v1', graded: 2, errors: 0, bad_rows: 0, score_sum: 0.8, tool_calls: 4, budget_exhausted: 1, no_tool_calls: 0 },
+        { t: 12_000, grader: 'g', grader_version: 'v2', graded: 1, errors: 2, bad_rows: 1, score_sum: 1, tool_calls: 0, budget_exhausted: 0, no_tool_calls: 1 },
       ]);
       expect(num(s.flags).sort((a, b) => String(a.kind).localeCompare(String(b.kind)))).toEqual([
         { grader: 'g', grader_version: 'v2', kind: 'no_tool_score', rollouts: 1, events: 1 },

@@ -192,6 +192,20 @@ describe('NeMo Gym door with finqa', () => {
     expect(JSON.parse(none.text).error.code).toBe('RFT_ERR_NEMO_GYM_SESSION');
   });
 
+  it('a /verify sent again gets the same reward; a body over the limit is a coded 413 that still sets the cookie', async () => {
+    const row = toGymRow(finqa[7]!);
+    const text = `Answer: ${String(finqa[7]!.reference_answer)}`;
+    const ep = await simpleAgentRun(door, row, () => ({ message: text }));
+    const response = { id: 'resp_1', output: [{ type: 'message', role: 'assistant', content: [{ type: 'output_text', text }] }] };
+    const again = await postOnce(door, '/verify', { ...row, response }, { cookies: ep.verify.cookies });
+    expect(again.status).toBe(200);
+    expect(JSON.parse(again.text).reward).toBe(ep.result!.reward);
+    const big = await postOnce(door, '/list_docs', { q: 'x'.repeat(server.app.rft.config.bodyLimitBytes) }, { cookies: ep.seed.cookies });
+    expect(big.status).toBe(413);
+    expect(JSON.parse(big.text).error.code).toBe('RFT_ERR_BODY_TOO_LARGE');
+    expect(big.cookies[SESSION_COOKIE]).toBe(ep.seed.cookies[SESSION_COOKIE]);
+  });
+
   it('a row whose tools are not one environment\'s is refused at /seed_session', async () => {
     const coding = readRows('examples/coding/train.jsonl')[0]!;
     const mixed = toGymRow({ ...finqa[0]!, tools: [...(finqa[0]!.tools as unknown[]), ...(coding.tools as unknown[])] });

@@ -57,6 +57,8 @@ function parseJson(body: unknown): { ok: true; value: unknown; raw: string } | {
 export async function buildNemoGymApp(o: NemoGymDoorOptions): Promise<FastifyInstance> {
   const app = Fastify({
     loggerInstance: o.log.child({ door: NEMO_GYM_DOOR }),
+    // One line per session, tool call and grade is logged by the routes (as on the main listener).
+    disableRequestLogging: true,
     bodyLimit: o.bodyLimitBytes,
     // Gym's observability prefixes every path with /ng-rollout/{id}/: stripped here, its id kept.
     rewriteUrl: (raw) => {
@@ -84,11 +86,17 @@ export async function buildNemoGymApp(o: NemoGymDoorOptions): Promise<FastifyIns
     const token = of(req).token;
     if (token !== undefined) void reply.header('set-cookie', `${SESSION_COOKIE}=${token}; Path=/; HttpOnly; SameSite=Lax`);
   });
+  // Every reply's error carries an RFT_ERR_* code: Fastify's own (a body over the limit, a bad content length) get ours.
   app.setErrorHandler((err: FastifyError, req, reply) => {
-    const e = isRftError(err) ? err : errors.badRequest(err.message);
-    const status = isRftError(err) ? err.statusCode : (err.statusCode ?? 500);
-    if (status >= 500) req.log.error({ err }, 'nemo-gym door failed');
-    void reply.code(status).send(isRftError(err) ? e.toJSON() : { error: { code: err.code ?? 'RFT_ERR_INTERNAL', message: err.message } });
+    const e = isRftError(err)
+      ? err
+      : err.statusCode === 413
+        ? errors.bodyTooLarge(o.bodyLimitBytes)
+        : err.statusCode !== undefined && err.statusCode < 500
+          ? errors.badRequest(err.message)
+          : errors.internal('the NeMo Gym door failed');
+    if (e.statusCode >= 500) req.log.error({ err }, 'nemo-gym door failed');
+    void reply.code(e.statusCode).send(e.toJSON());
   });
 
   const session = (req: FastifyRequest): Session => {

@@ -347,16 +347,17 @@
       { class: 'link', 'data-trace-id': r.trace_id, onclick: () => (location.hash = `#/rollout/${encodeURIComponent(r.trace_id)}`) },
       h('td', { class: 'mono' }, r.trace_id),
       h('td', {}, fmt.time(r.created_at)),
-      h('td', {}, r.door),
       h('td', { class: 'num' }, r.calls),
       h('td', { class: 'num' }, `${fmt.num(r.budget.used)} / ${fmt.num(r.budget.limit)}`, r.budget.exceeded ? h('span', { class: 'badge bad' }, 'exhausted') : null),
       h('td', { class: 'num' }, fmt.num(r.last_score, 3)),
       h('td', {}, r.last_grader ? `${r.last_grader} ${fmt.short(r.last_grader_version, 8)}` : '–'),
       h('td', {}, flags.map((f) => h('span', { class: 'badge flag' }, f))),
+      h('td', {}, r.door),
     );
   }
 
-  const ROLLOUT_HEAD = [['trace_id'], ['started'], ['door'], ['calls', 1], ['budget', 1], ['last score', 1], ['grader'], ['integrity']];
+  // door last: the columns before it keep their places
+  const ROLLOUT_HEAD = [['trace_id'], ['started'], ['calls', 1], ['budget', 1], ['last score', 1], ['grader'], ['integrity'], ['door']];
 
   async function refreshRollouts(stale) {
     void loadTools().catch(() => {});

@@ -32,9 +32,10 @@ if (mode === 'bare') {
   });
   await app.listen({ host: '127.0.0.1', port: 0 });
   const a = app.server.address();
-  process.stdout.write(`http://127.0.0.1:${typeof a === 'object' && a ? a.port : 0}\n`);
+  process.stdout.write(`http://127.0.0.1:${typeof a === 'object' && a ? a.port : 0}${app.rft.nemoGym ? ` ${app.rft.nemoGym.url}` : ''}\n`);
 } else {
-  // mode: full[:normal][:nometrics] (the SQLite sync level, default full; metrics off)
+  // mode: full[:normal][:nometrics][:gym] (the SQLite sync level, default full; metrics off; the NeMo Gym door too,
+  // its URL printed after the server's)
   const opts = mode?.split(':') ?? [];
   const config = loadConfig({
     RFT_DATA_DIR: dataDir,
@@ -46,10 +47,11 @@ if (mode === 'bare') {
     RFT_RATE_LIMIT: '0',
     RFT_SQLITE_SYNC: opts.includes('normal') ? 'normal' : 'full',
     RFT_METRICS: opts.includes('nometrics') ? 'false' : 'true',
+    ...(opts.includes('gym') ? { RFT_NEMO_GYM_PORT: '0' } : {}),
   });
   const app = await buildApp(config);
   close = () => app.close();
   await app.listen({ host: '127.0.0.1', port: 0 });
   const a = app.server.address();
-  process.stdout.write(`http://127.0.0.1:${typeof a === 'object' && a ? a.port : 0}\n`);
+  process.stdout.write(`http://127.0.0.1:${typeof a === 'object' && a ? a.port : 0}${app.rft.nemoGym ? ` ${app.rft.nemoGym.url}` : ''}\n`);
 }

@@ -50,15 +50,16 @@ export async function load(
   server: Server,
   path: string,
   body: () => string,
-  opts: { seconds: number; connections: number; headers?: Record<string, string> },
+  opts: { seconds: number; connections: number; headers?: Record<string, string>; requestHeaders?: () => Record<string, string> },
 ): Promise<LoadResult> {
+  const extra = opts.requestHeaders;
   const ac = {
     url: `${server.url}${path}`,
     connections: opts.connections,
     duration: opts.seconds,
     method: 'POST' as const,
     headers: { 'content-type': 'application/json', ...opts.headers },
-    requests: [{ setupRequest: (req: autocannon.Request) => ({ ...req, body: body() }) }],
+    requests: [{ setupRequest: (req: autocannon.Request) => ({ ...req, body: body(), ...(extra ? { headers: { ...req.headers, ...extra() } } : {}) }) }],
   };
   await autocannon({ ...ac, duration: 2 });
   const s0 = cpuSeconds(server.proc.pid!);

@@ -313,7 +313,7 @@
 
   // ---- rollout list ---------------------------------------------------------------------------
 
-  const FILTERS = ['min_score', 'max_score', 'tool', 'outcome', 'grader', 'flag'];
+  const FILTERS = ['min_score', 'max_score', 'tool', 'outcome', 'grader', 'flag', 'door'];
 
   function filterField(name) {
     return $('filters').querySelector(`[name="${name}"]`);
@@ -354,10 +354,12 @@
       h('td', { class: 'num' }, fmt.num(r.last_score, 3)),
       h('td', {}, r.last_grader ? `${r.last_grader} ${fmt.short(r.last_grader_version, 8)}` : '–'),
       h('td', {}, flags.map((f) => h('span', { class: 'badge flag' }, f))),
+      h('td', {}, r.door),
     );
   }
 
-  const ROLLOUT_HEAD = [['trace_id'], ['started'], ['calls', 1], ['budget', 1], ['last score', 1], ['grader'], ['integrity']];
+  // door last: the columns before it keep their places
+  const ROLLOUT_HEAD = [['trace_id'], ['started'], ['calls', 1], ['budget', 1], ['last score', 1], ['grader'], ['integrity'], ['door']];
 
   async function refreshRollouts(stale) {
     void loadTools().catch(() => {});

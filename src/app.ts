@@ -38,6 +38,10 @@ import { failureOfHttp } from './metrics/outcomes.js';
 import { startMetricsListener, type MetricsListener } from './metrics/listener.js';
 import { IntegrityFlags } from './integrity/flags.js';
 import { sandboxObserver } from './integrity/observer.js';
+import { loadEnvironments } from './environments/load.js';
+import type { Environments } from './environments/environment.js';
+import { DoorCore } from './doors/core.js';
+import { buildNemoGymApp, listenNemoGym } from './doors/nemo-gym/app.js';
 
 export interface Services {
   config: AppConfig;
@@ -59,6 +63,12 @@ export interface Services {
   integrity: IntegrityFlags;
   /** The credential-free /metrics listener, once the app is ready (RFT_METRICS_PORT). */
   metricsListener: MetricsListener | undefined;
+  /** Environments: named tools, grader and dataset splits (src/environments). */
+  environments: Environments;
+  /** What every door calls (src/doors/core.ts). */
+  core: DoorCore;
+  /** The NeMo Gym door's listener, once the app is ready (RFT_NEMO_GYM_PORT). */
+  nemoGym: { app: FastifyInstance; url: string } | undefined;
 }
 
 declare module 'fastify' {
@@ -225,11 +235,16 @@ export async function buildApp(config: AppConfig, opts: BuildOptions = {}): Prom
     metrics,
     integrity,
   });
+  const environments = loadEnvironments(config.environmentsDirs, registry, log);
+  const core = new DoorCore({
+    registry, ledger, grading, store, sandboxes, environments, defaultBudget: config.toolBudget, defaultGrader: config.defaultGrader, log,
+  });
   const interrupted = await ledger.markInterruptedAtBoot();
   if (interrupted > 0) app.log.warn({ interrupted }, 'calls left running by a previous process were marked interrupted');
 
   const services: Services = {
     config, store, registry, ledger, grading, sandboxes, mcp, auth, connections, localKey, shutdown, startedAt: Date.now(), metrics, integrity, metricsListener: undefined,
+    environments, core, nemoGym: undefined,
   };
   app.decorate('rft', services);
   // onReady, not onListen: listen() waits for it, so the listener is up when the server is.
@@ -238,10 +253,18 @@ export async function buildApp(config: AppConfig, opts: BuildOptions = {}): Prom
       services.metricsListener = await startMetricsListener(metrics, config.metrics.host, config.metrics.port);
       app.log.info({ url: services.metricsListener.url }, 'metrics listener (no credentials) ready');
     }
+    if (config.nemoGym.port !== undefined && !services.nemoGym) {
+      const door = await buildNemoGymApp({
+        core, log, bodyLimitBytes: config.bodyLimitBytes, sessionTtlMs: config.sandbox.ttlMs, environment: config.nemoGym.environment,
+      });
+      services.nemoGym = { app: door, url: await listenNemoGym(door, config.nemoGym.host, config.nemoGym.port) };
+      app.log.info({ url: services.nemoGym.url }, 'NeMo Gym door (no credentials: keep it on the trainers\' network) ready');
+    }
   });
   app.addHook('onClose', async () => {
     shutdown.abort(new Error('server shutting down'));
     await services.metricsListener?.close();
+    await services.nemoGym?.app.close();
     await mcp?.close();
     await sandboxes?.close();
     await redis?.quit().catch(() => redis?.disconnect());

@@ -149,6 +149,18 @@ export const configSchema = z.object({
   /** A second listener serving only /metrics, without credentials, for an in-cluster scraper. */
   RFT_METRICS_PORT: int(0, 65535).optional(),
   RFT_METRICS_HOST: z.string().min(1).default('127.0.0.1'),
+  /**
+   * Folders holding environments (src/environments): each is one (it has a job.json) or holds one per
+   * subfolder. Comma-separated; default the working directory (an init'ed project) and its examples/.
+   */
+  RFT_ENVIRONMENTS: list.default(['.', 'examples']),
+  /** The NeMo Gym door's own listener (src/doors/nemo-gym), when set. Gym's client sends no key. */
+  RFT_NEMO_GYM_PORT: int(0, 65535).optional(),
+  RFT_NEMO_GYM_HOST: z.string().min(1).default('127.0.0.1'),
+  /** Lets the NeMo Gym door listen beyond loopback (it takes no credential: a private network only). */
+  RFT_NEMO_GYM_ALLOW_REMOTE: bool.default(false),
+  /** The environment every NeMo Gym rollout belongs to; unset, the row's tools decide. */
+  RFT_NEMO_GYM_ENVIRONMENT: z.string().min(1).optional(),
 });
 
 export type RawConfig = z.output<typeof configSchema>;
@@ -205,6 +217,10 @@ export interface AppConfig {
   openai: ModelApiOptions;
   /** port: the credential-free /metrics listener, when set. */
   metrics: { enabled: boolean; port: number | undefined; host: string };
+  /** Folders searched for environments (src/environments/load.ts). */
+  environmentsDirs: string[];
+  /** The NeMo Gym door's listener (port undefined: no door). */
+  nemoGym: { port: number | undefined; host: string; allowRemote: boolean; environment: string | undefined };
 }
 
 /** The model API used by score_model, label_model and cosine graders (openai SDK options). */
@@ -258,6 +274,9 @@ export function loadConfig(
   }
   if (c.RFT_METRICS_PORT !== undefined && !c.RFT_METRICS) {
     throw errors.config('RFT_METRICS_PORT serves the metrics, which RFT_METRICS=false turns off: set one or the other');
+  }
+  if (c.RFT_NEMO_GYM_PORT !== undefined && !c.RFT_NEMO_GYM_ALLOW_REMOTE && !isLoopback(c.RFT_NEMO_GYM_HOST)) {
+    throw errors.nemoGymRemote(c.RFT_NEMO_GYM_HOST);
   }
   if ((c.RFT_TLS_CERT === undefined) !== (c.RFT_TLS_KEY === undefined)) {
     throw errors.config('RFT_TLS_CERT and RFT_TLS_KEY must be set together');
@@ -334,6 +353,8 @@ export function loadConfig(
       ...(c.RFT_EMBEDDING_MODEL ? { embeddingModel: c.RFT_EMBEDDING_MODEL } : {}),
     },
     metrics: { enabled: c.RFT_METRICS, port: c.RFT_METRICS_PORT, host: c.RFT_METRICS_HOST },
+    environmentsDirs: c.RFT_ENVIRONMENTS.map((d) => resolve(d)),
+    nemoGym: { port: c.RFT_NEMO_GYM_PORT, host: c.RFT_NEMO_GYM_HOST, allowRemote: c.RFT_NEMO_GYM_ALLOW_REMOTE, environment: c.RFT_NEMO_GYM_ENVIRONMENT },
   };
 }
 

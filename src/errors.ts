@@ -50,6 +50,27 @@ export const errors = {
     { host },
   ]),
 
+  nemoGymRemote: define('RFT_ERR_NEMO_GYM_REMOTE', 500, (host: string) => [
+    `refusing to serve the NeMo Gym door on ${host}: Gym's client sends no credential, so the door must stay on loopback or the trainers' private network (set RFT_NEMO_GYM_ALLOW_REMOTE=1 for the latter)`,
+    { host },
+  ]),
+  unknownEnvironment: define('RFT_ERR_UNKNOWN_ENVIRONMENT', 404, (name: string, known: string[]) => [
+    `no environment named "${name}" (known: ${known.join(', ') || 'none'})`,
+    { name, known },
+  ]),
+  nemoGymSession: define('RFT_ERR_NEMO_GYM_SESSION', 400, (why: string) => [
+    `${why}: call POST /seed_session first and send the cookie it sets`,
+  ]),
+  nemoGymNotATool: define('RFT_ERR_NEMO_GYM_NOT_A_TOOL', 422, (name: string) => [
+    `"${name}" is not one of this rollout's tools`,
+    { tool: name },
+  ]),
+  nemoGymRolloutLost: define('RFT_ERR_NEMO_GYM_ROLLOUT_LOST', 503, (cause: string) => [
+    `a tool call of this rollout failed on the server's side (${cause}): its episode is not the model's, rerun the rollout`,
+    { cause },
+  ]),
+  environmentLoad: define('RFT_ERR_ENVIRONMENT_LOAD', 500, (dir: string, why: string) => [`environment ${dir}: ${why}`, { dir }]),
+
   // authentication
   authMissing: define('RFT_ERR_AUTH_MISSING', 401, (expected: string) => [`missing credentials: send ${expected}`]),
   authInvalid: define('RFT_ERR_AUTH_INVALID', 401, () => ['invalid API key']),

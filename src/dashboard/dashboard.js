@@ -311,7 +311,7 @@
 
   // ---- rollout list ---------------------------------------------------------------------------
 
-  const FILTERS = ['min_score', 'max_score', 'tool', 'outcome', 'grader', 'flag'];
+  const FILTERS = ['min_score', 'max_score', 'tool', 'outcome', 'grader', 'flag', 'door'];
 
   function filterField(name) {
     return $('filters').querySelector(`[name="${name}"]`);
@@ -347,6 +347,7 @@
       { class: 'link', 'data-trace-id': r.trace_id, onclick: () => (location.hash = `#/rollout/${encodeURIComponent(r.trace_id)}`) },
       h('td', { class: 'mono' }, r.trace_id),
       h('td', {}, fmt.time(r.created_at)),
+      h('td', {}, r.door),
       h('td', { class: 'num' }, r.calls),
       h('td', { class: 'num' }, `${fmt.num(r.budget.used)} / ${fmt.num(r.budget.limit)}`, r.budget.exceeded ? h('span', { class: 'badge bad' }, 'exhausted') : null),
       h('td', { class: 'num' }, fmt.num(r.last_score, 3)),
@@ -355,7 +356,7 @@
     );
   }
 
-  const ROLLOUT_HEAD = [['trace_id'], ['started'], ['calls', 1], ['budget', 1], ['last score', 1], ['grader'], ['integrity']];
+  const ROLLOUT_HEAD = [['trace_id'], ['started'], ['door'], ['calls', 1], ['budget', 1], ['last score', 1], ['grader'], ['integrity']];
 
   async function refreshRollouts(stale) {
     void loadTools().catch(() => {});

@@ -2,6 +2,7 @@
 // ISO times. rolloutFromJson is its strict inverse for imports.
 import { z } from 'zod';
 import { errors } from '../errors.js';
+import { DEFAULT_DOOR } from '../store/rows.js';
 import type { GradeWithSample, ImportedRollout } from '../store/types.js';
 import { canonicalJson, sha256 } from './canonical.js';
 import { formatZodIssues } from '../ledger/output.js';
@@ -19,6 +20,7 @@ export function summaryToJson(r: RolloutSummary) {
     created_at: iso(r.createdAt),
     updated_at: iso(r.updatedAt),
     calls: r.calls,
+    door: r.door ?? DEFAULT_DOOR,
     budget: { used: r.budgetUsed, limit: r.budgetLimit, exceeded: r.budgetExceeded },
     last_score: r.lastScore,
     last_grader: r.lastGrader,
@@ -71,6 +73,7 @@ export function rolloutToJson(r: RolloutRecord & { grades: GradeWithSample[] }) 
     created_at: iso(r.createdAt),
     updated_at: iso(r.updatedAt),
     item: r.item,
+    door: r.door ?? DEFAULT_DOOR,
     budget: { used: r.budgetUsed, limit: r.budgetLimit, exceeded: r.budgetExceeded },
     calls: r.callsList.map(callToJson),
     grades: r.grades.map(gradeToJson),
@@ -102,6 +105,7 @@ export const summaryJsonSchema = z.object({
   created_at: at,
   updated_at: at,
   calls: z.number(),
+  door: z.string().describe("the door the rollout came through: 'agent-rft' (/tools, /grade, /mcp) or 'nemo-gym'"),
   budget: budgetJson,
   last_score: z.number().nullable(),
   last_grader: z.string().nullable().describe('grader of the last successful grade'),
@@ -114,6 +118,7 @@ export const rolloutJsonSchema = z.object({
   created_at: at,
   updated_at: at,
   item: z.record(z.string(), z.unknown()).nullable().describe('the dataset row'),
+  door: z.string().optional().describe('the door the rollout came through (absent in exports made before doors)'),
   budget: budgetJson,
   calls: z.array(
     z.object({
@@ -147,6 +152,7 @@ const importSchema = z.object({
   created_at: isoTime,
   updated_at: isoTime,
   item: z.record(z.string(), z.unknown()).nullable(),
+  door: z.string().min(1).max(64).optional(),
   budget: z.object({ used: z.number().int().min(0), limit: z.number().int().min(0), exceeded: z.boolean() }),
   calls: z.array(
     z.object({
@@ -175,6 +181,7 @@ export function rolloutFromJson(raw: unknown, where: string): ImportedRollout {
   const r = p.data;
   return {
     traceId: r.trace_id,
+    ...(r.door !== undefined && r.door !== DEFAULT_DOOR ? { door: r.door } : {}),
     createdAt: r.created_at,
     updatedAt: r.updated_at,
     item: r.item,

@@ -18,6 +18,7 @@ const listQuery = z.object({
   outcome: z.enum(['ok', 'tool_error', 'invalid_arguments', 'timeout', 'budget_exhausted', 'interrupted']).optional().describe('with a call of this outcome'),
   grader: z.string().max(128).optional().describe('graded by this grader'),
   flag: z.enum(['any', ...INTEGRITY_KINDS]).optional().describe('with an integrity flag (of this kind)'),
+  door: z.string().max(64).optional().describe("came through this door: 'agent-rft' or 'nemo-gym'"),
 });
 const traceParams = z.object({ trace_id: traceIdSchema });
 const listReply = z.object({ rollouts: z.array(summaryJsonSchema), next_cursor: z.string().nullable() });
@@ -52,7 +53,7 @@ export default async function rolloutRoutes(app: FastifyInstance): Promise<void>
 
   api.get('/v1/rollouts', { schema: { summary: 'Recent rollouts, newest first, filtered', tags, querystring: listQuery, response: { 200: listReply } } }, async (req) => {
     const q = { data: req.query };
-    const { min_score, max_score, tool, outcome, grader, flag } = q.data;
+    const { min_score, max_score, tool, outcome, grader, flag, door } = q.data;
     const filter = {
       minScore: min_score,
       maxScore: max_score,
@@ -60,6 +61,7 @@ export default async function rolloutRoutes(app: FastifyInstance): Promise<void>
       status: outcome === 'budget_exhausted' ? ('budget_exceeded' as const) : outcome,
       grader,
       flag,
+      door,
     };
     const page = await store.listRollouts({ limit: q.data.limit, cursor: q.data.cursor, since: parseSince(q.data.since), filter });
     return { rollouts: page.rollouts.map(summaryToJson), next_cursor: page.nextCursor };

@@ -79,6 +79,8 @@ export interface RolloutFilter {
   grader?: string | undefined;
   /** Rollouts with an integrity flag: of this kind, or of any kind ('any'). */
   flag?: string | undefined;
+  /** Rollouts that came through this door ('agent-rft', 'nemo-gym'). */
+  door?: string | undefined;
 }
 
 export interface Dialect {
@@ -252,7 +254,7 @@ export function listRolloutsSql(d: Dialect, q: ListRolloutsQuery, key: (s: strin
     params.push(...f.params);
   }
   const text = `SELECT r.trace_id, r.created_at, r.updated_at, r.budget_limit, r.budget_used, r.budget_exceeded, r.next_seq, r.last_score,
-      r.call_count AS calls, ${summaryExtrasSql(d)}
+      r.call_count AS calls, r.door, ${summaryExtrasSql(d)}
     FROM ${d.t.rollouts} r ${where.length ? 'WHERE ' + where.join(' AND ') : ''}
     ORDER BY r.created_at DESC, r.trace_id DESC LIMIT ${p(q.limit + 1)}`;
   return { text, params };
@@ -286,6 +288,7 @@ function rolloutFilterSql(d: Dialect, f: RolloutFilter, first: number): { where:
   if (f.maxScore !== undefined) where.push(`r.last_score <= ${p(f.maxScore)}`);
   if (f.tool !== undefined) where.push(`EXISTS (SELECT 1 FROM ${t.calls} c WHERE c.trace_id = r.trace_id AND c.tool = ${p(f.tool)})`);
   if (f.status !== undefined) where.push(`EXISTS (SELECT 1 FROM ${t.calls} c WHERE c.trace_id = r.trace_id AND c.status = ${p(f.status)})`);
+  if (f.door !== undefined) where.push(`r.door = ${p(f.door)}`);
   if (f.grader !== undefined) where.push(`EXISTS (SELECT 1 FROM ${t.grades} g WHERE g.trace_id = r.trace_id AND g.grader = ${p(f.grader)})`);
   // Flags are few: the list is driven from them (their rollouts, then sorted), not from every rollout.
   if (f.flag !== undefined) {

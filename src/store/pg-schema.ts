@@ -3,7 +3,7 @@
 // admission (rollout insert, replay check, budget charge, seq) in one round trip under a row lock.
 import type pg from 'pg';
 import { insightsDdl, postgresDialect } from './insights.js';
-import { gradesDdl } from './rows.js';
+import { DEFAULT_DOOR, gradesDdl } from './rows.js';
 
 /** Double-quoted identifier; names are also checked by config, this keeps any caller safe. */
 export function quoteIdent(name: string): string {
@@ -59,6 +59,9 @@ CREATE TABLE IF NOT EXISTS ${s}.webhook_ids (
   expires_at bigint NOT NULL
 );
 ALTER TABLE ${s}.webhook_ids ADD COLUMN IF NOT EXISTS body_hash text;
+-- Schemas made before the record kept each rollout's door: all of them came through Agent RFT's
+-- (a constant default: no table rewrite).
+ALTER TABLE ${s}.rollouts ADD COLUMN IF NOT EXISTS door text NOT NULL DEFAULT '${DEFAULT_DOOR}';
 -- Schemas made before rollouts kept their count of recorded calls: counted once (under the schema lock).
 DO $mig$ BEGIN
   IF NOT EXISTS (SELECT 1 FROM information_schema.columns

@@ -335,6 +335,17 @@ export class PostgresStore implements Store {
     this.remember(traceId);
   }
 
+  async openRollout(traceId: string, door: string, item: Record<string, unknown> | null, budgetLimit: number, now: number): Promise<void> {
+    // As ensureRollout, and the door set, in one statement.
+    await this.idempotent(
+      `INSERT INTO ${this.t.rollouts} AS r (trace_id, created_at, updated_at, item, budget_limit, door) VALUES ($1, $2, $2, $3, $4, $5)
+       ON CONFLICT (trace_id) DO UPDATE SET door = EXCLUDED.door,
+         item = CASE WHEN EXCLUDED.item IS NOT NULL AND EXCLUDED.item <> '{}' AND (r.item IS NULL OR r.item = '{}') THEN EXCLUDED.item ELSE r.item END`,
+      [encodeText(traceId), now, item ? JSON.stringify(item) : null, budgetLimit, door],
+    );
+    this.remember(traceId);
+  }
+
   async findGrade(traceId: string, grader: string, version: string, sampleHash: string): Promise<GradeRecord | undefined> {
     const [r] = await this.idempotent<PgGradeRow>(
       `SELECT * FROM ${this.t.grades} WHERE trace_id = $1 AND grader = $2 AND grader_version = $3 AND sample_hash = $4 AND status = 'ok'
@@ -435,6 +446,7 @@ export class PostgresStore implements Store {
         ],
       );
       if (inserted.rowCount === 0) return 'exists';
+      if (r.door !== undefined) await c.query(`UPDATE ${this.t.rollouts} SET door = $2 WHERE trace_id = $1`, [encodeText(r.traceId), r.door]);
       if (r.calls.length) {
         const calls = r.calls.map((call) => ({
           trace_id: encodeText(r.traceId),

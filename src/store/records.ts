@@ -44,6 +44,8 @@ export interface RolloutSummary {
   budgetUsed: number;
   budgetExceeded: boolean;
   calls: number;
+  /** The door that opened the rollout ('nemo-gym', src/doors); absent for Agent RFT's (/tools, /grade, /mcp). */
+  door?: string;
   lastScore: number | null;
   /** Grader and version of the last successful grade (lists only; null elsewhere). */
   lastGrader: string | null;

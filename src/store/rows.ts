@@ -3,6 +3,9 @@
 import type { BudgetUsage, CallStatus, GradeRecord, RecordedCall, RolloutSummary } from './records.js';
 import type { GradeWithSample, NewGrade } from './types.js';
 
+/** The door of a rollout no door opened (Agent RFT's /tools and /grade, /mcp): the column's default. */
+export const DEFAULT_DOOR = 'agent-rft';
+
 export interface CallRowShape<B> {
   trace_id: string;
   call_id: string;
@@ -32,6 +35,8 @@ export interface RolloutRowShape<B> {
   next_seq: number;
   last_score: number | null;
   calls?: number;
+  /** The door it came through (absent in rows read before the column existed: Agent RFT's). */
+  door?: string | null;
   /** Only in lists (summaryExtrasSql). */
   last_grader?: string | null;
   last_grader_version?: string | null;
@@ -110,6 +115,7 @@ export function rowMappers<B>({ text, bool }: RowCodec<B>) {
       budgetUsed: r.budget_used,
       budgetExceeded: bool(r.budget_exceeded),
       calls: Number(r.calls ?? 0),
+      ...(r.door && r.door !== DEFAULT_DOOR ? { door: r.door } : {}),
       lastScore: r.last_score,
       lastGrader: r.last_grader ?? null,
       lastGraderVersion: r.last_grader_version ?? null,

@@ -14,7 +14,7 @@ import { closeSync, fdatasync, fsyncSync, mkdirSync, openSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { errors } from '../errors.js';
 import type { BudgetUsage, GradeRecord, RecordedCall, RolloutSummary } from './records.js';
-import { GRADE_COLUMNS, gradesDdl, gradeValues, rowMappers, type CallRowShape, type GradeRow, type RolloutRowShape } from './rows.js';
+import { DEFAULT_DOOR, GRADE_COLUMNS, gradesDdl, gradeValues, rowMappers, type CallRowShape, type GradeRow, type RolloutRowShape } from './rows.js';
 import {
   flagsOfSql,
   insightsDdl,
@@ -138,9 +138,10 @@ function statements(db: Database.Database) {
       `SELECT (r.item IS NOT NULL AND r.item <> '{}') OR EXISTS (SELECT 1 FROM rollout_items i WHERE i.trace_id = r.trace_id) AS full
        FROM rollouts r WHERE r.trace_id = ?`,
     ),
+    setDoor: db.prepare('UPDATE rollouts SET door = ? WHERE trace_id = ?'),
     setItem: db.prepare('INSERT OR REPLACE INTO rollout_items (trace_id, item) VALUES (?, ?)'),
     getRollout: db.prepare<[string], RolloutRow>(
-      `SELECT r.trace_id, r.created_at, r.updated_at, r.budget_limit, r.budget_used, r.budget_exceeded, r.next_seq, r.last_score,
+      `SELECT r.trace_id, r.created_at, r.updated_at, r.budget_limit, r.budget_used, r.budget_exceeded, r.next_seq, r.last_score, r.door,
          coalesce(i.item, r.item) AS item FROM rollouts r LEFT JOIN rollout_items i ON i.trace_id = r.trace_id WHERE r.trace_id = ?`,
     ),
     getBudget: db.prepare<[string], RolloutRow>('SELECT budget_used, budget_limit, budget_exceeded FROM rollouts WHERE trace_id = ?'),
@@ -248,6 +249,10 @@ export class SqliteStore implements Store {
         this.db.exec('ALTER TABLE rollouts ADD COLUMN call_count INTEGER NOT NULL DEFAULT 0');
         this.db.exec('UPDATE rollouts SET call_count = (SELECT count(*) FROM calls c WHERE c.trace_id = rollouts.trace_id)');
       })();
+    }
+    // Data dirs made before the record kept each rollout's door: all of them came through Agent RFT's.
+    if (!hasColumn(this.db, 'rollouts', 'door')) {
+      this.db.exec(`ALTER TABLE rollouts ADD COLUMN door TEXT NOT NULL DEFAULT '${DEFAULT_DOOR}'`);
     }
     this.s = statements(this.db);
     this.stats_ = statsStatements(this.db);
@@ -390,6 +395,13 @@ export class SqliteStore implements Store {
     return this.unit(() => this.ensure(traceId, item, budgetLimit, now));
   }
 
+  openRollout(traceId: string, door: string, item: Record<string, unknown> | null, budgetLimit: number, now: number): Promise<void> {
+    return this.unit(() => {
+      this.ensure(traceId, item, budgetLimit, now);
+      this.s.setDoor.run(door, traceId);
+    });
+  }
+
   insertGrade(g: NewGrade, rollout?: GradedRollout): Promise<InsertedGrade> {
     return this.unit(() => {
       if (rollout) this.ensure(g.traceId, rollout.item, rollout.budgetLimit, rollout.now);
@@ -408,6 +420,7 @@ export class SqliteStore implements Store {
       const { budget: b, item } = r;
       const empty = item !== null && isEmpty(item);
       this.s.insertRollout.run(r.traceId, r.createdAt, r.updatedAt, empty ? '{}' : null, b.limit, b.used, b.exceeded ? 1 : 0, nextSeq, lastScore, r.calls.length);
+      if (r.door !== undefined) this.s.setDoor.run(r.door, r.traceId);
       if (item && !empty) this.s.setItem.run(r.traceId, JSON.stringify(item));
       for (const c of r.calls) this.s.insertCall.run(callParams({ ...c, traceId: r.traceId }));
       for (const g of r.grades) this.s.insertGrade.run(gradeValues({ ...g, traceId: r.traceId }));

@@ -75,6 +75,8 @@ export interface RolloutTally {
 
 export interface ImportedRollout {
   traceId: string;
+  /** The door that opened it (absent: Agent RFT's). */
+  door?: string | undefined;
   createdAt: number;
   updatedAt: number;
   item: Record<string, unknown> | null;
@@ -110,6 +112,8 @@ export interface Store {
    * while the grader call carries the full row (which regrade needs). A non-empty row is kept.
    */
   ensureRollout(traceId: string, item: Record<string, unknown> | null, budgetLimit: number, now: number): Promise<void>;
+  /** As ensureRollout, and records the door the rollout came through (src/doors): a door that opens its rollouts. */
+  openRollout(traceId: string, door: string, item: Record<string, unknown> | null, budgetLimit: number, now: number): Promise<void>;
 
   findGrade(traceId: string, grader: string, graderVersion: string, sampleHash: string): Promise<GradeRecord | undefined>;
   /**

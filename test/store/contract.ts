@@ -277,6 +277,22 @@ export function storeContract(label: string, open: () => Promise<Store>): void {
   });
 
   describe(`${label}: listing, reading and importing rollouts`, () => {
+    it('records the door a rollout came through: agent-rft unless a door opened it, and filters the list by it', async () => {
+      const store = await fresh();
+      await store.beginCall(begin('trace_rft', 'c1'));
+      await store.openRollout('trace_gym', 'nemo-gym', { row: 1 }, 7, 10);
+      await store.beginCall(begin('trace_gym', 'c1'));
+      expect((await store.getRollout('trace_rft'))?.door).toBeUndefined();
+      const gym = await store.getRollout('trace_gym');
+      expect(gym).toMatchObject({ door: 'nemo-gym', item: { row: 1 }, budgetLimit: 7, calls: 1 });
+      const list = async (door?: string) => (await store.listRollouts({ limit: 10, filter: { door } })).rollouts.map((r) => [r.traceId, r.door ?? 'agent-rft']);
+      expect(await list('nemo-gym')).toEqual([['trace_gym', 'nemo-gym']]);
+      expect(await list('agent-rft')).toEqual([['trace_rft', 'agent-rft']]);
+      expect((await list()).length).toBe(2);
+      expect(await store.importRollout(imported('trace_imported', { door: 'nemo-gym' }))).toBe('imported');
+      expect((await store.getRollout('trace_imported'))?.door).toBe('nemo-gym');
+    });
+
     it('pages rollouts newest first with a base64url "created_at|trace_id" cursor, ties broken by trace_id', async () => {
       const store = await fresh();
       for (const [id, at] of [['b', 10], ['a', 10], ['c', 20], ['d', 5], ['e', 10]] as const) await store.ensureRollout(id, null, 5, at);

@@ -108,6 +108,22 @@ describePg('PostgresStore across replicas (two pools on one database)', () => {
   });
 });
 
+describePg('PostgresStore doors', () => {
+  it('gives the rollouts of a schema made before the record kept doors the door agent-rft, at boot', async () => {
+    const schema = testSchema();
+    const first = await openStore(schema);
+    await first.beginCall(begin('trace_old', 'c1'));
+    const client = new pg.Client({ connectionString: databaseUrl });
+    await client.connect();
+    await client.query(`ALTER TABLE "${schema}".rollouts DROP COLUMN door`);
+    await client.end();
+    const store = await openStore(schema);
+    expect((await store.listRollouts({ limit: 5, filter: { door: 'agent-rft' } })).rollouts.map((r) => r.traceId)).toEqual(['trace_old']);
+    await store.openRollout('trace_new', 'nemo-gym', null, 5, 1);
+    expect((await store.listRollouts({ limit: 5, filter: { door: 'nemo-gym' } })).rollouts.map((r) => r.traceId)).toEqual(['trace_new']);
+  });
+});
+
 describe('PostgresStore configuration', () => {
   it('fails at boot with RFT_ERR_STORE_CONNECT, without the password, when the database refuses the login', async () => {
     const url = databaseUrl.replace(/\/\/([^:@/]+):[^@/]*@/, '//$1:wrong-secret@');

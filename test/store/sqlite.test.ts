@@ -165,6 +165,21 @@ describe('SqliteStore, dataset rows apart from the ledger row', () => {
   });
 });
 
+it('gives the rollouts of a database made before the record kept doors the door agent-rft, at open', async () => {
+  const path = scratchPath();
+  const first = new SqliteStore({ path });
+  await first.beginCall(begin('trace_old', 'c1'));
+  await first.close();
+  const legacy = new Database(path);
+  legacy.exec('ALTER TABLE rollouts DROP COLUMN door');
+  legacy.close();
+  const store = new SqliteStore({ path });
+  onTestFinished(() => store.close());
+  expect((await store.listRollouts({ limit: 5, filter: { door: 'agent-rft' } })).rollouts.map((r) => r.traceId)).toEqual(['trace_old']);
+  await store.openRollout('trace_new', 'nemo-gym', null, 5, 1);
+  expect((await store.listRollouts({ limit: 5, filter: { door: 'nemo-gym' } })).rollouts.map((r) => r.traceId)).toEqual(['trace_new']);
+});
+
 describe('SqliteStore, one writer process', () => {
   it('refuses a second store on the same file with a coded error, and allows one after the first closes', async () => {
     const path = scratchPath();

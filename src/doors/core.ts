@@ -1,0 +1,122 @@
+// The core every door calls, in no wire format: start a rollout (from a dataset row), call a tool
+// (rollout, exactly-once key, name, arguments) and get an observation, grade (rollout, answer, row)
+// and get a score with subscores, end the rollout. It is the ledger and the grading service as they
+// are (exactly-once, budgets, sandboxes, the record): a door only translates its trainer's wire.
+import type { Logger } from 'pino';
+import { errors } from '../errors.js';
+import type { Item, Sample } from '../protocol/wire.js';
+import type { Environment, Environments } from '../environments/environment.js';
+import type { LoadedGrader, Registry } from '../registry/loader.js';
+import { defaultGrader } from '../registry/loader.js';
+import type { Ledger, ToolCallOutcome } from '../ledger/ledger.js';
+import type { GradingService } from '../grading/service.js';
+import type { SandboxProvider } from '../ledger/sandbox-provider.js';
+import { budgetFromItem } from '../ledger/budget.js';
+import type { Store } from '../store/types.js';
+
+export interface CoreServices {
+  registry: Registry;
+  ledger: Ledger;
+  grading: GradingService;
+  store: Store;
+  sandboxes: SandboxProvider | undefined;
+  environments: Environments;
+  defaultBudget: number;
+  defaultGrader: string | undefined;
+  log: Logger;
+}
+
+/** A rollout as the core runs it: its record's trace id, the row, what it may call and what grades it. */
+export interface Rollout {
+  traceId: string;
+  door: string;
+  /** The dataset row: budget, sandbox and the grader's fields (the grader's `item`). */
+  row: Item;
+  environment: string | undefined;
+  /** The only tools this rollout may call. */
+  tools: ReadonlySet<string>;
+  grader: LoadedGrader;
+}
+
+export interface StartRollout {
+  traceId: string;
+  door: string;
+  row: Item;
+  /** The tools the row offers the model; each must be the environment's (when there is one). */
+  tools: readonly string[];
+  /** Pin the environment; else the one whose tools hold the row's, if exactly one does. */
+  environment?: string | undefined;
+  /** Start building the rollout's sandbox now (the row names one): the model's first turn hides its cost. */
+  warmSandbox?: boolean;
+}
+
+export interface Grade {
+  score: number;
+  subscores: Record<string, number>;
+  grader: string;
+  replayed: boolean;
+}
+
+export class DoorCore {
+  constructor(private readonly s: CoreServices) {}
+
+  private environmentOf(input: StartRollout): Environment | undefined {
+    const { environments } = this.s;
+    if (input.environment !== undefined) return environments.get(input.environment);
+    return environments.forTools(input.tools);
+  }
+
+  /** Checks the row against its environment and opens its record (door, row, budget). */
+  async start(input: StartRollout): Promise<Rollout> {
+    const { registry, environments } = this.s;
+    const env = this.environmentOf(input);
+    // With environments, a row belongs to one: tools of several (finqa's and coding's) never mix.
+    if (!env && environments.list().length > 0) {
+      throw errors.badRequest(`the row's tools (${input.tools.join(', ') || 'none'}) are not those of one environment (${environments.list().map((e) => e.name).join(', ')})`, {
+        tools: input.tools,
+      });
+    }
+    const outside = input.tools.filter((t) => !registry.tools.has(t) || (env && !env.tools.includes(t)));
+    if (outside.length > 0) {
+      throw errors.badRequest(`the row offers tools that ${env ? `environment "${env.name}" does not have` : 'this server does not have'}: ${outside.join(', ')}`, {
+        tools: outside,
+      });
+    }
+    const graderName = env?.grader ?? defaultGrader(registry, this.s.defaultGrader);
+    const grader = graderName === undefined ? undefined : registry.graders.get(graderName);
+    if (!grader) throw errors.unknownGrader(graderName ?? '(default)', [...registry.graders.keys()]);
+    try {
+      await this.s.store.openRollout(input.traceId, input.door, input.row, budgetFromItem(input.row, this.s.defaultBudget), Date.now());
+    } catch (e) {
+      throw errors.store((e as Error).message);
+    }
+    const { sandboxes } = this.s;
+    if (input.warmSandbox && sandboxes && typeof input.row.sandbox === 'object' && input.row.sandbox !== null) {
+      // Not awaited: a failure here is the first tool call's to meet (acquire runs again there).
+      sandboxes.acquire(input.traceId, input.row).catch((e: unknown) => this.s.log.warn({ err: e, trace_id: input.traceId }, 'sandbox built ahead failed'));
+    }
+    return { traceId: input.traceId, door: input.door, row: input.row, environment: env?.name, tools: new Set(input.tools), grader };
+  }
+
+  /**
+   * Runs a tool call once per (rollout, key) through the ledger. A tool the rollout does not offer is
+   * RFT_ERR_UNKNOWN_TOOL (404); the outcome says whether the model's arguments were refused.
+   */
+  callTool(r: Rollout, key: string, name: string, args: unknown, credential: string | null = null): Promise<ToolCallOutcome> {
+    const tool = r.tools.has(name) ? this.s.registry.tools.get(name) : undefined;
+    if (!tool) throw errors.unknownTool(name, [...r.tools]);
+    return this.s.ledger.call(tool, { traceId: r.traceId, callId: key, arguments: args, item: r.row, credential });
+  }
+
+  /** Grades the answer once (a retry of the same answer gets the recorded grade); failures throw coded errors. */
+  async grade(r: Rollout, answer: Sample, credential: string | null = null): Promise<Grade> {
+    const { record, replayed } = await this.s.grading.grade(r.grader, { sample: answer, item: r.row, traceId: r.traceId, credential, source: 'endpoint' });
+    if (record.score === null) throw errors.graderFailed(r.grader.def.name, 'no score was recorded');
+    return { score: record.score, subscores: record.subscores ?? {}, grader: r.grader.def.name, replayed };
+  }
+
+  /** Ends the rollout now (its sandbox goes); a graded one ends by itself after the grace period. */
+  async end(r: Rollout): Promise<void> {
+    await this.s.sandboxes?.destroy(r.traceId);
+  }
+}

@@ -12,6 +12,8 @@
 //   whole episode; the reward is the reply's. A non-2xx or a reply simple_agent's pydantic model would
 //   refuse fails the rollout, and so does a `reward_components` sum NeMo RL would refuse.
 import { randomUUID } from 'node:crypto';
+import { SESSION_COOKIE } from '../doors/nemo-gym/app.js';
+import { traceIdOf } from '../doors/nemo-gym/sessions.js';
 import { errors } from '../errors.js';
 import type { DatasetRow } from './rollout-dataset.js';
 import type { InputItem, GymRow } from './nemo-gym-row.js';
@@ -21,6 +23,8 @@ import { discard, newResult, settle, type RolloutDeps, type RolloutResult } from
 import { Stopwatch } from './rollout-stopwatch.js';
 
 export interface GymSide {
+  /** runGymRollout, loaded only for --door nemo-gym (it brings the door's session module). */
+  run: typeof runGymRollout;
   door: GymDoorClient;
   /** The agent_ref name ng_collect_rollouts gives rows without one (+agent_name). */
   agent: string;
@@ -166,9 +170,10 @@ export function rewardOf(reply: DoorReply): { reward: number; failureClass: stri
   return { reward, failureClass: typeof body._ng_failure_class === 'string' ? body._ng_failure_class : null };
 }
 
-/** The rollout's id on the server: the session token the door set as its cookie. */
-function traceIdOf(cookies: Cookies): string {
-  return [...cookies.values()][0] ?? '';
+/** The rollout's id in the server's record, derived from the session token the door set as its cookie. */
+function recordIdOf(cookies: Cookies): string {
+  const token = cookies.get(SESSION_COOKIE);
+  return token === undefined ? '' : traceIdOf(token);
 }
 
 export async function runGymRollout(row: number, tryIndex: number, item: DatasetRow, deps: RolloutDeps, gym: GymSide): Promise<GymRolloutResult> {
@@ -182,7 +187,7 @@ export async function runGymRollout(row: number, tryIndex: number, item: Dataset
     const seed = await post(gym.door, sw, '/seed_session', run, new Map());
     if (seed.status < 200 || seed.status >= 300) throw errors.rolloutDiscarded(`/seed_session answered ${seed.status}: ${seed.text.slice(0, 300)}`);
     e.cookies = seed.cookies;
-    result.trace_id = traceIdOf(seed.cookies);
+    result.trace_id = recordIdOf(seed.cookies);
     await playEpisode(item, deps, gym, sw, e);
     const verified = rewardOf(await post(gym.door, sw, '/verify', { ...run, response: episodeResponse(e, gymRow, deps.model.name) }, e.cookies));
     result.score = verified.reward;

@@ -6,7 +6,7 @@ import type { ModelApi } from './rollout-model.js';
 import { pool } from './rollout-pool.js';
 import { Progress } from './rollout-progress.js';
 import { ResultsFile, pairKey } from './rollout-results.js';
-import { runGymRollout, type GymSide } from './rollout-gym.js';
+import type { GymSide } from './rollout-gym.js';
 import { runRollout, type RolloutDeps, type RolloutResult } from './rollout-run.js';
 import { withServerOptions, type ServerOptions } from './server-options.js';
 
@@ -64,7 +64,7 @@ export function pendingJobs(rows: number, k: number, done: ReadonlySet<string>):
 export async function runAll(o: RolloutRunOptions, jobs: Job[]): Promise<RolloutResult[]> {
   const finished: RolloutResult[] = [];
   await pool(jobs, o.concurrency, async ({ row, tryIndex }) => {
-    const r = o.gym ? await runGymRollout(row, tryIndex, o.rows[row]!, o.deps, o.gym) : await runRollout(row, tryIndex, o.rows[row]!, o.deps);
+    const r = o.gym ? await o.gym.run(row, tryIndex, o.rows[row]!, o.deps, o.gym) : await runRollout(row, tryIndex, o.rows[row]!, o.deps);
     o.results.append(r);
     finished.push(r);
     o.onDone?.(r);
@@ -76,8 +76,12 @@ const RETRY_HINT = 'the same command with --retry-discarded';
 
 /** The dataset's rows in Gym's shape (a row that has none fails here, with its line) and the door's client. */
 async function gymSide(opts: RolloutOptions): Promise<GymSide> {
-  const [{ convertDataset }, { GymDoorClient }] = await Promise.all([import('./dataset-convert.js'), import('./rollout-gym-http.js')]);
-  return { rows: convertDataset(opts.dataset), agent: opts.gymAgent, door: new GymDoorClient(opts.doorUrl!) };
+  const [{ convertDataset }, { GymDoorClient }, { runGymRollout }] = await Promise.all([
+    import('./dataset-convert.js'),
+    import('./rollout-gym-http.js'),
+    import('./rollout-gym.js'),
+  ]);
+  return { rows: convertDataset(opts.dataset), agent: opts.gymAgent, door: new GymDoorClient(opts.doorUrl!), run: runGymRollout };
 }
 
 async function action(opts: RolloutOptions): Promise<void> {

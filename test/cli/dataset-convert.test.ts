@@ -1,24 +1,43 @@
-// `dataset convert --to nemo-gym`: the shipped datasets become rows NeMo Gym's own models accept,
-// with the served tools and every field the grader reads; a bad line is a coded error naming it,
-// and --out is written whole or not at all.
+// `dataset convert --to nemo-gym`: the shipped datasets become rows NeMo Gym's own models accept and
+// the NeMo Gym door seeds rollouts from, with the served tools and every field the grader reads; a
+// bad line is a coded error naming it, and --out is written whole or not at all.
 import { existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { toGymRow } from '../../src/cli/nemo-gym-row.js';
+import { SESSION_COOKIE } from '../../src/doors/nemo-gym/app.js';
+import { traceIdOf } from '../../src/doors/nemo-gym/sessions.js';
 import { loadRegistry, type Registry } from '../../src/registry/loader.js';
 import { gymRow } from '../helpers/gym-schema.js';
+import { postOnce } from '../helpers/nemo-gym-client.js';
+import { startTestServer, type TestServer } from '../helpers/server.js';
 import { readJsonl, removeTempDirs, repoRoot, runCli, tempDir, writeJsonl } from './harness.js';
 
 type Row = Record<string, unknown> & { messages: { role: string; content: string }[]; tools: { function: { name: string; parameters: unknown } }[] };
 type Converted = { responses_create_params: { input: Record<string, unknown>[]; tools: { name: string; parameters: unknown; strict: boolean }[] } } & Record<string, unknown>;
 
 let repo: Registry;
+let server: TestServer;
+let door: string;
 beforeAll(async () => {
   repo = await loadRegistry({ toolsDir: join(repoRoot, 'tools'), gradersDir: join(repoRoot, 'graders') });
+  // The repository's units and environments (finqa, coding), the NeMo Gym door on an ephemeral port.
+  server = await startTestServer({ env: { RFT_NEMO_GYM_PORT: '0' } });
+  door = server.app.rft.nemoGym!.url;
 });
-afterAll(removeTempDirs);
+afterAll(async () => {
+  await server?.close();
+  removeTempDirs();
+});
 
-describe('dataset convert --to nemo-gym on the shipped datasets', () => {
+/** What the door recorded as the rollout's row: the grader's item. */
+async function recordedItem(token: string): Promise<unknown> {
+  const res = await fetch(`${server.url}/v1/rollouts/${traceIdOf(token)}`, { headers: { authorization: `Bearer ${server.key}` } });
+  expect(res.status).toBe(200);
+  return ((await res.json()) as { door: string; item: unknown }).item;
+}
+
+describe('dataset convert --to nemo-gym on the shipped datasets', { timeout: 90_000 }, () => {
   it.each([
     ['examples/finqa/train.jsonl', 'answer_match', 26],
     ['examples/finqa/valid.jsonl', 'answer_match', 6],
@@ -49,6 +68,13 @@ describe('dataset convert --to nemo-gym on the shipped datasets', () => {
       expect(fields).toEqual(rest);
       expect(itemSchema.safeParse(fields).success).toBe(true);
     });
+    // The door starts a rollout from each converted row, with those fields as the grader's item.
+    for (const g of out) {
+      const seed = await postOnce(door, '/seed_session', g);
+      expect(seed.status, seed.text).toBe(200);
+      const { responses_create_params: _p, ...fields } = g;
+      expect(await recordedItem(seed.cookies[SESSION_COOKIE]!)).toEqual(fields);
+    }
   });
 
   it('sets agent_ref with --agent, and writes --out', async () => {
@@ -96,7 +122,7 @@ describe('toGymRow', () => {
   });
 });
 
-describe('dataset convert on a bad file', () => {
+describe('dataset convert on a bad file', { timeout: 60_000 }, () => {
   const good = () => readFileSync(join(repoRoot, 'examples/finqa/valid.jsonl'), 'utf8').split('\n')[0]!;
 
   it.each([

@@ -9,6 +9,8 @@ import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { GymRolloutResult } from '../../src/cli/rollout-gym.js';
+import { SESSION_COOKIE } from '../../src/doors/nemo-gym/app.js';
+import { traceIdOf } from '../../src/doors/nemo-gym/sessions.js';
 import { startScriptedModel, type ScriptedModel } from '../helpers/scripted-model.js';
 import { readJsonl, removeTempDirs, runCli, tempDir, writeJsonl } from './harness.js';
 
@@ -53,7 +55,7 @@ async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> 
   if (path === '/v1/tools') return send(200, '{"tools":[]}');
   if (path.startsWith('/v1/rollouts/')) return send(200, '{"budget":{"exceeded":false}}');
   if (path === '/') return send(404, '{"detail":"Not Found"}');
-  if (path === '/seed_session') return send(200, '{}', `sess=A${(JSON.parse(body) as { _ng_task_index: number })._ng_task_index}`);
+  if (path === '/seed_session') return send(200, '{}', `${SESSION_COOKIE}=A${(JSON.parse(body) as { _ng_task_index: number })._ng_task_index}`);
   if (path === '/a') return send(500, 'boom', 'sess=B'); // a status is an output like any other
   if (path === '/c') return send(200, 'c-out'); // no Set-Cookie: the next request goes without
   if (path === '/d') return send(404, 'nope', 'sess=C');
@@ -114,7 +116,7 @@ describe('rollout --door nemo-gym, as simple_agent sends it', () => {
     const rollout0 = seen.slice(0, seen.findIndex((s) => s.path === '/verify') + 1);
     expect(rollout0.map((s) => [s.path, s.cookie ?? null])).toEqual([
       ['/seed_session', null],
-      ['/a', 'sess=A0'],
+      ['/a', `${SESSION_COOKIE}=A0`],
       // "b" had arguments that do not parse: simple_agent answers the model itself.
       ['/c', 'sess=B'],
       ['/d', null],
@@ -152,7 +154,7 @@ describe('rollout --door nemo-gym, as simple_agent sends it', () => {
   });
 
   it("takes the reward, keeps a grader failure's class, and discards what simple_agent or NeMo RL would refuse", () => {
-    expect(results[0]).toMatchObject({ score: 0.75, discarded: false, tool_calls: 4, steps: 3, failure_class: null, budget_exhausted: false, trace_id: 'A0' });
+    expect(results[0]).toMatchObject({ score: 0.75, discarded: false, tool_calls: 4, steps: 3, failure_class: null, budget_exhausted: false, trace_id: traceIdOf('A0') });
     expect(results[1]).toMatchObject({ score: 0, discarded: false, failure_class: 'judge_failed' });
     expect(results[2]).toMatchObject({ score: null, discarded: true, error_code: 'RFT_ERR_ROLLOUT_DISCARDED' });
     expect(results[2]!.error).toMatch(/reward_components/);

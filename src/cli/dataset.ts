@@ -1,6 +1,8 @@
 // `rft-endpoints dataset check FILE`: checks a dataset against the tools and the grader it will
 // meet, those of this project's folders (as `serve` would load them) or of a running server.
+// `dataset convert FILE --to nemo-gym`: the same rows in another trainer's row format.
 import type { Command } from 'commander';
+import type { ConvertOptions } from './dataset-convert.js';
 import type { DatasetCheckOptions } from './dataset-sources.js';
 import { withServerOptions } from './server-options.js';
 
@@ -28,4 +30,15 @@ export function register(program: Command): void {
   )
     .addHelpText('after', '\nWithout --server the tools and graders are loaded from this folder (./tools, ./graders), as `serve` would load them.')
     .action(checkAction);
+  dataset
+    .command('convert')
+    .description("write an Agent RFT dataset in another trainer's row format (nemo-gym: responses_create_params with input and flat Responses tools, the other fields kept)")
+    .argument('<file>', 'Agent RFT dataset JSONL (messages, tools, the fields the grader reads)')
+    .requiredOption('--to <format>', 'the row format: nemo-gym')
+    .option('--out <file>', 'write here (whole or not at all) instead of standard output')
+    .option('--agent <name>', "set each row's agent_ref (the Gym agent that plays it), else ng_collect_rollouts +agent_name=NAME does")
+    .action(async (file: string, opts: ConvertOptions) => {
+      const { runDatasetConvert } = await import('./dataset-convert.js');
+      runDatasetConvert(file, opts);
+    });
 }

@@ -14,6 +14,8 @@ export interface ExampleSpec {
   datasets: [string, string][];
   job: string;
   grader: string;
+  /** NeMo Gym's `domain` for the project's resources server (nemo-gym.yaml). */
+  gymDomain: string;
 }
 
 const same = (...paths: string[]): [string, string][] => paths.map((p) => [p, p]);
@@ -29,6 +31,7 @@ export const EXAMPLES = {
     ],
     job: 'examples/finqa/job.json',
     grader: 'answer_match',
+    gymDomain: 'agent',
   },
   coding: {
     summary: 'bug-fix tasks in a per-rollout sandbox (shell, read_file, write_file, apply_patch, list_files, search), graded by hidden unit tests',
@@ -45,6 +48,7 @@ export const EXAMPLES = {
     datasets: [['examples/coding/train.jsonl', 'train.jsonl']],
     job: 'examples/coding/job.json',
     grader: 'unit_tests',
+    gymDomain: 'coding',
   },
   blank: {
     summary: 'one tool (lookup_price) and one grader (price_match) to replace with your own',
@@ -56,6 +60,7 @@ export const EXAMPLES = {
     datasets: [['examples/blank/train.jsonl', 'train.jsonl']],
     job: 'examples/blank/job.json',
     grader: 'price_match',
+    gymDomain: 'agent',
   },
 } as const satisfies Record<string, ExampleSpec>;
 

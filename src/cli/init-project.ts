@@ -84,6 +84,14 @@ function copyExample(root: string, spec: ExampleSpec, into: string): number {
   return files;
 }
 
+/** The job's max_episode_steps, which the NeMo Gym config gives simple_agent as max_steps. */
+function maxEpisodeSteps(root: string, spec: ExampleSpec): number {
+  const job = JSON.parse(readFileSync(join(root, spec.job), 'utf8')) as { method?: { reinforcement?: { max_episode_steps?: unknown } } };
+  const steps = job.method?.reinforcement?.max_episode_steps;
+  if (typeof steps !== 'number') throw errors.internal(`${spec.job} has no method.reinforcement.max_episode_steps`);
+  return steps;
+}
+
 export function initProject(opts: InitOptions): InitResult {
   if (!isExampleName(opts.example)) throw errors.cliUsage(`--example must be one of ${Object.keys(EXAMPLES).join(', ')}, got "${opts.example}"`);
   const dir = resolve(opts.dir);
@@ -97,8 +105,9 @@ export function initProject(opts: InitOptions): InitResult {
   rmSync(staging, { recursive: true, force: true });
   try {
     let files = copyExample(root, spec, staging);
-    const texts = projectFiles({ name: basename(dir), example: opts.example, spec, dependency });
+    const texts = projectFiles({ name: basename(dir), example: opts.example, spec, dependency, maxSteps: maxEpisodeSteps(root, spec) });
     for (const [name, text] of Object.entries(texts)) {
+      mkdirSync(dirname(join(staging, name)), { recursive: true });
       writeFileSync(join(staging, name), text);
       files++;
     }

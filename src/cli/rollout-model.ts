@@ -22,6 +22,8 @@ export interface ModelTurn {
   toolCalls: ToolCallRequest[];
   text: string;
   finishReason: string;
+  /** The Responses API's reply as it came (its `output` items verbatim); none from Chat Completions. */
+  response?: Record<string, unknown>;
 }
 
 export interface ToolOutput {
@@ -73,6 +75,11 @@ export class ModelClient {
     });
     this.model = opts.model;
     this.api = opts.api;
+  }
+
+  /** The model name requests carry. */
+  get name(): string {
+    return this.model;
   }
 
   get resolvedApi(): ModelApi {
@@ -187,7 +194,7 @@ class ResponsesConversation implements Conversation {
       }
     }
     const finishReason = toolCalls.length > 0 ? 'tool_calls' : res.status === 'incomplete' ? 'length' : 'stop';
-    return { toolCalls, text, finishReason };
+    return { toolCalls, text, finishReason, response: res as unknown as Record<string, unknown> };
   }
 }
 

@@ -105,11 +105,9 @@ async function budgetExhausted(server: ServerClient, sw: Stopwatch, traceId: str
   }
 }
 
-export async function runRollout(row: number, tryIndex: number, item: DatasetRow, deps: RolloutDeps): Promise<RolloutResult> {
-  const sw = new Stopwatch();
-  const t0 = performance.now();
-  const traceId = `trace_${randomUUID()}`;
-  const result: RolloutResult = {
+/** A result with nothing played yet. */
+export function newResult(row: number, tryIndex: number, traceId: string): RolloutResult {
+  return {
     row,
     try: tryIndex,
     trace_id: traceId,
@@ -124,21 +122,37 @@ export async function runRollout(row: number, tryIndex: number, item: DatasetRow
     error_code: null,
     own_ms: 0,
   };
+}
+
+/** Both infrastructure failures and model errors leave the rollout without a score. */
+export function discard(result: RolloutResult, e: unknown): void {
+  result.discarded = true;
+  result.error = e instanceof Error ? e.message : String(e);
+  result.error_code = isRftError(e) ? e.code : 'RFT_ERR_INTERNAL';
+}
+
+/** Once the rollout is over: its counts, whether the budget ran out (when the server knows it), its times. */
+export async function settle(result: RolloutResult, played: { turns: unknown[]; toolCalls: number; maxStepsReached: boolean }, server: ServerClient, sw: Stopwatch, t0: number): Promise<void> {
+  result.steps = played.turns.length;
+  result.tool_calls = played.toolCalls;
+  result.max_steps_reached = played.maxStepsReached;
+  if (result.trace_id !== '') result.budget_exhausted = await budgetExhausted(server, sw, result.trace_id);
+  result.latency_ms = Math.round(performance.now() - t0);
+  result.own_ms = Number(sw.totals().ownMs.toFixed(3));
+}
+
+export async function runRollout(row: number, tryIndex: number, item: DatasetRow, deps: RolloutDeps): Promise<RolloutResult> {
+  const sw = new Stopwatch();
+  const t0 = performance.now();
+  const traceId = `trace_${randomUUID()}`;
+  const result = newResult(row, tryIndex, traceId);
   const outcome: Outcome = { turns: [], toolCalls: 0, maxStepsReached: false };
   try {
     await play(deps, sw, traceId, item, outcome);
     result.score = await grade(deps, sw, traceId, item, outcome.turns);
   } catch (e) {
-    // Both infrastructure failures and model errors leave the rollout without a score.
-    result.discarded = true;
-    result.error = e instanceof Error ? e.message : String(e);
-    result.error_code = isRftError(e) ? e.code : 'RFT_ERR_INTERNAL';
+    discard(result, e);
   }
-  result.steps = outcome.turns.length;
-  result.tool_calls = outcome.toolCalls;
-  result.max_steps_reached = outcome.maxStepsReached;
-  result.budget_exhausted = await budgetExhausted(deps.server, sw, traceId);
-  result.latency_ms = Math.round(performance.now() - t0);
-  result.own_ms = Number(sw.totals().ownMs.toFixed(3));
+  await settle(result, outcome, deps.server, sw, t0);
   return result;
 }

@@ -7,6 +7,7 @@ import { pool } from './rollout-pool.js';
 import { DEFAULT_MAX_REPLY_BYTES } from './rollout-reply-cap.js';
 import { Progress } from './rollout-progress.js';
 import { ResultsFile, pairKey } from './rollout-results.js';
+import type { GymSide } from './rollout-gym.js';
 import { runRollout, type RolloutDeps, type RolloutResult } from './rollout-run.js';
 import { withServerOptions, type ServerOptions } from './server-options.js';
 
@@ -22,7 +23,12 @@ interface RolloutOptions extends ServerOptions {
   api: string;
   maxReplyBytes: string;
   retryDiscarded?: boolean;
+  door: string;
+  doorUrl?: string;
+  gymAgent: string;
 }
+
+const DOORS = ['agent-rft', 'nemo-gym'] as const;
 
 function positiveInt(name: string, v: string): number {
   const n = Number(v);
@@ -38,6 +44,8 @@ export interface RolloutRunOptions {
   onDone?: (r: RolloutResult) => void;
   /** Aborted: start no new rollout, finish those in flight. */
   signal?: AbortSignal;
+  /** Through the NeMo Gym door instead of the Agent RFT routes. */
+  gym?: GymSide;
 }
 
 export interface Job {
@@ -58,7 +66,7 @@ export function pendingJobs(rows: number, k: number, done: ReadonlySet<string>):
 export async function runAll(o: RolloutRunOptions, jobs: Job[]): Promise<RolloutResult[]> {
   const finished: RolloutResult[] = [];
   await pool(jobs, o.concurrency, async ({ row, tryIndex }) => {
-    const r = await runRollout(row, tryIndex, o.rows[row]!, o.deps);
+    const r = o.gym ? await o.gym.run(row, tryIndex, o.rows[row]!, o.deps, o.gym) : await runRollout(row, tryIndex, o.rows[row]!, o.deps);
     o.results.append(r);
     finished.push(r);
     o.onDone?.(r);
@@ -68,26 +76,40 @@ export async function runAll(o: RolloutRunOptions, jobs: Job[]): Promise<Rollout
 
 const RETRY_HINT = 'the same command with --retry-discarded';
 
+/** The dataset's rows in Gym's shape (a row that has none fails here, with its line) and the door's client. */
+async function gymSide(opts: RolloutOptions): Promise<GymSide> {
+  const [{ convertDataset }, { GymDoorClient }, { runGymRollout }] = await Promise.all([
+    import('./dataset-convert.js'),
+    import('./rollout-gym-http.js'),
+    import('./rollout-gym.js'),
+  ]);
+  return { rows: convertDataset(opts.dataset), agent: opts.gymAgent, door: new GymDoorClient(opts.doorUrl!), run: runGymRollout };
+}
+
 async function action(opts: RolloutOptions): Promise<void> {
   const k = positiveInt('-k', opts.k);
   const concurrency = positiveInt('--concurrency', opts.concurrency);
   const maxSteps = positiveInt('--max-steps', opts.maxSteps);
   const maxReplyBytes = positiveInt('--max-reply-bytes', opts.maxReplyBytes);
   if (!['responses', 'chat', 'auto'].includes(opts.api)) throw errors.cliUsage(`--api must be responses, chat or auto, got "${opts.api}"`);
+  if (!(DOORS as readonly string[]).includes(opts.door)) throw errors.cliUsage(`--door must be ${DOORS.join(' or ')}, got "${opts.door}"`);
+  if (opts.door === 'nemo-gym' && opts.doorUrl === undefined) throw errors.cliUsage('--door nemo-gym needs --door-url, the address of the server\'s NeMo Gym listener (RFT_NEMO_GYM_HOST:RFT_NEMO_GYM_PORT)');
   const [{ readDataset }, { clientFrom }, { ModelClient, modelEndpoint }] = await Promise.all([
     import('./rollout-dataset.js'),
     import('./rollout-http.js'),
     import('./rollout-model.js'),
   ]);
   const rows = readDataset(opts.dataset);
+  const gym = opts.door === 'nemo-gym' ? await gymSide(opts) : undefined;
   // Before the first row: a model endpoint is named (never the SDK's default with a placeholder
   // key), and the server answers with this credential, so a wrong setup fails once, not per rollout.
   const endpoint = modelEndpoint(opts.baseUrl);
   const server = clientFrom(opts, Math.max(16, concurrency * 4));
   try {
     await server.check();
+    await gym?.door.check();
   } catch (e) {
-    await server.close();
+    await Promise.all([server.close(), gym?.door.close()]);
     throw e;
   }
   const results = new ResultsFile(opts.out, { retryDiscarded: opts.retryDiscarded === true });
@@ -106,7 +128,7 @@ async function action(opts: RolloutOptions): Promise<void> {
   process.on('SIGINT', onSigint);
   try {
     const finished = await runAll(
-      { rows, concurrency, deps: { server, model, maxSteps, graderPath: opts.graderPath }, results, onDone: (r) => progress.done(r), signal: stop.signal },
+      { rows, concurrency, deps: { server, model, maxSteps, graderPath: opts.graderPath }, results, onDone: (r) => progress.done(r), signal: stop.signal, ...(gym ? { gym } : {}) },
       jobs,
     );
     const scored = finished.filter((r) => r.score !== null);
@@ -114,7 +136,7 @@ async function action(opts: RolloutOptions): Promise<void> {
     const discarded = finished.length - scored.length;
     console.log(
       `${finished.length} rollouts (${skipped} skipped as done), mean score ${Number.isNaN(mean) ? '-' : mean.toFixed(3)}, ` +
-        `${discarded} discarded, api ${model.resolvedApi}; results in ${opts.out}`,
+        `${discarded} discarded, api ${model.resolvedApi}, door ${opts.door}; results in ${opts.out}`,
     );
     if (stop.signal.aborted) {
       console.log(`interrupted with ${jobs.length - finished.length} rollouts left: run the same command again to resume`);
@@ -127,7 +149,7 @@ async function action(opts: RolloutOptions): Promise<void> {
     }
   } finally {
     process.off('SIGINT', onSigint);
-    await server.close();
+    await Promise.all([server.close(), gym?.door.close()]);
   }
 }
 
@@ -150,6 +172,9 @@ export function register(program: Command): void {
         "largest reply read from the model endpoint; past it the request is aborted and that rollout discarded (RFT_ERR_MODEL_REPLY_TOO_LARGE)",
         String(DEFAULT_MAX_REPLY_BYTES),
       )
-      .option('--retry-discarded', 'on resume, run the discarded rollouts of --out again (the new line replaces the old one)'),
+      .option('--retry-discarded', 'on resume, run the discarded rollouts of --out again (the new line replaces the old one)')
+      .option('--door <door>', "the trainer's protocol: agent-rft (POST /tools, --grader-path) or nemo-gym (the NeMo Gym door, as Gym's simple_agent)", 'agent-rft')
+      .option('--door-url <url>', 'with --door nemo-gym: the NeMo Gym listener, e.g. http://127.0.0.1:8788 (RFT_NEMO_GYM_HOST:RFT_NEMO_GYM_PORT)')
+      .option('--gym-agent <name>', "with --door nemo-gym: agent_ref.name of rows without one, as ng_collect_rollouts +agent_name sets it", 'rft_agent'),
   ).action(action);
 }

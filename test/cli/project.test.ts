@@ -4,6 +4,7 @@ import { execFileSync, spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, readdirSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { parse as parseYaml } from 'yaml';
 import { spawnServer, type ChildServer } from '../helpers/child-server.js';
 import { getJson, removeTempDirs, repoRoot, runCli, tempDir } from './harness.js';
 
@@ -25,6 +26,38 @@ async function callTool(s: { url: string; key: string }, name: string, args: unk
 
 const keyOf = (dataDir: string) => readFileSync(join(dataDir, 'api-key'), 'utf8').trim();
 
+/**
+ * nemo-gym.yaml as ng_run reads it (trainer-doors.md §1, Gym's cli/env.py): the resources server entry
+ * at the door's address with a stub entrypoint ng_run can start from resources_servers/rft/, Gym's
+ * simple_agent wired to it and to a model server; the README runs ng_run and ng_collect_rollouts on it.
+ */
+function expectNemoGymConfig(dir: string): void {
+  const config = parseYaml(readFileSync(join(dir, 'nemo-gym.yaml'), 'utf8')) as Record<string, Record<string, Record<string, Record<string, unknown>>>>;
+  expect(Object.keys(config)).toEqual(['rft_env', 'rft_agent', 'policy_model']);
+  expect(config.rft_env!.resources_servers).toEqual({
+    rft: { entrypoint: 'app.py', domain: 'agent', verified: false, description: expect.any(String), host: '127.0.0.1', port: 8788 },
+  });
+  expect(config.rft_agent!.responses_api_agents).toEqual({
+    simple_agent: {
+      entrypoint: 'app.py',
+      max_steps: 10, // the job's max_episode_steps
+      resources_server: { type: 'resources_servers', name: 'rft_env' },
+      model_server: { type: 'responses_api_models', name: 'policy_model' },
+    },
+  });
+  expect(config.policy_model!.responses_api_models).toEqual({
+    openai_model: { entrypoint: 'app.py', openai_base_url: 'http://127.0.0.1:8000/v1', openai_api_key: 'EMPTY', openai_model: 'policy' },
+  });
+  expect(readdirSync(join(dir, 'resources_servers/rft')).sort()).toEqual(['app.py', 'requirements.txt']);
+  const compiled = spawnSync('python3', ['-m', 'py_compile', join(dir, 'resources_servers/rft/app.py')], { encoding: 'utf8' });
+  expect(compiled.status, compiled.stderr).toBe(0);
+  const readme = readFileSync(join(dir, 'README.md'), 'utf8');
+  expect(readme).toContain('RFT_NEMO_GYM_PORT=8788 npm start');
+  expect(readme).toContain('dataset convert train.jsonl --to nemo-gym --out train.gym.jsonl');
+  expect(readme).toContain('ng_run "+config_paths=[nemo-gym.yaml]"');
+  expect(readme).toContain('ng_collect_rollouts +agent_name=rft_agent +input_jsonl_fpath=train.gym.jsonl');
+}
+
 const servers: ChildServer[] = [];
 afterAll(async () => {
   await Promise.all(servers.map((s) => s.stop()));
@@ -36,7 +69,10 @@ describe('rft-endpoints init', () => {
     const dir = join(tempDir('rft-project-'), 'research');
     const init = await runCli(['init', dir, '--example', 'finqa']);
     expect(init.code, init.stderr).toBe(0);
-    expect(readdirSync(dir).sort()).toEqual(['.gitignore', 'README.md', 'examples', 'graders', 'job.json', 'package.json', 'tools', 'train.jsonl', 'valid.jsonl']);
+    expect(readdirSync(dir).sort()).toEqual([
+      '.gitignore', 'README.md', 'examples', 'graders', 'job.json', 'nemo-gym.yaml', 'package.json', 'resources_servers', 'tools', 'train.jsonl', 'valid.jsonl',
+    ]);
+    expectNemoGymConfig(dir);
     const pkg = JSON.parse(readFileSync(join(dir, 'package.json'), 'utf8')) as { dependencies: Record<string, string>; scripts: Record<string, string> };
     // From a checkout the project links this copy; its only dependency, so no registry is needed.
     expect(pkg.dependencies).toEqual({ 'rft-endpoints': `file:${repoRoot}` });

@@ -61,6 +61,10 @@ export const errors = {
   nemoGymSession: define('RFT_ERR_NEMO_GYM_SESSION', 400, (why: string) => [
     `${why}: call POST /seed_session first and send the cookie it sets`,
   ]),
+  // A cookie this process does not know: a restart (or the TTL) ended its session, a failure of ours, so 5xx.
+  nemoGymSessionLost: define('RFT_ERR_NEMO_GYM_SESSION_LOST', 503, () => [
+    'this session is not live here (the server restarted, or it outlived the sandbox TTL): rerun the rollout',
+  ]),
   nemoGymNotATool: define('RFT_ERR_NEMO_GYM_NOT_A_TOOL', 422, (name: string) => [
     `"${name}" is not one of this rollout's tools`,
     { tool: name },

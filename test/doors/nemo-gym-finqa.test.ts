@@ -190,6 +190,11 @@ describe('NeMo Gym door with finqa', () => {
     // a tool call without a session
     const none = await postOnce(door, '/list_docs', {});
     expect(JSON.parse(none.text).error.code).toBe('RFT_ERR_NEMO_GYM_SESSION');
+    expect(none.status).toBe(400);
+    // a cookie no live session has (a restart or the TTL ended it): ours, so a 5xx the trainer reruns
+    const gone = await postOnce(door, '/list_docs', {}, { cookies: { [SESSION_COOKIE]: 'not-a-live-session' } });
+    expect(gone.status).toBe(503);
+    expect(JSON.parse(gone.text).error.code).toBe('RFT_ERR_NEMO_GYM_SESSION_LOST');
   });
 
   it('a /verify sent again gets the same reward; a body over the limit is a coded 413 that still sets the cookie', async () => {

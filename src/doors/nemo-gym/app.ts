@@ -101,8 +101,9 @@ export async function buildNemoGymApp(o: NemoGymDoorOptions): Promise<FastifyIns
 
   const session = (req: FastifyRequest): Session => {
     const s = sessions.get(of(req).token);
-    if (!s) throw errors.nemoGymSession(req.headers.cookie ? 'the session cookie names no live session' : 'no session cookie');
-    return s;
+    if (s) return s;
+    if (cookieToken(req.headers.cookie) !== undefined) throw errors.nemoGymSessionLost();
+    throw errors.nemoGymSession('no session cookie');
   };
 
   // ng_run counts a server ready when GET / answers.

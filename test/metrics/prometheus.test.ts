@@ -125,7 +125,7 @@ describeIf(have('prometheus') && have('promtool'), 'Prometheus', 'install it wit
         broken: await scalar('sum(rft_grades_total{job="rft",grader="broken",outcome="error"})'),
       }), { timeout: 30_000, interval: 500 })
       .toMatchObject({ tools: { ok: 4, tool_error: 2, invalid_arguments: 1, timeout: 1, budget_exhausted: 1, replayed: 1, interrupted: 1 }, broken: 1 });
-    expect(await byLabel('sum by (outcome) (rft_grades_total{job="rft",grader="exact"})', 'outcome')).toEqual({ ok: 1, error: 0, replayed: 1 });
+    expect(await byLabel('sum by (outcome) (rft_grades_total{job="rft",grader="exact"})', 'outcome')).toEqual({ ok: 1, error: 0, replayed: 1, bad_row: 0 });
     const failures = await query('rft_failures_total{job="rft"} > 0');
     const f = Object.fromEntries(failures.map((r) => [`${r.metric.kind}/${r.metric.where}`, Number(r.value[1])]));
     expect(f).toMatchObject({ 'model/tool': 2, 'model/arguments': 1, 'model/budget': 1, 'infra/tool': 1, 'infra/restart': 1, 'infra/grader': 1 });

@@ -511,6 +511,8 @@ export class DockerSandbox implements Sandbox {
   }
 
   async copyOut(hostDir: string, bounds: CopyBounds = copyBoundsFor(this.o.limits)): Promise<CopyReport> {
+    // A container found gone (lost()) was removed: its archive would be a 404 read as a failure of ours.
+    if (this.gone) throw this.goneError();
     await mkdir(hostDir, { recursive: true });
     const res = await this.o.engine.use((api) => api.stream(`/containers/${this.o.container}/archive?path=${encodeURIComponent(`${WORKSPACE_MOUNT}/.`)}`));
     return extractArchive(res.body, hostDir, bounds);

@@ -39,7 +39,7 @@ describeIf(present.gvisor, 'gVisor (runsc engine)', 'no engine with the runsc ru
     expect(after.status).toBe(200);
     expect(after.json.output).toMatch(/commands took its sandbox down/);
     const g = await post('/graders/unit_tests', { sample: { output_text: 'Done.', output_tools: [], choices: [] }, item: row, trace_id: traceId });
-    expect(g.status).toBe(200);
+    expect(g.status, JSON.stringify(g.json)).toBe(200);
     expect(g.json.score).toBe(0);
   }, 120_000);
 });

@@ -141,6 +141,8 @@ describe('NeMo Gym door /mcp', () => {
     const body = (await res.json()) as { id: number; result: { isError: boolean } };
     expect(body).toMatchObject({ id: 7, result: { isError: false } });
     expect((await record(s.cookies)).calls.map((c) => c.tool)).toEqual(['list_docs']);
+    // no server-sent stream and no session to end: 405, as the stateless transport answers
+    for (const method of ['GET', 'DELETE']) expect((await fetch(`${door}/mcp`, { method, headers: s.mcp.headers })).status).toBe(405);
   });
 
   it('RFT_NEMO_GYM_MCP=0 leaves the seed reply empty and /mcp unserved', async () => {

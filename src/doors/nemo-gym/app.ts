@@ -143,10 +143,15 @@ export async function buildNemoGymApp(o: NemoGymDoorOptions): Promise<FastifyIns
     const { registry, ledger } = o.mcp;
     const mcp = doorMcp(() => createToolServer({ registry, ledger, rollouts }), o.bodyLimitBytes);
     app.addHook('onClose', async () => mcp.close());
-    app.post('/mcp', async (req, reply) => {
-      const body = Buffer.isBuffer(req.body) ? req.body : Buffer.alloc(0);
-      const parsed = parseJson(body);
-      await mcp.handle(req, reply, body, parsed.ok ? parsed.value : undefined);
+    // GET (a server-sent stream) and DELETE (end a session) get the stateless transport's 405, which clients expect.
+    app.route({
+      method: ['POST', 'GET', 'DELETE'],
+      url: '/mcp',
+      handler: async (req, reply) => {
+        const body = Buffer.isBuffer(req.body) ? req.body : Buffer.alloc(0);
+        const parsed = parseJson(body);
+        await mcp.handle(req, reply, body, parsed.ok ? parsed.value : undefined);
+      },
     });
   }
 

@@ -259,6 +259,7 @@ export async function buildApp(config: AppConfig, opts: BuildOptions = {}): Prom
     if (config.nemoGym.port !== undefined && !services.nemoGym) {
       const door = await buildNemoGymApp({
         core, log, bodyLimitBytes: config.bodyLimitBytes, sessionTtlMs: config.sandbox.ttlMs, environment: config.nemoGym.environment,
+        mcp: config.nemoGym.mcp ? { registry, ledger } : undefined,
       });
       services.nemoGym = { app: door, url: await listenNemoGym(door, config.nemoGym.host, config.nemoGym.port) };
       app.log.info({ url: services.nemoGym.url }, 'NeMo Gym door (no credentials: keep it on the trainers\' network) ready');

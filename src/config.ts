@@ -168,6 +168,8 @@ export const configSchema = z.object({
   RFT_NEMO_GYM_ALLOW_REMOTE: bool.default(false),
   /** The environment every NeMo Gym rollout belongs to; unset, the row's tools decide. */
   RFT_NEMO_GYM_ENVIRONMENT: z.string().min(1).optional(),
+  // Gym's expose_tools_over_mcp: /mcp on the door and its token in the seed reply (agents without MCP ignore both).
+  RFT_NEMO_GYM_MCP: bool.default(true),
 });
 
 export type RawConfig = z.output<typeof configSchema>;
@@ -231,7 +233,7 @@ export interface AppConfig {
   /** Folders searched for environments (src/environments/load.ts). */
   environmentsDirs: string[];
   /** The NeMo Gym door's listener (port undefined: no door). */
-  nemoGym: { port: number | undefined; host: string; allowRemote: boolean; environment: string | undefined };
+  nemoGym: { port: number | undefined; host: string; allowRemote: boolean; environment: string | undefined; mcp: boolean };
 }
 
 /** The model API used by score_model, label_model and cosine graders (openai SDK options). */
@@ -369,7 +371,7 @@ export function loadConfig(
     },
     metrics: { enabled: c.RFT_METRICS, port: c.RFT_METRICS_PORT, host: c.RFT_METRICS_HOST },
     environmentsDirs: c.RFT_ENVIRONMENTS.map((d) => resolve(d)),
-    nemoGym: { port: c.RFT_NEMO_GYM_PORT, host: c.RFT_NEMO_GYM_HOST, allowRemote: c.RFT_NEMO_GYM_ALLOW_REMOTE, environment: c.RFT_NEMO_GYM_ENVIRONMENT },
+    nemoGym: { port: c.RFT_NEMO_GYM_PORT, host: c.RFT_NEMO_GYM_HOST, allowRemote: c.RFT_NEMO_GYM_ALLOW_REMOTE, environment: c.RFT_NEMO_GYM_ENVIRONMENT, mcp: c.RFT_NEMO_GYM_MCP },
   };
 }
 

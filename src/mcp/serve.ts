@@ -13,6 +13,7 @@ import {
   legacyStatelessFallback,
   WebStandardStreamableHTTPServerTransport,
   type AuthInfo,
+  type Server,
 } from '@modelcontextprotocol/server';
 import { createToolServer, sessionTraceId } from './server.js';
 
@@ -26,18 +27,18 @@ interface Session {
 /** Live 2025 sessions at most; past it the least recently used idle one is ended (its client gets a 404 and starts another). */
 const MAX_SESSIONS = 10_000;
 
-function toWebRequest(req: FastifyRequest, signal: AbortSignal): Request {
+function toWebRequest(req: FastifyRequest, signal: AbortSignal, rawBody: Buffer | undefined = req.rawBody): Request {
   const headers = new Headers();
   for (const [k, v] of Object.entries(req.headers)) {
     if (v === undefined) continue;
     for (const one of Array.isArray(v) ? v : [v]) headers.append(k, one);
   }
-  const hasBody = req.method === 'POST' && req.rawBody !== undefined;
+  const hasBody = req.method === 'POST' && rawBody !== undefined;
   return new Request(`http://${req.headers.host ?? 'localhost'}${req.url}`, {
     method: req.method,
     headers,
     signal,
-    ...(hasBody ? { body: new Uint8Array(req.rawBody!) } : {}),
+    ...(hasBody ? { body: new Uint8Array(rawBody) } : {}),
   });
 }
 
@@ -46,6 +47,37 @@ async function send(reply: FastifyReply, res: Response): Promise<void> {
   res.headers.forEach((value, key) => void reply.header(key, value));
   if (!res.body) return reply.send();
   return reply.send(Readable.fromWeb(res.body as unknown as NodeReadableStream));
+}
+
+/**
+ * /mcp on a door's listener: stateless (no MCP sessions: the door's own token names the rollout),
+ * 2025 clients answered in plain JSON as Gym's own exposure answers (json_response, stateless).
+ * One fresh server per request, so nothing outlives it; `close` ends the 2026 handler.
+ */
+export function doorMcp(factory: () => Server, maxRequestBodySize: number) {
+  const modern = createMcpHandler(factory, { legacy: 'reject', maxRequestBodySize });
+  async function legacy(web: Request, parsedBody: unknown): Promise<Response> {
+    if (web.method !== 'POST') return Response.json({ jsonrpc: '2.0', error: { code: -32000, message: 'Method not allowed.' }, id: null }, { status: 405 });
+    const server = factory();
+    const transport = new WebStandardStreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: true, maxRequestBodySize });
+    await server.connect(transport);
+    try {
+      return await transport.handleRequest(web, { parsedBody });
+    } finally {
+      void transport.close().catch(() => {});
+      void server.close().catch(() => {});
+    }
+  }
+  return {
+    async handle(req: FastifyRequest, reply: FastifyReply, body: Buffer, parsedBody: unknown): Promise<void> {
+      const ac = new AbortController();
+      reply.raw.once('close', () => ac.abort());
+      const web = toWebRequest(req, ac.signal, body);
+      const isLegacy = req.method !== 'POST' || (await isLegacyRequest(web, parsedBody));
+      await send(reply, isLegacy ? await legacy(web, parsedBody) : await modern.fetch(web, { parsedBody }));
+    },
+    close: () => modern.close(),
+  };
 }
 
 export default async function mcpRoutes(app: FastifyInstance): Promise<void> {

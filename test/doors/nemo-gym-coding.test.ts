@@ -1,6 +1,7 @@
 // The NeMo Gym door with coding rollouts in real sandboxes, on every driver that runs the coding
 // example (as test/examples/coding-e2e.test.ts: bwrap and Docker), driven as simple_agent drives it.
 import { afterAll, beforeAll, expect, it } from 'vitest';
+import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
 import { randomUUID } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -85,6 +86,26 @@ for (const [index, d] of drivers.entries()) {
       expect(ra!.text).not.toContain('from B');
       expect(rb!.text).toContain('from B');
       expect(rb!.text).not.toContain('from A');
+    }, 120_000);
+
+    it("a file written over the door's /mcp is in the sandbox of the session's HTTP calls, and no other", async () => {
+      const row = toGymRow(rows[2]!);
+      const [a, b] = await Promise.all([postOnce(door, '/seed_session', row), postOnce(door, '/seed_session', row)]);
+      const client = new Client({ name: 'gym-mcp-coding', version: '1' }, { versionNegotiation: { mode: 'legacy' } });
+      const headers = (JSON.parse(a.text) as { mcp: { headers: Record<string, string> } }).mcp.headers;
+      await client.connect(new StreamableHTTPClientTransport(new URL(`${door}/mcp`), { requestInit: { headers } }));
+      try {
+        const w = await client.callTool({ name: 'write_file', arguments: { path: 'over-mcp.txt', content: 'written over MCP' } });
+        expect(w.isError).toBe(false);
+        const mine = await postOnce(door, '/shell', { command: 'cat over-mcp.txt' }, { cookies: a.cookies });
+        expect(mine.text).toContain('written over MCP');
+        const theirs = await postOnce(door, '/shell', { command: 'cat over-mcp.txt 2>&1; true' }, { cookies: b.cookies });
+        expect(theirs.text).not.toContain('written over MCP');
+        const back = await client.callTool({ name: 'shell', arguments: { command: 'cat over-mcp.txt' } });
+        expect(JSON.stringify(back.content)).toContain('written over MCP');
+      } finally {
+        await client.close();
+      }
     }, 120_000);
 
     it('a transport retry of a running command runs it once', async () => {

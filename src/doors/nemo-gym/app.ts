@@ -9,12 +9,20 @@ import type { DoorCore } from '../core.js';
 import { answerOf, graderItem, rowTools, seedBodySchema, verifyBodySchema, type VerifyBody } from './rows.js';
 import { rewardComponents } from './reward.js';
 import { Sessions, traceIdOf, type Session } from './sessions.js';
+import type { Registry } from '../../registry/loader.js';
+import type { Ledger } from '../../ledger/ledger.js';
+import { doorMcp } from '../../mcp/serve.js';
+import { createToolServer, type RolloutScope } from '../../mcp/server.js';
 
 export const NEMO_GYM_DOOR = 'nemo-gym';
 /** The session cookie (Gym's own servers name theirs after the server class; any name works for its client). */
 export const SESSION_COOKIE = 'rft_nemo_gym_session';
 const ROLLOUT_PREFIX = /^\/ng-rollout\/([^/?]{1,200})(\/.*)$/;
 const TOOL_NAME = /^[A-Za-z0-9_-]{1,64}$/;
+/** Gym's header for an MCP call's session (nemo_gym/base_resources_server.py NEMO_GYM_MCP_SESSION_TOKEN_HEADER). */
+export const MCP_TOKEN_HEADER = 'X-NeMo-Gym-Session-Token';
+/** The seed reply's MCP server name: agents namespace its tools as mcp__<name>__<tool>. */
+export const MCP_SERVER_NAME = 'rft_endpoints';
 
 export interface NemoGymDoorOptions {
   core: DoorCore;
@@ -24,6 +32,8 @@ export interface NemoGymDoorOptions {
   sessionTtlMs: number;
   /** Every rollout's environment; unset, the row's tools decide. */
   environment?: string | undefined;
+  /** Serve the rollout's tools over /mcp too (Gym's expose_tools_over_mcp): the seed reply names it. */
+  mcp?: { registry: Registry; ledger: Ledger } | undefined;
 }
 
 interface DoorRequest {
@@ -106,6 +116,45 @@ export async function buildNemoGymApp(o: NemoGymDoorOptions): Promise<FastifyIns
     throw errors.nemoGymSession('no session cookie');
   };
 
+  // A tool call's failure of ours breaks the episode (/verify then answers 503), whichever wire it came by.
+  const runTool = async (s: Session, key: string, name: string, args: unknown) => {
+    try {
+      return await o.core.callTool(s.rollout, key, name, args);
+    } catch (e) {
+      if (isRftError(e) && e.statusCode >= 500) s.broken ??= e;
+      throw e;
+    }
+  };
+
+  if (o.mcp) {
+    // The token is the session's own (as the cookie): it names the rollout, whose tools alone are listed and callable.
+    const tokenOf = (ctx: Parameters<RolloutScope['list']>[0]) => ctx.http?.req?.headers.get(MCP_TOKEN_HEADER) ?? undefined;
+    const rollouts: RolloutScope = {
+      list: (ctx) => sessions.get(tokenOf(ctx))?.rollout.tools ?? new Set(),
+      resolve: (ctx) => {
+        const token = tokenOf(ctx);
+        if (token === undefined) throw errors.nemoGymSession(`no ${MCP_TOKEN_HEADER} header`);
+        const s = sessions.get(token);
+        // A token we minted and no longer hold, or never minted: our lost session, the rollout is rerun.
+        if (!s) throw errors.nemoGymSessionLost();
+        return { traceId: s.rollout.traceId, tools: s.rollout.tools, call: (key, name, args) => runTool(s, key, name, args) };
+      },
+    };
+    const { registry, ledger } = o.mcp;
+    const mcp = doorMcp(() => createToolServer({ registry, ledger, rollouts }), o.bodyLimitBytes);
+    app.addHook('onClose', async () => mcp.close());
+    // GET (a server-sent stream) and DELETE (end a session) get the stateless transport's 405, which clients expect.
+    app.route({
+      method: ['POST', 'GET', 'DELETE'],
+      url: '/mcp',
+      handler: async (req, reply) => {
+        const body = Buffer.isBuffer(req.body) ? req.body : Buffer.alloc(0);
+        const parsed = parseJson(body);
+        await mcp.handle(req, reply, body, parsed.ok ? parsed.value : undefined);
+      },
+    });
+  }
+
   // ng_run counts a server ready when GET / answers.
   app.get('/', async () => ({ door: NEMO_GYM_DOOR }));
   // FastAPI's JSON string; reverify replays /verify without seed or cookie, which a stateful rollout cannot serve.
@@ -135,7 +184,8 @@ export async function buildNemoGymApp(o: NemoGymDoorOptions): Promise<FastifyIns
     sessions.add(token, rollout, canonicalJson(parsed.data.responses_create_params));
     of(req).token = token;
     req.log.info({ trace_id: rollout.traceId, environment: rollout.environment, ng_rollout_id: rolloutId }, 'nemo-gym session');
-    return {};
+    // Gym's MCPServerMetadata (nemo_gym/base_resources_server.py), under the key its agents read.
+    return o.mcp ? { mcp: { server_name: MCP_SERVER_NAME, url_path: '/mcp', transport: 'http', headers: { [MCP_TOKEN_HEADER]: token } } } : {};
   });
 
   app.post('/verify', async (req) => {
@@ -170,13 +220,7 @@ export async function buildNemoGymApp(o: NemoGymDoorOptions): Promise<FastifyIns
     const fingerprint = createHash('sha256').update(name).update('\0').update(raw).digest('base64url');
     const { key, replay, delivered } = sessions.keyFor(s, fingerprint);
     reply.raw.once('finish', delivered);
-    let outcome;
-    try {
-      outcome = await o.core.callTool(s.rollout, key, name, raw);
-    } catch (e) {
-      if (isRftError(e) && e.statusCode >= 500) s.broken ??= e;
-      throw e;
-    }
+    const outcome = await runTool(s, key, name, raw);
     req.log.info({ trace_id: s.rollout.traceId, key, tool: name, status: outcome.status, replayed: outcome.replayed || replay }, 'tool call');
     void reply.type('text/plain; charset=utf-8').code(outcome.status === 'invalid_arguments' ? 422 : 200);
     return outcome.output;

@@ -5,7 +5,7 @@
 import { renameSync, rmSync, writeFileSync } from 'node:fs';
 import { basename, dirname, join } from 'node:path';
 import { errors } from '../errors.js';
-import { readInputFile } from './files.js';
+import { forEachJsonLine, readInputFile } from './files.js';
 import { RowProblem, toGymRow, type GymRow, type GymRowOptions } from './nemo-gym-row.js';
 
 export const CONVERT_TARGETS = ['nemo-gym'] as const;
@@ -18,23 +18,14 @@ export interface ConvertOptions extends GymRowOptions {
 /** The Gym rows of an Agent RFT dataset file; a bad line is RFT_ERR_DATASET naming it. */
 export function convertDataset(file: string, opts: GymRowOptions = {}): GymRow[] {
   const rows: GymRow[] = [];
-  readInputFile(file, 'dataset')
-    .split('\n')
-    .forEach((text, i) => {
-      if (text.trim() === '') return;
-      let parsed: unknown;
-      try {
-        parsed = JSON.parse(text);
-      } catch (e) {
-        throw errors.dataset(file, i + 1, `not JSON: ${(e as Error).message}`);
-      }
-      try {
-        rows.push(toGymRow(parsed, opts));
-      } catch (e) {
-        if (e instanceof RowProblem) throw errors.dataset(file, i + 1, e.message);
-        throw e;
-      }
-    });
+  forEachJsonLine(file, readInputFile(file, 'dataset'), (value, line) => {
+    try {
+      rows.push(toGymRow(value, opts));
+    } catch (e) {
+      if (e instanceof RowProblem) throw errors.dataset(file, line, e.message);
+      throw e;
+    }
+  });
   if (rows.length === 0) throw errors.dataset(file, 0, 'no rows');
   return rows;
 }

@@ -17,3 +17,17 @@ export function readInputBytes(path: string, what = 'file'): Buffer {
     throw errors.file(path, why);
   }
 }
+
+/** Calls `each` with the JSON value of every non-blank line, in order, and its 1-based number; a line that is not JSON is RFT_ERR_DATASET naming it. */
+export function forEachJsonLine(file: string, text: string, each: (value: unknown, line: number) => void): void {
+  text.split('\n').forEach((raw, i) => {
+    if (raw.trim() === '') return;
+    let value: unknown;
+    try {
+      value = JSON.parse(raw);
+    } catch (e) {
+      throw errors.dataset(file, i + 1, `not JSON: ${(e as Error).message}`);
+    }
+    each(value, i + 1);
+  });
+}

@@ -2,7 +2,7 @@
 // written by `export` (JSONL, one rollout per line), a single JSON rollout, or `{ rollouts: [...] }`.
 import { existsSync } from 'node:fs';
 import { errors } from '../errors.js';
-import { readInputFile } from './files.js';
+import { forEachJsonLine, readInputFile } from './files.js';
 import type { ServerClient } from './rollout-http.js';
 
 export interface RecordedCallJson {
@@ -52,16 +52,7 @@ export function parseRolloutsFile(file: string): RolloutJson[] {
     take(JSON.parse(text), 1); // one JSON document
   } catch (e) {
     if ((e as { code?: string }).code === 'RFT_ERR_DATASET') throw e;
-    text.split('\n').forEach((line, i) => {
-      if (line.trim() === '') return;
-      let v: unknown;
-      try {
-        v = JSON.parse(line);
-      } catch (err) {
-        throw errors.dataset(file, i + 1, `not JSON: ${(err as Error).message}`);
-      }
-      take(v, i + 1);
-    });
+    forEachJsonLine(file, text, take);
   }
   return out;
 }

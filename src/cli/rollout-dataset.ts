@@ -2,7 +2,7 @@
 // the grader reads. The whole row is what the trainer sends as `item`.
 import { z } from 'zod';
 import { errors } from '../errors.js';
-import { readInputFile } from './files.js';
+import { forEachJsonLine, readInputFile } from './files.js';
 
 const chatToolSchema = z.looseObject({
   type: z.literal('function'),
@@ -26,17 +26,9 @@ export type DatasetRow = z.infer<typeof rowSchema>;
 
 export function readDataset(file: string): DatasetRow[] {
   const rows: DatasetRow[] = [];
-  const lines = readInputFile(file, 'dataset').split('\n');
-  lines.forEach((line, i) => {
-    if (line.trim() === '') return;
-    let parsed: unknown;
-    try {
-      parsed = JSON.parse(line);
-    } catch (e) {
-      throw errors.dataset(file, i + 1, `not JSON: ${(e as Error).message}`);
-    }
-    const row = rowSchema.safeParse(parsed);
-    if (!row.success) throw errors.dataset(file, i + 1, z.prettifyError(row.error).replace(/\n/g, '; '));
+  forEachJsonLine(file, readInputFile(file, 'dataset'), (value, line) => {
+    const row = rowSchema.safeParse(value);
+    if (!row.success) throw errors.dataset(file, line, z.prettifyError(row.error).replace(/\n/g, '; '));
     rows.push(row.data);
   });
   if (rows.length === 0) throw errors.dataset(file, 0, 'no rows');

@@ -4,7 +4,7 @@ import { serializerCompiler, validatorCompiler } from '@fastify/type-provider-zo
 import { setMaxListeners } from 'node:events';
 import { readFileSync } from 'node:fs';
 import type { Logger } from 'pino';
-import type { AppConfig } from './config.js';
+import { isLoopback, type AppConfig } from './config.js';
 import type { RftError } from './errors.js';
 import { Authenticator, loadOrCreateLocalKey, type Credential, type PendingSignature } from './authentication/authenticator.js';
 import { FailureLimiter } from './authentication/failure-limiter.js';
@@ -41,7 +41,9 @@ import { sandboxObserver } from './integrity/observer.js';
 import { loadEnvironments } from './environments/load.js';
 import type { Environments } from './environments/environment.js';
 import { DoorCore } from './doors/core.js';
-import { buildNemoGymApp, listenNemoGym } from './doors/nemo-gym/app.js';
+import { buildNemoGymApp } from './doors/nemo-gym/app.js';
+import { buildPrivateApp, checkShadowing } from './doors/private/app.js';
+import { listenDoor } from './doors/listen.js';
 
 export interface Services {
   config: AppConfig;
@@ -69,6 +71,8 @@ export interface Services {
   core: DoorCore;
   /** The NeMo Gym door's listener, once the app is ready (RFT_NEMO_GYM_PORT). */
   nemoGym: { app: FastifyInstance; url: string } | undefined;
+  /** The private listener (OpenEnv, reward, SandboxFusion doors), once the app is ready (RFT_PRIVATE_PORT). */
+  privateDoors: { app: FastifyInstance; url: string } | undefined;
 }
 
 declare module 'fastify' {
@@ -239,6 +243,8 @@ export async function buildApp(config: AppConfig, opts: BuildOptions = {}): Prom
     integrity,
   });
   const environments = loadEnvironments(config.environmentsDirs, registry, log);
+  // At boot, not when the listener starts: a name its doors' routes would shadow is a configuration error.
+  if (config.private.port !== undefined) checkShadowing(environments);
   const core = new DoorCore({
     registry, ledger, grading, store, sandboxes, environments, defaultBudget: config.toolBudget, defaultGrader: config.defaultGrader, log,
   });
@@ -247,7 +253,7 @@ export async function buildApp(config: AppConfig, opts: BuildOptions = {}): Prom
 
   const services: Services = {
     config, store, registry, ledger, grading, sandboxes, mcp, auth, connections, localKey, shutdown, startedAt: Date.now(), metrics, integrity, metricsListener: undefined,
-    environments, core, nemoGym: undefined,
+    environments, core, nemoGym: undefined, privateDoors: undefined,
   };
   app.decorate('rft', services);
   // onReady, not onListen: listen() waits for it, so the listener is up when the server is.
@@ -261,14 +267,23 @@ export async function buildApp(config: AppConfig, opts: BuildOptions = {}): Prom
         core, log, bodyLimitBytes: config.bodyLimitBytes, sessionTtlMs: config.sandbox.ttlMs, environment: config.nemoGym.environment,
         mcp: config.nemoGym.mcp ? { registry, ledger } : undefined,
       });
-      services.nemoGym = { app: door, url: await listenNemoGym(door, config.nemoGym.host, config.nemoGym.port) };
+      services.nemoGym = { app: door, url: await listenDoor(door, config.nemoGym.host, config.nemoGym.port) };
       app.log.info({ url: services.nemoGym.url }, 'NeMo Gym door (no credentials: keep it on the trainers\' network) ready');
+    }
+    if (config.private.port !== undefined && !services.privateDoors) {
+      const door = await buildPrivateApp({ core, config, environments, registry, ledger, grading, store, sandboxes, log }, config.bodyLimitBytes);
+      services.privateDoors = { app: door, url: await listenDoor(door, config.private.host, config.private.port) };
+      if (!isLoopback(config.private.host)) {
+        app.log.warn({ host: config.private.host }, 'the private listener takes no credential and listens beyond loopback: keep it on the trainers\' private network only');
+      }
+      app.log.info({ url: services.privateDoors.url }, 'private listener (no credentials: keep it on the trainers\' network) ready');
     }
   });
   app.addHook('onClose', async () => {
     shutdown.abort(new Error('server shutting down'));
     await services.metricsListener?.close();
     await services.nemoGym?.app.close();
+    await services.privateDoors?.app.close();
     await mcp?.close();
     await sandboxes?.close();
     await redis?.quit().catch(() => redis?.disconnect());

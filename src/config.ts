@@ -170,6 +170,14 @@ export const configSchema = z.object({
   RFT_NEMO_GYM_ENVIRONMENT: z.string().min(1).optional(),
   // Gym's expose_tools_over_mcp: /mcp on the door and its token in the seed reply (agents without MCP ignore both).
   RFT_NEMO_GYM_MCP: bool.default(true),
+  /**
+   * The private listener (src/doors/private), when set: the doors of trainers whose clients send no
+   * credential (OpenEnv, slime and OpenRLHF reward calls, SandboxFusion's run_code).
+   */
+  RFT_PRIVATE_PORT: int(0, 65535).optional(),
+  RFT_PRIVATE_HOST: z.string().min(1).default('127.0.0.1'),
+  /** Lets the private listener listen beyond loopback (it takes no credential: the trainers' private network only). */
+  RFT_PRIVATE_ALLOW_REMOTE: bool.default(false),
 });
 
 export type RawConfig = z.output<typeof configSchema>;
@@ -234,6 +242,8 @@ export interface AppConfig {
   environmentsDirs: string[];
   /** The NeMo Gym door's listener (port undefined: no door). */
   nemoGym: { port: number | undefined; host: string; allowRemote: boolean; environment: string | undefined; mcp: boolean };
+  /** The credential-less listener of the OpenEnv, reward and SandboxFusion doors. */
+  private: { port: number | undefined; host: string; allowRemote: boolean };
 }
 
 /** The model API used by score_model, label_model and cosine graders (openai SDK options). */
@@ -290,6 +300,9 @@ export function loadConfig(
   }
   if (c.RFT_NEMO_GYM_PORT !== undefined && !c.RFT_NEMO_GYM_ALLOW_REMOTE && !isLoopback(c.RFT_NEMO_GYM_HOST)) {
     throw errors.nemoGymRemote(c.RFT_NEMO_GYM_HOST);
+  }
+  if (c.RFT_PRIVATE_PORT !== undefined && !c.RFT_PRIVATE_ALLOW_REMOTE && !isLoopback(c.RFT_PRIVATE_HOST)) {
+    throw errors.privateRemote(c.RFT_PRIVATE_HOST);
   }
   if ((c.RFT_TLS_CERT === undefined) !== (c.RFT_TLS_KEY === undefined)) {
     throw errors.config('RFT_TLS_CERT and RFT_TLS_KEY must be set together');
@@ -372,6 +385,7 @@ export function loadConfig(
     metrics: { enabled: c.RFT_METRICS, port: c.RFT_METRICS_PORT, host: c.RFT_METRICS_HOST },
     environmentsDirs: c.RFT_ENVIRONMENTS.map((d) => resolve(d)),
     nemoGym: { port: c.RFT_NEMO_GYM_PORT, host: c.RFT_NEMO_GYM_HOST, allowRemote: c.RFT_NEMO_GYM_ALLOW_REMOTE, environment: c.RFT_NEMO_GYM_ENVIRONMENT, mcp: c.RFT_NEMO_GYM_MCP },
+    private: { port: c.RFT_PRIVATE_PORT, host: c.RFT_PRIVATE_HOST, allowRemote: c.RFT_PRIVATE_ALLOW_REMOTE },
   };
 }
 

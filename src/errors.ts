@@ -54,6 +54,14 @@ export const errors = {
     `refusing to serve the NeMo Gym door on ${host}: Gym's client sends no credential, so the door must stay on loopback or the trainers' private network (set RFT_NEMO_GYM_ALLOW_REMOTE=1 for the latter)`,
     { host },
   ]),
+  privateRemote: define('RFT_ERR_PRIVATE_REMOTE', 500, (host: string) => [
+    `refusing to serve the private listener on ${host}: its trainers' clients (OpenEnv, slime, OpenRLHF, SandboxFusion) send no credential, so it must stay on loopback or the trainers' private network (set RFT_PRIVATE_ALLOW_REMOTE=1 for the latter)`,
+    { host },
+  ]),
+  environmentShadowsRoute: define('RFT_ERR_ENVIRONMENT_SHADOWS_ROUTE', 500, (name: string, path: string, owner: string) => [
+    `environment "${name}" cannot be served: its path ${path} is taken by ${owner}'s routes (rename the environment's folder or its job.json name)`,
+    { name, path, owner },
+  ]),
   unknownEnvironment: define('RFT_ERR_UNKNOWN_ENVIRONMENT', 404, (name: string, known: string[]) => [
     `no environment named "${name}" (known: ${known.join(', ') || 'none'})`,
     { name, known },

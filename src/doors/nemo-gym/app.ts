@@ -228,11 +228,3 @@ export async function buildNemoGymApp(o: NemoGymDoorOptions): Promise<FastifyIns
 
   return app;
 }
-
-/** The door on its own listener; its URL once listening. */
-export async function listenNemoGym(app: FastifyInstance, host: string, port: number): Promise<string> {
-  await app.listen({ host, port });
-  const addr = app.server.address();
-  const bound = typeof addr === 'object' && addr ? addr.port : port;
-  return `http://${host.includes(':') ? `[${host}]` : host}:${bound}`;
-}

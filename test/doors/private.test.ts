@@ -4,6 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { cpSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { pino } from 'pino';
 import { loadConfig } from '../../src/config.js';
 import { buildPrivateApp, checkShadowing } from '../../src/doors/private/app.js';
 import type { PrivateDoor } from '../../src/doors/private/doors.js';
@@ -41,7 +42,7 @@ describe('the private listener', () => {
       },
     };
     const { core, config, environments, registry, ledger, grading, store, sandboxes } = server.app.rft;
-    const app = await buildPrivateApp({ core, config, environments, registry, ledger, grading, store, sandboxes, log: server.app.log }, 1024, [door]);
+    const app = await buildPrivateApp({ core, config, environments, registry, ledger, grading, store, sandboxes, log: pino({ level: 'silent' }) }, 1024, [door]);
     try {
       const ok = await app.inject({ method: 'POST', url: '/echo', payload: { a: 1 } });
       expect(ok.json()).toEqual({ body: { a: 1 }, environments: ['coding', 'finqa'] });

@@ -1,13 +1,13 @@
 # The rft-endpoints server. Multi-stage: the build stage compiles dist/ and keeps only production
-# dependencies; the runtime stage is Node 20 slim, a non-root user, a data volume and a health check.
+# dependencies; the runtime stage is Node 24 slim (the current LTS), a non-root user, a data volume and a health check.
 #
-#   docker build -t rft-endpoints .                       # with a registry (official node:20-slim)
+#   docker build -t rft-endpoints .                       # with a registry (official node:24-slim)
 #   docker/build-server-image.sh                          # without one (bases made locally)
 #
 # Your own units: mount them (docker run -v "$PWD/tools:/app/tools:ro" -v "$PWD/graders:/app/graders:ro"
 # [-v "$PWD/mcp.json:/app/mcp.json:ro"]) or bake them into a derived image (FROM rft-endpoints, COPY
 # tools/ /app/tools/). See docs/deploy.md.
-ARG NODE_IMAGE=node:20-slim
+ARG NODE_IMAGE=node:24-slim
 ARG BUILD_IMAGE=${NODE_IMAGE}
 
 FROM ${BUILD_IMAGE} AS build

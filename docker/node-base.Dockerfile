@@ -1,9 +1,9 @@
-# Node 20 on the locally debootstrap'ed Debian base (build-base-image.sh), for machines that reach no
-# container registry: it stands in for the official node:20-slim (the same /usr/local layout), so the
+# Node (24, the LTS the image runs) on the locally debootstrap'ed Debian base (build-base-image.sh), for machines that reach no
+# container registry: it stands in for the official node:24-slim (the same /usr/local layout), so the
 # top-level Dockerfile builds unchanged on it. Built by build-server-image.sh from a context holding
 # the build machine's own Node (node, npm, headers): Debian bookworm's nodejs is 18, too old.
 FROM rft-endpoints-base:bookworm AS runtime
-# Debian's nodejs 18 came with the base (the sandbox image wants it); here Node 20 replaces it.
+# Debian's nodejs 18 came with the base (the sandbox image wants it); here the copied Node replaces it.
 RUN apt-get purge -y -qq --auto-remove nodejs >/dev/null \
  && rm -rf /var/lib/apt/lists/* /var/cache/apt/*.bin
 COPY node /usr/local/bin/node

@@ -21,7 +21,7 @@ function packageJson(t: TemplateInput): string {
     version: '0.1.0',
     private: true,
     type: 'module',
-    engines: { node: '>=20.18.1' },
+    engines: { node: '>=22' },
     scripts: {
       start: 'rft-endpoints serve',
       check: 'rft-endpoints dataset check train.jsonl',

@@ -90,6 +90,11 @@ describeIf(unavailable === undefined, 'the server image', unavailable ?? '')('th
     expect(config.User).toBe('rft');
   });
 
+  it('runs Node 24, the current LTS', async () => {
+    const { stdout } = await docker(['exec', server.container.getId(), 'node', '-p', 'process.versions.node']);
+    expect(stdout.trim().split('.')[0]).toBe('24');
+  });
+
   it('answers a finqa tool call with the shipped units', async () => {
     const out = JSON.parse(await call(`trace_${randomUUID()}`, {}, 'search_docs', { query: 'Q3 revenue' })) as { results: { doc_id: string }[] };
     expect(out.results.length).toBeGreaterThan(0);

@@ -7,7 +7,7 @@ import { dirname, join, resolve } from 'node:path';
 import { z } from 'zod';
 import { errors } from './errors.js';
 import { DEFAULT_SANDBOX_CAP } from './sandbox/capacity.js';
-import { parseDockerHosts, type DockerHostSpec } from './sandbox/docker-hosts.js';
+import { parseDockerHosts, type DockerHostSpec } from './sandbox/drivers/docker/hosts.js';
 import type { SandboxLimits } from './sandbox/types.js';
 
 const int = (min: number, max = Number.MAX_SAFE_INTEGER) => z.coerce.number().int().min(min).max(max);

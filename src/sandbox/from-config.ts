@@ -9,13 +9,13 @@ import { join, resolve } from 'node:path';
 import type { Logger } from 'pino';
 import type { AppConfig } from '../config.js';
 import { sandboxCap } from './capacity.js';
-import type { DockerDriver } from './docker-driver.js';
+import type { DockerDriver } from './drivers/docker/driver.js';
 import { instanceIdFor } from './instance-id.js';
-import { warnOfNeighbours } from './neighbours.js';
+import { warnOfNeighbours } from './drivers/docker/neighbours.js';
 import type { PlacementStore } from '../store/replicas.js';
-import { defaultLimits } from './limits.js';
-import { SandboxManager, type SandboxManagerOptions } from './manager.js';
-import { assertProcessDriverAllowed } from './process-driver.js';
+import { defaultLimits } from './workspace/limits.js';
+import { SandboxManager, type SandboxManagerOptions } from './manager/manager.js';
+import { assertProcessDriverAllowed } from './drivers/process/driver.js';
 import { selectDriver } from './select.js';
 import type { SandboxObserver } from './types.js';
 

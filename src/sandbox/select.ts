@@ -2,9 +2,9 @@
 // process driver.
 import type { Logger } from 'pino';
 import { errors, isRftError } from '../errors.js';
-import type { DockerHostSpec } from './docker-hosts.js';
-import { BwrapDriver } from './bwrap-driver.js';
-import { ProcessDriver } from './process-driver.js';
+import type { DockerHostSpec } from './drivers/docker/hosts.js';
+import { BwrapDriver } from './drivers/bwrap/driver.js';
+import { ProcessDriver } from './drivers/process/driver.js';
 import type { SandboxDriver } from './types.js';
 
 export type DriverName = 'auto' | 'bwrap' | 'docker' | 'process';
@@ -30,7 +30,7 @@ export interface DriverOptions {
 }
 
 async function dockerDriver(opts: DriverOptions): Promise<SandboxDriver> {
-  const { DockerDriver } = await import('./docker-driver.js');
+  const { DockerDriver } = await import('./drivers/docker/driver.js');
   return new DockerDriver({
     instanceId: opts.dockerOwner ?? opts.instanceId,
     image: opts.dockerImage ?? 'rft-endpoints-sandbox:latest',

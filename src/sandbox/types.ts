@@ -1,7 +1,7 @@
 // The Sandbox interface: one isolated workspace per rollout. Drivers (bwrap, docker, process)
 // implement SandboxDriver; the manager owns lifecycle (lazy create, sharing, TTL, caps, reaping).
 import type { Readable, Writable } from 'node:stream';
-import type { CopyBounds, CopyReport } from './copy-out.js';
+import type { CopyBounds, CopyReport } from './workspace/copy-out.js';
 
 export interface SandboxLimits {
   /** CPU seconds per exec (RLIMIT_CPU or cgroup cpu quota). */

@@ -9,7 +9,7 @@ import { chmod, lstat, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises
 import { createServer, type Server } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { canSwitchUid } from '../../src/sandbox/uids.js';
+import { canSwitchUid } from '../../src/sandbox/host/uids.js';
 import type { ExecResult, Sandbox, SandboxDriver } from '../../src/sandbox/types.js';
 import { describeIf } from '../helpers/require.js';
 import { driversPresent, hostView, liveProcessesOf, makeTestDriver, pidsWith, spec, tempRoot, testLimits, until, type TestDriver } from './helpers.js';

@@ -3,9 +3,9 @@ import { chmod, mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll } from 'vitest';
-import { DockerDriver } from '../../src/sandbox/docker-driver.js';
-import { parseDockerHosts } from '../../src/sandbox/docker-hosts.js';
-import { defaultLimits } from '../../src/sandbox/limits.js';
+import { DockerDriver } from '../../src/sandbox/drivers/docker/driver.js';
+import { parseDockerHosts } from '../../src/sandbox/drivers/docker/hosts.js';
+import { defaultLimits } from '../../src/sandbox/workspace/limits.js';
 import { selectDriver } from '../../src/sandbox/select.js';
 import type { Sandbox, SandboxDriver, SandboxLimits, SandboxSpec } from '../../src/sandbox/types.js';
 import { runLabels } from '../helpers/run-label.js';
@@ -35,7 +35,7 @@ function gvisorDriver(instanceId: string): SandboxDriver {
 
 /** Which drivers work on this machine (each probed for real). */
 export async function driversPresent(): Promise<Record<TestDriver, boolean>> {
-  const { BwrapDriver } = await import('../../src/sandbox/bwrap-driver.js');
+  const { BwrapDriver } = await import('../../src/sandbox/drivers/bwrap/driver.js');
   const opts = { sandboxesRoot: '/nonexistent', instanceId: 'probe' };
   const docker = new DockerDriver({ ...opts, image: DOCKER_IMAGE, socketPath: '/var/run/docker.sock' });
   const gvisor = gvisorDriver('probe') as DockerDriver;
@@ -118,15 +118,15 @@ export async function hostView(sb: Sandbox, sandboxesRoot: string): Promise<Host
     // A local sandbox's host side, as reaping after a crash reads it: <root>/<id>/meta.json and its
     // workspace. Gone means the whole workdir is gone.
     const { existsSync } = await import('node:fs');
-    const { workdirLayout } = await import('../../src/sandbox/workdir.js');
+    const { workdirLayout } = await import('../../src/sandbox/host/workdir.js');
     const dir = join(sandboxesRoot, sb.id);
     const meta = JSON.parse(await readFile(join(dir, 'meta.json'), 'utf8')) as { uid: number | null };
     const { ws } = workdirLayout(dir);
     if (!existsSync(ws)) throw new Error(`no workspace at ${ws}: the workdir layout changed`);
     return { uid: meta.uid, ws, gone: async () => !existsSync(dir) };
   }
-  const { DockerApi } = await import('../../src/sandbox/docker-api.js');
-  const endpoint = (sb as unknown as { engine: { api: { endpoint: import('../../src/sandbox/docker-api.js').DockerEndpoint } } }).engine.api.endpoint;
+  const { DockerApi } = await import('../../src/sandbox/drivers/docker/api.js');
+  const endpoint = (sb as unknown as { engine: { api: { endpoint: import('../../src/sandbox/drivers/docker/api.js').DockerEndpoint } } }).engine.api.endpoint;
   const api = new DockerApi(endpoint);
   try {
     const filters = encodeURIComponent(JSON.stringify({ label: [`rft-endpoints.sandbox=${sb.id}`] }));

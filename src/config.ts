@@ -1,14 +1,16 @@
 // One zod schema for the whole configuration. Sources, later wins: defaults, the JSON config file
 // (RFT_CONFIG or --config; same names as the environment), the environment. Checked once at boot.
 import { readFileSync } from 'node:fs';
-import { isIPv4 } from 'node:net';
 import { hostname } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { z } from 'zod';
 import { errors } from './errors.js';
+import { isLoopback } from './loopback.js';
 import { DEFAULT_SANDBOX_CAP } from './sandbox/capacity.js';
 import { parseDockerHosts, type DockerHostSpec } from './sandbox/drivers/docker/hosts.js';
 import type { SandboxLimits } from './sandbox/types.js';
+
+export { isLoopback };
 
 const int = (min: number, max = Number.MAX_SAFE_INTEGER) => z.coerce.number().int().min(min).max(max);
 const bool = z.union([z.boolean(), z.enum(['1', '0', 'true', 'false', 'yes', 'no'])]).transform((v) => v === true || v === '1' || v === 'true' || v === 'yes');
@@ -386,12 +388,6 @@ export function redactUrl(url: string): string {
   }
 }
 
-/** The one loopback check: where listening without a credential, or with the unisolated process driver, is allowed. */
-export function isLoopback(host: string): boolean {
-  const h = host.startsWith('[') && host.endsWith(']') ? host.slice(1, -1) : host;
-  if (h === 'localhost' || h === '::1') return true;
-  return isIPv4(h) && h.startsWith('127.');
-}
 
 /**
  * What the CLI's client commands (rollout, replay, regrade, export, import) read from the

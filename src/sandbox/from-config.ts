@@ -12,7 +12,7 @@ import { sandboxCap } from './capacity.js';
 import type { DockerDriver } from './drivers/docker/driver.js';
 import { instanceIdFor } from './instance-id.js';
 import { warnOfNeighbours } from './drivers/docker/neighbours.js';
-import type { PlacementStore } from '../store/replicas.js';
+import type { PlacementStore } from './placements.js';
 import { defaultLimits } from './workspace/limits.js';
 import { SandboxManager, type SandboxManagerOptions } from './manager/manager.js';
 import { assertProcessDriverAllowed } from './drivers/process/driver.js';

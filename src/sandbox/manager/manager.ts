@@ -8,15 +8,13 @@
 import { randomUUID } from 'node:crypto';
 import type { Logger } from 'pino';
 import { errors, isRftError } from '../../errors.js';
-import type { Item } from '../../protocol/wire.js';
-import type { PlacementStore } from '../../store/replicas.js';
-import type { Store } from '../../store/types.js';
+import type { PlacementStore } from '../placements.js';
 import { Admission } from './admission.js';
 import { gradingLimits } from '../workspace/limits.js';
 import { TrackedSandbox } from './tracked.js';
 import { INSTANCE_LABEL } from '../host/workdir.js';
 import { workspaceSource } from '../workspace/workspace.js';
-import type { Sandbox, SandboxDriver, SandboxLimits, SandboxObserver, SandboxRef, SandboxSpec, SandboxStats } from '../types.js';
+import type { Sandbox, SandboxDriver, SandboxHistory, SandboxItem, SandboxLimits, SandboxObserver, SandboxRef, SandboxSpec, SandboxStats } from '../types.js';
 
 export interface SandboxManagerOptions {
   driver: SandboxDriver;
@@ -51,7 +49,7 @@ export interface SandboxManagerOptions {
    * sandbox an earlier process made (before a crash or a restart) gets RFT_ERR_SANDBOX_LOST, never a
    * new, empty workspace. Without it (tests of the manager alone), nothing is recorded.
    */
-  history?: Pick<Store, 'claimSandbox' | 'sandboxBoot'>;
+  history?: SandboxHistory;
 }
 
 /** How an admission wait ended, from the error it failed with. */
@@ -122,7 +120,7 @@ export class SandboxManager {
   }
 
   /** The rollout's sandbox, created from the row's `sandbox` field on first use. */
-  acquire(traceId: string, item: Item, signal?: AbortSignal): Promise<Sandbox> {
+  acquire(traceId: string, item: SandboxItem, signal?: AbortSignal): Promise<Sandbox> {
     if (this.closed) return Promise.reject(errors.sandboxClosed());
     // Its workspace is gone: a fresh, empty one would be graded or worked on as if it were the rollout's.
     if ((this.reclaimed.get(traceId) ?? 0) > Date.now()) return Promise.reject(errors.sandboxReclaimed());
@@ -370,7 +368,7 @@ export class SandboxManager {
     return this.opts.driver.attach ? this.opts.placements : undefined;
   }
 
-  private rolloutSource(item: Item): () => Promise<Omit<SandboxSpec, 'traceId' | 'limits'>> {
+  private rolloutSource(item: SandboxItem): () => Promise<Omit<SandboxSpec, 'traceId' | 'limits'>> {
     return async () => ({ ...(await workspaceSource(item, this.opts.templatesRoot)), labels: { [PURPOSE_LABEL]: ROLLOUT } });
   }
 
@@ -378,7 +376,7 @@ export class SandboxManager {
    * The rollout's sandbox for this process: created here, or, with shared placements, opened where
    * another replica created it. Two replicas asked at once create one: the store's claim decides.
    */
-  private async open(traceId: string, item: Item, signal: AbortSignal): Promise<TrackedSandbox> {
+  private async open(traceId: string, item: SandboxItem, signal: AbortSignal): Promise<TrackedSandbox> {
     const shared = this.shared;
     if (!shared) return this.createRecorded(traceId, item, signal);
     const deadline = Date.now() + this.opts.queueTimeoutMs;
@@ -425,7 +423,7 @@ export class SandboxManager {
    * creation that failed (no slot in time) leaves no record; a record stays, so every later call and
    * grade of the rollout answers the same.
    */
-  private async createRecorded(traceId: string, item: Item, signal: AbortSignal): Promise<TrackedSandbox> {
+  private async createRecorded(traceId: string, item: SandboxItem, signal: AbortSignal): Promise<TrackedSandbox> {
     const history = this.opts.history;
     if (!history) return this.create(traceId, signal, this.rolloutSource(item));
     const fromStore = <T>(p: Promise<T>): Promise<T> =>

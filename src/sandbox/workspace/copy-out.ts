@@ -10,28 +10,11 @@ import { chmod, lstat, mkdir, open, opendir, readlink, symlink, type FileHandle 
 import { join } from 'node:path';
 import { at } from './host-fs.js';
 import { DEFAULT_INODES } from './limits.js';
-import type { SandboxLimits } from '../types.js';
+import type { CopyBounds, CopyReport, SandboxLimits } from '../types.js';
+
+export type { CopyBounds, CopyReport };
 
 const { O_RDONLY, O_DIRECTORY, O_NOFOLLOW, O_NONBLOCK } = constants;
-
-export interface CopyBounds {
-  /** Bytes of regular files copied at most. */
-  maxBytes: number;
-  /** Entries (files, directories, links) copied at most. */
-  maxEntries: number;
-  /** Directories nested deeper than this are not entered. */
-  maxDepth: number;
-  /** Entries whose workspace-relative path is longer (UTF-8 bytes) are skipped. */
-  maxPathBytes: number;
-}
-
-export interface CopyReport {
-  files: number;
-  bytes: number;
-  /** What was left out and why ("p: a FIFO"), the first SKIPPED_LISTED of them. */
-  skipped: string[];
-  skippedCount: number;
-}
 
 const SKIPPED_LISTED = 50;
 const MiB = 1024 * 1024;

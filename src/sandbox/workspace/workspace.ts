@@ -7,8 +7,7 @@ import { join, posix, relative, resolve, sep } from 'node:path';
 import { z } from 'zod';
 import { errors } from '../../errors.js';
 import { HostWorkspace, type Owner } from './host-fs.js';
-import type { Item } from '../../protocol/wire.js';
-import type { SandboxSpec } from '../types.js';
+import type { SandboxItem, SandboxSpec } from '../types.js';
 
 const sandboxItemSchema = z.object({
   template: z.string().min(1).optional(),
@@ -40,7 +39,7 @@ async function resolveBelow(root: string, rel: string): Promise<string> {
 }
 
 /** Reads `item.sandbox` and resolves its folders below `templatesRoot`. */
-export async function workspaceSource(item: Item | null | undefined, templatesRoot: string): Promise<WorkspaceSource> {
+export async function workspaceSource(item: SandboxItem | null | undefined, templatesRoot: string): Promise<WorkspaceSource> {
   const raw = item?.['sandbox'];
   if (raw === undefined || raw === null) return {};
   const parsed = sandboxItemSchema.safeParse(raw);
@@ -59,7 +58,7 @@ export async function workspaceSource(item: Item | null | undefined, templatesRo
  * a tool asked for that path refuses it (RFT_ERR_HIDDEN_PATH, an integrity flag) rather than answer
  * "not found". Lexical, from the row alone.
  */
-export function hiddenWorkspacePath(item: Item | null | undefined): string | undefined {
+export function hiddenWorkspacePath(item: SandboxItem | null | undefined): string | undefined {
   const parsed = sandboxItemSchema.safeParse(item?.['sandbox']);
   if (!parsed.success || parsed.data.template === undefined || parsed.data.hidden === undefined) return undefined;
   const rel = posix.relative(posix.normalize(parsed.data.template), posix.normalize(parsed.data.hidden));
@@ -67,7 +66,7 @@ export function hiddenWorkspacePath(item: Item | null | undefined): string | und
 }
 
 /** Refuses a (normalized, workspace-relative) path at or below the task's hidden folder. */
-export function assertNotHidden(path: string, item: Item | null | undefined): void {
+export function assertNotHidden(path: string, item: SandboxItem | null | undefined): void {
   const hidden = hiddenWorkspacePath(item);
   if (hidden !== undefined && (path === hidden || path.startsWith(hidden + '/'))) throw errors.hiddenPath(path);
 }

@@ -6,7 +6,7 @@
 // containers are removed; the warning names the owner so they can be). Replicas of this deployment
 // (the Postgres store's, holding their liveness lock) are expected, and left out.
 import type { Logger } from 'pino';
-import type { PlacementStore } from '../../../store/replicas.js';
+import type { PlacementStore } from '../../placements.js';
 import type { DockerDriver } from './driver.js';
 import { INSTANCE_LABEL } from '../../host/workdir.js';
 

@@ -3,7 +3,7 @@
 // bubblewrap or Docker, and is refused unless the server listens on loopback only.
 import { realpathSync } from 'node:fs';
 import { join, sep } from 'node:path';
-import { isLoopback } from '../../../config.js';
+import { isLoopback } from '../../../loopback.js';
 import { errors } from '../../../errors.js';
 import { prlimitArgs } from '../../workspace/limits.js';
 import { LocalDriver } from '../../host/local-driver.js';

@@ -2,8 +2,8 @@
 // the manager the config asks for (or none): the drivers are imported lazily, so a server with
 // RFT_SANDBOX=none never touches them.
 import type { Logger } from 'pino';
-import type { AppConfig } from '../config.js';
 import type { SandboxExtras } from './from-config.js';
+import type { SandboxServerConfig } from './settings.js';
 import type { Sandbox, SandboxItem, SandboxStats } from './types.js';
 
 /** What the ledger, grading and the doors need from the sandbox manager (manager/manager.ts implements it). */
@@ -24,7 +24,7 @@ export interface SandboxProvider {
   close(): Promise<void>;
 }
 
-export async function createSandboxProvider(config: AppConfig, log: Logger, extra: SandboxExtras = {}): Promise<SandboxProvider | undefined> {
+export async function createSandboxProvider(config: SandboxServerConfig, log: Logger, extra: SandboxExtras = {}): Promise<SandboxProvider | undefined> {
   if (config.sandbox.driver === 'none') return undefined;
   const { createManagerFromConfig } = await import('./from-config.js');
   return createManagerFromConfig(config, log, extra);

@@ -168,7 +168,8 @@ export interface SandboxSpec {
 }
 
 export interface SandboxDriver {
-  readonly name: 'bwrap' | 'docker' | 'process';
+  /** Its module's name in the driver list (drivers/index.ts). */
+  readonly name: string;
   available(): Promise<boolean>;
   create(spec: SandboxSpec): Promise<Sandbox>;
   /**

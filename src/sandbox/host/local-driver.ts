@@ -30,7 +30,7 @@ interface Prepared {
 }
 
 export abstract class LocalDriver implements SandboxDriver {
-  abstract readonly name: 'bwrap' | 'process';
+  abstract readonly name: string;
   protected readonly live = new Set<string>();
   private poolInstance: WarmPool<Prepared> | null = null;
   private rootReady: Promise<void> | null = null;

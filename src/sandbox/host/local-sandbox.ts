@@ -37,7 +37,7 @@ export class LocalSandbox implements Sandbox {
   private destroying: Promise<void> | null = null;
 
   constructor(
-    readonly driver: 'bwrap' | 'process',
+    readonly driver: string,
     readonly workdir: Workdir,
     private readonly limits: SandboxLimits,
     private readonly runner: CommandRunner,

@@ -106,9 +106,6 @@ export class SandboxManager {
 
   /** Reaps what a previous process left behind and starts the inactivity sweeper. */
   async start(): Promise<void> {
-    if (this.opts.driver.name === 'process') {
-      this.opts.log?.warn('sandbox driver "process": commands run on the host with no isolation; use bwrap or docker for real training');
-    }
     // Sandboxes recorded for other replicas to use survive this replica's restart (its sweep removes them when idle).
     const keep = this.shared ? await this.shared.containersOf(this.opts.instanceId) : undefined;
     const n = await this.opts.driver.reapOrphans(keep);

@@ -6,7 +6,7 @@ import { connect as netConnect, type Socket } from 'node:net';
 import type { Readable } from 'node:stream';
 import { connect as tlsConnect } from 'node:tls';
 import { Agent, request } from 'undici';
-import { errors } from '../../../errors.js';
+import { errors, RftError } from '../../../errors.js';
 
 export const DOCKER_API = 'v1.41'; // Docker 20.10; newer daemons accept older API versions
 
@@ -46,6 +46,22 @@ export interface CallOptions {
 
 /** Thrown when the engine did not answer (refused, reset, timed out): the caller may mark it down. */
 export class EngineUnreachable extends Error {}
+
+/**
+ * The engine answered with a status the caller did not expect: RFT_ERR_SANDBOX (500), with the
+ * status and the path kept as fields, so callers tell a gone container (404) or a stopped one (409)
+ * apart without reading the message.
+ */
+export class DockerStatusError extends RftError {
+  constructor(
+    readonly dockerStatus: number,
+    /** The API path, without its query. */
+    readonly path: string,
+    message: string,
+  ) {
+    super(errors.sandboxFailed.code, errors.sandboxFailed.statusCode, message);
+  }
+}
 
 export function endpointOf(target: string | DockerEndpoint): DockerEndpoint {
   return typeof target === 'string' ? { url: `unix://${target}`, socketPath: target } : target;
@@ -92,7 +108,8 @@ export class DockerApi {
     }
     if (res.statusCode >= 300 && !(o.ok ?? []).includes(res.statusCode)) {
       const msg = (parsed as { message?: string } | null)?.message ?? text;
-      throw errors.sandboxFailed(`docker ${method} ${path.split('?')[0]}: ${res.statusCode} ${msg}`);
+      const bare = path.split('?')[0] as string;
+      throw new DockerStatusError(res.statusCode, bare, `docker ${method} ${bare}: ${res.statusCode} ${msg}`);
     }
     return { status: res.statusCode, body: parsed, headers: res.headers };
   }
@@ -113,7 +130,8 @@ export class DockerApi {
     const res = await this.send('GET', path, undefined, { timeoutMs, idleMs });
     if (res.statusCode >= 300) {
       const text = await res.body.text().catch(() => '');
-      throw errors.sandboxFailed(`docker GET ${path.split('?')[0]}: ${res.statusCode} ${text.slice(0, 300)}`);
+      const bare = path.split('?')[0] as string;
+      throw new DockerStatusError(res.statusCode, bare, `docker GET ${bare}: ${res.statusCode} ${text.slice(0, 300)}`);
     }
     return { status: res.statusCode, body: res.body, headers: res.headers };
   }

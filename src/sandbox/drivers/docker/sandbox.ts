@@ -6,7 +6,7 @@
 import { mkdir } from 'node:fs/promises';
 import { errors } from '../../../errors.js';
 import { copyBoundsFor, type CopyBounds, type CopyReport } from '../../workspace/copy-out.js';
-import { QUICK_TIMEOUT_MS } from './api.js';
+import { DockerStatusError, QUICK_TIMEOUT_MS } from './api.js';
 import type { DockerEngine } from './engine.js';
 import { dockerExec, dockerSpawn, PidPreamble, type DockerExecHooks, type DockerExecOutcome, type DockerExecRequest } from './exec.js';
 import { fileError, FILE_SCRIPTS, parseListing } from './files.js';
@@ -438,7 +438,7 @@ export class DockerSandbox implements Sandbox {
     try {
       out = await this.o.engine.use((api) => dockerExec(api, req, hooks));
     } catch (err) {
-      const refused = err instanceof Error && new RegExp(`/containers/${this.o.container}/exec: (404|409)`).test(err.message);
+      const refused = err instanceof DockerStatusError && err.path === `/containers/${this.o.container}/exec` && (err.dockerStatus === 404 || err.dockerStatus === 409);
       throw refused ? await this.lost() : err;
     }
     if (out.exitCode !== 126) return out;

@@ -19,8 +19,6 @@ export interface DriverContext {
   owner?: string;
   /** Host directories no sandbox may see (the templates root, data dir, units, this package). */
   hiddenPaths?: string[];
-  /** Where the server listens: a driver that isolates nothing refuses any but a loopback address. */
-  host?: string;
   log?: Logger;
 }
 
@@ -38,7 +36,10 @@ export interface DriverModule<N extends string = string, S extends z.ZodRawShape
    * Postgres store, placements are shared and a rollout's sandbox is made once for all replicas.
    */
   readonly shared: boolean;
-  /** False for a driver that isolates nothing (development only; the abuse suite skips what it cannot contain). */
+  /**
+   * False for a driver that isolates nothing: development only, refused unless the server listens on
+   * loopback (RFT_ERR_SANDBOX_PROCESS_DRIVER); the abuse suite skips what it cannot contain.
+   */
   readonly isolates: boolean;
   /**
    * The driver (its code imported only now). Its availability check is SandboxDriver.available(),

@@ -7,6 +7,8 @@
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import type { Logger } from 'pino';
+import { errors } from '../errors.js';
+import { isLoopback } from '../loopback.js';
 import { sandboxCap } from './capacity.js';
 import { instanceIdFor } from './instance-id.js';
 import { defaultLimits } from './workspace/limits.js';
@@ -44,13 +46,17 @@ export async function createManagerFromConfig(config: SandboxServerConfig, log: 
     sandboxesRoot,
     instanceId,
     owner,
-    host: config.host,
     // Never visible in a sandbox, wherever they are (a global install puts them under /usr): the
     // hidden tests, the database, the units, this package.
     hiddenPaths: [s.templatesRoot, config.dataDir, config.toolsDir, config.gradersDir, PACKAGE_ROOT],
     log: log.child({ component: 'sandbox' }),
   });
   const module = driverModule(driver.name);
+  // A driver that isolates nothing must never serve remote callers.
+  if (module && !module.isolates && !isLoopback(config.host)) {
+    await driver.close?.();
+    throw errors.processDriverNotAllowed(config.host);
+  }
   if (module && !module.isolates) {
     log.warn(`sandbox driver "${driver.name}": commands run on the host with no isolation; use an isolating driver (bwrap, docker) for real training`);
   }

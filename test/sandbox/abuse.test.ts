@@ -12,7 +12,7 @@ import { join } from 'node:path';
 import { canSwitchUid } from '../../src/sandbox/host/uids.js';
 import type { ExecResult, Sandbox, SandboxDriver } from '../../src/sandbox/types.js';
 import { describeIf } from '../helpers/require.js';
-import { driversPresent, hostView, liveProcessesOf, makeTestDriver, pidsWith, spec, tempRoot, testLimits, until, type TestDriver } from './helpers.js';
+import { driverMatrix, driversPresent, hostView, isolates, liveProcessesOf, makeTestDriver, pidsWith, spec, tempRoot, testLimits, until } from './helpers.js';
 
 const present = await driversPresent();
 const root = canSwitchUid();
@@ -30,19 +30,19 @@ async function survivorsOf(uid: number, expected: number[] = []): Promise<number
   }
 }
 
-/** Why the process driver cannot contain a case, or null when it can (some only when we are root). */
+/** Why a driver that isolates nothing (process) cannot contain a case, or null when it can (some only when we are root). */
 function processGap(what: 'always' | 'root'): string | null {
   if (what === 'always') return 'no namespaces: it shares the host filesystem and network';
   return root ? null : 'needs root to run commands as a per-sandbox uid';
 }
 
-for (const name of ['process', 'bwrap', 'docker', 'gvisor'] as TestDriver[]) {
+for (const name of driverMatrix()) {
   describeIf(present[name], `abuse suite on ${name}`, `${name} sandbox driver not available`)(`abuse suite (${name})`, () => {
     let tmp: Awaited<ReturnType<typeof tempRoot>>;
     let driver: SandboxDriver;
     let bystander: Sandbox;
     let dataDir: string;
-    const gap = (what: 'always' | 'root'): string | null => (name === 'process' ? processGap(what) : null);
+    const gap = (what: 'always' | 'root'): string | null => (isolates(name) ? null : processGap(what));
     const title = (t: string, g: string | null): string => (g ? `${t} [not contained by the ${name} driver: ${g}]` : t);
 
     beforeAll(async () => {

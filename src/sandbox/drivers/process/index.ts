@@ -11,8 +11,7 @@ export const processDriver = defineDriver({
   shared: false,
   isolates: false,
   async create(opts) {
-    const { assertProcessDriverAllowed, ProcessDriver } = await import('./driver.js');
-    if (opts.host !== undefined) assertProcessDriverAllowed(opts.host);
+    const { ProcessDriver } = await import('./driver.js');
     return new ProcessDriver({
       sandboxesRoot: opts.sandboxesRoot,
       instanceId: opts.instanceId,

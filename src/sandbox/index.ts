@@ -1,7 +1,13 @@
 // The sandbox package's public surface.
 export { SandboxManager } from './manager/manager.js';
 export type { SandboxManagerOptions } from './manager/manager.js';
-export { selectDriver } from './select.js';
+export { driverModule, selectDriver } from './select.js';
+export { DRIVERS } from './drivers/index.js';
+export { defineDriver } from './driver-module.js';
+export type { DriverContext, DriverModule } from './driver-module.js';
+export type { SandboxProvider } from './provider.js';
+export type { Claim, Placement, PlacementStore } from './placements.js';
+export type { SandboxServerConfig, SandboxSettings } from './settings.js';
 export type { DriverName, DriverOptions } from './select.js';
 export { createManagerFromConfig, instanceIdFor } from './from-config.js';
 export { defaultLimits, gradingLimits } from './workspace/limits.js';
@@ -16,4 +22,4 @@ export { workspaceSource, populateWorkspace, assertNotHidden } from './workspace
 export type { WorkspaceSource } from './workspace/workspace.js';
 export { WORKSPACE_MOUNT, workspaceComponents } from './workspace/paths.js';
 export { HostWorkspace } from './workspace/host-fs.js';
-export type { Sandbox, SandboxDriver, SandboxLimits, SandboxSpec, SandboxStats, ExecOptions, ExecResult, FileEntry } from './types.js';
+export type { Sandbox, SandboxDriver, SandboxHistory, SandboxItem, SandboxLimits, SandboxSpec, SandboxStats, ExecOptions, ExecResult, FileEntry } from './types.js';

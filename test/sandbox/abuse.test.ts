@@ -85,7 +85,7 @@ for (const name of driverMatrix()) {
 
     // gVisor (Debian's runsc, ptrace platform) maps each sandboxed process to host processes of its
     // own; a fork bomb can take the victim's sandbox kernel down with it (its next call answers
-    // RFT_ERR_SANDBOX_ENDED_BY_ROLLOUT, the model's doing: test/sandbox/lost.test.ts). The host and
+    // RFT_ERR_SANDBOX_ENDED_BY_ROLLOUT, the model's doing: test/sandbox/drivers/docker/lost.test.ts). The host and
     // the bystander are fine: that part runs below, the victim's own outcome is not asserted here.
     const bombGap = name === 'gvisor' ? 'the victim sandbox may be lost' : gap('root');
     it.skipIf(gap('root'))(title('a fork bomb hits the process limit and is killed whole', bombGap), async () => {

@@ -1,4 +1,4 @@
-// A host program (src/sandbox/spawn.ts: the process driver's spawn, MCP servers on the host) and its
+// A host program (src/sandbox/host/spawn.ts: the process driver's spawn, MCP servers on the host) and its
 // pid once it has exited: what it left in its group goes with it, and a later kill() never signals
 // the pid again, since by then another process may have it (pid_max is 32768 on this machine, and a
 // fork bomb in a sandbox goes through that in seconds).

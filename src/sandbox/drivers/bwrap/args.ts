@@ -1,4 +1,4 @@
-// The bubblewrap command line that builds a rollout's sandbox around its holder (bwrap-runner.ts;
+// The bubblewrap command line that builds a rollout's sandbox around its holder (runner.ts;
 // each command then enters it through the supervisor). Everything is unshared (no network: the sandbox gets
 // its own empty network namespace), the host is visible only through read-only binds of the OS
 // directories and a handful of /etc files (no /root, no /home, no data dir, no /etc/shadow), and the

@@ -8,7 +8,7 @@
 // The program is written here rather than by libseccomp so nothing has to be compiled at setup. It
 // is per architecture: system call numbers differ between x86_64 and aarch64, and a call made
 // through another ABI (i386 `int 0x80`, x32) is refused outright, since its numbers mean other calls.
-// On any other architecture there is no filter and the bwrap driver refuses to run (see bwrap-driver.ts).
+// On any other architecture there is no filter and the bwrap driver refuses to run (see driver.ts).
 
 /** seccomp_data offsets: `int nr; __u32 arch; ...` */
 const NR_OFFSET = 0;
@@ -41,7 +41,7 @@ const ARCHES: Record<string, ArchSpec> = {
 
 /**
  * Denied system calls and their numbers: x86_64 from asm/unistd_64.h, aarch64 from
- * asm-generic/unistd.h (test/sandbox/seccomp.test.ts checks both against the headers when installed).
+ * asm-generic/unistd.h (test/sandbox/drivers/bwrap/seccomp.test.ts checks both against the headers when installed).
  * A missing number means the call does not exist on that architecture.
  */
 export const DENIED_SYSCALLS: Record<string, { x64?: number; arm64?: number }> = {

@@ -1,7 +1,7 @@
 // A minimal Docker Engine API client (undici), not the docker CLI: no process spawn per call, errors
 // come back as status codes we can map, and one keep-alive pool per engine. An engine is a unix
 // socket or a `tcp://` address, with TLS client certificates the way Docker's own DOCKER_HOST /
-// DOCKER_TLS_VERIFY / DOCKER_CERT_PATH conventions describe them (see docker-hosts.ts).
+// DOCKER_TLS_VERIFY / DOCKER_CERT_PATH conventions describe them (see hosts.ts).
 import { connect as netConnect, type Socket } from 'node:net';
 import type { Readable } from 'node:stream';
 import { connect as tlsConnect } from 'node:tls';

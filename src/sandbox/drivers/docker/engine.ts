@@ -12,7 +12,7 @@ import { ExecDeaths } from './events.js';
 const PROBE_EVERY_MS = 2_000;
 const PROBE_TIMEOUT_MS = 3_000;
 const HEALTH_EVERY_MS = 10_000;
-/** Container creations at once per engine (docker-hosts.ts: starts=N). */
+/** Container creations at once per engine (hosts.ts: starts=N). */
 export const DEFAULT_STARTS = 8;
 
 /** At most `n` tasks at once; the others start in arrival order. */

@@ -53,7 +53,7 @@ class Frames {
 }
 
 /**
- * The wrappers (docker-sandbox.ts) print `rft-pid <pid>` on stderr before anything else runs: the
+ * The wrappers (sandbox.ts) print `rft-pid <pid>` on stderr before anything else runs: the
  * pid, inside the container, of the process whose tree a kill must take. Taken off the stream here.
  */
 export class PidPreamble {
@@ -172,7 +172,7 @@ function startExec(api: DockerApi, execId: string): Promise<{ sock: Socket; rest
 
 /**
  * Polls the exec until its process exits while the stream is still open, then calls `onExit`. Rare:
- * the in-container wrapper (docker-sandbox.ts) kills what a command leaves behind, so a stream held
+ * the in-container wrapper (sandbox.ts) kills what a command leaves behind, so a stream held
  * open past the command needs a concurrent exec; hence the late first poll.
  */
 async function watchExit(api: DockerApi, execId: string, ended: () => boolean, onExit: () => Promise<void>): Promise<void> {

@@ -1,7 +1,7 @@
 // A rollout's Docker sandbox: one container on one engine, its workspace a size- and inode-capped
 // tmpfs volume that lives on the engine (no host directory is shared with the server). Commands are
 // execs through the Engine API as the sandbox's own uid; files go through a small in-container
-// helper (docker-files.ts) and the archive endpoints (docker-tar.ts). Any replica can open the same
+// helper (files.ts) and the archive endpoints (tar.ts). Any replica can open the same
 // container from its placement (engine + container name) and gets the same behaviour.
 import { mkdir } from 'node:fs/promises';
 import { errors } from '../../../errors.js';

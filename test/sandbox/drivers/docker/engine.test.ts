@@ -35,7 +35,7 @@ async function silentEngine(): Promise<DockerEngine & { answer(): void }> {
 describe('a Docker engine that stops answering', () => {
   it('fails a call that is waiting on it once another call finds it unreachable and the probe too, and refuses new calls at once', async () => {
     const engine = await silentEngine();
-    // An exec's start: a raw connection and a request with no timeout of its own (docker-exec.ts hijack).
+    // An exec's start: a raw connection and a request with no timeout of its own (exec.ts hijack).
     const stuck = engine.use(async (api) => {
       const sock = await api.connect();
       sock.write('POST /v1.41/exec/x/start HTTP/1.1\r\nHost: docker\r\n\r\n');

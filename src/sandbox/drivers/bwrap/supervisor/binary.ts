@@ -1,5 +1,5 @@
 // Where the supervisor's executable comes from: built by `npm run build` beside its sources
-// (dist/src/sandbox/supervisor/rft-supervisor, with the hash of the sources it was built from), or
+// (dist/src/sandbox/drivers/bwrap/supervisor/rft-supervisor, with the hash of the sources it was built from), or
 // else compiled once with the machine's C compiler into a private cache (~/.cache/rft-endpoints),
 // named by that hash, so an edited source is never run stale. Static when the C library allows it.
 import { execFile } from 'node:child_process';

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Two more Docker engines on this machine, for the tests of several engines and replicas
-# (test/sandbox/engines.test.ts, test/integration/replicas.test.ts) and the gVisor abuse suite:
+# (test/sandbox/drivers/docker/engines.test.ts, test/integration/replicas.test.ts) and the gVisor abuse suite:
 #   engine 1: unix:///run/rft-engines/1.sock
 #   engine 2: unix:///run/rft-engines/2.sock and tcp://127.0.0.1:21376 with TLS client certificates
 #             (/etc/rft-engines/tls/client: ca.pem, cert.pem, key.pem, as DOCKER_CERT_PATH expects)

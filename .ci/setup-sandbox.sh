@@ -24,7 +24,7 @@ command -v bwrap >/dev/null || need_pkgs+=(bubblewrap)
 command -v dockerd >/dev/null || need_pkgs+=(docker.io)
 command -v debootstrap >/dev/null || need_pkgs+=(debootstrap)
 command -v prlimit >/dev/null || need_pkgs+=(util-linux)
-# The bwrap driver's supervisor (src/sandbox/supervisor/*.c) is compiled on first use, statically.
+# The bwrap driver's supervisor (src/sandbox/drivers/bwrap/supervisor/*.c) is compiled on first use, statically.
 command -v cc >/dev/null || need_pkgs+=(gcc)
 [ -e /usr/lib/x86_64-linux-gnu/libc.a ] || [ -e /usr/lib/aarch64-linux-gnu/libc.a ] || need_pkgs+=(libc6-dev)
 if [ ${#need_pkgs[@]} -gt 0 ]; then

@@ -6,14 +6,14 @@
 import { spawn } from 'node:child_process';
 import { resolve } from 'node:path';
 import { performance } from 'node:perf_hooks';
-import { osDirArgs } from '../src/sandbox/bwrap-args.js';
-import { BWRAP, BwrapDriver } from '../src/sandbox/bwrap-driver.js';
-import { BwrapRunner } from '../src/sandbox/bwrap-runner.js';
-import type { HostOps } from '../src/sandbox/host-ops.js';
-import { defaultLimits } from '../src/sandbox/limits.js';
-import type { Supervisor } from '../src/sandbox/supervisor/client.js';
-import { createWorkdir, prepareRoot, removeWorkdir, type Workdir } from '../src/sandbox/workdir.js';
-import { populateWorkspace } from '../src/sandbox/workspace.js';
+import { osDirArgs } from '../src/sandbox/drivers/bwrap/args.js';
+import { BWRAP, BwrapDriver } from '../src/sandbox/drivers/bwrap/driver.js';
+import { BwrapRunner } from '../src/sandbox/drivers/bwrap/runner.js';
+import type { HostOps } from '../src/sandbox/host/host-ops.js';
+import { defaultLimits } from '../src/sandbox/workspace/limits.js';
+import type { Supervisor } from '../src/sandbox/drivers/bwrap/supervisor/client.js';
+import { createWorkdir, prepareRoot, removeWorkdir, type Workdir } from '../src/sandbox/host/workdir.js';
+import { populateWorkspace } from '../src/sandbox/workspace/workspace.js';
 import { tempRoot } from '../test/sandbox/helpers.js';
 
 const n = Number(process.argv[2] ?? 200);

@@ -12,11 +12,11 @@
 // Run: node --conditions=rft-source --import tsx bench/idle-cost.ts [bwrap-sandboxes=200] [docker-sandboxes=40]
 import { readdir, readFile, statfs } from 'node:fs/promises';
 import { join } from 'node:path';
-import { BwrapDriver } from '../src/sandbox/bwrap-driver.js';
-import { DockerDriver } from '../src/sandbox/docker-driver.js';
-import { parseDockerHosts } from '../src/sandbox/docker-hosts.js';
-import { defaultLimits } from '../src/sandbox/limits.js';
-import { UID_MAX, UID_MIN } from '../src/sandbox/uids.js';
+import { BwrapDriver } from '../src/sandbox/drivers/bwrap/driver.js';
+import { DockerDriver } from '../src/sandbox/drivers/docker/driver.js';
+import { parseDockerHosts } from '../src/sandbox/drivers/docker/hosts.js';
+import { defaultLimits } from '../src/sandbox/workspace/limits.js';
+import { UID_MAX, UID_MIN } from '../src/sandbox/host/uids.js';
 import type { Sandbox, SandboxDriver } from '../src/sandbox/types.js';
 import { DOCKER_IMAGE, driversPresent, tempRoot } from '../test/sandbox/helpers.js';
 

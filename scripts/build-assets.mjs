@@ -4,7 +4,7 @@
 // ../../examples/finqa/docs from their own module; and the dashboard's static files (src/dashboard),
 // which the compiled dashboard route reads beside its own folder. Then the bwrap driver's supervisor:
 // its C sources, and the executable built from them with the hash of what it was built from
-// (src/sandbox/supervisor/binary.ts), when this machine has a C compiler (else the server compiles
+// (src/sandbox/drivers/bwrap/supervisor/binary.ts), when this machine has a C compiler (else the server compiles
 // it on first use).
 import { execFileSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
@@ -36,10 +36,10 @@ walk(join(root, 'graders'));
 walk(join(root, 'src/dashboard'));
 copy(join(root, 'examples/finqa/docs'));
 
-const supervisor = join(root, 'src/sandbox/supervisor');
+const supervisor = join(root, 'src/sandbox/drivers/bwrap/supervisor');
 const sources = ['supervisor.c', 'enter.c', 'enter.h']; // as SUPERVISOR_SOURCES in binary.ts
 for (const f of sources) copy(join(supervisor, f));
-const out = join(dist, 'src/sandbox/supervisor');
+const out = join(dist, 'src/sandbox/drivers/bwrap/supervisor');
 const hash = createHash('sha256');
 for (const f of sources) hash.update(readFileSync(join(out, f)));
 const c = sources.filter((f) => f.endsWith('.c')).map((f) => join(out, f));

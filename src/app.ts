@@ -18,7 +18,7 @@ import { ID_MAX_LENGTH } from './protocol/wire.js';
 import { loadRegistry, type Registry } from './registry/loader.js';
 import { GradingService } from './grading/service.js';
 import { Ledger } from './ledger/ledger.js';
-import type { SandboxProvider } from './ledger/sandbox-provider.js';
+import type { SandboxProvider } from './sandbox/provider.js';
 import { createStore } from './store/index.js';
 import type { Store } from './store/types.js';
 import { createSandboxProvider } from './sandbox/provider.js';

@@ -1,14 +1,15 @@
 // One zod schema for the whole configuration. Sources, later wins: defaults, the JSON config file
 // (RFT_CONFIG or --config; same names as the environment), the environment. Checked once at boot.
 import { readFileSync } from 'node:fs';
-import { isIPv4 } from 'node:net';
 import { hostname } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { z } from 'zod';
 import { errors } from './errors.js';
-import { DEFAULT_SANDBOX_CAP } from './sandbox/capacity.js';
-import { parseDockerHosts, type DockerHostSpec } from './sandbox/docker-hosts.js';
-import type { SandboxLimits } from './sandbox/types.js';
+import { isLoopback } from './loopback.js';
+import { DRIVERS } from './sandbox/drivers/index.js';
+import type { SandboxSettings } from './sandbox/settings.js';
+
+export { isLoopback };
 
 const int = (min: number, max = Number.MAX_SAFE_INTEGER) => z.coerce.number().int().min(min).max(max);
 const bool = z.union([z.boolean(), z.enum(['1', '0', 'true', 'false', 'yes', 'no'])]).transform((v) => v === true || v === '1' || v === 'true' || v === 'yes');
@@ -52,6 +53,9 @@ export const keyHeaderList = list.transform((names, ctx) => {
   if (new Set(names.map((n) => n.toLowerCase())).size !== names.length) ctx.addIssue({ code: 'custom', message: 'a header is listed twice' });
   return names;
 });
+
+type Intersect<U> = (U extends unknown ? (u: U) => void : never) extends (i: infer I) => void ? I : never;
+const driverSettings = Object.assign({}, ...DRIVERS.map((d) => d.settings)) as Intersect<(typeof DRIVERS)[number]['settings']>;
 
 export const configSchema = z.object({
   PORT: int(0, 65535).default(8787),
@@ -103,10 +107,11 @@ export const configSchema = z.object({
   RFT_INSTANCE_ID: z.string().min(1).max(200).optional(),
   /** full: every reply's writes are fsynced first (survives power loss); normal: committed only (survives kill -9). */
   RFT_SQLITE_SYNC: z.enum(['full', 'normal']).default('full'),
-  RFT_SANDBOX: z.enum(['auto', 'bwrap', 'docker', 'process', 'none']).default('auto'),
+  /** A driver of src/sandbox/drivers/index.ts, `auto` (the first available there) or `none`. */
+  RFT_SANDBOX: z.enum(['auto', ...DRIVERS.map((d) => d.name), 'none']).default('auto'),
   /**
    * Live sandboxes at most; unset, per driver: bwrap 1024 (an idle one costs about 0.75 MB and 2
-   * processes), docker 512 (about 5 MB and 3 processes on the engine's host). src/sandbox/capacity.ts.
+   * processes), docker 512 (about 5 MB and 3 processes on the engine's host). src/sandbox/drivers/<name>/index.ts.
    */
   RFT_SANDBOX_CAP: int(1).optional(),
   RFT_SANDBOX_QUEUE: int(0).default(2000),
@@ -122,30 +127,8 @@ export const configSchema = z.object({
   /** Files a sandbox may create (workspace, /tmp, /dev/shm): each pins ~1 KB of kernel memory. */
   RFT_SANDBOX_INODES: int(64).default(16_384),
   RFT_SANDBOX_EXEC_TIMEOUT_MS: int(100).default(30_000),
-  RFT_DOCKER_IMAGE: z.string().default('rft-endpoints-sandbox:latest'),
-  /** One local engine (the default when RFT_DOCKER_HOSTS and DOCKER_HOST are unset: /var/run/docker.sock). */
-  RFT_DOCKER_SOCKET: z.string().optional(),
-  /** Engines to place sandboxes on: unix:///path or tcp://host:port, each with ?cap=&name=&cert_path=&tls_verify= (docs/deploy.md). */
-  RFT_DOCKER_HOSTS: z.string().optional(),
-  /** Docker's own conventions, used when RFT_DOCKER_HOSTS is unset (DOCKER_HOST) and for TLS to tcp:// engines. */
-  DOCKER_HOST: z.string().optional(),
-  DOCKER_TLS_VERIFY: z.string().optional(),
-  DOCKER_TLS: z.string().optional(),
-  DOCKER_CERT_PATH: z.string().optional(),
-  /** OCI runtime the engines know by this name, e.g. runsc (gVisor); the engine's default otherwise. */
-  RFT_DOCKER_RUNTIME: z.string().regex(/^[\w.-]{1,64}$/, 'a runtime name as registered with the engine').optional(),
-  /** Started, empty containers kept ready per engine for new rollouts (0: none). */
-  RFT_DOCKER_WARM: int(0, 1000).default(0),
-  /** Labels put on every container and volume this server creates, `key=value,...` (e.g. a deployment's or a test run's name, to find them with docker ps --filter). */
-  RFT_DOCKER_LABELS: z
-    .string()
-    .regex(/^([a-z0-9][a-z0-9._-]{0,127}=[^,=\s]{0,128})(,[a-z0-9][a-z0-9._-]{0,127}=[^,=\s]{0,128})*$/, 'key=value pairs separated by commas (keys: lower-case letters, digits, dots, dashes)')
-    .optional(),
-  /**
-   * bwrap (and process) sandboxes kept built ahead for new rollouts, refilled in the background: a
-   * burst takes this many without building one (an idle one costs about 0.75 MB and 2 processes).
-   */
-  RFT_SANDBOX_WARM: int(0, 10_000).default(2),
+  // Each driver's own settings (RFT_DOCKER_*, RFT_SANDBOX_WARM, ...): its module in src/sandbox/drivers/.
+  ...driverSettings,
   OPENAI_BASE_URL: z.string().url().optional(),
   OPENAI_API_KEY: z.string().optional(),
   RFT_MODEL_TIMEOUT_MS: int(100, 600_000).default(60_000),
@@ -216,25 +199,8 @@ export interface AppConfig {
     | { kind: 'postgres'; url: string; schema: string; poolSize: number };
   /** Defaults to hostname:port, which differs between replicas and survives a restart. */
   instanceId: string;
-  sandbox: {
-    driver: RawConfig['RFT_SANDBOX'];
-    /** Unset: the driver's default (src/sandbox/capacity.ts). */
-    cap: number | undefined;
-    maxQueue: number;
-    queueTimeoutMs: number;
-    ttlMs: number;
-    graceMs: number;
-    templatesRoot: string;
-    dockerImage: string;
-    dockerHosts: DockerHostSpec[];
-    dockerRuntime: string | undefined;
-    dockerWarm: number;
-    /** RFT_DOCKER_LABELS. */
-    dockerLabels: Record<string, string>;
-    /** Prepared bwrap/process sandboxes (RFT_SANDBOX_WARM). */
-    localWarm: number;
-    limits: SandboxLimits;
-  };
+  /** The sandbox section: the settings every driver shares and each driver's own keys (src/sandbox/settings.ts). */
+  sandbox: SandboxSettings;
   openai: ModelApiOptions;
   /** port: the credential-free /metrics listener, when set. */
   metrics: { enabled: boolean; port: number | undefined; host: string };
@@ -350,20 +316,7 @@ export function loadConfig(
       ttlMs: c.RFT_SANDBOX_TTL_MS,
       graceMs: c.RFT_SANDBOX_GRACE_MS,
       templatesRoot: resolve(c.RFT_SANDBOX_TEMPLATES),
-      dockerImage: c.RFT_DOCKER_IMAGE,
-      dockerHosts: parseDockerHosts({
-        hosts: c.RFT_DOCKER_HOSTS,
-        socket: c.RFT_DOCKER_SOCKET,
-        dockerHost: c.DOCKER_HOST,
-        tlsVerify: c.DOCKER_TLS_VERIFY,
-        tls: c.DOCKER_TLS,
-        certPath: c.DOCKER_CERT_PATH,
-        cap: c.RFT_SANDBOX_CAP ?? DEFAULT_SANDBOX_CAP.docker,
-      }),
-      dockerRuntime: c.RFT_DOCKER_RUNTIME,
-      dockerWarm: c.RFT_DOCKER_WARM,
-      dockerLabels: Object.fromEntries((c.RFT_DOCKER_LABELS ?? '').split(',').filter(Boolean).map((kv) => kv.split('=') as [string, string])),
-      localWarm: c.RFT_SANDBOX_WARM,
+      ...Object.assign({}, ...DRIVERS.map((d) => d.options(c, c.RFT_SANDBOX_CAP))),
       limits: {
         cpuSeconds: c.RFT_SANDBOX_CPU_SECONDS,
         memoryBytes: c.RFT_SANDBOX_MEMORY_MB * 1024 * 1024,
@@ -400,12 +353,6 @@ export function redactUrl(url: string): string {
   }
 }
 
-/** The one loopback check: where listening without a credential, or with the unisolated process driver, is allowed. */
-export function isLoopback(host: string): boolean {
-  const h = host.startsWith('[') && host.endsWith(']') ? host.slice(1, -1) : host;
-  if (h === 'localhost' || h === '::1') return true;
-  return isIPv4(h) && h.startsWith('127.');
-}
 
 /**
  * What the CLI's client commands (rollout, replay, regrade, export, import) read from the

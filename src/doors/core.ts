@@ -10,7 +10,7 @@ import type { LoadedGrader, Registry } from '../registry/loader.js';
 import { defaultGrader } from '../registry/loader.js';
 import type { Ledger, ToolCallOutcome } from '../ledger/ledger.js';
 import type { GradingService } from '../grading/service.js';
-import type { SandboxProvider } from '../ledger/sandbox-provider.js';
+import type { SandboxProvider } from '../sandbox/provider.js';
 import { budgetFromItem } from '../ledger/budget.js';
 import type { Store } from '../store/types.js';
 

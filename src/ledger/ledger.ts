@@ -12,7 +12,7 @@ import type { RolloutView, ToolContext } from '../registry/define.js';
 import type { Sandbox } from '../sandbox/types.js';
 import { LIMIT_PLACEHOLDER, type FinishCallInput, type Store } from '../store/types.js';
 import type { CallStatus, RecordedCall } from '../store/records.js';
-import type { SandboxProvider } from './sandbox-provider.js';
+import type { SandboxProvider } from '../sandbox/provider.js';
 import { formatZodIssues, truncateOutput } from './output.js';
 import { budgetFromItem, toolBudgetProblem } from './budget.js';
 import type { Metrics } from '../metrics/metrics.js';

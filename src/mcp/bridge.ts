@@ -12,7 +12,7 @@ import { z } from 'zod';
 import type { Tool } from '@modelcontextprotocol/client';
 import { errors } from '../errors.js';
 import { cutOutput } from '../ledger/output.js';
-import type { SandboxProvider } from '../ledger/sandbox-provider.js';
+import type { SandboxProvider } from '../sandbox/provider.js';
 import type { ToolContext, ToolDefinition } from '../registry/define.js';
 import type { LoadedTool, Registry } from '../registry/loader.js';
 import type { Sandbox } from '../sandbox/types.js';

@@ -11,8 +11,8 @@
 import { existsSync, mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import { readdir, readFile, rm } from 'node:fs/promises';
 import { join } from 'node:path';
-import { killTree } from '../sandbox/proc-tree.js';
-import { signalGroup } from '../sandbox/spawn.js';
+import { killTree } from '../sandbox/host/proc-tree.js';
+import { signalGroup } from '../sandbox/host/spawn.js';
 
 const SETPRIV = '/usr/bin/setpriv';
 const hasSetpriv = process.platform === 'linux' && existsSync(SETPRIV);

@@ -3,9 +3,9 @@
 import { Client, StreamableHTTPClientTransport, type CallToolResult, type Tool, type Transport } from '@modelcontextprotocol/client';
 import { isAbsolute, resolve } from 'node:path';
 import { errors } from '../errors.js';
-import { SANDBOX_PATH } from '../sandbox/local-sandbox.js';
-import { WORKSPACE_MOUNT } from '../sandbox/paths.js';
-import { startProgram } from '../sandbox/spawn.js';
+import { SANDBOX_PATH } from '../sandbox/host/local-sandbox.js';
+import { WORKSPACE_MOUNT } from '../sandbox/workspace/paths.js';
+import { startProgram } from '../sandbox/host/spawn.js';
 import { recordHostProcess, withDeathSignal } from './host-processes.js';
 import type { Sandbox, SandboxProcess } from '../sandbox/types.js';
 import { expand, type McpServerSpec, type Variable } from './config.js';

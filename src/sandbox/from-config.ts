@@ -7,16 +7,15 @@
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import type { Logger } from 'pino';
-import type { AppConfig } from '../config.js';
+import { errors } from '../errors.js';
+import { isLoopback } from '../loopback.js';
 import { sandboxCap } from './capacity.js';
-import type { DockerDriver } from './docker-driver.js';
 import { instanceIdFor } from './instance-id.js';
-import { warnOfNeighbours } from './neighbours.js';
-import type { PlacementStore } from '../store/replicas.js';
-import { defaultLimits } from './limits.js';
-import { SandboxManager, type SandboxManagerOptions } from './manager.js';
-import { assertProcessDriverAllowed } from './process-driver.js';
-import { selectDriver } from './select.js';
+import { defaultLimits } from './workspace/limits.js';
+import { SandboxManager, type SandboxManagerOptions } from './manager/manager.js';
+import type { PlacementStore } from './placements.js';
+import { driverModule, selectDriver } from './select.js';
+import type { SandboxServerConfig } from './settings.js';
 import type { SandboxObserver } from './types.js';
 
 /** This package's root (src/sandbox/.. or dist/sandbox/..). */
@@ -35,7 +34,7 @@ export interface SandboxExtras {
 
 export { instanceIdFor };
 
-export async function createManagerFromConfig(config: AppConfig, log: Logger, extra: SandboxExtras = {}): Promise<SandboxManager> {
+export async function createManagerFromConfig(config: SandboxServerConfig, log: Logger, extra: SandboxExtras = {}): Promise<SandboxManager> {
   const s = config.sandbox;
   if (s.driver === 'none') throw new Error('createManagerFromConfig called with RFT_SANDBOX=none');
   const instanceId = instanceIdFor(config.dataDir);
@@ -43,21 +42,24 @@ export async function createManagerFromConfig(config: AppConfig, log: Logger, ex
   const sandboxesRoot = join(tmpdir(), 'rft-endpoints', instanceId);
   const owner = config.store.kind === 'postgres' ? config.instanceId : instanceId;
   const driver = await selectDriver(s.driver, {
+    ...s,
     sandboxesRoot,
     instanceId,
-    warmPool: s.localWarm,
+    owner,
     // Never visible in a sandbox, wherever they are (a global install puts them under /usr): the
     // hidden tests, the database, the units, this package.
     hiddenPaths: [s.templatesRoot, config.dataDir, config.toolsDir, config.gradersDir, PACKAGE_ROOT],
-    dockerOwner: owner,
-    dockerImage: s.dockerImage,
-    dockerHosts: s.dockerHosts,
-    ...(s.dockerRuntime ? { dockerRuntime: s.dockerRuntime } : {}),
-    dockerWarm: s.dockerWarm,
-    dockerLabels: s.dockerLabels,
     log: log.child({ component: 'sandbox' }),
   });
-  if (driver.name === 'process') assertProcessDriverAllowed(config.host);
+  const module = driverModule(driver.name);
+  // A driver that isolates nothing must never serve remote callers.
+  if (module && !module.isolates && !isLoopback(config.host)) {
+    await driver.close?.();
+    throw errors.processDriverNotAllowed(config.host);
+  }
+  if (module && !module.isolates) {
+    log.warn(`sandbox driver "${driver.name}": commands run on the host with no isolation; use an isolating driver (bwrap, docker) for real training`);
+  }
   const cap = sandboxCap(s.cap, driver.name);
   const manager = new SandboxManager({
     driver,
@@ -67,16 +69,16 @@ export async function createManagerFromConfig(config: AppConfig, log: Logger, ex
     queueTimeoutMs: s.queueTimeoutMs,
     ttlMs: s.ttlMs,
     graceMs: s.graceMs,
-    instanceId: driver.name === 'docker' ? owner : instanceId,
+    instanceId: module?.shared ? owner : instanceId,
     templatesRoot: s.templatesRoot,
     log: log.child({ component: 'sandbox', driver: driver.name }),
     ...(extra.readOnlyMounts ? { readOnlyMounts: extra.readOnlyMounts } : {}),
     ...(extra.observer ? { observer: extra.observer } : {}),
-    ...(extra.placements ? { placements: extra.placements } : {}),
+    ...(module?.shared && extra.placements ? { placements: extra.placements } : {}),
     ...(extra.history ? { history: extra.history } : {}),
   });
   await manager.start();
-  if (driver.name === 'docker') await warnOfNeighbours(driver as DockerDriver, owner, extra.placements, log.child({ component: 'sandbox' }));
+  await module?.started?.(driver, { owner, placements: extra.placements, log: log.child({ component: 'sandbox' }) });
   log.info({ driver: driver.name, cap, sandboxes_root: sandboxesRoot }, 'sandboxes ready');
   return manager;
 }

@@ -1,61 +1,27 @@
-// Picks a driver: `auto` prefers bwrap (fast, kernel-enforced), then Docker, then the unisolated
-// process driver.
-import type { Logger } from 'pino';
+// Picks a driver from the list (drivers/index.ts): `auto` takes the first in its order that is
+// available on this machine.
 import { errors, isRftError } from '../errors.js';
-import type { DockerHostSpec } from './docker-hosts.js';
-import { BwrapDriver } from './bwrap-driver.js';
-import { ProcessDriver } from './process-driver.js';
+import type { DriverContext, DriverModule } from './driver-module.js';
+import { DRIVERS, type DriverName } from './drivers/index.js';
 import type { SandboxDriver } from './types.js';
 
-export type DriverName = 'auto' | 'bwrap' | 'docker' | 'process';
+export type { DriverName };
 
-export interface DriverOptions {
-  sandboxesRoot: string;
-  instanceId: string;
-  dockerImage?: string;
-  /** Docker engines (RFT_DOCKER_HOSTS); without them, the local socket. */
-  dockerHosts?: DockerHostSpec[];
-  dockerRuntime?: string;
-  /** Owner label of Docker containers (default: instanceId). */
-  dockerOwner?: string;
-  /** Started containers kept ready per Docker engine. */
-  dockerWarm?: number;
-  /** Extra labels of every Docker container and volume (RFT_DOCKER_LABELS). */
-  dockerLabels?: Record<string, string>;
-  log?: Logger;
-  /** Workdirs kept prepared for new rollouts (see WorkdirPool). */
-  warmPool?: number;
-  /** Host directories no sandbox may see (LocalDriverOptions.hiddenPaths). */
-  hiddenPaths?: string[];
+/** What select builds a driver with: the common context and any driver's own options (its keys of AppConfig.sandbox). */
+export type DriverOptions = DriverContext & Record<string, unknown>;
+
+/** The module of a driver by name; undefined for a name no driver has. */
+export function driverModule(name: string): DriverModule | undefined {
+  return (DRIVERS as readonly DriverModule[]).find((d) => d.name === name);
 }
 
-async function dockerDriver(opts: DriverOptions): Promise<SandboxDriver> {
-  const { DockerDriver } = await import('./docker-driver.js');
-  return new DockerDriver({
-    instanceId: opts.dockerOwner ?? opts.instanceId,
-    image: opts.dockerImage ?? 'rft-endpoints-sandbox:latest',
-    ...(opts.dockerHosts ? { hosts: opts.dockerHosts } : {}),
-    ...(opts.dockerRuntime ? { runtime: opts.dockerRuntime } : {}),
-    ...(opts.dockerWarm !== undefined ? { warmPool: opts.dockerWarm } : {}),
-    ...(opts.dockerLabels ? { labels: opts.dockerLabels } : {}),
-    ...(opts.log ? { log: opts.log } : {}),
-  });
-}
-
-async function build(name: Exclude<DriverName, 'auto'>, opts: DriverOptions): Promise<SandboxDriver> {
-  if (name === 'bwrap') {
-    const log = opts.log;
-    return new BwrapDriver({ ...opts, ...(log ? { log, onUnavailable: (why: string) => log.warn({ why }, 'sandbox driver bwrap is not available') } : {}) });
-  }
-  if (name === 'process') return new ProcessDriver(opts);
-  return dockerDriver(opts);
-}
-
-/** The named driver, checked to work on this machine; `auto` = the first of bwrap, docker, process that does. */
-export async function selectDriver(name: DriverName, opts: DriverOptions): Promise<SandboxDriver> {
-  const order: Exclude<DriverName, 'auto'>[] = name === 'auto' ? ['bwrap', 'docker', 'process'] : [name];
-  for (const n of order) {
-    const d = await build(n, opts);
+/** The named driver, checked to work on this machine; `auto` = the first of the list that does. */
+export async function selectDriver(name: string, opts: DriverOptions): Promise<SandboxDriver> {
+  const one = driverModule(name);
+  if (name !== 'auto' && !one) throw errors.config(`no sandbox driver is named "${name}"`, { driver: name });
+  const order: readonly DriverModule[] = one ? [one] : DRIVERS;
+  for (const m of order) {
+    const d = await m.create(opts);
     let ok;
     try {
       ok = await d.available();
@@ -64,7 +30,7 @@ export async function selectDriver(name: DriverName, opts: DriverOptions): Promi
       // boot; under auto a socket closed to this user only says why Docker was passed over.
       await d.close?.();
       if (name === 'auto' && isRftError(e) && e.code === errors.dockerSocketDenied.code) {
-        opts.log?.warn({ code: e.code }, `sandbox driver docker is not available: ${e.message}`);
+        opts.log?.warn({ code: e.code }, `sandbox driver ${m.name} is not available: ${e.message}`);
         continue;
       }
       throw e;

@@ -1,7 +1,23 @@
 // The Sandbox interface: one isolated workspace per rollout. Drivers (bwrap, docker, process)
 // implement SandboxDriver; the manager owns lifecycle (lazy create, sharing, TTL, caps, reaping).
 import type { Readable, Writable } from 'node:stream';
-import type { CopyBounds, CopyReport } from './copy-out.js';
+
+/**
+ * A dataset row as the sandbox reads it: only its `sandbox` field ({template?, files?, hidden?},
+ * workspace/workspace.ts) is read.
+ */
+export type SandboxItem = Readonly<Record<string, unknown>>;
+
+/**
+ * Where the process that made each rollout's sandbox is recorded (the Store implements it): a
+ * rollout whose sandbox an earlier process made gets RFT_ERR_SANDBOX_LOST (manager/manager.ts).
+ */
+export interface SandboxHistory {
+  /** Records `boot` as the maker of the rollout's sandbox unless one is recorded; returns the recorded boot. */
+  claimSandbox(traceId: string, boot: string, now: number): Promise<string>;
+  /** The boot claimSandbox recorded for the rollout, if any. */
+  sandboxBoot(traceId: string): Promise<string | undefined>;
+}
 
 export interface SandboxLimits {
   /** CPU seconds per exec (RLIMIT_CPU or cgroup cpu quota). */
@@ -20,6 +36,26 @@ export interface SandboxLimits {
   diskBytes?: number;
   /** Files and directories the sandbox may create, on each of its tmpfs (workspace, /tmp, /dev/shm). */
   inodes?: number;
+}
+
+/** How much of a workspace a copy takes (workspace/copy-out.ts). */
+export interface CopyBounds {
+  /** Bytes of regular files copied at most. */
+  maxBytes: number;
+  /** Entries (files, directories, links) copied at most. */
+  maxEntries: number;
+  /** Directories nested deeper than this are not entered. */
+  maxDepth: number;
+  /** Entries whose workspace-relative path is longer (UTF-8 bytes) are skipped. */
+  maxPathBytes: number;
+}
+
+export interface CopyReport {
+  files: number;
+  bytes: number;
+  /** What was left out and why ("p: a FIFO"), the first SKIPPED_LISTED of them. */
+  skipped: string[];
+  skippedCount: number;
 }
 
 export interface ExecOptions {
@@ -132,7 +168,8 @@ export interface SandboxSpec {
 }
 
 export interface SandboxDriver {
-  readonly name: 'bwrap' | 'docker' | 'process';
+  /** Its module's name in the driver list (drivers/index.ts). */
+  readonly name: string;
   available(): Promise<boolean>;
   create(spec: SandboxSpec): Promise<Sandbox>;
   /**

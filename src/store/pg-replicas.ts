@@ -14,7 +14,8 @@ import { quoteIdent } from './pg-schema.js';
 import { retryOnce } from './pg-retry.js';
 import { closeRunningSql } from './pg-interrupt.js';
 import { encodeText } from './pg-text.js';
-import type { Claim, Placement, PlacementStore, Replicas } from './replicas.js';
+import type { Claim, Placement, PlacementStore } from '../sandbox/placements.js';
+import type { Replicas } from './replicas.js';
 
 const WAIT_POLL_MS = 25;
 const RELOCK_EVERY_MS = 1_000;

@@ -157,7 +157,7 @@ export interface Store {
   /**
    * Records that the server process `boot` made the rollout's sandbox, unless one is recorded, and
    * returns the recorded boot: another one means an earlier process made it, so it did not survive
-   * that process (a crash or a restart) and its workspace is gone (src/sandbox/manager.ts).
+   * that process (a crash or a restart) and its workspace is gone (src/sandbox/manager/manager.ts).
    */
   claimSandbox(traceId: string, boot: string, now: number): Promise<string>;
   /** The boot claimSandbox recorded for the rollout, if any. */

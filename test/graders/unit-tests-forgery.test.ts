@@ -7,7 +7,7 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { expect, it } from 'vitest';
 import type { Sandbox } from '../../src/sandbox/types.js';
-import { canSwitchUid } from '../../src/sandbox/uids.js';
+import { canSwitchUid } from '../../src/sandbox/host/uids.js';
 import { describeIf } from '../helpers/require.js';
 import { repoRoot } from '../helpers/server.js';
 import { grade } from './unit-tests-helpers.js';

@@ -10,7 +10,7 @@ import type { GraderContext, GraderResult } from '../../src/registry/define.js';
 import type { BudgetUsage, RecordedCall } from '../../src/store/records.js';
 import type { Sandbox, SandboxDriver, SandboxLimits } from '../../src/sandbox/types.js';
 import { repoRoot } from '../helpers/server.js';
-import { gradingLimits } from '../../src/sandbox/limits.js';
+import { gradingLimits } from '../../src/sandbox/workspace/limits.js';
 import { limits, runTool, sandboxSpec } from '../helpers/sandboxes.js';
 
 export const TASKS = ['roman', 'inventory', 'stats', 'slugify', 'intervals', 'orders', 'duration'] as const;

@@ -10,7 +10,7 @@ import unitTests from '../../graders/unit_tests.js';
 import { withoutHostPaths } from '../../src/grading/service.js';
 import type { GraderContext } from '../../src/registry/define.js';
 import type { Sandbox } from '../../src/sandbox/types.js';
-import { canSwitchUid } from '../../src/sandbox/uids.js';
+import { canSwitchUid } from '../../src/sandbox/host/uids.js';
 import { describeIf } from '../helpers/require.js';
 import { repoRoot } from '../helpers/server.js';
 import { driverCases, limits, useDriver } from '../helpers/sandboxes.js';

@@ -3,7 +3,7 @@
 // (test/global-setup.ts) removes what a failed test left, on every engine, and nothing of the other
 // runs sharing this machine and its engines.
 import { existsSync } from 'node:fs';
-import { DockerApi } from '../../src/sandbox/docker-api.js';
+import { DockerApi } from '../../src/sandbox/drivers/docker/api.js';
 
 export const RUN_LABEL = 'rft-endpoints.test-run';
 /** Set by the global setup for the whole run; a file run some other way gets one of its own. */

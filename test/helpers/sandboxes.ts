@@ -7,7 +7,7 @@ import pino from 'pino';
 import { afterAll, beforeAll } from 'vitest';
 import type { z } from 'zod';
 import { BwrapDriver, ProcessDriver, defaultLimits } from '../../src/sandbox/index.js';
-import { DockerDriver } from '../../src/sandbox/docker-driver.js';
+import { DockerDriver } from '../../src/sandbox/drivers/docker/driver.js';
 import type { Sandbox, SandboxDriver, SandboxSpec } from '../../src/sandbox/types.js';
 import type { ToolContext, ToolDefinition } from '../../src/registry/define.js';
 import { runLabels } from './run-label.js';

@@ -9,10 +9,10 @@ import { chmod, lstat, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises
 import { createServer, type Server } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { canSwitchUid } from '../../src/sandbox/uids.js';
+import { canSwitchUid } from '../../src/sandbox/host/uids.js';
 import type { ExecResult, Sandbox, SandboxDriver } from '../../src/sandbox/types.js';
 import { describeIf } from '../helpers/require.js';
-import { driversPresent, hostView, liveProcessesOf, makeTestDriver, pidsWith, spec, tempRoot, testLimits, until, type TestDriver } from './helpers.js';
+import { driverMatrix, driversPresent, hostView, isolates, liveProcessesOf, makeTestDriver, pidsWith, spec, tempRoot, testLimits, until } from './helpers.js';
 
 const present = await driversPresent();
 const root = canSwitchUid();
@@ -30,19 +30,19 @@ async function survivorsOf(uid: number, expected: number[] = []): Promise<number
   }
 }
 
-/** Why the process driver cannot contain a case, or null when it can (some only when we are root). */
+/** Why a driver that isolates nothing (process) cannot contain a case, or null when it can (some only when we are root). */
 function processGap(what: 'always' | 'root'): string | null {
   if (what === 'always') return 'no namespaces: it shares the host filesystem and network';
   return root ? null : 'needs root to run commands as a per-sandbox uid';
 }
 
-for (const name of ['process', 'bwrap', 'docker', 'gvisor'] as TestDriver[]) {
+for (const name of driverMatrix()) {
   describeIf(present[name], `abuse suite on ${name}`, `${name} sandbox driver not available`)(`abuse suite (${name})`, () => {
     let tmp: Awaited<ReturnType<typeof tempRoot>>;
     let driver: SandboxDriver;
     let bystander: Sandbox;
     let dataDir: string;
-    const gap = (what: 'always' | 'root'): string | null => (name === 'process' ? processGap(what) : null);
+    const gap = (what: 'always' | 'root'): string | null => (isolates(name) ? null : processGap(what));
     const title = (t: string, g: string | null): string => (g ? `${t} [not contained by the ${name} driver: ${g}]` : t);
 
     beforeAll(async () => {
@@ -85,7 +85,7 @@ for (const name of ['process', 'bwrap', 'docker', 'gvisor'] as TestDriver[]) {
 
     // gVisor (Debian's runsc, ptrace platform) maps each sandboxed process to host processes of its
     // own; a fork bomb can take the victim's sandbox kernel down with it (its next call answers
-    // RFT_ERR_SANDBOX_ENDED_BY_ROLLOUT, the model's doing: test/sandbox/lost.test.ts). The host and
+    // RFT_ERR_SANDBOX_ENDED_BY_ROLLOUT, the model's doing: test/sandbox/drivers/docker/lost.test.ts). The host and
     // the bystander are fine: that part runs below, the victim's own outcome is not asserted here.
     const bombGap = name === 'gvisor' ? 'the victim sandbox may be lost' : gap('root');
     it.skipIf(gap('root'))(title('a fork bomb hits the process limit and is killed whole', bombGap), async () => {

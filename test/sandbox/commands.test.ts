@@ -4,7 +4,7 @@
 // fails, fails as the server's fault (503), never as the command's.
 import { readdir, readFile } from 'node:fs/promises';
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { canSwitchUid } from '../../src/sandbox/uids.js';
+import { canSwitchUid } from '../../src/sandbox/host/uids.js';
 import type { Sandbox, SandboxDriver } from '../../src/sandbox/types.js';
 import { describeIf } from '../helpers/require.js';
 import { driversPresent, hostView, liveProcessesOf, makeTestDriver, pidsWith, spec, tempRoot, until, type TestDriver } from './helpers.js';

@@ -3,10 +3,11 @@ import { chmod, mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll } from 'vitest';
-import { DockerDriver } from '../../src/sandbox/docker-driver.js';
-import { parseDockerHosts } from '../../src/sandbox/docker-hosts.js';
-import { defaultLimits } from '../../src/sandbox/limits.js';
-import { selectDriver } from '../../src/sandbox/select.js';
+import { DockerDriver } from '../../src/sandbox/drivers/docker/driver.js';
+import { parseDockerHosts } from '../../src/sandbox/drivers/docker/hosts.js';
+import { defaultLimits } from '../../src/sandbox/workspace/limits.js';
+import { DRIVERS, type DriverName } from '../../src/sandbox/drivers/index.js';
+import { driverModule, selectDriver } from '../../src/sandbox/select.js';
 import type { Sandbox, SandboxDriver, SandboxLimits, SandboxSpec } from '../../src/sandbox/types.js';
 import { runLabels } from '../helpers/run-label.js';
 
@@ -27,24 +28,36 @@ export const DOCKER_IMAGE = process.env.RFT_DOCKER_IMAGE ?? 'rft-endpoints-sandb
 /** The Docker driver under gVisor: an engine with the runsc runtime (.ci/setup-engines.sh starts one). */
 export const GVISOR_ENGINE = process.env.RFT_TEST_GVISOR_ENGINE ?? 'unix:///run/rft-engines/2.sock';
 
-export type TestDriver = 'process' | 'bwrap' | 'docker' | 'gvisor';
+/** A driver of the list (src/sandbox/drivers/index.ts) by name, or gvisor: the Docker driver under runsc. */
+export type TestDriver = DriverName | 'gvisor';
+
+/** The drivers the suites run on: every driver of the list, then gvisor. */
+export function driverMatrix(): TestDriver[] {
+  return [...DRIVERS.map((d) => d.name), 'gvisor'];
+}
+
+/** Whether the driver isolates a sandbox from the host (its module says; gvisor does). */
+export function isolates(name: TestDriver): boolean {
+  return name === 'gvisor' || driverModule(name)?.isolates === true;
+}
 
 function gvisorDriver(instanceId: string): SandboxDriver {
   return new DockerDriver({ instanceId, labels: runLabels, image: DOCKER_IMAGE, hosts: parseDockerHosts({ cap: 1000, hosts: GVISOR_ENGINE }), runtime: 'runsc' });
 }
 
-/** Which drivers work on this machine (each probed for real). */
+/** Which drivers work on this machine (each of the list probed for real by its own check, and gvisor). */
 export async function driversPresent(): Promise<Record<TestDriver, boolean>> {
-  const { BwrapDriver } = await import('../../src/sandbox/bwrap-driver.js');
-  const opts = { sandboxesRoot: '/nonexistent', instanceId: 'probe' };
-  const docker = new DockerDriver({ ...opts, image: DOCKER_IMAGE, socketPath: '/var/run/docker.sock' });
+  const present: Record<string, boolean> = {};
+  for (const m of DRIVERS) {
+    const d = await m.create({ sandboxesRoot: '/nonexistent', instanceId: 'probe', dockerImage: DOCKER_IMAGE });
+    present[m.name] = await d.available();
+    await d.close?.();
+  }
   const gvisor = gvisorDriver('probe') as DockerDriver;
   // available() checks the engine has the runtime (it refuses with RFT_ERR_DOCKER_RUNTIME when not).
-  const runsc = (): Promise<boolean> => gvisor.available().catch(() => false);
-  const present = { process: true, bwrap: await new BwrapDriver(opts).available(), docker: await docker.available(), gvisor: await runsc() };
-  await docker.close();
+  present.gvisor = await gvisor.available().catch(() => false);
   await gvisor.close();
-  return present;
+  return present as Record<TestDriver, boolean>;
 }
 
 /** A driver by test name (gvisor: the Docker driver with runtime runsc on GVISOR_ENGINE). */
@@ -118,15 +131,15 @@ export async function hostView(sb: Sandbox, sandboxesRoot: string): Promise<Host
     // A local sandbox's host side, as reaping after a crash reads it: <root>/<id>/meta.json and its
     // workspace. Gone means the whole workdir is gone.
     const { existsSync } = await import('node:fs');
-    const { workdirLayout } = await import('../../src/sandbox/workdir.js');
+    const { workdirLayout } = await import('../../src/sandbox/host/workdir.js');
     const dir = join(sandboxesRoot, sb.id);
     const meta = JSON.parse(await readFile(join(dir, 'meta.json'), 'utf8')) as { uid: number | null };
     const { ws } = workdirLayout(dir);
     if (!existsSync(ws)) throw new Error(`no workspace at ${ws}: the workdir layout changed`);
     return { uid: meta.uid, ws, gone: async () => !existsSync(dir) };
   }
-  const { DockerApi } = await import('../../src/sandbox/docker-api.js');
-  const endpoint = (sb as unknown as { engine: { api: { endpoint: import('../../src/sandbox/docker-api.js').DockerEndpoint } } }).engine.api.endpoint;
+  const { DockerApi } = await import('../../src/sandbox/drivers/docker/api.js');
+  const endpoint = (sb as unknown as { engine: { api: { endpoint: import('../../src/sandbox/drivers/docker/api.js').DockerEndpoint } } }).engine.api.endpoint;
   const api = new DockerApi(endpoint);
   try {
     const filters = encodeURIComponent(JSON.stringify({ label: [`rft-endpoints.sandbox=${sb.id}`] }));

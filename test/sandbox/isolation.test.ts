@@ -1,8 +1,8 @@
 // What a command sees inside the bwrap and docker sandboxes: an unprivileged user with no
 // capabilities, a read-only tree outside /workspace and /tmp, no network interface but loopback.
 import { expect, it } from 'vitest';
-import { DockerApi } from '../../src/sandbox/docker-api.js';
-import type { DockerSandbox } from '../../src/sandbox/docker-sandbox.js';
+import { DockerApi } from '../../src/sandbox/drivers/docker/api.js';
+import type { DockerSandbox } from '../../src/sandbox/drivers/docker/sandbox.js';
 import type { Sandbox } from '../../src/sandbox/types.js';
 import { describeIf } from '../helpers/require.js';
 import { driversPresent, driverWithSandbox, spec } from './helpers.js';

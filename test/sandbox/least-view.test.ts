@@ -6,7 +6,7 @@ import { mkdir, readdir, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import type { Sandbox, SandboxDriver } from '../../src/sandbox/types.js';
-import { canSwitchUid } from '../../src/sandbox/uids.js';
+import { canSwitchUid } from '../../src/sandbox/host/uids.js';
 import { selectDriver } from '../../src/sandbox/select.js';
 import { describeIf } from '../helpers/require.js';
 import { DOCKER_IMAGE, driversPresent, spec, tempRoot } from './helpers.js';

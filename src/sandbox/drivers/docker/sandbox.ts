@@ -1,0 +1,531 @@
+// A rollout's Docker sandbox: one container on one engine, its workspace a size- and inode-capped
+// tmpfs volume that lives on the engine (no host directory is shared with the server). Commands are
+// execs through the Engine API as the sandbox's own uid; files go through a small in-container
+// helper (files.ts) and the archive endpoints (tar.ts). Any replica can open the same
+// container from its placement (engine + container name) and gets the same behaviour.
+import { mkdir } from 'node:fs/promises';
+import { errors } from '../../../errors.js';
+import { copyBoundsFor, type CopyBounds, type CopyReport } from '../../workspace/copy-out.js';
+import { DockerStatusError, QUICK_TIMEOUT_MS } from './api.js';
+import type { DockerEngine } from './engine.js';
+import { dockerExec, dockerSpawn, PidPreamble, type DockerExecHooks, type DockerExecOutcome, type DockerExecRequest } from './exec.js';
+import { fileError, FILE_SCRIPTS, parseListing } from './files.js';
+import { extractArchive } from './tar.js';
+import { PERL_SUBREAPER } from '../../host/reaper.js';
+import { SANDBOX_PATH } from '../../host/local-sandbox.js';
+import { WORKSPACE_MOUNT, workspaceComponents } from '../../workspace/paths.js';
+import type { ExecOptions, ExecResult, FileEntry, Sandbox, SandboxLimits, SandboxProcess, SandboxRef, SpawnOptions } from '../../types.js';
+
+/**
+ * `other_exec [path]`: true when another exec or spawned process of this container is running,
+ * other than this shell (and `path`) and the spawned processes whose pids are in $spawned: an
+ * exec's first process has its parent outside the container (PPid 0); nothing a sandboxed command
+ * starts can have that. No fork: builtins only.
+ */
+const OTHER_EXEC = `other_exec() {
+  for d in /proc/[0-9]*; do
+    case " /proc/1 /proc/$$ $1 " in *" $d "*) continue;; esac
+    case " $spawned " in *" \${d#/proc/} "*) continue;; esac
+    while read -r k v; do
+      if [ "$k" = PPid: ]; then if [ "$v" = 0 ]; then return 0; fi; break; fi
+    done 2>/dev/null < "$d/status"
+  done
+  return 1
+}
+`;
+
+/**
+ * \`collect [all]\`: stops processes of the uid $u, pass by pass so nothing forks behind the walk,
+ * adding them to $set: the descendants of what $set holds, or (all) every process of the uid but
+ * the execs and spawned processes (PPid 0) and what runs under them, which go to $keep.
+ * \`sweep [path]\`: unless another exec or spawned process runs (other than \`path\`), kills every
+ * process of the uid outside them: what finished commands left (background jobs, setsid daemons).
+ * Race-free without a lock: an exec that starts during the walk is never stopped (its wrapper has
+ * PPid 0, its command runs under it), and it is seen by the second check, which then lets the
+ * stopped ones go on (SIGCONT) rather than kill what its command may have started; one that starts
+ * after the second check is not in $set. No fork: builtins only.
+ */
+const SWEEP = `${OTHER_EXEC}collect() {
+  pass=0
+  while [ $pass -lt 16 ]; do
+    pass=$((pass+1)); grew=
+    for d in /proc/[0-9]*; do
+      p=\${d#/proc/}
+      case "$set$keep$$ " in *" $p "*) continue;; esac
+      pp=; id=
+      while read -r k v rest; do
+        case $k in PPid:) pp=$v;; Uid:) id=$v; break;; esac
+      done 2>/dev/null < "$d/status"
+      [ "$id" = "$u" ] || continue
+      if [ "$1" = all ]; then
+        case "$keep" in *" $pp "*) keep="$keep$p "; grew=1; continue;; esac
+        if [ "$pp" = 0 ]; then keep="$keep$p "; grew=1; continue; fi
+      else case "$set" in *" $pp "*) ;; *) continue;; esac; fi
+      kill -STOP "$p" 2>/dev/null; set="$set$p "; grew=1
+    done
+    if [ -z "$grew" ]; then break; fi
+  done
+}
+sweep() {
+  if other_exec $1; then return; fi
+  set=" "; keep=" "; collect all
+  [ "$set" = " " ] && return
+  if other_exec $1; then kill -CONT $set 2>/dev/null; else kill -KILL $set 2>/dev/null; fi
+}
+`;
+
+/**
+ * Every exec: prints its pid for a kill (PidPreamble), runs the command ("$@"), then sweeps (see
+ * SWEEP): unless another exec or spawned process of this container is running, every process of
+ * the sandbox uid that is left is killed: background jobs, \`setsid\` daemons. So nothing outlives
+ * its exec, as with bwrap, without a second round trip to the engine. \`kill -0 -1\` first: with
+ * nothing left (the usual case) there is no /proc walk at all. Never \`kill -1\`: that would take
+ * an exec starting after the check (its wrapper, then its command: exit 137 for an \`echo\`).
+ */
+export const EXEC_WRAPPER = `${SWEEP}spawned=$1; shift; printf 'rft-pid %s\\n' $$ >&2
+"$@"; rc=$?
+if kill -0 -1 2>/dev/null; then
+  while read -r k v rest; do case $k in Uid:) u=$v; break;; esac; done 2>/dev/null < /proc/$$/status
+  set=" $$ "; keep=" "; collect; kill -KILL \${set# $$ } 2>/dev/null
+  sweep
+fi
+exit $rc`;
+
+/**
+ * Runs the exec wrapper as a child subreaper (prctl PR_SET_CHILD_SUBREAPER, kept across execve):
+ * what its command leaves (background jobs, \`setsid\` daemons, double forks) is re-parented to the
+ * wrapper instead of the container's init, so it stays in the wrapper's tree, told apart from every
+ * other process of the sandbox uid (a spawned MCP server's, another exec's), and the wrapper kills
+ * that tree whatever else runs; the sweep that follows can only take what has no owner, so it stands
+ * down while others run. perl, because it is in every Debian image (perl-base is essential) and
+ * reaches prctl by number; an image without it runs the wrapper without the subreaper, as before.
+ */
+const SUBREAPER = `${PERL_SUBREAPER} exec { $ARGV[0] } @ARGV or exit 127;`;
+const LAUNCH = 'p=$1; shift; if command -v perl >/dev/null 2>&1; then exec perl -e "$p" "$@"; fi; exec "$@"';
+
+/** A spawned process (or an exec with a result channel): its pid first, then the program itself in its place. */
+const SPAWN_WRAPPER = `printf 'rft-pid %s\\n' $$ >&2; exec "$@"`;
+
+/**
+ * Kills processes of the sandbox uid $1, run as that uid (the init, another uid, is never touched).
+ * $2 = tree: pid $3 and its descendants (a spawned process);
+ * under: the descendants of $3 (an exec's command, under its wrapper, which then exits), then a
+ * sweep that leaves $3 out (setsid'd orphans); all: a sweep (see SWEEP: never while another exec
+ * or spawned process runs, of this replica or another). Stopped, then killed. No fork.
+ */
+const KILL_SCRIPT = `${SWEEP}u=$1; mode=$2; r=\${3:-0}
+case $mode in
+  tree) set=" $r "; keep=" "; collect; kill -KILL $set 2>/dev/null ;;
+  under) set=" $r "; keep=" "; collect; kill -KILL \${set# $r } 2>/dev/null; sweep /proc/$r ;;
+  all) sweep ;;
+esac`;
+
+/** Longest a kill script may take (it walks /proc: quick, unless the engine or the sandbox is stuck). */
+const KILL_TIMEOUT_MS = 10_000;
+/** After a kill, how long the command's stream may stay open before it is given up on. */
+const KILL_GRACE_MS = 5_000;
+/** The reason an exec's stream is dropped after a kill that did not end it. */
+const GIVEN_UP = new Error('the killed command did not end');
+/** How close to a container's death the engine's \`oom\` event must be to blame the rollout's commands (s). */
+const OOM_WINDOW_S = 3;
+/** How long the engine may take to report a container stopped after its runtime refused an exec as stopped. */
+const STOP_SETTLE_MS = 5_000;
+/** The OCI runtime's refusal of an exec into a container that is stopping (runc's words, then runsc's). */
+export const STOPPED_STATE = /cannot exec in a stopped state|cannot execute in container "?[0-9a-f]*"? in state stopped/;
+
+/**
+ * The runtime could not start a new process in the sandbox: its process limit is full (runsc answers
+ * EAGAIN, "try again", while a fork bomb's processes fill it). Recognised only on an exec whose
+ * wrapper never ran (exit 126, no pid line), so a command cannot print its way into it.
+ */
+export const PROCESS_LIMIT_FULL = /OCI runtime exec failed: .*(?:try again|resource temporarily unavailable)/is;
+/** What the model reads then, instead of the runtime's message (which quotes our exec wrapper). */
+export const PROCESS_LIMIT_MESSAGE = "the command could not start: the sandbox's process limit is full (this rollout's own processes fill it)\n";
+/** Busy spans kept to tell whether a command ran when the container died, and the clock slack allowed (engine vs server). */
+const BUSY_SPANS = 8;
+const BUSY_SLACK_MS = 1_000;
+/** Output cap for a directory listing (find's records). */
+const LIST_CAP = 16 * 1024 * 1024;
+
+export interface DockerSandboxInit {
+  id: string;
+  traceId: string;
+  engine: DockerEngine;
+  /** Container name (rft-<id>): what the placement records and the API accepts. */
+  container: string;
+  uid: number;
+  limits: SandboxLimits;
+  /** Called once the container is removed (or its removal was attempted). */
+  onDestroy?: () => void;
+}
+
+export class DockerSandbox implements Sandbox {
+  readonly driver = 'docker' as const;
+  readonly id: string;
+  readonly traceId: string;
+  readonly ref: SandboxRef;
+  private inflight = 0;
+  /** Live spawned processes (destroy() waits for them to be gone). */
+  private readonly processes = new Set<SandboxProcess>();
+  /** This replica's spawned processes (stdio MCP servers) and their pid lines. */
+  private readonly spawned = new Map<SandboxProcess, PidPreamble>();
+  /**
+   * The container stopped or vanished: every further call answers RFT_ERR_SANDBOX_LOST (ours), or
+   * RFT_ERR_SANDBOX_ENDED_BY_ROLLOUT when the rollout's own commands took it down (see lost()).
+   */
+  private gone: false | 'ours' | 'rollout' = false;
+  /** The last spans during which a command of this sandbox ran ([start, end or null while running]), newest last. */
+  private readonly busy: [number, number | null][] = [];
+  private destroying: Promise<void> | null = null;
+
+  constructor(private readonly o: DockerSandboxInit) {
+    this.id = o.id;
+    this.traceId = o.traceId;
+    this.ref = { engine: o.engine.name, container: o.container };
+  }
+
+  get container(): string {
+    return this.o.container;
+  }
+
+  /** The engine that holds it. */
+  get engine(): DockerEngine {
+    return this.o.engine;
+  }
+
+  private get user(): string {
+    return `${this.o.uid}:${this.o.uid}`;
+  }
+
+  private env(extra: Record<string, string> = {}): string[] {
+    return Object.entries({ PATH: SANDBOX_PATH, HOME: WORKSPACE_MOUNT, LANG: 'C.UTF-8', TMPDIR: '/tmp', ...extra }).map(([k, v]) => `${k}=${v}`);
+  }
+
+  /** Kills processes of the sandbox uid (see KILL_SCRIPT); never throws. */
+  private async kill(mode: 'tree' | 'under' | 'all', pid?: number): Promise<void> {
+    const argv = ['/bin/sh', '-c', KILL_SCRIPT, 'rft-kill', String(this.o.uid), mode, ...(pid !== undefined ? [String(pid)] : [])];
+    await this.o.engine
+      .use((api) =>
+        dockerExec(api, { container: this.o.container, argv, env: [], workingDir: '/', user: this.user, stdin: '', maxOutputBytes: 1024 }, { stop: () => {}, abandon: AbortSignal.timeout(KILL_TIMEOUT_MS) }),
+      )
+      .catch(() => {});
+  }
+
+  /**
+   * A killed command's stream stayed open: the engine does not answer (ENGINE_DOWN), the container
+   * died under it (LOST: gVisor's kernel can go down under a fork bomb), or the kill did not take
+   * (the command is reported killed, with what it printed lost).
+   */
+  private async givenUp(): Promise<void> {
+    if (!(await this.o.engine.ping())) {
+      this.o.engine.markDown('a killed command never ended');
+      throw errors.sandboxEngineDown();
+    }
+    if (!(await this.running())) throw await this.lost();
+  }
+
+  /**
+   * Kills an exec's command: the tree under its wrapper (its pid comes first thing on stderr: a
+   * command stopped before it started is killed as soon as it does), and, when no other exec or
+   * spawned process runs, everything of the uid; with a result channel, the command's own tree.
+   */
+  private async killExec(preamble: PidPreamble, mode: 'under' | 'tree'): Promise<void> {
+    const pid = await preamble.wait();
+    if (pid !== null) await this.kill(mode, pid);
+  }
+
+  /**
+   * After a refused exec (409): the container stopped (killed from outside, the engine restarted).
+   * Its tmpfs workspace went with it, so it is not restarted: running the rest of the rollout in an
+   * empty workspace would train on a broken episode. The container is removed and every call of the
+   * rollout answers RFT_ERR_SANDBOX_LOST (503), which makes the trainer drop the rollout.
+   */
+  private async lost(): Promise<Error> {
+    const byRollout = await this.endedByRollout().catch(() => false);
+    await this.o.engine
+      .use((api) => api.removeContainer(this.o.container))
+      .catch(() => {});
+    this.gone = byRollout ? 'rollout' : 'ours';
+    return this.goneError();
+  }
+
+  /** Whether a command or spawned process of this sandbox was running at time t (ms), per the recent busy spans. */
+  private busyAt(t: number): boolean {
+    if (this.processes.size > 0) return true;
+    return this.busy.some(([from, to]) => t >= from - BUSY_SLACK_MS && (to === null || t <= to + BUSY_SLACK_MS));
+  }
+
+  private goneError(): Error {
+    return this.gone === 'rollout' ? errors.sandboxEndedByRollout() : errors.sandboxLost();
+  }
+
+  /**
+   * Whether the stopped container was taken down by the rollout's own commands: the engine logged
+   * an \`oom\` event for it within seconds of its \`die\`. Only the rollout's commands allocate in the
+   * container's memory cgroup (its init and \`sleep\` are a few hundred KB): under runc the kernel
+   * then kills the biggest of them and the container lives on; under gVisor the sandbox's kernel is
+   * killed, and the container with it. A container removed (404) or killed from outside, or
+   * stopped by an engine restart, has no such event: ours (RFT_ERR_SANDBOX_LOST, 503, uncharged).
+   */
+  private async endedByRollout(): Promise<boolean> {
+    return this.o.engine.use(async (api) => {
+      const info = await api.call<{ State?: { Running?: boolean; FinishedAt?: string; ExitCode?: number }; HostConfig?: { Runtime?: string } }>(
+        'GET',
+        `/containers/${this.o.container}/json`,
+        undefined,
+        { ok: [404] },
+      );
+      if (info.status === 404 || info.body.State?.Running !== false) return false;
+      const died = Date.parse(info.body.State.FinishedAt ?? '');
+      if (!Number.isFinite(died)) return false;
+      // gVisor: the sandbox's kernel itself failed (runsc exits with its own status, not by a
+      // signal; measured: a fork bomb ends it with status 2 and no oom event) while a command of
+      // the rollout ran. Nothing else runs in it: the load was the rollout's.
+      const code = info.body.State.ExitCode ?? 0;
+      if (info.body.HostConfig?.Runtime === 'runsc' && code > 0 && code < 128 && this.busyAt(died)) return true;
+      // The oom event follows the die by milliseconds: the window ends a few seconds after it (the
+      // engine answers once it has passed).
+      const since = Math.floor(died / 1000) - OOM_WINDOW_S;
+      const until = Math.floor(died / 1000) + OOM_WINDOW_S;
+      const filters = encodeURIComponent(JSON.stringify({ type: ['container'], event: ['oom'], container: [this.o.container] }));
+      const res = await api.call<unknown>('GET', `/events?since=${since}&until=${until}&filters=${filters}`, undefined, { timeoutMs: QUICK_TIMEOUT_MS + OOM_WINDOW_S * 1000 });
+      const text = typeof res.body === 'string' ? res.body : JSON.stringify(res.body ?? '');
+      return /"(Action|status)":"oom"/.test(text);
+    });
+  }
+
+  async exec(command: string | string[], opts: ExecOptions = {}): Promise<ExecResult> {
+    if (this.destroying) throw errors.sandboxFailed(`sandbox ${this.id} was destroyed`);
+    const argv = typeof command === 'string' ? ['/bin/sh', '-c', command] : command;
+    const cwd = workspaceComponents(opts.cwd ?? '');
+    const timeoutMs = opts.timeoutMs ?? this.o.limits.wallTimeoutMs;
+    const started = performance.now();
+    let timedOut = false;
+    let kill: Promise<void> | null = null;
+    const abandon = new AbortController();
+    let grace: NodeJS.Timeout | undefined;
+    const preamble = new PidPreamble();
+    // With a result channel (the exec's stdout), the command takes the wrapper's place (exec) so
+    // that no other process holds the channel; a kill then takes the command's whole tree.
+    const channel = opts.resultChannel === true;
+    const stop = (): void => {
+      if (kill) return;
+      kill = this.killExec(preamble, channel ? 'tree' : 'under');
+      // The kill normally ends the stream at once; a stuck engine or sandbox must not hold the call.
+      grace = setTimeout(() => abandon.abort(GIVEN_UP), KILL_TIMEOUT_MS + KILL_GRACE_MS);
+      grace.unref();
+    };
+    const timer = setTimeout(() => {
+      timedOut = true;
+      stop();
+    }, timeoutMs);
+    opts.signal?.addEventListener('abort', stop, { once: true });
+    if (opts.signal?.aborted) stop();
+    if (this.inflight++ === 0) {
+      this.busy.push([Date.now(), null]);
+      if (this.busy.length > BUSY_SPANS) this.busy.shift();
+    }
+    try {
+      const spawned = channel ? '' : await this.spawnedPids();
+      const req = {
+        container: this.o.container,
+        argv: channel
+          ? ['/bin/sh', '-c', SPAWN_WRAPPER, 'rft-exec', ...argv]
+          : ['/bin/sh', '-c', LAUNCH, 'rft-exec', SUBREAPER, '/bin/sh', '-c', EXEC_WRAPPER, 'rft-exec', spawned, ...argv],
+        env: this.env(channel ? { ...opts.env, RFT_RESULT_FD: '1' } : opts.env),
+        workingDir: [WORKSPACE_MOUNT, ...cwd].join('/'),
+        user: this.user,
+        stdin: opts.stdin ?? '',
+        maxOutputBytes: opts.maxOutputBytes ?? this.o.limits.maxOutputBytes,
+      };
+      // The wrapper itself was killed (by the command): what it would have swept is swept from outside.
+      // The sweep checks inside the container that no other exec (of any replica) or spawned process
+      // runs; the counts here only spare an exec that would find one.
+      const onExit = async (): Promise<void> => {
+        if (this.inflight <= 1 && this.processes.size === 0) await this.kill('all');
+      };
+      const hooks = { stop, onExit, abandon: abandon.signal, preamble };
+      let out: DockerExecOutcome;
+      try {
+        out = await this.run(req, hooks);
+      } catch (e) {
+        if (e !== GIVEN_UP) throw e;
+        await this.givenUp();
+        out = { exitCode: 137, stdout: Buffer.alloc(0), stderr: Buffer.alloc(0), stdoutTruncated: false, stderrTruncated: false };
+      }
+      if (kill) await kill;
+      const killed = kill !== null && out.exitCode === 137;
+      return {
+        exitCode: killed ? null : out.exitCode,
+        signal: killed ? 'SIGKILL' : null,
+        stdout: channel ? '' : out.stdout.toString('utf8'),
+        stderr: out.stderr.toString('utf8'),
+        ...(channel ? { result: out.stdout.toString('utf8') } : {}),
+        stdoutTruncated: out.stdoutTruncated,
+        stderrTruncated: out.stderrTruncated,
+        timedOut,
+        durationMs: Math.round((performance.now() - started) * 10) / 10,
+      };
+    } finally {
+      if (--this.inflight === 0) {
+        const span = this.busy[this.busy.length - 1];
+        if (span) span[1] = Date.now();
+      }
+      clearTimeout(timer);
+      clearTimeout(grace);
+      opts.signal?.removeEventListener('abort', stop);
+    }
+  }
+
+  /** Activity only matters to the manager's TTL (TrackedSandbox); here it just runs. */
+  hold<T>(work: () => Promise<T>): Promise<T> {
+    return work();
+  }
+
+  /**
+   * The pids of this replica's live spawned processes, for an exec's sweep (see SWEEP): these are
+   * long-running servers, not commands whose leftovers may still be wanted, so they do not make the
+   * sweep stand down (gVisor has no child subreaper, so the sweep is what ends a command's
+   * \`setsid\` leftovers there while an MCP instance runs). Another replica's spawned processes are
+   * not known here and still make it stand down.
+   */
+  private async spawnedPids(): Promise<string> {
+    // A process spawned just before this exec may not have sent its pid line yet.
+    const pids = await Promise.all([...this.spawned.values()].map((p) => p.wait()));
+    return pids.flatMap((pid) => (pid !== null ? [String(pid)] : [])).join(' ');
+  }
+
+  async spawn(argv: string[], opts: SpawnOptions = {}): Promise<SandboxProcess> {
+    if (this.destroying) throw errors.sandboxFailed(`sandbox ${this.id} was destroyed`);
+    if (this.gone) throw this.goneError();
+    const req = {
+      container: this.o.container,
+      argv: ['/bin/sh', '-c', SPAWN_WRAPPER, 'rft-spawn', ...argv],
+      env: this.env(opts.env),
+      workingDir: [WORKSPACE_MOUNT, ...workspaceComponents(opts.cwd ?? '')].join('/'),
+      user: this.user,
+    };
+    const kill = async (pre: PidPreamble): Promise<void> => {
+      if (pre.pid !== null) await this.kill('tree', pre.pid);
+    };
+    let preamble: PidPreamble | undefined;
+    const proc = await this.o.engine.use((api) => dockerSpawn(api, this.o.engine.deaths, req, kill, (pre) => (preamble = pre)));
+    this.processes.add(proc);
+    if (preamble) this.spawned.set(proc, preamble);
+    void proc.exited.then(() => {
+      this.processes.delete(proc);
+      this.spawned.delete(proc);
+    });
+    if (this.destroying) {
+      await proc.kill();
+      throw errors.sandboxFailed(`sandbox ${this.id} was destroyed`);
+    }
+    return proc;
+  }
+
+  /**
+   * One exec; a container that is gone (404) or stopped (409) means the sandbox is lost. So does an
+   * exec the engine accepted while the container was already stopping, which the runtime then
+   * refuses (exit 126, runc's "cannot exec in a stopped state" or runsc's "cannot execute in
+   * container ... in state stopped": seen under gVisor right after a fork bomb or a memory hog took
+   * the sandbox's kernel down), once the engine confirms the container is not running (a
+   * command that prints those words itself changes nothing). A runtime that cannot start the
+   * command because the sandbox's process limit is full answers the model's PROCESS_LIMIT_MESSAGE.
+   */
+  private async run(req: DockerExecRequest, hooks: DockerExecHooks): Promise<DockerExecOutcome> {
+    if (this.gone) throw this.goneError();
+    let out: DockerExecOutcome;
+    try {
+      out = await this.o.engine.use((api) => dockerExec(api, req, hooks));
+    } catch (err) {
+      const refused = err instanceof DockerStatusError && err.path === `/containers/${this.o.container}/exec` && (err.dockerStatus === 404 || err.dockerStatus === 409);
+      throw refused ? await this.lost() : err;
+    }
+    if (out.exitCode !== 126) return out;
+    const said = `${out.stdout.toString('latin1')}${out.stderr.toString('latin1')}`;
+    if (STOPPED_STATE.test(said) && (await this.stops())) throw await this.lost();
+    if (hooks.preamble?.pid === null && PROCESS_LIMIT_FULL.test(said)) {
+      return { ...out, stdout: Buffer.alloc(0), stderr: Buffer.from(PROCESS_LIMIT_MESSAGE), stdoutTruncated: false, stderrTruncated: false };
+    }
+    return out;
+  }
+
+  /**
+   * Whether the container is, or within STOP_SETTLE_MS becomes, not running: the runtime can refuse
+   * an exec as stopped while the engine still reports the container running (runsc after a memory
+   * hog: the engine learns of the death a moment later).
+   */
+  private async stops(): Promise<boolean> {
+    const end = Date.now() + STOP_SETTLE_MS;
+    for (;;) {
+      if (!(await this.running())) return true;
+      if (Date.now() >= end) return false;
+      await new Promise((r) => setTimeout(r, 100));
+    }
+  }
+
+  /** Whether the engine says the container runs (false when it is gone; true when the engine cannot say). */
+  private async running(): Promise<boolean> {
+    const info = await this.o.engine
+      .use((api) => api.call<{ State?: { Running?: boolean } }>('GET', `/containers/${this.o.container}/json`, undefined, { ok: [404] }))
+      .catch(() => null);
+    return info === null || (info.status !== 404 && info.body.State?.Running === true);
+  }
+
+  /** Runs one of the file helpers; its stdout, or the error its exit code means. */
+  private async helper(op: keyof typeof FILE_SCRIPTS, path: string, args: string[], stdin: string | Buffer, cap: number): Promise<Buffer> {
+    if (this.destroying) throw errors.sandboxFailed(`sandbox ${this.id} was destroyed`);
+    const req = {
+      container: this.o.container,
+      argv: ['/bin/sh', '-c', FILE_SCRIPTS[op], `rft-${op}`, ...args],
+      env: this.env(),
+      workingDir: WORKSPACE_MOUNT,
+      user: this.user,
+      stdin,
+      maxOutputBytes: cap,
+    };
+    const abandon = AbortSignal.timeout(Math.max(this.o.limits.wallTimeoutMs, QUICK_TIMEOUT_MS));
+    const out = await this.run(req, { stop: () => {}, abandon });
+    const err = op === 'list' && out.exitCode === 1 && out.stdout.length > 0 ? null : fileError(out.exitCode, path, out.stderr.toString('utf8'));
+    if (err) throw err;
+    return out.stdout;
+  }
+
+  async readFile(path: string, opts: { maxBytes?: number } = {}): Promise<Buffer> {
+    const parts = workspaceComponents(path);
+    if (parts.length === 0) throw errors.badRequest(`"${path}" is a directory`, { path });
+    const cap = opts.maxBytes ?? this.o.limits.diskBytes ?? 256 * 1024 * 1024;
+    return this.helper('read', path, [opts.maxBytes === undefined ? 'all' : String(opts.maxBytes), ...parts], '', cap);
+  }
+
+  async writeFile(path: string, data: string | Buffer): Promise<void> {
+    const parts = workspaceComponents(path);
+    if (parts.length === 0) throw errors.badRequest(`"${path}" is a directory`, { path });
+    await this.helper('write', path, parts, data, 4096);
+  }
+
+  async listFiles(path = '', opts: { maxDepth?: number; maxEntries?: number } = {}): Promise<FileEntry[]> {
+    const parts = workspaceComponents(path);
+    const out = await this.helper('list', path, [String(opts.maxDepth ?? 8), ...parts], '', LIST_CAP);
+    return parseListing(out, parts, opts.maxEntries ?? 1000);
+  }
+
+  async copyOut(hostDir: string, bounds: CopyBounds = copyBoundsFor(this.o.limits)): Promise<CopyReport> {
+    // A container found gone (lost()) was removed: its archive would be a 404 read as a failure of ours.
+    if (this.gone) throw this.goneError();
+    await mkdir(hostDir, { recursive: true });
+    const res = await this.o.engine.use((api) => api.stream(`/containers/${this.o.container}/archive?path=${encodeURIComponent(`${WORKSPACE_MOUNT}/.`)}`));
+    return extractArchive(res.body, hostDir, bounds);
+  }
+
+  /** Removes the container, and with it every process in it (spawned ones included) and the workspace. */
+  destroy(): Promise<void> {
+    this.destroying ??= this.o.engine
+      .use((api) => api.removeContainer(this.o.container))
+      .then(async () => {
+        await Promise.all([...this.processes].map((p) => p.exited));
+      })
+      .finally(() => this.o.onDestroy?.());
+    return this.destroying;
+  }
+}

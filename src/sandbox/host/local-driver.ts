@@ -1,0 +1,124 @@
+// What the bwrap and process drivers share: workdirs under the sandboxes root, population from the
+// template, a warm pool, and reaping by directory. A driver says how commands run (a CommandRunner
+// per workdir) and how the privileged host steps are done (HostOps).
+import { rmdir } from 'node:fs/promises';
+import { spawnOps, type HostOps } from './host-ops.js';
+import { LocalSandbox, type CommandRunner } from './local-sandbox.js';
+import { createWorkdir, prepareRoot, reapWorkdirs, removeWorkdir, tmpfsCaps, writeMeta, INSTANCE_LABEL, type Workdir } from './workdir.js';
+import { WarmPool } from './workdir-pool.js';
+import { populateWorkspace } from '../workspace/workspace.js';
+import { canSwitchUid } from './uids.js';
+import type { Sandbox, SandboxDriver, SandboxSpec } from '../types.js';
+
+export interface LocalDriverOptions {
+  /** Where workspaces live; must be searchable (o+x) all the way up when the server runs as root. */
+  sandboxesRoot: string;
+  /** Names this server across restarts, so a new process reaps what a crashed one left. */
+  instanceId: string;
+  /** Sandboxes kept prepared for new rollouts (default 0); the server uses 2. */
+  warmPool?: number;
+  /**
+   * Host directories no sandbox may see, wherever they are (the templates root with the hidden
+   * tests, the data dir, this package): bwrap hides any that lies inside a directory it binds.
+   */
+  hiddenPaths?: string[];
+}
+
+interface Prepared {
+  w: Workdir;
+  runner: CommandRunner;
+}
+
+export abstract class LocalDriver implements SandboxDriver {
+  abstract readonly name: string;
+  protected readonly live = new Set<string>();
+  private poolInstance: WarmPool<Prepared> | null = null;
+  private rootReady: Promise<void> | null = null;
+
+  constructor(protected readonly opts: LocalDriverOptions) {}
+
+  abstract available(): Promise<boolean>;
+
+  /** How commands run in this workdir (bwrap: builds the sandbox around it). */
+  protected abstract runnerFor(w: Workdir, spec: SandboxSpec): Promise<CommandRunner>;
+
+  /** Mounts, unmounts and uid-wide kills. */
+  protected get ops(): HostOps {
+    return spawnOps;
+  }
+
+  // Lazy: `name` is a subclass field, not set yet while this constructor runs.
+  private get pool(): WarmPool<Prepared> {
+    this.poolInstance ??= new WarmPool(this.opts.warmPool ?? 0, {
+      make: (spec) => this.prepare(spec),
+      discard: (p) => this.discard(p),
+      key: (spec) => JSON.stringify([canSwitchUid() ? tmpfsCaps(spec.limits) : null, spec.readOnlyMounts ?? []]),
+      id: (p) => p.w.meta.id,
+    });
+    return this.poolInstance;
+  }
+
+  private async prepare(spec: SandboxSpec, populate = false): Promise<Prepared> {
+    const w = await createWorkdir(this.opts.sandboxesRoot, this.name, spec, this.ops);
+    try {
+      const uid = w.meta.uid;
+      // The workspace is filled while the driver builds the sandbox around it.
+      const [runner] = await Promise.all([this.runnerFor(w, spec), populate ? populateWorkspace(w.ws, spec, uid !== null ? { uid, gid: uid } : null) : null]);
+      return { w, runner };
+    } catch (e) {
+      await removeWorkdir(w, this.ops);
+      throw e;
+    }
+  }
+
+  private async discard(p: Prepared): Promise<void> {
+    await p.runner.close().catch(() => {});
+    await removeWorkdir(p.w, this.ops);
+  }
+
+  async create(spec: SandboxSpec): Promise<Sandbox> {
+    this.rootReady ??= prepareRoot(this.opts.sandboxesRoot).catch((e: unknown) => {
+      this.rootReady = null;
+      throw e;
+    });
+    await this.rootReady;
+    const labeled = { ...spec, labels: { ...spec.labels, [INSTANCE_LABEL]: this.opts.instanceId } };
+    let p = this.pool.take(labeled);
+    if (p) {
+      const w = p.w;
+      this.live.add(w.meta.id);
+      try {
+        w.meta = { ...w.meta, traceId: spec.traceId, createdAt: new Date().toISOString() };
+        await writeMeta(w);
+        await populateWorkspace(w.ws, spec, w.meta.uid !== null ? { uid: w.meta.uid, gid: w.meta.uid } : null);
+      } catch (e) {
+        this.live.delete(w.meta.id);
+        await this.discard(p);
+        throw e;
+      }
+    } else {
+      p = await this.prepare(labeled, true);
+      this.live.add(p.w.meta.id);
+    }
+    const id = p.w.meta.id;
+    return new LocalSandbox(this.name, p.w, spec.limits, p.runner, async (w) => {
+      try {
+        await removeWorkdir(w, this.ops);
+      } finally {
+        this.live.delete(id);
+      }
+    });
+  }
+
+  /** Removes this instance's workdirs that no live sandbox of this process owns. */
+  reapOrphans(): Promise<number> {
+    return reapWorkdirs(this.opts.sandboxesRoot, this.opts.instanceId, (id) => this.live.has(id) || (this.poolInstance?.has(id) ?? false), this.ops);
+  }
+
+  /** Removes the prepared sandboxes (live ones are their owners' to destroy), and the root if empty. */
+  async close(): Promise<void> {
+    await this.poolInstance?.close();
+    this.rootReady = null;
+    await rmdir(this.opts.sandboxesRoot).catch(() => {}); // still holds live or orphaned workdirs: keep it
+  }
+}

@@ -1,0 +1,138 @@
+// Whose failure a Docker sandbox that stopped is (docs/sandbox.md, Docker, "A stopped container"):
+// taken down by the rollout's own commands (on gVisor, a memory hog gets the sandbox's kernel killed:
+// the engine logs an oom event at its death; a fork bomb makes runsc fail and exit by itself while
+// the command runs) is the model's, RFT_ERR_SANDBOX_ENDED_BY_ROLLOUT (410,
+// an observation it is charged for); killed or removed from outside, ours, RFT_ERR_SANDBOX_LOST
+// (503, the ledger un-begins the call). Real engines: runc and runsc.
+import { expect, it, vi } from 'vitest';
+import { DockerApi } from '../../../../src/sandbox/drivers/docker/api.js';
+import { PROCESS_LIMIT_FULL, PROCESS_LIMIT_MESSAGE, STOPPED_STATE, type DockerSandbox } from '../../../../src/sandbox/drivers/docker/sandbox.js';
+import type { Sandbox } from '../../../../src/sandbox/types.js';
+import { failureOfToolError } from '../../../../src/metrics/outcomes.js';
+import { describeIf } from '../../../helpers/require.js';
+import { driversPresent, driverWithSandbox, spec, testLimits } from '../../helpers.js';
+
+const present = await driversPresent();
+const HOG = ['python3', '-c', 'x = bytearray(3 * 1024 ** 3); x[::4096] = b"y" * len(x[::4096]); print("allocated")'];
+
+async function onEngine(sb: Sandbox, fn: (api: DockerApi, container: string) => Promise<unknown>): Promise<void> {
+  const d = sb as unknown as DockerSandbox;
+  const api = new DockerApi(d.engine.api.endpoint);
+  try {
+    await fn(api, d.container);
+  } finally {
+    await api.close();
+  }
+}
+
+for (const name of ['docker', 'gvisor'] as const) {
+  describeIf(present[name], `${name} sandbox driver`, `${name} sandbox driver not available`)(`a sandbox that is gone (${name})`, () => {
+    const ctx = driverWithSandbox(name, spec('trace_lost_base', { limits: { ...testLimits, memoryBytes: 256 * 1024 * 1024 } }));
+    const fresh = (traceId: string) => ctx.driver.create(spec(traceId, { limits: { ...testLimits, memoryBytes: 256 * 1024 * 1024 } }));
+
+    it('is ours (RFT_ERR_SANDBOX_LOST, 503) when its container is killed from outside', async () => {
+      const sb = await fresh('trace_lost_killed');
+      try {
+        await sb.writeFile('kept.txt', 'work');
+        await onEngine(sb, (api, c) => api.call('POST', `/containers/${c}/kill`));
+        const e = await sb.exec('cat kept.txt').catch((err: unknown) => err);
+        expect(e).toMatchObject({ code: 'RFT_ERR_SANDBOX_LOST', statusCode: 503 });
+        expect(failureOfToolError(e).kind).toBe('infra');
+      } finally {
+        await sb.destroy();
+      }
+    });
+
+    it('is ours when its container is removed from outside', async () => {
+      const sb = await fresh('trace_lost_removed');
+      try {
+        await onEngine(sb, (api, c) => api.call('DELETE', `/containers/${c}?force=true&v=true`));
+        await expect(sb.exec('true')).rejects.toMatchObject({ code: 'RFT_ERR_SANDBOX_LOST', statusCode: 503 });
+      } finally {
+        await sb.destroy();
+      }
+    });
+
+    if (name === 'gvisor') {
+      it("is the model's (RFT_ERR_SANDBOX_ENDED_BY_ROLLOUT, 410) when its own memory hog got the sandbox killed, on every later call too", async () => {
+        const sb = await fresh('trace_lost_hog');
+        try {
+          await sb.exec(HOG).catch(() => undefined);
+          // The bomb takes gVisor's kernel down in most runs, not all (a CI run's sandbox survived):
+          // either the sandbox answers, or it is gone by the rollout's doing; never ours (a 503 a
+          // policy could provoke to have its rollout discarded).
+          const e = await sb.exec('echo after').catch((err: unknown) => err);
+          if ((e as { stdout?: string }).stdout === 'after\n') expect(e).toMatchObject({ exitCode: 0 });
+          else expect(e).toMatchObject({ code: 'RFT_ERR_SANDBOX_ENDED_BY_ROLLOUT', statusCode: 410 });
+          expect(failureOfToolError(e).kind).toBe('model');
+          await expect(sb.readFile('anything')).rejects.toMatchObject({ code: 'RFT_ERR_SANDBOX_ENDED_BY_ROLLOUT' });
+        } finally {
+          await sb.destroy();
+        }
+      }, 60_000);
+
+      it("is the model's when its own fork bomb makes the sandbox's kernel fail (runsc exits by itself, no oom event)", async () => {
+        const sb = await fresh('trace_lost_bomb');
+        try {
+          await sb.exec('f(){ f | f & }; f; sleep 30', { timeoutMs: 2_000 }).catch(() => undefined);
+          // The bomb takes gVisor's kernel down in most runs, not all (a CI run's sandbox survived):
+          // either the sandbox answers (the command runs, cannot fork yet, times out, or runsc
+          // refuses to start it with EAGAIN, "try again", exit 126, while the bomb's processes still
+          // fill the sandbox's process limit and are being killed: the model's own doing, read as
+          // output and charged), or it is gone by the rollout's doing; never ours (a 503 a policy
+          // could provoke to have its rollout discarded).
+          const e = await sb.exec('echo after').catch((err: unknown) => err);
+          const ran = e as { exitCode?: number | null; stdout?: string; stderr?: string; timedOut?: boolean };
+          const refused = ran.exitCode === 126 && ran.stderr === PROCESS_LIMIT_MESSAGE;
+          if ('exitCode' in ran) expect(ran.stdout === 'after\n' || /fork/i.test(ran.stderr ?? '') || ran.timedOut || refused, JSON.stringify(ran)).toBe(true);
+          else expect(e).toMatchObject({ code: 'RFT_ERR_SANDBOX_ENDED_BY_ROLLOUT', statusCode: 410 });
+        } finally {
+          await sb.destroy();
+        }
+      }, 120_000);
+
+      it("tells the model its processes fill the sandbox's process limit when gVisor cannot start a command, in its own words", async () => {
+        const sb = await fresh('trace_lost_full');
+        try {
+          // Processes of the sandbox uid up to its limit (gVisor's RLIMIT_NPROC), kept full while this exec
+          // runs: a slot that frees is taken again (a shell would exit at its first "Cannot fork", and its
+          // wrapper then sweep what it started). An exec that gets in first can only fail to fork.
+          const fill = 'import os, time\nend = time.time() + 20\nwhile time.time() < end:\n  try:\n    if os.fork() == 0:\n      time.sleep(max(0, end - time.time())); os._exit(0)\n  except OSError:\n    time.sleep(0.01)';
+          const filling = sb.exec(['python3', '-c', fill], { timeoutMs: 25_000 }).catch((e: unknown) => e);
+          let ran: { exitCode: number | null; stdout: string; stderr: string } | undefined;
+          await vi.waitFor(
+            async () => {
+              ran = await sb.exec('echo after');
+              if (ran.exitCode !== 126) expect(ran.stdout === 'after\n' || /Cannot fork/.test(ran.stderr), JSON.stringify(ran)).toBe(true);
+              expect(ran.exitCode, JSON.stringify(ran)).toBe(126);
+            },
+            { timeout: 15_000, interval: 200 },
+          ).catch(async (e: unknown) => {
+            throw new Error(`${String(e)}; the filling command: ${JSON.stringify(await filling)}`);
+          });
+          expect(ran).toMatchObject({ stdout: '', stderr: PROCESS_LIMIT_MESSAGE });
+          await filling;
+        } finally {
+          await sb.destroy();
+        }
+      }, 60_000);
+    }
+  });
+}
+
+it("recognises both runtimes' refusal of an exec into a stopping container, and nothing else", () => {
+  // runc, then runsc (gVisor: the words a CI run got back from a memory hog's sandbox).
+  expect(STOPPED_STATE.test('OCI runtime exec failed: exec failed: cannot exec in a stopped state: unknown')).toBe(true);
+  expect(
+    STOPPED_STATE.test('OCI runtime exec failed: executing processes for container: cannot execute in container "cb0600a39e5533921b063c6d3ea811345b634ec78ad59ef0a2253d2a15843533" in state stopped: unknown'),
+  ).toBe(true);
+  expect(STOPPED_STATE.test('OCI runtime exec failed: exec failed: unable to start container process: exec: "nope": executable file not found in $PATH: unknown')).toBe(false);
+});
+
+it('recognises a runtime that cannot start a process for lack of room, and not a command that failed', () => {
+  expect(PROCESS_LIMIT_FULL.test('OCI runtime exec failed: exec failed: unable to start container process: in sandbox: try again: unknown')).toBe(true);
+  expect(PROCESS_LIMIT_FULL.test('OCI runtime exec failed: exec failed: fork/exec /bin/sh: resource temporarily unavailable: unknown')).toBe(true);
+  expect(PROCESS_LIMIT_FULL.test('sh: 1: Cannot fork: try again')).toBe(false);
+  expect(PROCESS_LIMIT_FULL.test(STOPPED_STATE.source)).toBe(false);
+  expect(PROCESS_LIMIT_MESSAGE).not.toMatch(/rft-|printf|\$\$/);
+});

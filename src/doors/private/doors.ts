@@ -8,7 +8,7 @@ import type { Environments } from '../../environments/environment.js';
 import type { Registry } from '../../registry/loader.js';
 import type { Ledger } from '../../ledger/ledger.js';
 import type { GradingService } from '../../grading/service.js';
-import type { SandboxProvider } from '../../ledger/sandbox-provider.js';
+import type { SandboxProvider } from '../../sandbox/provider.js';
 import type { Store } from '../../store/types.js';
 
 /** What a private door may use: the core first; the parts below it for what the core does not say (a sandbox of its own). */

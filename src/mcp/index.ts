@@ -8,7 +8,7 @@ export type { McpConfig, McpServerSpec } from './config.js';
 export { McpBridge, bridgedName } from './bridge.js';
 export type { BridgeOptions } from './bridge.js';
 export { resultText } from './results.js';
-export { META, TRACE_HEADER, sessionTraceId } from './server.js';
+export { META, TRACE_HEADER, sessionTraceId } from '../doors/mcp/server.js';
 
 /** Private directories of host (unsandboxed) rollout instances: per data dir, like the sandboxes root. */
 export function mcpWorkRoot(dataDir: string): string {

@@ -6,7 +6,7 @@ import { parseInstant } from '../stats/time.js';
 import { errors } from '../errors.js';
 import { rolloutFromJson, rolloutJsonSchema, rolloutToJson, summaryJsonSchema, summaryToJson } from '../protocol/record-json.js';
 import { traceIdSchema } from '../protocol/wire.js';
-import { defaultGraderName } from './discovery.js';
+import { defaultGraderName } from '../doors/agent-rft/discovery.js';
 import { INTEGRITY_KINDS } from '../integrity/flags.js';
 
 const listQuery = z.object({

@@ -3,9 +3,9 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { ZodTypeProvider } from '@fastify/type-provider-zod';
 import { z } from 'zod';
-import { errors, isRftError } from '../errors.js';
-import { gradeRequestSchema, sampleSchema, type GradeRequest } from '../protocol/wire.js';
-import { runErrorReply, runGraderConfig, validateGraderConfig, type RunResult } from '../grading/index.js';
+import { errors, isRftError } from '../../errors.js';
+import { gradeRequestSchema, sampleSchema, type GradeRequest } from '../../protocol/wire.js';
+import { runErrorReply, runGraderConfig, validateGraderConfig, type RunResult } from '../../grading/index.js';
 import { defaultGraderName } from './discovery.js';
 
 const runRequestSchema = z.looseObject({

@@ -7,11 +7,11 @@ import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/cli
 import { Client as V1Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport as V1Transport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { signWebhook } from '../../src/authentication/webhooks.js';
-import { META } from '../../src/mcp/index.js';
-import { runs } from '../fixtures/units/tools/echo.js';
-import { repoRoot, startTestServer, type TestServer } from '../helpers/server.js';
-import { until } from './helpers.js';
+import { signWebhook } from '../../../src/authentication/webhooks.js';
+import { META } from '../../../src/mcp/index.js';
+import { runs } from '../../fixtures/units/tools/echo.js';
+import { repoRoot, startTestServer, type TestServer } from '../../helpers/server.js';
+import { until } from '../../mcp/helpers.js';
 
 const SECRET = `whsec_${Buffer.from('mcp-test-signing-secret-0123456789').toString('base64')}`;
 

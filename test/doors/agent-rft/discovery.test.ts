@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { bearer, functionCall, startFixtureServer } from '../helpers/fixtures.js';
-import type { TestServer } from '../helpers/server.js';
+import { bearer, functionCall, startFixtureServer } from '../../helpers/fixtures.js';
+import type { TestServer } from '../../helpers/server.js';
 
 let s: TestServer;
 beforeAll(async () => {

@@ -2,9 +2,9 @@
 // new OpenAI({ baseURL: <server>/v1, apiKey: <key> }).fineTuning.alpha.graders.run() / .validate().
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import OpenAI, { AuthenticationError, BadRequestError } from 'openai';
-import { startFixtureServer } from '../helpers/fixtures.js';
-import type { TestServer } from '../helpers/server.js';
-import { startFakeOpenAI, type FakeOpenAI } from '../helpers/fake-openai.js';
+import { startFixtureServer } from '../../helpers/fixtures.js';
+import type { TestServer } from '../../helpers/server.js';
+import { startFakeOpenAI, type FakeOpenAI } from '../../helpers/fake-openai.js';
 
 let s: TestServer;
 let model: FakeOpenAI;

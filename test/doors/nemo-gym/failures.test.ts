@@ -4,9 +4,9 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { repoRoot, startTestServer, type TestServer } from '../helpers/server.js';
-import { simpleAgentRun } from '../helpers/nemo-gym-client.js';
-import { rewardComponents } from '../../src/doors/nemo-gym/reward.js';
+import { repoRoot, startTestServer, type TestServer } from '../../helpers/server.js';
+import { simpleAgentRun } from '../../helpers/nemo-gym-client.js';
+import { rewardComponents } from '../../../src/doors/nemo-gym/reward.js';
 
 const row = (extra: Record<string, unknown> = {}) => ({
   responses_create_params: { input: [{ role: 'user', content: 'q' }], tools: [{ type: 'function', name: 'gated_failure', parameters: {}, strict: true }] },

@@ -4,11 +4,11 @@
 // 2025 clients) or one per session (2025 clients with sessions).
 import { createHash, randomUUID } from 'node:crypto';
 import { ProtocolError, ProtocolErrorCode, Server, type CallToolResult, type ServerContext } from '@modelcontextprotocol/server';
-import { errors, isRftError } from '../errors.js';
-import type { Ledger, ToolCallOutcome } from '../ledger/ledger.js';
-import { canonicalJson } from '../protocol/canonical.js';
-import { ID_MAX_LENGTH, isId, traceIdSchema, type Item } from '../protocol/wire.js';
-import type { Registry } from '../registry/loader.js';
+import { errors, isRftError } from '../../errors.js';
+import type { Ledger, ToolCallOutcome } from '../../ledger/ledger.js';
+import { canonicalJson } from '../../protocol/canonical.js';
+import { ID_MAX_LENGTH, isId, traceIdSchema, type Item } from '../../protocol/wire.js';
+import type { Registry } from '../../registry/loader.js';
 
 /** Header naming the rollout a call belongs to (the trainer's `trace_id`). */
 export const TRACE_HEADER = 'x-rft-trace-id';

@@ -3,9 +3,9 @@ import type { FastifyInstance, FastifyRequest, FastifySchemaCompiler } from 'fas
 import type { ZodTypeProvider } from '@fastify/type-provider-zod';
 import { validatorCompiler } from '@fastify/type-provider-zod';
 import { z } from 'zod';
-import { errors } from '../errors.js';
-import { functionCallOutputSchema, functionCallSchema, parseFunctionCall, type FunctionCall, type FunctionCallOutput } from '../protocol/wire.js';
-import { formatZodIssues } from '../ledger/output.js';
+import { errors } from '../../errors.js';
+import { functionCallOutputSchema, functionCallSchema, parseFunctionCall, type FunctionCall, type FunctionCallOutput } from '../../protocol/wire.js';
+import { formatZodIssues } from '../../ledger/output.js';
 
 /**
  * The body is checked by hand (parseFunctionCall: what functionCallSchema accepts, without zod's

@@ -2,10 +2,10 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { ZodTypeProvider } from '@fastify/type-provider-zod';
 import { z } from 'zod';
-import { errors } from '../errors.js';
-import { chatCompletionsTools, defaultGrader } from '../registry/loader.js';
-import { JOB_DEFAULTS, loadJobFile } from '../registry/job-file.js';
-import { headerSnippet } from '../authentication/key-headers.js';
+import { errors } from '../../errors.js';
+import { chatCompletionsTools, defaultGrader } from '../../registry/loader.js';
+import { JOB_DEFAULTS, loadJobFile } from '../../registry/job-file.js';
+import { headerSnippet } from '../../authentication/key-headers.js';
 
 const toolsParam = z.union([z.string(), z.array(z.string())]).optional().describe('comma-separated tool names: only these (one task\'s tools)');
 const jobConfigQuery = z.object({

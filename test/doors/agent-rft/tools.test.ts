@@ -1,8 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { bearer, functionCall, newTrace, startFixtureServer } from '../helpers/fixtures.js';
-import type { TestServer } from '../helpers/server.js';
-import { runs } from '../fixtures/units/tools/echo.js';
-import { aborted } from '../fixtures/units/tools/hang.js';
+import { bearer, functionCall, newTrace, startFixtureServer } from '../../helpers/fixtures.js';
+import type { TestServer } from '../../helpers/server.js';
+import { runs } from '../../fixtures/units/tools/echo.js';
+import { aborted } from '../../fixtures/units/tools/hang.js';
 
 let s: TestServer;
 beforeAll(async () => {

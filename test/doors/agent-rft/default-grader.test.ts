@@ -2,8 +2,8 @@
 // /v1/job-config answer a coded error naming the setting, never a guess and never a job fragment
 // without a grader.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { bearer, newTrace, startFixtureServer } from '../helpers/fixtures.js';
-import type { TestServer } from '../helpers/server.js';
+import { bearer, newTrace, startFixtureServer } from '../../helpers/fixtures.js';
+import type { TestServer } from '../../helpers/server.js';
 
 let s: TestServer;
 beforeAll(async () => {

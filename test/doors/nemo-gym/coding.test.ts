@@ -5,13 +5,13 @@ import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/cli
 import { randomUUID } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { describeIf } from '../helpers/require.js';
-import { repoRoot, startTestServer, type TestServer } from '../helpers/server.js';
-import { driverCases } from '../helpers/sandboxes.js';
-import { gymRequest, postOnce, simpleAgentRun, type FunctionCall, type ModelTurn } from '../helpers/nemo-gym-client.js';
-import { toGymRow } from '../../src/doors/nemo-gym/rows.js';
-import { SESSION_COOKIE } from '../../src/doors/nemo-gym/app.js';
-import { traceIdOf } from '../../src/doors/nemo-gym/sessions.js';
+import { describeIf } from '../../helpers/require.js';
+import { repoRoot, startTestServer, type TestServer } from '../../helpers/server.js';
+import { driverCases } from '../../helpers/sandboxes.js';
+import { gymRequest, postOnce, simpleAgentRun, type FunctionCall, type ModelTurn } from '../../helpers/nemo-gym-client.js';
+import { toGymRow } from '../../../src/doors/nemo-gym/rows.js';
+import { SESSION_COOKIE } from '../../../src/doors/nemo-gym/app.js';
+import { traceIdOf } from '../../../src/doors/nemo-gym/sessions.js';
 
 type Row = Record<string, unknown>;
 const rows = readFileSync(join(repoRoot, 'examples/coding/train.jsonl'), 'utf8').trim().split('\n').map((l) => JSON.parse(l) as Row);

@@ -6,12 +6,12 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { MCP_TOKEN_HEADER, SESSION_COOKIE } from '../../src/doors/nemo-gym/app.js';
-import { traceIdOf } from '../../src/doors/nemo-gym/sessions.js';
-import { toGymRow } from '../../src/doors/nemo-gym/rows.js';
-import { META } from '../../src/mcp/index.js';
-import { postOnce, type Cookies } from '../helpers/nemo-gym-client.js';
-import { repoRoot, startTestServer, type TestServer } from '../helpers/server.js';
+import { MCP_TOKEN_HEADER, SESSION_COOKIE } from '../../../src/doors/nemo-gym/app.js';
+import { traceIdOf } from '../../../src/doors/nemo-gym/sessions.js';
+import { toGymRow } from '../../../src/doors/nemo-gym/rows.js';
+import { META } from '../../../src/mcp/index.js';
+import { postOnce, type Cookies } from '../../helpers/nemo-gym-client.js';
+import { repoRoot, startTestServer, type TestServer } from '../../helpers/server.js';
 
 type Row = Record<string, unknown>;
 const finqa = readFileSync(join(repoRoot, 'examples/finqa/train.jsonl'), 'utf8').trim().split('\n').map((l) => JSON.parse(l) as Row);

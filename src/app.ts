@@ -16,7 +16,7 @@ import { registerRateLimit } from './http/rate-limit.js';
 import { connectRedis, type Redis } from './http/redis.js';
 import { ID_MAX_LENGTH } from './protocol/wire.js';
 import { loadRegistry, type Registry } from './registry/loader.js';
-import { GradingService } from './grading/service.js';
+import { GradingService } from './grading-service/service.js';
 import { Ledger } from './ledger/ledger.js';
 import type { SandboxProvider } from './ledger/sandbox-provider.js';
 import { createStore } from './store/index.js';

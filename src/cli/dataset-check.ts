@@ -3,7 +3,7 @@
 import { isUtf8 } from 'node:buffer';
 import { z } from 'zod';
 import type { AppConfig } from '../config.js';
-import { toolBudgetProblem } from '../ledger/budget.js';
+import { toolBudgetProblem } from '../rollout/budget.js';
 import { canonicalJson } from '../protocol/canonical.js';
 import { jsonDepthExceeds } from '../protocol/json-depth.js';
 import { templatePaths } from '../grading/template.js';

@@ -14,7 +14,7 @@ import { LIMIT_PLACEHOLDER, type FinishCallInput, type Store } from '../store/ty
 import type { CallStatus, RecordedCall } from '../store/records.js';
 import type { SandboxProvider } from './sandbox-provider.js';
 import { formatZodIssues, truncateOutput } from './output.js';
-import { budgetFromItem, toolBudgetProblem } from './budget.js';
+import { budgetFromItem, toolBudgetProblem } from '../rollout/budget.js';
 import type { Metrics } from '../metrics/metrics.js';
 import { failureOfToolError, markFailureCounted, outcomeOf, OUTCOME_FAILURE, type Failure } from '../metrics/outcomes.js';
 import { integrityKindOfError, type IntegrityFlags, type IntegrityKind } from '../integrity/flags.js';

@@ -11,7 +11,7 @@ import type { LoadedGrader } from '../registry/loader.js';
 import type { Sandbox } from '../sandbox/types.js';
 import type { Store } from '../store/types.js';
 import type { Ledger } from '../ledger/ledger.js';
-import { budgetFromItem } from '../ledger/budget.js';
+import { budgetFromItem } from '../rollout/budget.js';
 import type { SandboxProvider } from '../ledger/sandbox-provider.js';
 import type { GradeRecord } from '../store/records.js';
 import type { Metrics } from '../metrics/metrics.js';

@@ -7,7 +7,7 @@ import pino from 'pino';
 import { defineGrader } from '../../src/index.js';
 import type { GraderDefinition } from '../../src/registry/define.js';
 import type { LoadedGrader } from '../../src/registry/loader.js';
-import { GradingService } from '../../src/grading/service.js';
+import { GradingService } from '../../src/grading-service/service.js';
 import { Ledger } from '../../src/ledger/ledger.js';
 import { SqliteStore } from '../../src/store/sqlite.js';
 import { bearer, functionCall, newTrace, startFixtureServer } from '../helpers/fixtures.js';

@@ -3,7 +3,7 @@ import { Writable } from 'node:stream';
 import pino from 'pino';
 import { bearer, functionCall, newTrace, startFixtureServer } from '../helpers/fixtures.js';
 import type { TestServer } from '../helpers/server.js';
-import { budgetFromItem, isValidToolBudget, toolBudgetProblem } from '../../src/ledger/budget.js';
+import { budgetFromItem, isValidToolBudget, toolBudgetProblem } from '../../src/rollout/budget.js';
 
 const lines: Record<string, unknown>[] = [];
 const sink = new Writable({

@@ -30,7 +30,7 @@ import discoveryRoutes from './doors/agent-rft/discovery.js';
 import rolloutRoutes from './routes/rollouts.js';
 import healthRoutes from './routes/health.js';
 import metricsRoutes from './routes/metrics.js';
-import statsRoutes from './routes/stats.js';
+import statsRoutes from './stats/route.js';
 import dashboardRoutes from './routes/dashboard.js';
 import { registerOpenApi } from './routes/openapi.js';
 import { Metrics } from './metrics/metrics.js';

@@ -2,7 +2,7 @@
 // free of SQLite types so a Postgres implementation (many replicas) can stand behind it.
 import type { Replicas } from './replicas.js';
 import type { BudgetUsage, CallStatus, GradeRecord, RecordedCall, RolloutRecord, RolloutSummary } from './records.js';
-import type { NewFlag, RolloutFilter, StatsQuery, StatsRows } from './insights.js';
+import type { NewFlag, RolloutFilter, StatsQuery, StatsRows } from '../stats/insights.js';
 
 export interface BeginCallInput {
   traceId: string;
@@ -139,7 +139,7 @@ export interface Store {
   /** Records an integrity flag on a rollout (one row per kind, counting its events). */
   addFlag(f: NewFlag): Promise<void>;
   rolloutTally(traceId: string): Promise<RolloutTally | undefined>;
-  /** The dashboard's figures for a time window (src/store/insights.ts). */
+  /** The dashboard's figures for a time window (src/stats/insights.ts). */
   stats(q: StatsQuery): Promise<StatsRows>;
 
   /**

@@ -5,9 +5,9 @@
 // by the tables' trace_id keys. The calls index holds started_at only: one that covered the window
 // query (tool, status, duration) made it 6x faster but cost every call a second index write at its
 // finish (measured: +10-25% store CPU per call), and the tool path comes first.
-import type { CallStatus, IntegrityFlag } from './records.js';
-import { decodeCursor, encodeCursor } from './rows.js';
-import type { ListRolloutsQuery } from './types.js';
+import type { CallStatus, IntegrityFlag } from '../store/records.js';
+import { decodeCursor, encodeCursor } from '../store/rows.js';
+import type { ListRolloutsQuery } from '../store/types.js';
 
 /** Handler-time bucket edges (ms) of the latency histogram; p50/p99 per tool interpolate in them. */
 export const LATENCY_EDGES_MS = [1, 2.5, 5, 10, 25, 50, 100, 250, 500, 1000, 2500, 5000, 10_000, 30_000, 60_000, 120_000, 300_000, 600_000];

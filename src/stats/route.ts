@@ -2,10 +2,10 @@
 import type { FastifyInstance } from 'fastify';
 import type { ZodTypeProvider } from '@fastify/type-provider-zod';
 import { errors } from '../errors.js';
-import { buildStats, defaultBucketMs, MAX_BUCKETS } from '../stats/stats.js';
-import { statsQuerySchema, statsReplySchema } from '../stats/schema.js';
-import { parseDuration, parseInstant } from '../stats/time.js';
-import type { StatsPart } from '../store/insights.js';
+import { buildStats, defaultBucketMs, MAX_BUCKETS } from './stats.js';
+import { statsQuerySchema, statsReplySchema } from './schema.js';
+import { parseDuration, parseInstant } from './time.js';
+import type { StatsPart } from './insights.js';
 
 const DEFAULT_SPAN_MS = 60 * 60_000;
 

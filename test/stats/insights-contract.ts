@@ -2,8 +2,8 @@
 // the store contract against every store.
 import { describe, expect, it } from 'vitest';
 import type { Store } from '../../src/store/types.js';
-import { LATENCY_EDGES_MS } from '../../src/store/insights.js';
-import { begin, grade } from './contract.js';
+import { LATENCY_EDGES_MS } from '../../src/stats/insights.js';
+import { begin, grade } from '../store/contract.js';
 
 const finish = (store: Store, traceId: string, callId: string, status: 'ok' | 'tool_error', durationMs: number) =>
   store.finishCall(traceId, callId, { output: 'x', status, finishedAt: 0, durationMs, outputBytes: 1, truncated: false });

@@ -4,9 +4,9 @@
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { bearer, fixtureGraders, fixtureTools } from '../../helpers/fixtures.js';
-import { repoRoot, startTestServer, type TestServer } from '../../helpers/server.js';
-import { reexport, removeTempDirs, runCli, tempDir } from '../../cli/harness.js';
+import { bearer, fixtureGraders, fixtureTools } from '../helpers/fixtures.js';
+import { repoRoot, startTestServer, type TestServer } from '../helpers/server.js';
+import { reexport, removeTempDirs, runCli, tempDir } from '../cli/harness.js';
 
 const blankJob = join(repoRoot, 'examples/blank/job.json');
 const blank = JSON.parse(readFileSync(blankJob, 'utf8'));

@@ -228,7 +228,6 @@ export async function buildApp(config: AppConfig, opts: BuildOptions = {}): Prom
   });
   const grading = new GradingService({
     store,
-    ledger,
     sandboxes,
     defaultBudget: config.toolBudget,
     timeoutMs: config.graderTimeoutMs,

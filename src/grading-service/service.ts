@@ -10,8 +10,8 @@ import type { GraderContext, GraderResult } from '../registry/define.js';
 import type { LoadedGrader } from '../registry/loader.js';
 import type { Sandbox } from '../sandbox/types.js';
 import type { Store } from '../store/types.js';
-import type { Ledger } from '../ledger/ledger.js';
 import { budgetFromItem } from '../rollout/budget.js';
+import { rolloutView } from '../rollout/view.js';
 import type { SandboxProvider } from '../ledger/sandbox-provider.js';
 import type { GradeRecord } from '../store/records.js';
 import type { Metrics } from '../metrics/metrics.js';
@@ -19,7 +19,6 @@ import { needsTools, type IntegrityFlags } from '../integrity/flags.js';
 
 export interface GradingOptions {
   store: Store;
-  ledger: Ledger;
   sandboxes: SandboxProvider | undefined;
   defaultBudget: number;
   timeoutMs: number;
@@ -125,7 +124,7 @@ export class GradingService {
     const noSandboxes = () => errors.sandboxUnavailable('sandboxes are disabled on this server (RFT_SANDBOX=none)');
     const ctx: GraderContext = {
       traceId,
-      rollout: this.o.ledger.rolloutView(traceId, input.item),
+      rollout: rolloutView(this.o.store, this.o.defaultBudget, traceId, input.item),
       log,
       signal,
       templatesRoot: this.o.templatesRoot,

@@ -6,7 +6,7 @@ import { parseInstant } from '../stats/time.js';
 import { errors } from '../errors.js';
 import { rolloutFromJson, rolloutJsonSchema, rolloutToJson, summaryJsonSchema, summaryToJson } from '../protocol/record-json.js';
 import { traceIdSchema } from '../protocol/wire.js';
-import { defaultGraderName } from '../doors/agent-rft/discovery.js';
+import { defaultGrader } from '../registry/loader.js';
 import { INTEGRITY_KINDS } from '../integrity/flags.js';
 
 const listQuery = z.object({
@@ -89,7 +89,7 @@ export default async function rolloutRoutes(app: FastifyInstance): Promise<void>
     const newestFirst = [...r.grades].reverse();
     const last = newestFirst.find((g) => g.source === 'endpoint') ?? newestFirst[0];
     if (!last) throw errors.notGraded(r.traceId);
-    const name = body.data.grader ?? last.grader ?? defaultGraderName(app);
+    const name = body.data.grader ?? last.grader ?? defaultGrader(app.rft.registry, app.rft.config.defaultGrader);
     const grader = registry.graders.get(name);
     if (!grader) throw errors.unknownGrader(name, [...registry.graders.keys()]);
     const previous = newestFirst.find((g) => g.grader === name && g.status === 'ok');

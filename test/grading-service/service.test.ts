@@ -8,7 +8,6 @@ import { defineGrader } from '../../src/index.js';
 import type { GraderDefinition } from '../../src/registry/define.js';
 import type { LoadedGrader } from '../../src/registry/loader.js';
 import { GradingService } from '../../src/grading-service/service.js';
-import { Ledger } from '../../src/ledger/ledger.js';
 import { SqliteStore } from '../../src/store/sqlite.js';
 import { bearer, functionCall, newTrace, startFixtureServer } from '../helpers/fixtures.js';
 import type { TestServer } from '../helpers/server.js';
@@ -130,8 +129,7 @@ describe('the grader signal and the server shutdown', () => {
   const store = new SqliteStore({ path: join(dir, 'db.sqlite') });
   const shutdown = new AbortController();
   const log = pino({ level: 'silent' });
-  const ledger = new Ledger({ store, sandboxes: undefined, defaultBudget: 10, defaultTimeoutMs: 1000, defaultMaxOutputBytes: 1000, log, shutdown: shutdown.signal });
-  const service = new GradingService({ store, ledger, sandboxes: undefined, defaultBudget: 10, timeoutMs: 10_000, templatesRoot: dir, log, shutdown: shutdown.signal });
+  const service = new GradingService({ store, sandboxes: undefined, defaultBudget: 10, timeoutMs: 10_000, templatesRoot: dir, log, shutdown: shutdown.signal });
   const grader = (name: string, handler: GraderDefinition['handler']): LoadedGrader => ({
     def: defineGrader({ name, description: name, handler }),
     file: `${name}.ts`,

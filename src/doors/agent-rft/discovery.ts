@@ -66,7 +66,7 @@ export default async function discoveryRoutes(app: FastifyInstance): Promise<voi
     const tools = selected(req.query);
     const q = req.query as z.infer<typeof jobConfigQuery>;
     const base = (q.base_url ?? `${config.tls ? 'https' : 'http'}://${req.headers.host ?? `${config.host}:${config.port}`}`).replace(/\/+$/, '');
-    const graderName = q.grader ?? defaultGraderName(app);
+    const graderName = q.grader ?? defaultGrader(registry, config.defaultGrader);
     if (graderName === undefined && registry.graders.size > 0) throw errors.noDefaultGrader([...registry.graders.keys()]);
     if (graderName !== undefined && !registry.graders.has(graderName)) throw errors.unknownGrader(graderName, [...registry.graders.keys()]);
     // The first header the server reads a key from (RFT_API_KEY_HEADERS), as the job must send it.
@@ -122,9 +122,4 @@ export default async function discoveryRoutes(app: FastifyInstance): Promise<voi
       };
     },
   );
-}
-
-/** The grader behind POST /grade (registry/loader's defaultGrader for this app). */
-export function defaultGraderName(app: FastifyInstance): string | undefined {
-  return defaultGrader(app.rft.registry, app.rft.config.defaultGrader);
 }

@@ -6,7 +6,7 @@ import { z } from 'zod';
 import { errors, isRftError } from '../../errors.js';
 import { gradeRequestSchema, sampleSchema, type GradeRequest } from '../../protocol/wire.js';
 import { runErrorReply, runGraderConfig, validateGraderConfig, type RunResult } from '../../grading/index.js';
-import { defaultGraderName } from './discovery.js';
+import { defaultGrader } from '../../registry/loader.js';
 
 const runRequestSchema = z.looseObject({
   grader: z.unknown().describe('an OpenAI grader config: string_check, text_similarity, score_model, label_model, multi'),
@@ -61,7 +61,7 @@ export default async function graderRoutes(app: FastifyInstance): Promise<void> 
   api.post(
     '/grade',
     { ...trainer, schema: { summary: 'Grade a rollout with the default grader', description: gradeDescription, tags: ['trainer'], body: gradeRequestSchema, response: { 200: scoreSchema } } },
-    (req) => grade(req, defaultGraderName(app)),
+    (req) => grade(req, defaultGrader(app.rft.registry, app.rft.config.defaultGrader)),
   );
   api.post(
     '/graders/:name',

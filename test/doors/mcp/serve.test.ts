@@ -8,7 +8,7 @@ import { Client as V1Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport as V1Transport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { signWebhook } from '../../../src/authentication/webhooks.js';
-import { META } from '../../../src/mcp/index.js';
+import { META } from '../../../src/doors/mcp/server.js';
 import { runs } from '../../fixtures/units/tools/echo.js';
 import { repoRoot, startTestServer, type TestServer } from '../../helpers/server.js';
 import { until } from '../../mcp/helpers.js';

@@ -9,7 +9,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { MCP_TOKEN_HEADER, SESSION_COOKIE } from '../../../src/doors/nemo-gym/app.js';
 import { traceIdOf } from '../../../src/doors/nemo-gym/sessions.js';
 import { toGymRow } from '../../../src/doors/nemo-gym/rows.js';
-import { META } from '../../../src/mcp/index.js';
+import { META } from '../../../src/doors/mcp/server.js';
 import { postOnce, type Cookies } from '../../helpers/nemo-gym-client.js';
 import { repoRoot, startTestServer, type TestServer } from '../../helpers/server.js';
 

@@ -6,8 +6,6 @@
 // query (tool, status, duration) made it 6x faster but cost every call a second index write at its
 // finish (measured: +10-25% store CPU per call), and the tool path comes first.
 import type { CallStatus, IntegrityFlag } from '../store/records.js';
-import { decodeCursor, encodeCursor } from '../store/rows.js';
-import type { ListRolloutsQuery } from '../store/types.js';
 
 /** Handler-time bucket edges (ms) of the latency histogram; p50/p99 per tool interpolate in them. */
 export const LATENCY_EDGES_MS = [1, 2.5, 5, 10, 25, 50, 100, 250, 500, 1000, 2500, 5000, 10_000, 30_000, 60_000, 120_000, 300_000, 600_000];
@@ -70,6 +68,29 @@ export interface NewFlag {
 }
 
 /** Filters of the rollout list (each narrows it; all are optional). */
+export interface ListRolloutsQuery {
+  limit: number;
+  cursor?: string | undefined;
+  /** Only rollouts updated at or after this time (ms since epoch). */
+  since?: number | undefined;
+  filter?: RolloutFilter | undefined;
+}
+
+/**
+ * A page cursor of listRollouts: base64url of "<created_at>|<trace_id>" of the page's last row, the
+ * same for both stores. A cursor neither issued decodes to undefined (an empty page).
+ */
+export function encodeCursor(createdAt: number, traceId: string): string {
+  return Buffer.from(`${createdAt}|${traceId}`).toString('base64url');
+}
+
+export function decodeCursor(cursor: string): { createdAt: number; traceId: string } | undefined {
+  const text = Buffer.from(cursor, 'base64url').toString();
+  const bar = text.indexOf('|');
+  const createdAt = Number(text.slice(0, bar));
+  return bar > 0 && Number.isSafeInteger(createdAt) ? { createdAt, traceId: text.slice(bar + 1) } : undefined;
+}
+
 export interface RolloutFilter {
   minScore?: number | undefined;
   maxScore?: number | undefined;

@@ -6,10 +6,10 @@ import { randomUUID } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describeIf } from '../../helpers/require.js';
-import { repoRoot, startTestServer, type TestServer } from '../../helpers/server.js';
+import { authedPost, repoRoot, startTestServer, type TestServer } from '../../helpers/server.js';
 import { driverCases } from '../../helpers/sandboxes.js';
 import { gymRequest, postOnce, simpleAgentRun, type FunctionCall, type ModelTurn } from '../../helpers/nemo-gym-client.js';
-import { toGymRow } from '../../../src/doors/nemo-gym/rows.js';
+import { toGymRow } from '../../../src/cli/dataset/nemo-gym-row.js';
 import { SESSION_COOKIE } from '../../../src/doors/nemo-gym/app.js';
 import { traceIdOf } from '../../../src/doors/nemo-gym/sessions.js';
 
@@ -29,14 +29,7 @@ for (const [index, d] of drivers.entries()) {
     });
     afterAll(() => server?.close());
 
-    const post = async (path: string, body: unknown) => {
-      const res = await fetch(`${server.url}${path}`, {
-        method: 'POST',
-        headers: { 'content-type': 'application/json', authorization: `Bearer ${server.key}` },
-        body: JSON.stringify(body),
-      });
-      return { status: res.status, json: (await res.json()) as Record<string, unknown> };
-    };
+    const post = (path: string, body: unknown) => authedPost<Record<string, unknown>>(server, path, body);
     /** The same calls and answer through Agent RFT's /tools and /graders/unit_tests. */
     const agentRft = async (row: Row, calls: FunctionCall[], answer: string): Promise<number> => {
       const traceId = `trace_${randomUUID()}`;

@@ -6,7 +6,7 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { repoRoot, startTestServer, type TestServer } from '../../helpers/server.js';
 import { gymRequest, postOnce, simpleAgentRun, VerifiersRollout, type ModelTurn } from '../../helpers/nemo-gym-client.js';
-import { toGymRow } from '../../../src/doors/nemo-gym/rows.js';
+import { toGymRow } from '../../../src/cli/dataset/nemo-gym-row.js';
 import { SESSION_COOKIE } from '../../../src/doors/nemo-gym/app.js';
 import { traceIdOf } from '../../../src/doors/nemo-gym/sessions.js';
 import { loadConfig } from '../../../src/config.js';

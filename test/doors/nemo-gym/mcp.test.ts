@@ -8,7 +8,7 @@ import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/cli
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { MCP_TOKEN_HEADER, SESSION_COOKIE } from '../../../src/doors/nemo-gym/app.js';
 import { traceIdOf } from '../../../src/doors/nemo-gym/sessions.js';
-import { toGymRow } from '../../../src/doors/nemo-gym/rows.js';
+import { toGymRow } from '../../../src/cli/dataset/nemo-gym-row.js';
 import { META } from '../../../src/doors/mcp/server.js';
 import { postOnce, type Cookies } from '../../helpers/nemo-gym-client.js';
 import { repoRoot, startTestServer, type TestServer } from '../../helpers/server.js';

@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { Command } from 'commander';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { register, renderCheckReport, runCheckGrader } from '../../src/cli/check-grader.js';
-import { rejected } from '../grading/codes.js';
+import { rejected } from '../helpers/codes.js';
 
 let dir: string;
 let env: Record<string, string | undefined>;

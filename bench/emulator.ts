@@ -9,11 +9,11 @@ import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { performance } from 'node:perf_hooks';
-import { ServerClient } from '../src/cli/rollout-http.js';
-import { ModelClient } from '../src/cli/rollout-model.js';
-import { pool } from '../src/cli/rollout-pool.js';
-import { runRollout, type RolloutResult } from '../src/cli/rollout-run.js';
-import type { DatasetRow } from '../src/cli/rollout-dataset.js';
+import { ServerClient } from '../src/cli/rollout/http.js';
+import { ModelClient } from '../src/cli/rollout/model.js';
+import { pool } from '../src/cli/rollout/pool.js';
+import { runRollout, type RolloutResult } from '../src/cli/rollout/run.js';
+import type { DatasetRow } from '../src/cli/rollout/dataset.js';
 import { startScriptedModel } from '../test/helpers/scripted-model.js';
 
 const root = resolve(import.meta.dirname, '..');

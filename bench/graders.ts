@@ -3,7 +3,7 @@
 // multi, on 1 KB and 10 KB answers. Run: node --conditions=rft-source --import tsx bench/graders.ts [--seconds 0.5]
 import { validateGraderConfig, type GraderConfig } from '../src/grading/config.js';
 import { runGraderConfig, type RunOptions } from '../src/grading/run.js';
-import { LOCAL_METRICS } from '../src/grading/metrics/index.js';
+import { LOCAL_METRICS } from '../src/grading/similarity/index.js';
 import { startFakeOpenAI } from '../test/helpers/fake-openai.js';
 
 const secondsArg = process.argv.indexOf('--seconds');

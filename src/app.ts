@@ -16,21 +16,21 @@ import { registerRateLimit } from './http/rate-limit.js';
 import { connectRedis, type Redis } from './http/redis.js';
 import { ID_MAX_LENGTH } from './protocol/wire.js';
 import { loadRegistry, type Registry } from './registry/loader.js';
-import { GradingService } from './grading/service.js';
+import { GradingService } from './grading-service/service.js';
 import { Ledger } from './ledger/ledger.js';
 import type { SandboxProvider } from './sandbox/provider.js';
 import { createStore } from './store/index.js';
 import type { Store } from './store/types.js';
 import { createSandboxProvider } from './sandbox/provider.js';
 import { loadMcpConfig, McpBridge, mcpWorkRoot } from './mcp/index.js';
-import mcpRoutes from './mcp/serve.js';
-import toolRoutes from './routes/tools.js';
-import graderRoutes from './routes/graders.js';
-import discoveryRoutes from './routes/discovery.js';
+import mcpRoutes from './doors/mcp/serve.js';
+import toolRoutes from './doors/agent-rft/tools.js';
+import graderRoutes from './doors/agent-rft/graders.js';
+import discoveryRoutes from './doors/agent-rft/discovery.js';
 import rolloutRoutes from './routes/rollouts.js';
 import healthRoutes from './routes/health.js';
 import metricsRoutes from './routes/metrics.js';
-import statsRoutes from './routes/stats.js';
+import statsRoutes from './stats/route.js';
 import dashboardRoutes from './routes/dashboard.js';
 import { registerOpenApi } from './routes/openapi.js';
 import { Metrics } from './metrics/metrics.js';
@@ -232,7 +232,6 @@ export async function buildApp(config: AppConfig, opts: BuildOptions = {}): Prom
   });
   const grading = new GradingService({
     store,
-    ledger,
     sandboxes,
     defaultBudget: config.toolBudget,
     timeoutMs: config.graderTimeoutMs,

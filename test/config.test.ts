@@ -4,6 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { isLoopback, loadConfig } from '../src/config.js';
 import { DEFAULT_SANDBOX_CAP, sandboxCap } from '../src/sandbox/capacity.js';
+import { codeOf } from './helpers/codes.js';
 
 const dirs: string[] = [];
 afterEach(() => dirs.splice(0).forEach((d) => rmSync(d, { recursive: true, force: true })));
@@ -14,14 +15,6 @@ function file(content: unknown): string {
   writeFileSync(p, typeof content === 'string' ? content : JSON.stringify(content));
   return p;
 }
-const codeOf = (f: () => unknown) => {
-  try {
-    f();
-  } catch (e) {
-    return (e as { code?: string; message: string }).code;
-  }
-  return 'no error';
-};
 
 describe('configuration', () => {
   it('has working defaults', () => {

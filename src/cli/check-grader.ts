@@ -96,7 +96,7 @@ export async function runCheckGrader(opts: CheckGraderOptions): Promise<CheckRep
     import('../app.js'),
     import('../config.js'),
     import('../grading/perturb.js'),
-    import('./rollout-dataset.js'),
+    import('./rollout/dataset.js'),
   ]);
   const rows = readDataset(opts.dataset).slice(0, opts.limit ?? Infinity);
   const dataDir = mkdtempSync(join(tmpdir(), 'rft-check-grader-'));

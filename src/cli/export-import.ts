@@ -4,10 +4,10 @@ import { createWriteStream } from 'node:fs';
 import type { Command } from 'commander';
 import { errors } from '../errors.js';
 import { readInputFile } from './files.js';
-import { fetchRollout } from './replay-source.js';
-import type { ServerClient } from './rollout-http.js';
+import { fetchRollout } from './replay/source.js';
+import type { ServerClient } from './rollout/http.js';
 import { withServerOptions, type ServerOptions } from './server-options.js';
-import { pool } from './rollout-pool.js';
+import { pool } from './rollout/pool.js';
 
 interface ListPage {
   rollouts: { trace_id: string }[];
@@ -46,7 +46,7 @@ interface ExportOptions extends ServerOptions, Selection {
 }
 
 async function exportAction(opts: ExportOptions): Promise<void> {
-  const server = (await import('./rollout-http.js')).clientFrom(opts);
+  const server = (await import('./rollout/http.js')).clientFrom(opts);
   const out = opts.out ? createWriteStream(opts.out) : process.stdout;
   try {
     const ids = await selectTraces(server, opts);
@@ -94,7 +94,7 @@ async function importAction(file: string, opts: ServerOptions): Promise<void> {
       throw errors.dataset(file, i + 1, `not JSON: ${(e as Error).message}`);
     }
   });
-  const server = (await import('./rollout-http.js')).clientFrom(opts);
+  const server = (await import('./rollout/http.js')).clientFrom(opts);
   const tally = { imported: 0, exists: 0 };
   try {
     let offset = 0;

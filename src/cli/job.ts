@@ -35,7 +35,7 @@ export function register(program: Command): void {
   ).action(async (opts: JobBodyOptions) => {
     const { errors } = await import('../errors.js');
     if (opts.for !== undefined && !(opts.for in TARGETS)) throw errors.cliUsage(`--for must be openai or azure, not "${opts.for}"`);
-    const server = (await import('./rollout-http.js')).clientFrom(opts);
+    const server = (await import('./rollout/http.js')).clientFrom(opts);
     try {
       const q = new URLSearchParams();
       if (opts.baseUrl) q.set('base_url', opts.baseUrl);

@@ -2,9 +2,9 @@
 // /v1/rollouts/:trace_id/regrade, which records the new score beside the old) and shows what moved.
 import type { Command } from 'commander';
 import { selectTraces, withSelectionOptions, type Selection } from './export-import.js';
-import type { ServerClient } from './rollout-http.js';
+import type { ServerClient } from './rollout/http.js';
 import { withServerOptions, type ServerOptions } from './server-options.js';
-import { pool } from './rollout-pool.js';
+import { pool } from './rollout/pool.js';
 import { renderTable } from './report/table.js';
 
 interface RegradeReply {
@@ -71,7 +71,7 @@ interface RegradeOptions extends ServerOptions, Selection {
 }
 
 async function action(opts: RegradeOptions): Promise<void> {
-  const server = (await import('./rollout-http.js')).clientFrom(opts);
+  const server = (await import('./rollout/http.js')).clientFrom(opts);
   try {
     const ids = await selectTraces(server, opts);
     const rows = new Array<RegradeRow>(ids.length);

@@ -9,9 +9,9 @@ import type { Environment, Environments } from '../environments/environment.js';
 import type { LoadedGrader, Registry } from '../registry/loader.js';
 import { defaultGrader } from '../registry/loader.js';
 import type { Ledger, ToolCallOutcome } from '../ledger/ledger.js';
-import type { GradingService } from '../grading/service.js';
+import type { GradingService } from '../grading-service/service.js';
 import type { SandboxProvider } from '../sandbox/provider.js';
-import { budgetFromItem } from '../ledger/budget.js';
+import { budgetFromItem } from '../rollout/budget.js';
 import type { Store } from '../store/types.js';
 
 export interface CoreServices {

@@ -5,7 +5,7 @@
 import { z } from 'zod';
 import { errors } from '../errors.js';
 import { parseFormula } from './formula.js';
-import { LOCAL_METRICS } from './metrics/index.js';
+import { LOCAL_METRICS } from './similarity/index.js';
 import { SAMPLE_FIELDS, templatePaths } from './template.js';
 
 export const GRADER_TYPES = ['string_check', 'text_similarity', 'score_model', 'label_model', 'multi'] as const;

@@ -12,5 +12,5 @@ export type { FromConfigOptions } from './endpoint.js';
 export type { ModelOptions } from './model-client.js';
 export { parseFormula, evaluateFormula, calculate } from './formula.js';
 export { renderTemplate, resolvePath } from './template.js';
-export { localSimilarity, LOCAL_METRICS, fuzzyRatio } from './metrics/index.js';
-export type { LocalMetric } from './metrics/index.js';
+export { localSimilarity, LOCAL_METRICS, fuzzyRatio } from './similarity/index.js';
+export type { LocalMetric } from './similarity/index.js';

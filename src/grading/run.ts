@@ -12,7 +12,7 @@ import type { Item, Sample } from '../protocol/wire.js';
 import type { GraderConfig, StringCheckConfig, TextSimilarityConfig } from './config.js';
 import { cosineSimilarity } from './cosine.js';
 import { evaluateFormula, parseFormula } from './formula.js';
-import { localSimilarity } from './metrics/index.js';
+import { localSimilarity } from './similarity/index.js';
 import type { ModelOptions } from './model-client.js';
 import { runLabelModel, runScoreModel } from './model-graders.js';
 import { renderTemplate, type TemplateScope } from './template.js';

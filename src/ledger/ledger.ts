@@ -14,7 +14,8 @@ import { LIMIT_PLACEHOLDER, type FinishCallInput, type Store } from '../store/ty
 import type { CallStatus, RecordedCall } from '../store/records.js';
 import type { SandboxProvider } from '../sandbox/provider.js';
 import { formatZodIssues, truncateOutput } from './output.js';
-import { budgetFromItem, toolBudgetProblem } from './budget.js';
+import { budgetFromItem, toolBudgetProblem } from '../rollout/budget.js';
+import { rolloutView } from '../rollout/view.js';
 import type { Metrics } from '../metrics/metrics.js';
 import { failureOfToolError, markFailureCounted, outcomeOf, OUTCOME_FAILURE, type Failure } from '../metrics/outcomes.js';
 import { integrityKindOfError, type IntegrityFlags, type IntegrityKind } from '../integrity/flags.js';
@@ -89,13 +90,7 @@ export class Ledger {
   constructor(private readonly o: LedgerOptions) {}
 
   rolloutView(traceId: string, item: Item, excludeCallId?: string): RolloutView {
-    const { store, defaultBudget } = this.o;
-    return {
-      traceId,
-      item,
-      calls: async () => (await store.listCalls(traceId)).filter((c) => c.callId !== excludeCallId),
-      budget: () => store.getBudget(traceId, budgetFromItem(item, defaultBudget)),
-    };
+    return rolloutView(this.o.store, this.o.defaultBudget, traceId, item, excludeCallId);
   }
 
   async call(tool: LoadedTool, input: ToolCallInput): Promise<ToolCallOutcome> {

@@ -1,4 +1,4 @@
-// The MCP package's public surface: serving /mcp (serve.ts, server.ts) and bridging mcp.json servers.
+// The MCP bridge's public surface: the servers of mcp.json bridged as tools (serving /mcp is the door in src/doors/mcp).
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { instanceIdFor } from '../sandbox/instance-id.js';
@@ -8,7 +8,6 @@ export type { McpConfig, McpServerSpec } from './config.js';
 export { McpBridge, bridgedName } from './bridge.js';
 export type { BridgeOptions } from './bridge.js';
 export { resultText } from './results.js';
-export { META, TRACE_HEADER, sessionTraceId } from './server.js';
 
 /** Private directories of host (unsandboxed) rollout instances: per data dir, like the sandboxes root. */
 export function mcpWorkRoot(dataDir: string): string {

@@ -6,7 +6,7 @@ import { parseInstant } from '../stats/time.js';
 import { errors } from '../errors.js';
 import { rolloutFromJson, rolloutJsonSchema, rolloutToJson, summaryJsonSchema, summaryToJson } from '../protocol/record-json.js';
 import { traceIdSchema } from '../protocol/wire.js';
-import { defaultGraderName } from './discovery.js';
+import { defaultGrader } from '../registry/loader.js';
 import { INTEGRITY_KINDS } from '../integrity/flags.js';
 
 const listQuery = z.object({
@@ -53,8 +53,7 @@ export default async function rolloutRoutes(app: FastifyInstance): Promise<void>
   const tags = ['record'];
 
   api.get('/v1/rollouts', { schema: { summary: 'Recent rollouts, newest first, filtered', tags, querystring: listQuery, response: { 200: listReply } } }, async (req) => {
-    const q = { data: req.query };
-    const { min_score, max_score, tool, outcome, grader, flag, door } = q.data;
+    const { min_score, max_score, tool, outcome, grader, flag, door, limit, cursor, since } = req.query;
     const filter = {
       minScore: min_score,
       maxScore: max_score,
@@ -64,7 +63,7 @@ export default async function rolloutRoutes(app: FastifyInstance): Promise<void>
       flag,
       door,
     };
-    const page = await store.listRollouts({ limit: q.data.limit, cursor: q.data.cursor, since: parseSince(q.data.since), filter });
+    const page = await store.listRollouts({ limit, cursor, since: parseSince(since), filter });
     return { rollouts: page.rollouts.map(summaryToJson), next_cursor: page.nextCursor };
   });
 
@@ -82,14 +81,13 @@ export default async function rolloutRoutes(app: FastifyInstance): Promise<void>
     '/v1/rollouts/:trace_id/regrade',
     { schema: { summary: 'Re-score the sample the trainer sent, with the current grader', tags, params: traceParams, body: regradeBody, response: { 200: regradeReply } } },
     async (req) => {
-    const body = { data: req.body ?? {} };
     const r = await store.getRollout(req.params.trace_id);
     if (!r) throw errors.notFound(`rollout ${req.params.trace_id}`);
     // The sample the trainer sent is the one to re-score: the latest endpoint grade's (or any grade's).
     const newestFirst = [...r.grades].reverse();
     const last = newestFirst.find((g) => g.source === 'endpoint') ?? newestFirst[0];
     if (!last) throw errors.notGraded(r.traceId);
-    const name = body.data.grader ?? last.grader ?? defaultGraderName(app);
+    const name = req.body?.grader ?? last.grader ?? defaultGrader(app.rft.registry, app.rft.config.defaultGrader);
     const grader = registry.graders.get(name);
     if (!grader) throw errors.unknownGrader(name, [...registry.graders.keys()]);
     const previous = newestFirst.find((g) => g.grader === name && g.status === 'ok');

@@ -1,7 +1,7 @@
 // GET /v1/stats: the dashboard's figures for a time window, from the store (so one dashboard covers
 // every replica on Postgres), shaped as series over aligned buckets. The store returns grouped rows
-// (src/store/insights.ts); this turns them into rates, means and latency percentiles.
-import { LATENCY_EDGES_MS, type StatsRows } from '../store/insights.js';
+// (src/stats/insights.ts); this turns them into rates, means and latency percentiles.
+import { LATENCY_EDGES_MS, type StatsRows } from './insights.js';
 import { OUTCOME_FAILURE, outcomeOf, TOOL_OUTCOMES, type ToolOutcome } from '../metrics/outcomes.js';
 import type { CallStatus } from '../store/records.js';
 import { INTEGRITY_DETECTION } from '../integrity/flags.js';

@@ -2,7 +2,7 @@
 // calls.owner (the replica that started a call), and begin_call(), which does a call's whole
 // admission (rollout insert, replay check, budget charge, seq) in one round trip under a row lock.
 import type pg from 'pg';
-import { insightsDdl, postgresDialect } from './insights.js';
+import { insightsDdl, postgresDialect } from '../stats/insights.js';
 import { DEFAULT_DOOR, gradesDdl } from './rows.js';
 import { LIMIT_PLACEHOLDER } from './types.js';
 

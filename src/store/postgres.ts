@@ -30,7 +30,7 @@ import {
   type NewFlag,
   type StatsQuery,
   type StatsRows,
-} from './insights.js';
+} from '../stats/insights.js';
 import type {
   BeginCallInput,
   BeginCallResult,

@@ -132,21 +132,6 @@ export function rowMappers<B>({ text, bool }: RowCodec<B>) {
   };
 }
 
-/**
- * A page cursor of listRollouts: base64url of "<created_at>|<trace_id>" of the page's last row, the
- * same for both stores. A cursor neither issued decodes to undefined (an empty page).
- */
-export function encodeCursor(createdAt: number, traceId: string): string {
-  return Buffer.from(`${createdAt}|${traceId}`).toString('base64url');
-}
-
-export function decodeCursor(cursor: string): { createdAt: number; traceId: string } | undefined {
-  const text = Buffer.from(cursor, 'base64url').toString();
-  const bar = text.indexOf('|');
-  const createdAt = Number(text.slice(0, bar));
-  return bar > 0 && Number.isSafeInteger(createdAt) ? { createdAt, traceId: text.slice(bar + 1) } : undefined;
-}
-
 export const GRADE_COLUMNS =
   'trace_id, grader, grader_version, sample_hash, sample, status, score, subscores, explanation, error, credential, source, created_at, duration_ms';
 

@@ -31,7 +31,7 @@ import {
   type NewFlag,
   type StatsQuery,
   type StatsRows,
-} from './insights.js';
+} from '../stats/insights.js';
 import type {
   BeginCallInput,
   BeginCallResult,
@@ -202,7 +202,7 @@ function hasColumn(db: Database.Database, table: string, column: string): boolea
   return (db.pragma(`table_info(${table})`) as { name: string }[]).some((c) => c.name === column);
 }
 
-/** The dashboard's window statements, prepared once (src/store/insights.ts). */
+/** The dashboard's window statements, prepared once (src/stats/insights.ts). */
 function statsStatements(db: Database.Database): Record<keyof StatsRows, Database.Statement<Record<number, unknown>>> {
   const sql = statsSql(sqliteDialect, { since: 0, until: 0, bucketMs: 1 });
   return Object.fromEntries(STATS_PARTS.map((k) => [k, db.prepare(sql[k].text)])) as Record<keyof StatsRows, Database.Statement<Record<number, unknown>>>;

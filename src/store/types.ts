@@ -2,7 +2,9 @@
 // free of SQLite types so a Postgres implementation (many replicas) can stand behind it.
 import type { Replicas } from './replicas.js';
 import type { BudgetUsage, CallStatus, GradeRecord, RecordedCall, RolloutRecord, RolloutSummary } from './records.js';
-import type { NewFlag, RolloutFilter, StatsQuery, StatsRows } from './insights.js';
+import type { ListRolloutsQuery, NewFlag, StatsQuery, StatsRows } from '../stats/insights.js';
+
+export type { ListRolloutsQuery };
 
 export interface BeginCallInput {
   traceId: string;
@@ -68,14 +70,6 @@ export interface GradeWithSample extends GradeRecord {
   sample: unknown;
 }
 
-export interface ListRolloutsQuery {
-  limit: number;
-  cursor?: string | undefined;
-  /** Only rollouts updated at or after this time (ms since epoch). */
-  since?: number | undefined;
-  filter?: RolloutFilter | undefined;
-}
-
 /** What the grading service needs of a rollout it graded: its calls so far and whether its budget ran out. */
 export interface RolloutTally {
   calls: number;
@@ -139,7 +133,7 @@ export interface Store {
   /** Records an integrity flag on a rollout (one row per kind, counting its events). */
   addFlag(f: NewFlag): Promise<void>;
   rolloutTally(traceId: string): Promise<RolloutTally | undefined>;
-  /** The dashboard's figures for a time window (src/store/insights.ts). */
+  /** The dashboard's figures for a time window (src/stats/insights.ts). */
   stats(q: StatsQuery): Promise<StatsRows>;
 
   /**

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { secretKey, signWebhook, verifyWebhook } from '../../src/authentication/webhooks.js';
+import { codeOf } from '../helpers/codes.js';
 
 // The Standard Webhooks published test vector.
 const SECRET = 'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw';
@@ -7,15 +8,6 @@ const ID = 'msg_p5jXN8AQM9LWM0D4loKWxJek';
 const TS = 1614265330;
 const BODY = '{"test": 2432232314}';
 const SIG = 'v1,g0hM9SsE+OTPJTGt/tmIKtSyZlE3uFJELVlNIOLJ1OE=';
-
-const codeOf = (f: () => unknown) => {
-  try {
-    f();
-  } catch (e) {
-    return (e as { code?: string }).code;
-  }
-  return 'no error';
-};
 
 describe('Standard Webhooks', () => {
   it('reproduces the published test vector', () => {

@@ -6,7 +6,7 @@ import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'no
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { afterAll } from 'vitest';
-import type { DatasetRow } from '../../src/cli/rollout-dataset.js';
+import type { DatasetRow } from '../../src/cli/rollout/dataset.js';
 import type { Script } from '../helpers/scripted-model.js';
 
 export const repoRoot = resolve(import.meta.dirname, '../..');

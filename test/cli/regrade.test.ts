@@ -1,6 +1,6 @@
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { RolloutResult } from '../../src/cli/rollout-run.js';
+import type { RolloutResult } from '../../src/cli/rollout/run.js';
 import { startScriptedModel } from '../helpers/scripted-model.js';
 import { startTestServer, type TestServer } from '../helpers/server.js';
 import { finqaScript, finqaToolsDir, getJson, prepareFinqa, readJsonl, reexport, removeTempDirs, repoRoot, runCli, tempDir, unitsDir } from './harness.js';

@@ -17,6 +17,7 @@ import { startTestServer, type TestServer } from '../helpers/server.js';
 import { startScriptedModel, type ScriptedModel } from '../helpers/scripted-model.js';
 import { learningScript } from '../helpers/learning-script.js';
 import { finqaToolsDir, removeTempDirs, repoRoot, runCli, spawnCli, tempDir, unitsDir, reexport, writeJsonl } from '../cli/harness.js';
+import { waitFor } from '../helpers/wait.js';
 
 const executablePath = ['/usr/bin/chromium', '/usr/bin/chromium-browser'].find((p) => existsSync(p));
 const screenshotOut = process.env.RFT_DASHBOARD_SCREENSHOT;
@@ -82,7 +83,8 @@ describeIf(executablePath !== undefined, 'Chromium', 'install it with apt-get in
     if (long) {
       const child = spawnCli(args);
       const ended = new Promise((resolve) => child.on('close', resolve));
-      await new Promise((r) => setTimeout(r, runSeconds * 600)); // about two thirds into the run
+      // Two thirds into the run: the screenshot shows a learning curve well under way, whatever the machine's pace.
+      await waitFor('two thirds of the rollouts started', () => (run.started() * 3 >= used.length * k * 2 ? true : undefined), runSeconds * 2000);
       await signIn(browser.page);
       await browser.page.selectOption('#curve-window', '5m');
       await waitForCharts(browser.page);

@@ -7,7 +7,7 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { describeIf } from '../helpers/require.js';
-import { repoRoot, startTestServer, type TestServer } from '../helpers/server.js';
+import { authedPost, repoRoot, startTestServer, type TestServer } from '../helpers/server.js';
 import { driversPresent, GVISOR_ENGINE } from '../sandbox/helpers.js';
 
 const present = await driversPresent();
@@ -20,14 +20,7 @@ describeIf(present.gvisor, 'gVisor (runsc engine)', 'no engine with the runsc ru
   });
   afterAll(() => server?.close());
 
-  const post = async (path: string, body: unknown) => {
-    const res = await fetch(`${server.url}${path}`, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json', authorization: `Bearer ${server.key}` },
-      body: JSON.stringify(body),
-    });
-    return { status: res.status, json: (await res.json()) as { output?: string; score?: number; error?: { code: string } } };
-  };
+  const post = (path: string, body: unknown) => authedPost<{ output?: string; score?: number; error?: { code: string } }>(server, path, body);
   const shell = (traceId: string, callId: string, command: string) =>
     post('/tools', { type: 'function_call', call_id: callId, name: 'shell', arguments: JSON.stringify({ command }), trace_id: traceId, item: row });
 

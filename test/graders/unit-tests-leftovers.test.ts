@@ -7,7 +7,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import unitTests from '../../graders/unit_tests.js';
-import { withoutHostPaths } from '../../src/grading/service.js';
+import { withoutHostPaths } from '../../src/grading-service/service.js';
 import type { GraderContext } from '../../src/registry/define.js';
 import type { Sandbox } from '../../src/sandbox/types.js';
 import { canSwitchUid } from '../../src/sandbox/host/uids.js';

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { validateGraderConfig } from '../../src/grading/config.js';
-import { thrown } from './codes.js';
+import { thrown } from '../helpers/codes.js';
 
 const exact = { type: 'string_check', name: 'exact', input: '{{sample.output_text}}', reference: '{{item.reference_answer}}', operation: 'eq' };
 const fuzzy = { type: 'text_similarity', name: 'fuzzy', input: '{{sample.output_text}}', reference: '{{item.reference_answer}}', evaluation_metric: 'fuzzy_match' };

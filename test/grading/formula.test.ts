@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { calculate, parseFormula } from '../../src/grading/formula.js';
-import { thrown } from './codes.js';
+import { thrown } from '../helpers/codes.js';
 
 describe('formula evaluation', () => {
   it.each([

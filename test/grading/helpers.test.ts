@@ -1,15 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { budgetPenalty, clamp01, gate, numericCloseness, setF1, weighted } from '../../src/grading/helpers.js';
 import { errors } from '../../src/errors.js';
-
-function codeOf(fn: () => unknown): string | undefined {
-  try {
-    fn();
-  } catch (e) {
-    return (e as { code?: string }).code;
-  }
-  return undefined;
-}
+import { codeOf } from '../helpers/codes.js';
 
 describe('clamp01', () => {
   it('limits values to the unit interval and maps NaN to 0', () => {

@@ -4,7 +4,7 @@ import { validateGraderConfig } from '../../src/grading/config.js';
 import { cosineOf } from '../../src/grading/cosine.js';
 import { runGraderConfig } from '../../src/grading/run.js';
 import { hashedEmbedding, startFakeOpenAI, type FakeOpenAI } from '../helpers/fake-openai.js';
-import { rejected } from './codes.js';
+import { rejected } from '../helpers/codes.js';
 
 let fake: FakeOpenAI;
 let flaky: FakeOpenAI;

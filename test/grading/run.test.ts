@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { validateGraderConfig } from '../../src/grading/config.js';
 import { runErrorReply, runGraderConfig } from '../../src/grading/run.js';
-import { rejected } from './codes.js';
+import { rejected } from '../helpers/codes.js';
 
 const sample = (output_text: string | null) => ({ output_text, output_json: null, output_tools: [] });
 const item = { reference_answer: 'Paris', alias: 'paris, France' };

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { renderTemplate, resolvePath } from '../../src/grading/template.js';
-import { thrown } from './codes.js';
+import { thrown } from '../helpers/codes.js';
 
 const scope = {
   item: { reference_answer: '4.2', meta: { source: { page: 7 } }, answers: ['a', 'b'], flag: true, nothing: null },

@@ -82,3 +82,13 @@ export async function startTestServer(opts: TestServerOptions = {}): Promise<Tes
   open.add(server);
   return server;
 }
+
+/** POST `body` as JSON to `path` on `server` with its key, as the trainer does; the reply's status and JSON. */
+export async function authedPost<T = Record<string, unknown>>(server: TestServer, path: string, body: unknown): Promise<{ status: number; json: T }> {
+  const res = await fetch(`${server.url}${path}`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', authorization: `Bearer ${server.key}` },
+    body: JSON.stringify(body),
+  });
+  return { status: res.status, json: (await res.json()) as T };
+}

@@ -5,8 +5,8 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { ServerClient } from '../../src/cli/rollout-http.js';
-import { postWithRetries } from '../../src/cli/rollout-retry.js';
+import { ServerClient } from '../../src/cli/rollout/http.js';
+import { postWithRetries } from '../../src/cli/rollout/retry.js';
 import { spawnServer, type ChildServer } from '../helpers/child-server.js';
 
 const KEY = 'test_body_limit_0123456789abcdef01234567';

@@ -10,7 +10,7 @@ import { join } from 'node:path';
 import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
 import { request } from 'undici';
 import { afterEach, expect, it } from 'vitest';
-import { META } from '../../src/mcp/index.js';
+import { META } from '../../src/doors/mcp/server.js';
 import { spawnServer, untilCallStatus, type ChildServer } from '../helpers/child-server.js';
 import { functionCall, newTrace } from '../helpers/fixtures.js';
 import { describeIf } from '../helpers/require.js';

@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { request } from 'undici';
 import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
-import { META } from '../../src/mcp/index.js';
+import { META } from '../../src/doors/mcp/server.js';
 import { fixtureGraders, fixtureTools, functionCall, newTrace } from '../helpers/fixtures.js';
 import { gate, postToolCall, spawnServer, untilCallStatus } from '../helpers/child-server.js';
 

@@ -2,7 +2,7 @@
 // test/store/sqlite.test.ts and test/store/postgres.test.ts against a fresh, empty store each test.
 import { describe, expect, it, onTestFinished } from 'vitest';
 import { LIMIT_PLACEHOLDER, type BeginCallInput, type ImportedRollout, type NewGrade, type Store } from '../../src/store/types.js';
-import { insightsContract } from './insights-contract.js';
+import { insightsContract } from '../stats/insights-contract.js';
 
 export const begin = (traceId: string, callId: string, over: Partial<BeginCallInput> = {}): BeginCallInput => ({
   traceId, callId, tool: 't', arguments: '{}', argsHash: 'h', cost: 1, budgetLimit: 5, item: { q: 1 }, credential: null, now: Date.now(), overBudgetOutput: 'spent', ...over,

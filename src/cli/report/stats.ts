@@ -1,6 +1,6 @@
 // Numbers a user needs before training on a dataset: which rows vary across tries (the only ones
 // that teach anything), how much best-of-k beats the mean, tool use, latency and budget pressure.
-import type { RolloutResult } from '../rollout-run.js';
+import type { RolloutResult } from '../rollout/run.js';
 
 export interface RowStats {
   row: number;

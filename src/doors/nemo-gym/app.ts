@@ -11,8 +11,8 @@ import { rewardComponents } from './reward.js';
 import { Sessions, traceIdOf, type Session } from './sessions.js';
 import type { Registry } from '../../registry/loader.js';
 import type { Ledger } from '../../ledger/ledger.js';
-import { doorMcp } from '../../mcp/serve.js';
-import { createToolServer, type RolloutScope } from '../../mcp/server.js';
+import { doorMcp } from '../mcp/serve.js';
+import { createToolServer, type RolloutScope } from '../mcp/server.js';
 
 export const NEMO_GYM_DOOR = 'nemo-gym';
 /** The session cookie (Gym's own servers name theirs after the server class; any name works for its client). */

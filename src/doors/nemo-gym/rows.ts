@@ -66,11 +66,3 @@ function jsonOrNull(s: string): unknown {
   }
 }
 
-/** An Agent RFT dataset row ({messages, tools: [{type, function}], ...grader fields}) in Gym's row shape. */
-export function toGymRow(row: Record<string, unknown>): Record<string, unknown> {
-  const { messages, tools, ...fields } = row;
-  const flat = Array.isArray(tools)
-    ? tools.map((t: { type?: string; function?: Record<string, unknown> }) => (t?.function ? { type: 'function', ...t.function, strict: false } : t))
-    : [];
-  return { responses_create_params: { input: messages ?? [], tools: flat }, ...fields };
-}

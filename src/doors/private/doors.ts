@@ -7,7 +7,7 @@ import type { AppConfig } from '../../config.js';
 import type { Environments } from '../../environments/environment.js';
 import type { Registry } from '../../registry/loader.js';
 import type { Ledger } from '../../ledger/ledger.js';
-import type { GradingService } from '../../grading/service.js';
+import type { GradingService } from '../../grading-service/service.js';
 import type { SandboxProvider } from '../../sandbox/provider.js';
 import type { Store } from '../../store/types.js';
 

@@ -1,17 +1,9 @@
 import { describe, expect, it } from 'vitest';
 import { errors } from '../../../src/errors.js';
 import { parseCodexPatch, parsePatch } from '../../../tools/_lib/patch/index.js';
+import { codeOf } from '../../helpers/codes.js';
 
 const wrap = (body: string) => `*** Begin Patch\n${body}\n*** End Patch`;
-
-function codeOf(f: () => unknown): string | undefined {
-  try {
-    f();
-  } catch (e) {
-    return (e as { code?: string }).code;
-  }
-  return undefined;
-}
 
 describe('Codex patch parser', () => {
   it('parses an Add File section into its contents with a final newline', () => {

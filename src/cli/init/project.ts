@@ -1,0 +1,121 @@
+// Writes a new project folder from one of EXAMPLES. Everything is written into a temporary sibling
+// folder first and renamed into place at the end, so a failure leaves no half-written project.
+import { cpSync, existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { basename, dirname, join, posix, relative, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { errors } from '../../errors.js';
+import { EXAMPLES, isExampleName, type ExampleName, type ExampleSpec } from './examples.js';
+import { projectFiles } from './templates.js';
+
+export interface InitOptions {
+  dir: string;
+  example: string;
+  /** The project's dependency on this package; default: this copy (see defaultPackageSpec). */
+  packageSpec?: string;
+}
+
+export interface InitResult {
+  dir: string;
+  example: ExampleName;
+  files: number;
+  dependency: string;
+}
+
+interface PackageJson {
+  name: string;
+  version: string;
+}
+
+/** This package's root folder (where its package.json is), in a checkout, in dist/ or installed. */
+export function packageRoot(): string {
+  return dirname(fileURLToPath(import.meta.resolve('rft-endpoints/package.json')));
+}
+
+/**
+ * A checkout (src/ beside package.json) is linked as a folder, so the project runs this very copy
+ * from its TypeScript source; an installed package is depended on by version.
+ */
+export function defaultPackageSpec(root: string, version: string): string {
+  return existsSync(join(root, 'src', 'cli', 'main.ts')) ? `file:${root}` : `^${version}`;
+}
+
+// import ... from './x.js', export ... from '../y.js', import('./z.js'), import './side.js'
+const RELATIVE_IMPORT = /(?:\bfrom\s*|\bimport\s*\(\s*|\bimport\s+)(['"])(\.{1,2}\/[^'"]+)\1/g;
+
+/** A unit and every module it imports relatively, as paths relative to the package root. */
+export function importClosure(root: string, entry: string): string[] {
+  const seen = new Set<string>();
+  const visit = (file: string) => {
+    if (seen.has(file)) return;
+    seen.add(file);
+    const source = readFileSync(join(root, file), 'utf8');
+    for (const m of source.matchAll(RELATIVE_IMPORT)) {
+      const target = posix.normalize(posix.join(posix.dirname(file), m[2]!));
+      const ts = target.replace(/\.js$/, '.ts');
+      if (existsSync(join(root, ts))) visit(ts);
+      else if (existsSync(join(root, target))) visit(target);
+      else throw errors.internal(`${file} imports ${m[2]}, which is not in the package`);
+    }
+  };
+  visit(entry);
+  return [...seen];
+}
+
+function checkTarget(dir: string): void {
+  if (!existsSync(dir)) return;
+  if (!statSync(dir).isDirectory()) throw errors.initTarget(dir, 'a file of that name exists');
+  if (readdirSync(dir).length > 0) throw errors.initTarget(dir, 'the folder is not empty');
+}
+
+function copyExample(root: string, spec: ExampleSpec, into: string): number {
+  let files = 0;
+  const put = (from: string, to: string) => {
+    mkdirSync(dirname(join(into, to)), { recursive: true });
+    cpSync(join(root, from), join(into, to), { recursive: true });
+    files++;
+  };
+  for (const [from, to] of spec.units) {
+    // A unit's own modules keep their place relative to it.
+    for (const file of importClosure(root, from)) put(file, posix.join(posix.dirname(to), posix.relative(posix.dirname(from), file)));
+  }
+  for (const asset of spec.assets) put(asset, asset);
+  for (const [from, to] of spec.datasets) put(from, to);
+  put(spec.job, 'job.json');
+  return files;
+}
+
+/** The job's max_episode_steps, which the NeMo Gym config gives simple_agent as max_steps. */
+function maxEpisodeSteps(root: string, spec: ExampleSpec): number {
+  const job = JSON.parse(readFileSync(join(root, spec.job), 'utf8')) as { method?: { reinforcement?: { max_episode_steps?: unknown } } };
+  const steps = job.method?.reinforcement?.max_episode_steps;
+  if (typeof steps !== 'number') throw errors.internal(`${spec.job} has no method.reinforcement.max_episode_steps`);
+  return steps;
+}
+
+export function initProject(opts: InitOptions): InitResult {
+  if (!isExampleName(opts.example)) throw errors.cliUsage(`--example must be one of ${Object.keys(EXAMPLES).join(', ')}, got "${opts.example}"`);
+  const dir = resolve(opts.dir);
+  checkTarget(dir);
+  const root = packageRoot();
+  const pkg = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')) as PackageJson;
+  const dependency = opts.packageSpec ?? defaultPackageSpec(root, pkg.version);
+  const spec = EXAMPLES[opts.example];
+  mkdirSync(dirname(dir), { recursive: true });
+  const staging = join(dirname(dir), `.${basename(dir)}.init-${process.pid}`);
+  rmSync(staging, { recursive: true, force: true });
+  try {
+    let files = copyExample(root, spec, staging);
+    const texts = projectFiles({ name: basename(dir), example: opts.example, spec, dependency, maxSteps: maxEpisodeSteps(root, spec) });
+    for (const [name, text] of Object.entries(texts)) {
+      mkdirSync(dirname(join(staging, name)), { recursive: true });
+      writeFileSync(join(staging, name), text);
+      files++;
+    }
+    if (existsSync(dir)) rmSync(dir, { recursive: true }); // empty, checked above
+    renameSync(staging, dir);
+    return { dir: relative(process.cwd(), dir) || '.', example: opts.example, files, dependency };
+  } catch (e) {
+    rmSync(staging, { recursive: true, force: true });
+    throw e;
+  }
+}

@@ -1,0 +1,130 @@
+// The text files of a new project: package.json, README.md, .gitignore, and the NeMo Gym config
+// with its stub entry. The project depends on rft-endpoints alone (its units import zod as \`z\`
+// from it), so \`npm install\` adds nothing else.
+import type { ExampleName, ExampleSpec } from './examples.js';
+import { NEMO_GYM, nemoGymFiles } from './nemo-gym.js';
+
+export interface TemplateInput {
+  name: string;
+  example: ExampleName;
+  spec: ExampleSpec;
+  dependency: string;
+  /** The job's max_episode_steps. */
+  maxSteps: number;
+}
+
+const npmName = (dir: string): string => dir.toLowerCase().replace(/[^a-z0-9._-]+/g, '-').replace(/^[._-]+/, '') || 'rft-project';
+
+function packageJson(t: TemplateInput): string {
+  const pkg = {
+    name: npmName(t.name),
+    version: '0.1.0',
+    private: true,
+    type: 'module',
+    engines: { node: '>=22' },
+    scripts: {
+      start: 'rft-endpoints serve',
+      check: 'rft-endpoints dataset check train.jsonl',
+    },
+    dependencies: { 'rft-endpoints': t.dependency },
+  };
+  return JSON.stringify(pkg, null, 2) + '\n';
+}
+
+function nemoGymSection(t: TemplateInput): string {
+  const g = NEMO_GYM;
+  return `## Train with NeMo Gym
+
+The same tools, sandboxes and grader serve NeMo Gym (and what reaches environments through it: NeMo RL,
+verl's NeMo Gym recipe, Unsloth, prime-rl/verifiers) through the server's NeMo Gym door, a resources
+server on a listener of its own. \`${g.config}\` names it (\`${g.resourcesServer}\`, at 127.0.0.1:${g.doorPort}), Gym's
+\`simple_agent\` (\`${g.agent}\`, \`max_steps: ${t.maxSteps}\` as the job's \`max_episode_steps\`) and a model server
+(\`${g.model}\`: set \`openai_base_url\` to your model's OpenAI-compatible API, which needs \`/responses\`).
+
+\`\`\`sh
+RFT_NEMO_GYM_PORT=${g.doorPort} npm start        # the door on 127.0.0.1:${g.doorPort}, beside the Agent RFT routes
+npx rft-endpoints dataset convert train.jsonl --to nemo-gym --out train.gym.jsonl
+# in the Python environment where nemo-gym is installed, from this folder:
+ng_run "+config_paths=[${g.config}]"
+ng_collect_rollouts +agent_name=${g.agent} +input_jsonl_fpath=train.gym.jsonl +output_jsonl_fpath=rollouts.jsonl +num_repeats=4
+\`\`\`
+
+\`ng_run\` starts every entry that has an \`entrypoint\` and stops all of them when one exits. The door is no
+Python server, so its entry runs \`resources_servers/${g.resourcesImpl}/app.py\`, a stub that binds nothing and waits, while
+\`host\`/\`port\` send every call to the door. \`ng_run\` finds that folder in the current directory; from anywhere
+else, set \`NEMO_GYM_EXTRA_ROOTS\` to this folder. Start the door before \`ng_run\`: Gym waits for \`GET /\` to
+answer, and its client retries a refused connection forever, so a door that is down stalls the collection.
+
+The door takes no key (Gym's client sends none), so it listens on loopback unless
+\`RFT_NEMO_GYM_ALLOW_REMOTE=1\`: keep it on the trainers' private network, never on a public address. Before a
+run, play the trainer against it with a model of your own:
+\`npx rft-endpoints rollout --door nemo-gym --door-url http://127.0.0.1:${g.doorPort} --dataset train.jsonl --model NAME --base-url URL\`.
+The rft-endpoints README ("Train with other trainers") says what the door does about sessions, retries,
+budgets and grading failures.
+`;
+}
+
+function readme(t: TemplateInput): string {
+  const tools = t.spec.units.filter(([, to]) => to.startsWith('tools/')).map(([, to]) => `\`${to}\``);
+  const graders = t.spec.units.filter(([, to]) => to.startsWith('graders/')).map(([, to]) => `\`${to}\``);
+  const data = t.spec.assets.filter((a) => a.startsWith('examples/')).map((a) => `- \`${a}/\`: read by the units at this path (relative to their own files or to the sandbox templates root, \`./examples\`).`);
+  const datasets = t.spec.datasets.map(([, to]) => `\`${to}\``).join(', ');
+  return `# ${t.name}
+
+An Agent RFT project served by rft-endpoints: the tool
+endpoint and the reward grader endpoint of a reinforcement fine-tuning job. Started from the
+\`${t.example}\` example: ${t.spec.summary}.
+
+## Run it
+
+\`\`\`sh
+npm install
+npm start          # serves this project's tools and graders on http://127.0.0.1:8787
+\`\`\`
+
+With no key configured, \`npm start\` creates one in \`data/api-key\` and prints a \`curl\` to try. The
+server loads only \`tools/\` and \`graders/\` of this folder (\`RFT_TOOLS_DIR\`, \`RFT_GRADERS_DIR\`).
+
+## What is where
+
+- ${tools.join(', ')}: one tool per file (\`export default defineTool({...})\`), typed arguments (zod), the
+  output the model reads. Files and folders starting with \`_\` are shared code, not tools.
+- ${graders.join(', ')}: the grader (\`defineGrader\`, or an OpenAI grader config as \`.json\`).
+${data.join('\n')}${data.length ? '\n' : ''}- ${datasets}: the dataset (JSONL). Each row carries \`messages\` (ending with the user's turn), the
+  \`tools\` schemas (as \`GET /v1/tools\` prints them) and the fields the grader reads.
+- \`job.json\`: the fine-tuning job body; replace \`YOUR-HOST\` and \`YOUR_KEY\`.
+
+Units import this package by name: \`import { defineTool, z } from 'rft-endpoints'\`, the grading
+helpers from \`rft-endpoints/grading\`, the sandbox API from \`rft-endpoints/sandbox\`. The server runs
+them through tsx, without type checking; to check them, \`npm install -D typescript @types/node\` and run
+\`npx tsc --noEmit --module nodenext --strict tools/*.ts graders/*.ts\`.
+
+## Before a paid job
+
+\`\`\`sh
+npx rft-endpoints dataset check train.jsonl            # rows, tool schemas, tool_budget, row count
+npx rft-endpoints check-grader --dataset train.jsonl --grader ${t.spec.grader}
+npx rft-endpoints rollout --dataset train.jsonl --model gpt-4.1-mini -k 4 --base-url http://127.0.0.1:8000/v1
+\`\`\`
+
+\`dataset check\` exits 1 on any problem, with the row number and a code for each. After changing a
+tool, regenerate the rows' \`tools\` from \`curl -H "Authorization: Bearer $KEY" http://127.0.0.1:8787/v1/tools\`.
+
+## Register the job
+
+Deploy on a public HTTPS address (\`RFT_TLS_CERT\`/\`RFT_TLS_KEY\`, or behind a TLS proxy with
+\`RFT_TRUST_PROXY=1\`), create a key with \`npx rft-endpoints keys create\`, start with
+\`RFT_API_KEYS=label:key HOST=0.0.0.0 npm start\`, and get the job's \`method.reinforcement\` fragment from
+\`GET /v1/job-config?base_url=https://YOUR-HOST\`. The rft-endpoints README has the full configuration.
+
+${nemoGymSection(t)}`;
+}
+
+export function projectFiles(t: TemplateInput): Record<string, string> {
+  return {
+    'package.json': packageJson(t),
+    'README.md': readme(t),
+    '.gitignore': 'node_modules/\ndata/\n*.log\n.venv/\n',
+    ...nemoGymFiles({ name: t.name, domain: t.spec.gymDomain, maxSteps: t.maxSteps }),
+  };
+}

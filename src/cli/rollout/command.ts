@@ -1,0 +1,180 @@
+// `rollout`: plays the trainer against a real server for k tries of every dataset row.
+import type { Command } from 'commander';
+import { errors } from '../../errors.js';
+import type { DatasetRow } from './dataset.js';
+import type { ModelApi } from './model.js';
+import { pool } from './pool.js';
+import { DEFAULT_MAX_REPLY_BYTES } from './reply-cap.js';
+import { Progress } from './progress.js';
+import { ResultsFile, pairKey } from './results.js';
+import type { GymSide } from './gym.js';
+import { runRollout, type RolloutDeps, type RolloutResult } from './run.js';
+import { withServerOptions, type ServerOptions } from '../server-options.js';
+
+interface RolloutOptions extends ServerOptions {
+  dataset: string;
+  model: string;
+  baseUrl?: string;
+  k: string;
+  concurrency: string;
+  maxSteps: string;
+  out: string;
+  graderPath: string;
+  api: string;
+  maxReplyBytes: string;
+  retryDiscarded?: boolean;
+  door: string;
+  doorUrl?: string;
+  gymAgent: string;
+}
+
+const DOORS = ['agent-rft', 'nemo-gym'] as const;
+
+function positiveInt(name: string, v: string): number {
+  const n = Number(v);
+  if (!Number.isInteger(n) || n < 1) throw errors.cliUsage(`${name} must be a positive integer, got "${v}"`);
+  return n;
+}
+
+export interface RolloutRunOptions {
+  rows: DatasetRow[];
+  concurrency: number;
+  deps: RolloutDeps;
+  results: ResultsFile;
+  onDone?: (r: RolloutResult) => void;
+  /** Aborted: start no new rollout, finish those in flight. */
+  signal?: AbortSignal;
+  /** Through the NeMo Gym door instead of the Agent RFT routes. */
+  gym?: GymSide;
+}
+
+export interface Job {
+  row: number;
+  tryIndex: number;
+}
+
+/** Every (row, try) pair not already in the results file, row by row. */
+export function pendingJobs(rows: number, k: number, done: ReadonlySet<string>): Job[] {
+  const jobs: Job[] = [];
+  for (let row = 0; row < rows; row++) {
+    for (let t = 0; t < k; t++) if (!done.has(pairKey(row, t))) jobs.push({ row, tryIndex: t });
+  }
+  return jobs;
+}
+
+/** Runs the jobs, appending each result to the results file as it finishes. */
+export async function runAll(o: RolloutRunOptions, jobs: Job[]): Promise<RolloutResult[]> {
+  const finished: RolloutResult[] = [];
+  await pool(jobs, o.concurrency, async ({ row, tryIndex }) => {
+    const r = o.gym ? await o.gym.run(row, tryIndex, o.rows[row]!, o.deps, o.gym) : await runRollout(row, tryIndex, o.rows[row]!, o.deps);
+    o.results.append(r);
+    finished.push(r);
+    o.onDone?.(r);
+  }, o.signal);
+  return finished;
+}
+
+const RETRY_HINT = 'the same command with --retry-discarded';
+
+/** The dataset's rows in Gym's shape (a row that has none fails here, with its line) and the door's client. */
+async function gymSide(opts: RolloutOptions): Promise<GymSide> {
+  const [{ convertDataset }, { GymDoorClient }, { runGymRollout }] = await Promise.all([
+    import('../dataset/convert.js'),
+    import('./gym-http.js'),
+    import('./gym.js'),
+  ]);
+  return { rows: convertDataset(opts.dataset), agent: opts.gymAgent, door: new GymDoorClient(opts.doorUrl!), run: runGymRollout };
+}
+
+async function action(opts: RolloutOptions): Promise<void> {
+  const k = positiveInt('-k', opts.k);
+  const concurrency = positiveInt('--concurrency', opts.concurrency);
+  const maxSteps = positiveInt('--max-steps', opts.maxSteps);
+  const maxReplyBytes = positiveInt('--max-reply-bytes', opts.maxReplyBytes);
+  if (!['responses', 'chat', 'auto'].includes(opts.api)) throw errors.cliUsage(`--api must be responses, chat or auto, got "${opts.api}"`);
+  if (!(DOORS as readonly string[]).includes(opts.door)) throw errors.cliUsage(`--door must be ${DOORS.join(' or ')}, got "${opts.door}"`);
+  if (opts.door === 'nemo-gym' && opts.doorUrl === undefined) throw errors.cliUsage('--door nemo-gym needs --door-url, the address of the server\'s NeMo Gym listener (RFT_NEMO_GYM_HOST:RFT_NEMO_GYM_PORT)');
+  const [{ readDataset }, { clientFrom }, { ModelClient, modelEndpoint }] = await Promise.all([
+    import('./dataset.js'),
+    import('./http.js'),
+    import('./model.js'),
+  ]);
+  const rows = readDataset(opts.dataset);
+  const gym = opts.door === 'nemo-gym' ? await gymSide(opts) : undefined;
+  // Before the first row: a model endpoint is named (never the SDK's default with a placeholder
+  // key), and the server answers with this credential, so a wrong setup fails once, not per rollout.
+  const endpoint = modelEndpoint(opts.baseUrl);
+  const server = clientFrom(opts, Math.max(16, concurrency * 4));
+  try {
+    await server.check();
+    await gym?.door.check();
+  } catch (e) {
+    await Promise.all([server.close(), gym?.door.close()]);
+    throw e;
+  }
+  const results = new ResultsFile(opts.out, { retryDiscarded: opts.retryDiscarded === true });
+  const jobs = pendingJobs(rows.length, k, results.done);
+  const skipped = rows.length * k - jobs.length;
+  const model = new ModelClient({ model: opts.model, api: opts.api as ModelApi, maxReplyBytes, ...endpoint });
+  if (skipped > 0) process.stderr.write(`resuming: ${skipped} rollouts already in ${opts.out}\n`);
+  const progress = new Progress(jobs.length);
+  // First Ctrl-C: finish the rollouts in flight (their lines are kept), start no more. Second: quit now.
+  const stop = new AbortController();
+  const onSigint = () => {
+    if (stop.signal.aborted) process.exit(130);
+    stop.abort();
+    process.stderr.write('\nstopping: finishing the rollouts in flight (Ctrl-C again to quit now)\n');
+  };
+  process.on('SIGINT', onSigint);
+  try {
+    const finished = await runAll(
+      { rows, concurrency, deps: { server, model, maxSteps, graderPath: opts.graderPath }, results, onDone: (r) => progress.done(r), signal: stop.signal, ...(gym ? { gym } : {}) },
+      jobs,
+    );
+    const scored = finished.filter((r) => r.score !== null);
+    const mean = scored.length > 0 ? scored.reduce((s, r) => s + (r.score ?? 0), 0) / scored.length : NaN;
+    const discarded = finished.length - scored.length;
+    console.log(
+      `${finished.length} rollouts (${skipped} skipped as done), mean score ${Number.isNaN(mean) ? '-' : mean.toFixed(3)}, ` +
+        `${discarded} discarded, api ${model.resolvedApi}, door ${opts.door}; results in ${opts.out}`,
+    );
+    if (stop.signal.aborted) {
+      console.log(`interrupted with ${jobs.length - finished.length} rollouts left: run the same command again to resume`);
+      process.exitCode = 130;
+    } else if (discarded > 0 && scored.length === 0) {
+      const first = finished.find((r) => r.discarded);
+      throw errors.allDiscarded(discarded, `${first?.error_code ?? ''} ${first?.error ?? ''}`.trim().slice(0, 300), RETRY_HINT);
+    } else if (discarded > 0) {
+      console.log(`${discarded} discarded (their error is in ${opts.out}); to run them again: ${RETRY_HINT}`);
+    }
+  } finally {
+    process.off('SIGINT', onSigint);
+    await Promise.all([server.close(), gym?.door.close()]);
+  }
+}
+
+export function register(program: Command): void {
+  withServerOptions(
+    program
+      .command('rollout')
+      .description('run k rollouts per dataset row against the server, playing the trainer with any OpenAI-compatible model')
+      .requiredOption('--dataset <file>', 'Agent RFT dataset (JSONL with messages, tools, other fields)')
+      .requiredOption('--model <name>', 'model name')
+      .option('--base-url <url>', 'OpenAI-compatible API base URL (env OPENAI_BASE_URL; with neither, OPENAI_API_KEY must be set and the OpenAI API is used)')
+      .option('-k <n>', 'rollouts per row', '1')
+      .option('--concurrency <c>', 'rollouts in flight', '4')
+      .option('--max-steps <s>', 'model turns per rollout', '10')
+      .option('--out <file>', 'results JSONL (appended; a rerun resumes)', 'results.jsonl')
+      .option('--grader-path <path>', 'grader endpoint path on the server', '/grade')
+      .option('--api <api>', 'responses, chat, or auto (Responses, falling back to Chat Completions on 404)', 'auto')
+      .option(
+        '--max-reply-bytes <n>',
+        "largest reply read from the model endpoint; past it the request is aborted and that rollout discarded (RFT_ERR_MODEL_REPLY_TOO_LARGE)",
+        String(DEFAULT_MAX_REPLY_BYTES),
+      )
+      .option('--retry-discarded', 'on resume, run the discarded rollouts of --out again (the new line replaces the old one)')
+      .option('--door <door>', "the trainer's protocol: agent-rft (POST /tools, --grader-path) or nemo-gym (the NeMo Gym door, as Gym's simple_agent)", 'agent-rft')
+      .option('--door-url <url>', 'with --door nemo-gym: the NeMo Gym listener, e.g. http://127.0.0.1:8788 (RFT_NEMO_GYM_HOST:RFT_NEMO_GYM_PORT)')
+      .option('--gym-agent <name>', "with --door nemo-gym: agent_ref.name of rows without one, as ng_collect_rollouts +agent_name sets it", 'rft_agent'),
+  ).action(action);
+}

@@ -42,6 +42,7 @@ import { loadEnvironments } from './environments/load.js';
 import type { Environments } from './environments/environment.js';
 import { DoorCore } from './doors/core.js';
 import { buildNemoGymApp, listenNemoGym } from './doors/nemo-gym/app.js';
+import { registerOrsDoor } from './doors/ors/app.js';
 
 export interface Services {
   config: AppConfig;
@@ -294,6 +295,7 @@ export async function buildApp(config: AppConfig, opts: BuildOptions = {}): Prom
   registerBodyErrors(app);
   await registerRateLimit(app, config.rateLimit, redis);
 
+  await registerOrsDoor(app);
   await registerOpenApi(app);
   await app.register(healthRoutes);
   await app.register(toolRoutes);

@@ -48,6 +48,8 @@ export interface ClientOptions {
   token?: string | undefined;
   /** Called on each SSE connection once it has its reply (a test drops the stream there). */
   onStream?: (ctx: { path: string; attempt: number; req: http.ClientRequest; events: [string, string][] }) => void;
+  /** Told each comment line (a ping), which the client itself skips. */
+  onComment?: (line: string) => void;
   /** The waits between tries, scaled (tests that exercise retries need not wait whole seconds). */
   waitScale?: number;
 }
@@ -203,7 +205,10 @@ export class OrsClient {
               data = [];
               continue;
             }
-            if (line.startsWith(':')) continue;
+            if (line.startsWith(':')) {
+              this.o.onComment?.(line);
+              continue;
+            }
             const colon = line.indexOf(':');
             const field = line.slice(0, colon);
             const value = line.slice(colon + 1).trimStart();

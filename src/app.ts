@@ -295,8 +295,8 @@ export async function buildApp(config: AppConfig, opts: BuildOptions = {}): Prom
   registerBodyErrors(app);
   await registerRateLimit(app, config.rateLimit, redis);
 
-  await registerOrsDoor(app);
   await registerOpenApi(app);
+  await registerOrsDoor(app);
   await app.register(healthRoutes);
   await app.register(toolRoutes);
   await app.register(graderRoutes);

@@ -73,9 +73,9 @@ export const errors = {
     `a tool call of this rollout failed on the server's side (${cause}): its episode is not the model's, rerun the rollout`,
     { cause },
   ]),
-  orsShadowsRoute: define('RFT_ERR_ORS_SHADOWS_ROUTE', 500, (name: string, route: string) => [
-    `environment "${name}" would be served by the ORS door at /${name}/..., which the server's own route /${route} takes: rename its folder, or set RFT_ORS=0`,
-    { name, route },
+  orsShadowsRoute: define('RFT_ERR_ORS_SHADOWS_ROUTE', 500, (name: string, request: string) => [
+    `environment "${name}" would be served by the ORS door at /${name}/..., but another route of the server takes ${request}: rename its folder, or set RFT_ORS=0`,
+    { name, request },
   ]),
   orsSession: define('RFT_ERR_ORS_SESSION', 400, (why: string) => [`${why}: POST /create_session, then /create with its X-Session-ID`]),
   // A session id this process does not hold: a restart (or the idle reaper) ended it, a failure of ours, so 5xx.

@@ -13,8 +13,6 @@ import { EventStream } from './sse.js';
 import { runCall, type CallResult } from './call.js';
 
 export const ORS_DOOR = 'ors';
-/** The routes of the door at the root: an environment of one of these names could not be reached. */
-const ROOT_ROUTES = ['health', 'list_environments', 'create_session', 'create', 'ping', 'delete', 'delete_session'];
 /** Reruns of a call that keeps failing on our side, reconnect after reconnect, before its reconnects get 503. */
 const MAX_CALL_FAILURES = 3;
 
@@ -39,15 +37,20 @@ export async function registerOrsDoor(app: FastifyInstance): Promise<void> {
   if (!config.ors.enabled) return;
   const { submitTool, pingMs, idleMs } = config.ors;
 
-  // First path segments of every other route: /{env}/... under one of them reaches that route instead.
-  const taken = new Set<string>(ROOT_ROUTES);
+  // Each /{env}/... route of the door, to ask the router at boot whether another route (a static first segment
+  // such as /tools/:name, a wildcard such as /docs/*) takes a request meant for an environment.
+  const envRoutes: { method: 'GET' | 'POST'; suffix: string }[] = [];
   app.addHook('onRoute', (r) => {
-    const first = r.url.split('/')[1] ?? '';
-    if (first !== '' && !first.startsWith(':')) taken.add(first);
+    const m = /^\/:env\/(\w+)$/.exec(r.url);
+    if (m && (r.method === 'GET' || r.method === 'POST')) envRoutes.push({ method: r.method as 'GET' | 'POST', suffix: m[1]! });
   });
   app.addHook('onReady', async () => {
     for (const env of environments.list()) {
-      if (taken.has(env.name)) throw errors.orsShadowsRoute(env.name, env.name);
+      for (const r of envRoutes) {
+        const url = `/${encodeURIComponent(env.name)}/${r.suffix}`;
+        // (the router's handler is Fastify's wrapper, not ours: the door's routes alone name their first segment env)
+        if ((app.findRoute({ method: r.method, url })?.params as { env?: string } | undefined)?.env !== env.name) throw errors.orsShadowsRoute(env.name, `${r.method} ${url}`);
+      }
       if (env.tools.includes(submitTool)) throw errors.config(`environment "${env.name}" has a tool named "${submitTool}", the ORS door's submit tool: set RFT_ORS_SUBMIT_TOOL to another name`);
     }
   });

@@ -42,6 +42,8 @@ if (mode === 'bare') {
     RFT_API_KEYS: 'bench:bench-key-0123456789abcdef',
     RFT_TOOLS_DIR: join(import.meta.dirname, 'units/tools'),
     RFT_GRADERS_DIR: join(import.meta.dirname, 'units/graders'),
+    // (the ORS door's environment: the noop tool and reference_match, one row)
+    RFT_ENVIRONMENTS: join(import.meta.dirname, 'units/environments'),
     RFT_LOG_LEVEL: 'silent',
     RFT_SANDBOX: 'none',
     RFT_RATE_LIMIT: '0',

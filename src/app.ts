@@ -44,6 +44,7 @@ import { DoorCore } from './doors/core.js';
 import { buildNemoGymApp } from './doors/nemo-gym/app.js';
 import { buildPrivateApp, checkShadowing } from './doors/private/app.js';
 import { listenDoor } from './doors/listen.js';
+import { registerOrsDoor } from './doors/ors/app.js';
 
 export interface Services {
   config: AppConfig;
@@ -309,6 +310,7 @@ export async function buildApp(config: AppConfig, opts: BuildOptions = {}): Prom
   await registerRateLimit(app, config.rateLimit, redis);
 
   await registerOpenApi(app);
+  await registerOrsDoor(app);
   await app.register(healthRoutes);
   await app.register(toolRoutes);
   await app.register(graderRoutes);

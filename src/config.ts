@@ -161,6 +161,14 @@ export const configSchema = z.object({
   RFT_PRIVATE_HOST: z.string().min(1).default('127.0.0.1'),
   /** Lets the private listener listen beyond loopback (it takes no credential: the trainers' private network only). */
   RFT_PRIVATE_ALLOW_REMOTE: bool.default(false),
+  /** The ORS door (src/doors/ors) at the root of the main listener, behind its keys (also read from X-API-Key). */
+  RFT_ORS: bool.default(true),
+  /** The tool that ends an ORS episode: its {answer} is graded, its reward the grader's score. */
+  RFT_ORS_SUBMIT_TOOL: z.string().regex(/^[A-Za-z_][A-Za-z0-9_]{0,63}$/).default('submit'),
+  /** Comment lines on a running /call stream (the client gives up after 30 s without a byte). */
+  RFT_ORS_PING_MS: int(100, 25_000).default(10_000),
+  /** A session unused (no call, no /ping) this long is deleted and its rollout ended (ORS's reaper: 900 s). */
+  RFT_ORS_IDLE_MS: int(1_000).default(900_000),
 });
 
 export type RawConfig = z.output<typeof configSchema>;
@@ -210,6 +218,8 @@ export interface AppConfig {
   nemoGym: { port: number | undefined; host: string; allowRemote: boolean; environment: string | undefined; mcp: boolean };
   /** The credential-less listener of the OpenEnv, reward and SandboxFusion doors. */
   private: { port: number | undefined; host: string; allowRemote: boolean };
+  /** The ORS door on the main listener (enabled false: no routes). */
+  ors: { enabled: boolean; submitTool: string; pingMs: number; idleMs: number };
 }
 
 /** The model API used by score_model, label_model and cosine graders (openai SDK options). */
@@ -339,6 +349,7 @@ export function loadConfig(
     environmentsDirs: c.RFT_ENVIRONMENTS.map((d) => resolve(d)),
     nemoGym: { port: c.RFT_NEMO_GYM_PORT, host: c.RFT_NEMO_GYM_HOST, allowRemote: c.RFT_NEMO_GYM_ALLOW_REMOTE, environment: c.RFT_NEMO_GYM_ENVIRONMENT, mcp: c.RFT_NEMO_GYM_MCP },
     private: { port: c.RFT_PRIVATE_PORT, host: c.RFT_PRIVATE_HOST, allowRemote: c.RFT_PRIVATE_ALLOW_REMOTE },
+    ors: { enabled: c.RFT_ORS, submitTool: c.RFT_ORS_SUBMIT_TOOL, pingMs: c.RFT_ORS_PING_MS, idleMs: c.RFT_ORS_IDLE_MS },
   };
 }
 

@@ -81,6 +81,21 @@ export const errors = {
     `a tool call of this rollout failed on the server's side (${cause}): its episode is not the model's, rerun the rollout`,
     { cause },
   ]),
+  orsShadowsRoute: define('RFT_ERR_ORS_SHADOWS_ROUTE', 500, (name: string, request: string) => [
+    `environment "${name}" would be served by the ORS door at /${name}/..., but another route of the server takes ${request}: rename its folder, or set RFT_ORS=0`,
+    { name, request },
+  ]),
+  orsSession: define('RFT_ERR_ORS_SESSION', 400, (why: string) => [`${why}: POST /create_session, then /create with its X-Session-ID`]),
+  // A session id this process does not hold: a restart (or the idle reaper) ended it, a failure of ours, so 5xx.
+  orsSessionLost: define('RFT_ERR_ORS_SESSION_LOST', 503, () => [
+    'this session is not live here (the server restarted, or it was idle past RFT_ORS_IDLE_MS): start another',
+  ]),
+  orsTaskId: define('RFT_ERR_ORS_TASK_ID', 400, (taskId: string) => [`unknown task_id "${taskId}": this session never streamed it`, { task_id: taskId }]),
+  // A call whose run failed on our side, asked for again by its task_id: 503, and the next reconnect runs it.
+  orsCallFailed: define('RFT_ERR_ORS_CALL_FAILED', 503, (cause: string) => [
+    `the call failed on the server's side (${cause}); it was not run or charged: reconnect with the same task_id`,
+    { cause },
+  ]),
   environmentLoad: define('RFT_ERR_ENVIRONMENT_LOAD', 500, (dir: string, why: string) => [`environment ${dir}: ${why}`, { dir }]),
 
   // authentication

@@ -71,7 +71,7 @@ export class Authenticator {
    * Everything the headers can decide: a key's credential, or a signature still to be checked
    * over the body. Throws a coded 401.
    */
-  fromHeaders(headers: Headers): Credential | PendingSignature {
+  fromHeaders(headers: Headers, extra?: KeyHeader): Credential | PendingSignature {
     const signature = header(headers, 'webhook-signature');
     if (signature !== undefined && this.secrets.length > 0) {
       const nowMs = this.now();
@@ -81,7 +81,7 @@ export class Authenticator {
       );
       return { method: 'pending-signature', webhook, atMs: nowMs };
     }
-    const presented = this.presentedKey(headers);
+    const presented = this.presentedKey(headers, extra);
     if (presented === undefined) {
       if (signature !== undefined) throw errors.signatureInvalid('this server has no signing secret configured');
       throw errors.authMissing(this.expected());
@@ -121,17 +121,18 @@ export class Authenticator {
   }
 
   /** true when the request carries a key this process has already accepted (no new comparison made). */
-  carriesKnownKey(headers: Headers): boolean {
-    const presented = this.presentedKey(headers);
+  carriesKnownKey(headers: Headers, extra?: KeyHeader): boolean {
+    const presented = this.presentedKey(headers, extra);
     return typeof presented === 'string' && this.verified.has(presented);
   }
 
   /**
    * The key from the first configured header present (undefined: none present; null: present but
-   * not of its form). Later headers are not consulted: one request, one credential.
+   * not of its form). Later headers are not consulted: one request, one credential. `extra` is a
+   * route's own header (the ORS door's X-API-Key), taken after the configured ones.
    */
-  private presentedKey(headers: Headers): string | null | undefined {
-    for (const h of this.keyHeaders) {
+  private presentedKey(headers: Headers, extra?: KeyHeader): string | null | undefined {
+    for (const h of extra ? [...this.keyHeaders, extra] : this.keyHeaders) {
       const v = header(headers, h.name);
       if (v !== undefined) return keyFromHeader(h, v) ?? null;
     }

@@ -8,6 +8,14 @@ import { errors, isRftError } from '../errors.js';
 import { limitRefusal } from '../http/refusals.js';
 import type { Authenticator } from './authenticator.js';
 import type { FailureLimiter } from './failure-limiter.js';
+import type { KeyHeader } from './key-headers.js';
+
+declare module 'fastify' {
+  interface FastifyContextConfig {
+    /** A header of the route's own protocol that carries the bare key too (ORS's X-API-Key), after the configured ones. */
+    keyHeader?: KeyHeader;
+  }
+}
 
 export interface AuthenticationHooks {
   auth: Authenticator;
@@ -26,13 +34,14 @@ export function registerAuthentication(app: FastifyInstance, o: AuthenticationHo
   app.addHook('onRequest', (req, reply, done) => {
     if (req.routeOptions.config.public) return done();
     const wait = o.failures?.blockedFor(req.ip) ?? 0;
-    if (wait > 0 && !o.auth.carriesKnownKey(req.headers)) {
+    const extra = req.routeOptions.config.keyHeader;
+    if (wait > 0 && !o.auth.carriesKnownKey(req.headers, extra)) {
       void reply.header('retry-after', String(wait));
       return refuseEarly(reply, done, limitRefusal(req, wait, 'auth_failures'));
     }
     let r;
     try {
-      r = o.auth.fromHeaders(req.headers);
+      r = o.auth.fromHeaders(req.headers, extra);
     } catch (e) {
       o.failures?.fail(req.ip);
       return refuseEarly(reply, done, e as Error);

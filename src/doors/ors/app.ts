@@ -1,0 +1,229 @@
+// The ORS door (Open Reward Standard, docs/ors.md): at the root of the main listener, behind its keys
+// (also read from ORS's X-API-Key), as openrewardstandard/python-sdk's client (src/ors/client/*) and
+// TRL's OpenReward integration call it. It translates; the core (../core.ts) runs.
+import type { FastifyInstance, FastifyReply, FastifyRequest, RouteShorthandOptions } from 'fastify';
+import { z } from 'zod';
+import { errors, isRftError } from '../../errors.js';
+import { canonicalJson } from '../../protocol/canonical.js';
+import { keyHeaders } from '../../authentication/key-headers.js';
+import type { Rollout } from '../core.js';
+import { promptOf, rowAt, rowTools, splitName, splitsOf, taskSpec, taskSpecAddress, toolSpecs } from './catalog.js';
+import { Sessions, type RowRef, type Session, type Task } from './sessions.js';
+import { EventStream } from './sse.js';
+import { runCall, type CallResult } from './call.js';
+
+export const ORS_DOOR = 'ors';
+/** Reruns of a call that keeps failing on our side, reconnect after reconnect, before its reconnects get 503. */
+const MAX_CALL_FAILURES = 3;
+
+const createBody = z.union([
+  z.looseObject({ split: z.string().min(1).max(64), index: z.number().int().min(0), env_name: z.string().min(1).max(128).nullish(), task_spec: z.null().optional() }),
+  z.looseObject({ task_spec: taskSpecAddress, env_name: z.string().min(1).max(128).nullish() }),
+]);
+const callBody = z.object({ name: z.string().min(1).max(128), input: z.record(z.string(), z.unknown()), task_id: z.string().min(1).max(128).nullish() });
+const splitBody = z.looseObject({ split: z.string().min(1).max(64) });
+const taskBody = splitBody.extend({ index: z.number().int() });
+const rangeBody = splitBody.extend({ start: z.number().int().nullish(), stop: z.number().int().nullish() });
+
+function parse<T>(schema: z.ZodType<T>, body: unknown): T {
+  const r = schema.safeParse(body ?? {});
+  if (!r.success) throw errors.badRequest(`malformed ORS request: ${r.error.issues.map((i) => `${i.path.join('.') || 'body'}: ${i.message}`).join('; ')}`);
+  return r.data;
+}
+
+/** Registers the door's routes (RFT_ORS) and refuses, when the server is ready, an environment a route of the server shadows. */
+export async function registerOrsDoor(app: FastifyInstance): Promise<void> {
+  const { config, core, environments, registry } = app.rft;
+  if (!config.ors.enabled) return;
+  const { submitTool, pingMs, idleMs } = config.ors;
+
+  // Each /{env}/... route of the door, to ask the router at boot whether another route (a static first segment
+  // such as /tools/:name, a wildcard such as /docs/*) takes a request meant for an environment.
+  const envRoutes: { method: 'GET' | 'POST'; suffix: string }[] = [];
+  app.addHook('onRoute', (r) => {
+    const m = /^\/:env\/(\w+)$/.exec(r.url);
+    if (m && (r.method === 'GET' || r.method === 'POST')) envRoutes.push({ method: r.method as 'GET' | 'POST', suffix: m[1]! });
+  });
+  app.addHook('onReady', async () => {
+    for (const env of environments.list()) {
+      for (const r of envRoutes) {
+        const url = `/${encodeURIComponent(env.name)}/${r.suffix}`;
+        // (the router's handler is Fastify's wrapper, not ours: the door's routes alone name their first segment env)
+        if ((app.findRoute({ method: r.method, url })?.params as { env?: string } | undefined)?.env !== env.name) throw errors.orsShadowsRoute(env.name, `${r.method} ${url}`);
+      }
+      if (env.tools.includes(submitTool)) throw errors.config(`environment "${env.name}" has a tool named "${submitTool}", the ORS door's submit tool: set RFT_ORS_SUBMIT_TOOL to another name`);
+    }
+  });
+
+  const sessions = new Sessions(idleMs, (s) => void endSession(s));
+  app.addHook('onClose', async () => {
+    await Promise.all(sessions.close().map(endSession));
+  });
+
+  async function endSession(s: Session): Promise<void> {
+    const r = await s.rollout?.catch(() => undefined);
+    if (r) await core.end(r).catch((err: unknown) => app.log.warn({ err, trace_id: r.traceId }, 'ors: ending a session\'s rollout failed'));
+  }
+
+  const sidOf = (req: FastifyRequest): string => {
+    const sid = req.headers['x-session-id'];
+    if (typeof sid !== 'string' || sid.trim() === '') throw errors.orsSession('no X-Session-ID header');
+    return sid.trim();
+  };
+  const live = (req: FastifyRequest): Session => sessions.get(sidOf(req)) ?? (() => { throw errors.orsSessionLost(); })();
+
+  /** The session's rollout, started when first needed under the environment its path names (or /create named). */
+  function rolloutOf(s: Session, env: string): Promise<Rollout> {
+    const ref = s.row;
+    if (!ref) throw errors.orsSession('this session has no task yet');
+    if (ref.env !== undefined && ref.env !== env) throw errors.badRequest(`this session's task is of environment "${ref.env}", not "${env}"`);
+    if (!s.rollout) {
+      ref.env = env;
+      const started = (async () => {
+        const row = await rowAt(environments, env, ref.split, ref.index);
+        const { messages: _m, tools: _t, ...item } = row;
+        return core.start({ traceId: s.sid, door: ORS_DOOR, row: item, tools: rowTools(row, environments.get(env)), environment: env, warmSandbox: true });
+      })();
+      s.rollout = started;
+      // A failure of ours (the store) is not the session's: the next call starts it again.
+      started.catch((e: unknown) => {
+        if (!isRftError(e) || e.statusCode >= 500) s.rollout = undefined;
+      });
+    }
+    return s.rollout;
+  }
+
+  const route: RouteShorthandOptions = { config: { trainer: true, keyHeader: keyHeaders(['X-API-Key'])[0]! } };
+  type EnvParams = { Params: { env: string } };
+
+  app.get('/list_environments', route, async () => environments.list().map((e) => e.name));
+  app.get<EnvParams>('/:env/tools', route, async (req) => toolSpecs(registry, environments.get(req.params.env).tools, submitTool));
+  app.get<EnvParams>('/:env/splits', route, async (req) => splitsOf(environments.get(req.params.env)));
+  app.post<EnvParams>('/:env/num_tasks', route, async (req) => {
+    const { split } = parse(splitBody, req.body);
+    return { num_tasks: (await environments.rows(req.params.env, splitName(environments.get(req.params.env), split))).length };
+  });
+  app.post<EnvParams>('/:env/task', route, async (req) => {
+    const { split, index } = parse(taskBody, req.body);
+    return { task: taskSpec(split, index, await rowAt(environments, req.params.env, split, index)) };
+  });
+  const allTasks = async (env: string, split: string) => (await environments.rows(env, splitName(environments.get(env), split))).map((row, i) => taskSpec(split, i, row));
+  app.post<EnvParams>('/:env/tasks', route, async (req) => {
+    const { split } = parse(splitBody, req.body);
+    return { tasks: await allTasks(req.params.env, split), env_name: req.params.env };
+  });
+  // Python's slice semantics (negative and missing bounds), as the reference server's get_task_range.
+  app.post<EnvParams>('/:env/task_range', route, async (req) => {
+    const { split, start, stop } = parse(rangeBody, req.body);
+    return { tasks: (await allTasks(req.params.env, split)).slice(start ?? undefined, stop ?? undefined) };
+  });
+
+  // A session id, streamed as the client expects: its task_id event, then an end carrying {sid}.
+  app.post('/create_session', route, async (_req, reply) => {
+    const s = sessions.create();
+    const stream = new EventStream(reply);
+    stream.event('task_id', s.sid);
+    stream.end(JSON.stringify({ sid: s.sid }));
+  });
+
+  app.post('/create', route, async (req) => {
+    const s = live(req);
+    const body = parse(createBody, req.body);
+    const address = body.task_spec ? body.task_spec : (body as { split: string; index: number });
+    const ref: RowRef = { env: body.env_name ?? undefined, split: address.split, index: address.index, body: canonicalJson(body) };
+    if (s.row) {
+      // The client retries a /create whose reply it lost: the same body is that retry.
+      if (s.row.body !== ref.body) throw errors.badRequest('this session already has a task');
+      return { sid: s.sid };
+    }
+    if (ref.env !== undefined) environments.get(ref.env);
+    s.row = ref;
+    // With one environment (or named), the rollout starts now: its sandbox is built while the client asks for the prompt.
+    const only = environments.list().length === 1 ? environments.list()[0]!.name : undefined;
+    const env = ref.env ?? only;
+    if (env !== undefined) {
+      try {
+        await rolloutOf(s, env);
+      } catch (e) {
+        s.row = undefined;
+        throw e;
+      }
+    }
+    req.log.info({ trace_id: s.sid, environment: env, split: ref.split, index: ref.index }, 'ors session');
+    return { sid: s.sid };
+  });
+
+  app.post('/ping', route, async (req) => {
+    if (!sessions.get(sidOf(req))) throw errors.notFound('session');
+    return { status: 'ok' };
+  });
+  const remove = async (req: FastifyRequest) => {
+    const sid = sidOf(req);
+    const s = sessions.delete(sid);
+    if (s) await endSession(s);
+    return { sid };
+  };
+  app.post('/delete', route, remove);
+  app.post('/delete_session', route, remove);
+
+  app.get<EnvParams>('/:env/prompt', route, async (req) => {
+    const s = live(req);
+    const r = await rolloutOf(s, req.params.env);
+    return promptOf(await rowAt(environments, r.environment!, s.row!.split, s.row!.index));
+  });
+  app.get<EnvParams>('/:env/task_tools', route, async (req) => {
+    const r = await rolloutOf(live(req), req.params.env);
+    return toolSpecs(registry, [...r.tools], submitTool);
+  });
+
+  app.post<EnvParams>('/:env/call', route, async (req, reply) => {
+    const s = live(req);
+    const { name, input, task_id: sent } = parse(callBody, req.body);
+    const rollout = await rolloutOf(s, req.params.env);
+    const fingerprint = `${name}\0${canonicalJson(input)}`;
+    const taskId = sent ?? Sessions.mintTaskId();
+    let task = s.tasks.get(taskId);
+    if (sent != null) {
+      if (!task) throw errors.orsTaskId(sent);
+      if (task.fingerprint !== fingerprint) throw errors.callConflict(sent);
+      if (task.failed) {
+        if (task.failures >= MAX_CALL_FAILURES) throw errors.orsCallFailed(isRftError(task.failed) ? task.failed.code : 'internal');
+        start(task);
+      }
+    } else {
+      task = { fingerprint, result: Promise.resolve(''), failed: undefined, failures: 0 };
+      s.tasks.set(taskId, task);
+      start(task);
+    }
+    await stream(req, reply, s, taskId, task);
+
+    function start(t: Task): void {
+      t.failed = undefined;
+      t.result = runCall({ core, session: s, rollout, taskId, name, input, submitTool }).then(
+        (r: CallResult) => JSON.stringify(r),
+        (e: unknown) => {
+          t.failed = e instanceof Error ? e : new Error(String(e));
+          t.failures++;
+          req.log.warn({ err: e, trace_id: s.sid, task_id: taskId, tool: name }, 'ors call failed on our side: the client reconnects and it runs again');
+          throw t.failed;
+        },
+      );
+      t.result.catch(() => undefined);
+    }
+  });
+
+  /** The call's stream: its task_id at once, pings while it runs, its result as one `end`; a failure of ours ends it without one. */
+  async function stream(req: FastifyRequest, reply: FastifyReply, s: Session, taskId: string, task: Task): Promise<void> {
+    const out = new EventStream(reply);
+    out.event('task_id', taskId);
+    out.pings(pingMs);
+    try {
+      const result = await task.result;
+      s.lastUsed = Date.now();
+      out.end(result);
+      req.log.info({ trace_id: s.sid, task_id: taskId, closed: out.closed }, 'ors call');
+    } catch {
+      out.abort();
+    }
+  }
+}

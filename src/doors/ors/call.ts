@@ -1,0 +1,92 @@
+// One ORS tool call, as the `end` event's JSON (RunToolOutput in openrewardstandard/python-sdk
+// src/ors/types.py): a tool's output as a text block with `reward: null`; the submit tool's answer
+// graded, its `reward` the grader's score and `finished: true`; a spent budget ends the episode
+// (`finished: true`). The model's mistakes (an unknown tool, input its schema refuses) are
+// `ok: false`, which the client raises and TRL shows the model. Failures of ours reject: the door
+// then ends the stream without a result and the client reconnects with the task_id.
+import { z } from 'zod';
+import { isRftError } from '../../errors.js';
+import type { Sample } from '../../protocol/wire.js';
+import type { DoorCore, Rollout } from '../core.js';
+import type { Session } from './sessions.js';
+
+export type CallResult =
+  | { ok: true; output: { blocks: { type: 'text'; text: string }[]; metadata: Record<string, unknown> | null; reward: number | null; finished: boolean } }
+  | { ok: false; error: string };
+
+export interface CallInput {
+  core: DoorCore;
+  session: Session;
+  rollout: Rollout;
+  taskId: string;
+  name: string;
+  input: Record<string, unknown>;
+  submitTool: string;
+}
+
+const submitInput = z.object({ answer: z.string() }).strict();
+
+const output = (text: string, finished = false, reward: number | null = null, metadata: Record<string, unknown> | null = null): CallResult => ({
+  ok: true,
+  output: { blocks: [{ type: 'text', text }], metadata, reward, finished },
+});
+
+function jsonOrNull(s: string): unknown {
+  try {
+    return JSON.parse(s) as unknown;
+  } catch {
+    return null;
+  }
+}
+
+/** The answer a grader sees: the submitted text, as Agent RFT's sample. */
+function sampleOf(answer: string): Sample {
+  return { output_text: answer, output_json: jsonOrNull(answer), output_tools: [], choices: [] };
+}
+
+/** A model's mistake (a 4xx of ours) is its observation; anything else is our failure and rejects. */
+function asObservation(e: unknown): CallResult {
+  if (isRftError(e) && e.statusCode < 500) return { ok: false, error: e.message };
+  throw e;
+}
+
+export async function runCall(c: CallInput): Promise<CallResult> {
+  const s = c.session;
+  // (the submit that ended it, run again on a reconnect after our failure, is not refused)
+  if (s.finished && s.finishedBy !== c.taskId) return output('The episode is over: no tool can be called after it ends.', true);
+  if (c.name === c.submitTool) return submit(c);
+  let outcome;
+  try {
+    outcome = await c.core.callTool(c.rollout, c.taskId, c.name, c.input);
+  } catch (e) {
+    return asObservation(e);
+  }
+  if (outcome.status === 'invalid_arguments') return { ok: false, error: outcome.output };
+  if (outcome.status === 'budget_exceeded') {
+    s.finished = true;
+    s.finishedBy ??= c.taskId;
+    return output(outcome.output, true);
+  }
+  return output(outcome.output);
+}
+
+async function submit(c: CallInput): Promise<CallResult> {
+  const parsed = submitInput.safeParse(c.input);
+  if (!parsed.success) return { ok: false, error: `invalid input for "${c.submitTool}": send {"answer": "<your final answer>"}` };
+  const s = c.session;
+  // Taken before the grade runs: a second submit sent meanwhile finds the episode over.
+  s.finished = true;
+  s.finishedBy = c.taskId;
+  try {
+    const g = await c.core.grade(c.rollout, sampleOf(parsed.data.answer));
+    return output('Answer submitted: the episode is over.', true, g.score, { grader: g.grader, subscores: g.subscores });
+  } catch (e) {
+    // Not graded. Our failure: the episode stays ended by this task, whose rerun on the reconnect grades it (the
+    // grading service records a grade once per answer). The model's mistake: it may submit again.
+    if (isRftError(e) && e.statusCode < 500) {
+      s.finished = false;
+      s.finishedBy = undefined;
+    }
+    return asObservation(e);
+  }
+}

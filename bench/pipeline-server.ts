@@ -32,7 +32,7 @@ if (mode === 'bare') {
   });
   await app.listen({ host: '127.0.0.1', port: 0 });
   const a = app.server.address();
-  process.stdout.write(`http://127.0.0.1:${typeof a === 'object' && a ? a.port : 0}${app.rft.nemoGym ? ` ${app.rft.nemoGym.url}` : ''}\n`);
+  process.stdout.write(`http://127.0.0.1:${typeof a === 'object' && a ? a.port : 0}${app.rft.nemoGym ? ` ${app.rft.nemoGym.url}` : ''}${app.rft.privateDoors ? ` ${app.rft.privateDoors.url}` : ''}\n`);
 } else {
   // mode: full[:normal][:nometrics][:gym] (the SQLite sync level, default full; metrics off; the NeMo Gym door too,
   // its URL printed after the server's)
@@ -50,10 +50,12 @@ if (mode === 'bare') {
     RFT_SQLITE_SYNC: opts.includes('normal') ? 'normal' : 'full',
     RFT_METRICS: opts.includes('nometrics') ? 'false' : 'true',
     ...(opts.includes('gym') ? { RFT_NEMO_GYM_PORT: '0' } : {}),
+    // :private: the private listener with bench/units/envs (its URL printed last)
+    ...(opts.includes('private') ? { RFT_PRIVATE_PORT: '0', RFT_ENVIRONMENTS: join(import.meta.dirname, 'units/envs') } : {}),
   });
   const app = await buildApp(config);
   close = () => app.close();
   await app.listen({ host: '127.0.0.1', port: 0 });
   const a = app.server.address();
-  process.stdout.write(`http://127.0.0.1:${typeof a === 'object' && a ? a.port : 0}${app.rft.nemoGym ? ` ${app.rft.nemoGym.url}` : ''}\n`);
+  process.stdout.write(`http://127.0.0.1:${typeof a === 'object' && a ? a.port : 0}${app.rft.nemoGym ? ` ${app.rft.nemoGym.url}` : ''}${app.rft.privateDoors ? ` ${app.rft.privateDoors.url}` : ''}\n`);
 }

@@ -96,6 +96,12 @@ export const errors = {
     `the call failed on the server's side (${cause}); it was not run or charged: reconnect with the same task_id`,
     { cause },
   ]),
+  // OpenEnv's client raises every `error` frame; the model never reads them (docs/openenv.md).
+  openenvNoEpisode: define('RFT_ERR_OPENENV_NO_EPISODE', 409, () => ['no episode on this socket: send a reset first']),
+  openenvRolloutLost: define('RFT_ERR_OPENENV_ROLLOUT_LOST', 503, (cause: string) => [
+    `a step of this episode failed on the server's side (${cause}): its episode is not the model's, reset and run it again`,
+    { cause },
+  ]),
   environmentLoad: define('RFT_ERR_ENVIRONMENT_LOAD', 500, (dir: string, why: string) => [`environment ${dir}: ${why}`, { dir }]),
 
   // authentication

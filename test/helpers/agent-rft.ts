@@ -24,3 +24,8 @@ export async function agentRftScore(server: TestServer, item: Record<string, unk
   expect(g.status).toBe(200);
   return g.json.score as number;
 }
+
+/** One answer graded through POST /grade on a fresh rollout (no calls): its score. */
+export async function gradeThroughApi(server: TestServer, item: Record<string, unknown>, text: string): Promise<number> {
+  return agentRftScore(server, item, [], text);
+}

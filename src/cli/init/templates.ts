@@ -4,6 +4,7 @@
 import type { ExampleName, ExampleSpec } from './examples.js';
 import { NEMO_GYM, nemoGymFiles } from './nemo-gym.js';
 import { orsSection } from './ors.js';
+import { openEnvSection } from './openenv.js';
 
 export interface TemplateInput {
   name: string;
@@ -119,7 +120,8 @@ Deploy on a public HTTPS address (\`RFT_TLS_CERT\`/\`RFT_TLS_KEY\`, or behind a 
 \`GET /v1/job-config?base_url=https://YOUR-HOST\`. The rft-endpoints README has the full configuration.
 
 ${nemoGymSection(t)}
-${orsSection(t.name)}`;
+${orsSection(t.name)}
+${openEnvSection(t.name, t.spec.units.filter(([, to]) => to.startsWith('tools/')).map(([, to]) => to.slice(6).replace(/\.ts$/, '')))}`;
 }
 
 export function projectFiles(t: TemplateInput): Record<string, string> {

@@ -1,7 +1,6 @@
 // The NeMo Gym door with finqa (no sandbox), driven as Gym's simple_agent and verifiers' toolset
 // drive a resources server (test/helpers/nemo-gym-client.ts cites their code).
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { randomUUID } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { repoRoot, startTestServer, type TestServer } from '../../helpers/server.js';
@@ -10,6 +9,7 @@ import { toGymRow } from '../../../src/cli/dataset/nemo-gym-row.js';
 import { SESSION_COOKIE } from '../../../src/doors/nemo-gym/app.js';
 import { traceIdOf } from '../../../src/doors/nemo-gym/sessions.js';
 import { loadConfig } from '../../../src/config.js';
+import { gradeThroughApi } from '../../helpers/agent-rft.js';
 
 type Row = Record<string, unknown>;
 const readRows = (file: string): Row[] =>
@@ -33,15 +33,7 @@ describe('NeMo Gym door with finqa', () => {
   });
   afterAll(() => server?.close());
 
-  const grade = async (item: Row, text: string): Promise<number> => {
-    const res = await fetch(`${server.url}/grade`, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json', authorization: `Bearer ${server.key}` },
-      body: JSON.stringify({ sample: { output_text: text, output_tools: [], choices: [] }, item, trace_id: `trace_${randomUUID()}` }),
-    });
-    expect(res.status).toBe(200);
-    return ((await res.json()) as { score: number }).score;
-  };
+  const grade = (item: Row, text: string): Promise<number> => gradeThroughApi(server, item, text);
   const record = async (traceId: string) => {
     const res = await fetch(`${server.url}/v1/rollouts/${traceId}`, { headers: { authorization: `Bearer ${server.key}` } });
     return (await res.json()) as { door: string; item: Row; calls: { tool: string; status: string; output: string }[] };

@@ -1,0 +1,170 @@
+// One OpenEnv episode: a rollout of the core opened by a reset, its steps and its end. A step's reply is
+// OpenEnv's serialized observation (serialization.py serialize_observation: {observation, reward, done});
+// the model's mistakes (an unknown tool, bad arguments, a failing tool, a spent budget) are observations
+// shaped as OpenEnv's MCPEnvironment shapes them (mcp_environment.py _async_handle_call_tool). A failure
+// of ours is thrown as a coded RftError (the socket answers an `error` frame, HTTP a 5xx) and marks the
+// episode broken: its submit then answers RFT_ERR_OPENENV_ROLLOUT_LOST, never a reward for an episode the
+// model did not play.
+import { randomBytes } from 'node:crypto';
+import { errors, isRftError, type RftError } from '../../errors.js';
+import type { DoorCore, Rollout } from '../core.js';
+import type { Sample } from '../../protocol/wire.js';
+import { graderItem, promptOf, rowToolSpecs, SUBMIT_SPEC, SUBMIT_TOOL, type PickedRow, type ToolSpec } from './rows.js';
+
+export const OPENENV_DOOR = 'openenv';
+
+/** serialize_observation's shape. */
+export interface StepData {
+  observation: Record<string, unknown>;
+  reward: number | null;
+  done: boolean;
+}
+
+type ToolErrorType = 'execution_error' | 'invalid_args' | 'tool_not_found' | 'timeout';
+
+/** fastmcp's CallToolResult as OpenEnv serializes it (http_server.py _make_json_serializable). */
+export function callToolResult(text: string, isError: boolean, structured: Record<string, unknown> | null = null): Record<string, unknown> {
+  return { content: [{ type: 'text', text }], structured_content: structured, meta: null, data: text, is_error: isError };
+}
+
+const toolObservation = (tool: string, result: Record<string, unknown> | null, error: { error_type: ToolErrorType; message: string } | null) => ({
+  tool_name: tool,
+  result,
+  error,
+});
+
+const failed = (tool: string, type: ToolErrorType, message: string, done = false, reward: number | null = null): StepData => ({
+  observation: toolObservation(tool, null, { error_type: type, message }),
+  reward,
+  done,
+});
+
+/** A reset's reply: the row's prompt and where it came from, nothing of what the grader reads. */
+export function resetObservation(environment: string, picked: PickedRow, episodeId: string | undefined): StepData {
+  const { messages, prompt } = promptOf(picked.row);
+  const about = { episode_id: episodeId ?? null, environment, split: picked.split, index: picked.index };
+  // MCPToolClient keeps only `metadata` of an observation without tool_name or tools (mcp_client.py _parse_result).
+  return { observation: { prompt, messages, ...about, metadata: { prompt, messages, ...about } }, reward: null, done: false };
+}
+
+export class Episode {
+  readonly episodeId: string;
+  readonly tools: ToolSpec[];
+  stepCount = 0;
+  private calls = 0;
+  done = false;
+  reward: number | null = null;
+  broken: RftError | undefined;
+
+  private constructor(
+    private readonly core: DoorCore,
+    readonly environment: string,
+    readonly picked: PickedRow,
+    readonly rollout: Rollout,
+    episodeId: string | undefined,
+  ) {
+    this.episodeId = episodeId ?? rollout.traceId;
+    this.tools = [...rowToolSpecs(picked.row), SUBMIT_SPEC];
+  }
+
+  /** Opens the rollout (its record, and its sandbox started now: the model's first turn hides its cost). */
+  static async start(core: DoorCore, environment: string, picked: PickedRow, episodeId: string | undefined): Promise<Episode> {
+    const specs = rowToolSpecs(picked.row);
+    const rollout = await core.start({
+      traceId: `oe_${randomBytes(16).toString('base64url')}`,
+      door: OPENENV_DOOR,
+      row: { ...graderItem(picked.row), ...(episodeId === undefined ? {} : { _openenv_episode_id: episodeId }) },
+      tools: specs.map((t) => t.name),
+      environment,
+      warmSandbox: true,
+    });
+    return new Episode(core, environment, picked, rollout, episodeId);
+  }
+
+  /** The reset reply: the prompt. */
+  resetData(): StepData {
+    return resetObservation(this.environment, this.picked, this.episodeId);
+  }
+
+  state(): Record<string, unknown> {
+    const { split, index } = this.picked;
+    return {
+      episode_id: this.episodeId,
+      step_count: this.stepCount,
+      environment: this.environment,
+      split,
+      index,
+      trace_id: this.rollout.traceId,
+      done: this.done,
+      reward: this.reward,
+    };
+  }
+
+  listTools(): StepData {
+    this.stepCount++;
+    return { observation: { tools: this.tools }, reward: null, done: false };
+  }
+
+  /** A call_tool action (the step's `tool_name` and `arguments`). */
+  async callTool(name: string, args: unknown): Promise<StepData> {
+    this.stepCount++;
+    if (this.done) return failed(name, 'execution_error', 'The episode is over: no tool can be called after it ends.', true, this.reward);
+    if (name === SUBMIT_TOOL) return this.submit(args);
+    if (!this.rollout.tools.has(name)) {
+      return failed(name, 'tool_not_found', `Tool '${name}' not found; the tools are ${this.tools.map((t) => t.name).join(', ')}.`);
+    }
+    const outcome = await this.ours(() => this.core.callTool(this.rollout, `oe-${++this.calls}`, name, args));
+    switch (outcome.status) {
+      case 'ok':
+        return { observation: toolObservation(name, callToolResult(outcome.output, false), null), reward: null, done: false };
+      case 'invalid_arguments':
+        return failed(name, 'invalid_args', outcome.output);
+      case 'timeout':
+        return failed(name, 'timeout', outcome.output);
+      case 'budget_exceeded':
+        // The episode ends (trainer-doors.md §3): graded as it stands, with no answer.
+        return this.end(name, outcome.output, '');
+      default:
+        return failed(name, 'execution_error', outcome.output);
+    }
+  }
+
+  private async submit(args: unknown): Promise<StepData> {
+    const answer = (args as { answer?: unknown } | null)?.answer;
+    if (typeof answer !== 'string') return failed(SUBMIT_TOOL, 'invalid_args', `Tool '${SUBMIT_TOOL}' takes {"answer": string}.`);
+    return this.end(SUBMIT_TOOL, 'Answer submitted: the episode is over.', answer);
+  }
+
+  private async end(tool: string, text: string, answer: string): Promise<StepData> {
+    if (this.broken) throw errors.openenvRolloutLost(this.broken.code);
+    const sample: Sample = { output_text: answer, output_json: jsonOrNull(answer), output_tools: [], choices: [] };
+    const g = await this.ours(() => this.core.grade(this.rollout, sample));
+    this.done = true;
+    this.reward = g.score;
+    return { observation: toolObservation(tool, callToolResult(text, tool !== SUBMIT_TOOL), null), reward: g.score, done: true };
+  }
+
+  /** Runs a step of the core; a failure of ours (5xx) breaks the episode and is thrown. */
+  private async ours<T>(fn: () => Promise<T>): Promise<T> {
+    try {
+      return await fn();
+    } catch (e) {
+      const err = isRftError(e) ? e : errors.internal((e as Error).message);
+      if (err.statusCode >= 500) this.broken ??= err;
+      throw err;
+    }
+  }
+
+  /** Ends the rollout now (its sandbox goes) unless it was graded: a graded one ends by itself after the grace period. */
+  async close(): Promise<void> {
+    if (!this.done) await this.core.end(this.rollout);
+  }
+}
+
+function jsonOrNull(s: string): unknown {
+  try {
+    return JSON.parse(s) as unknown;
+  } catch {
+    return null;
+  }
+}

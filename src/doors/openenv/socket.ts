@@ -1,0 +1,132 @@
+// One OpenEnv WebSocket: OpenEnv's /ws session protocol (huggingface/OpenEnv
+// src/openenv/core/env_server/http_server.py websocket_endpoint; the client, env_client.py, sends one
+// frame and waits for its reply, matching replies by order). Frames are handled one at a time, in
+// arrival order, each answered before the next starts. A socket serves many episodes: each reset ends
+// the previous one and starts another (TRL's environment_factory keeps one client per slot across
+// batches). When the socket closes, abruptly or by a `close` frame, the step running finishes and is
+// recorded, frames not started are dropped, and the episode's rollout ends (a graded one keeps its grade).
+import type { WebSocket } from 'ws';
+import type { Logger } from 'pino';
+import { errors, isRftError, type RftError } from '../../errors.js';
+import type { DoorCore } from '../core.js';
+import type { Environment } from '../../environments/environment.js';
+import { Episode, type StepData } from './episode.js';
+import { resetSchema, type RowSource, type ToolSpec } from './rows.js';
+import { mcpReply, type JsonRpcReply } from './mcp.js';
+import { actionOf } from './actions.js';
+
+export interface SocketDeps {
+  core: DoorCore;
+  rows: RowSource;
+  environment: Environment;
+  /** The environment's tools (and submit): list_tools needs no reset (mcp_types.py ListToolsAction). */
+  envTools: ToolSpec[];
+  log: Logger;
+}
+
+type Reply = { type: 'observation'; data: StepData } | { type: 'state'; data: Record<string, unknown> } | { type: 'mcp'; data: JsonRpcReply } | { type: 'error'; data: Record<string, unknown> };
+
+/**
+ * An `error` frame (OpenEnv's client raises it: "Server error: {message} (code: {code})"). Never the model's
+ * doing: a failure of ours (retryable: reset and run the episode again) or a client's malformed frame.
+ */
+export function errorFrame(e: RftError): Reply {
+  return { type: 'error', data: { message: e.message, code: e.code, retryable: e.statusCode >= 500 } };
+}
+
+export class OpenEnvSocket {
+  private tail: Promise<void> = Promise.resolve();
+  private episode: Episode | undefined;
+  private closed = false;
+  readonly id = `ws_${Math.random().toString(36).slice(2, 10)}`;
+
+  constructor(
+    private readonly ws: WebSocket,
+    private readonly d: SocketDeps,
+  ) {
+    ws.on('message', (raw: Buffer, isBinary: boolean) => {
+      const text = isBinary ? '' : raw.toString('utf8');
+      this.tail = this.tail.then(() => this.handle(text));
+    });
+    ws.on('close', () => {
+      this.closed = true;
+      this.tail = this.tail.then(() => this.endEpisode());
+    });
+    ws.on('error', (err) => d.log.warn({ err }, 'openenv socket error'));
+  }
+
+  /** Resolves once every frame received has been handled and the episode ended. */
+  drained(): Promise<void> {
+    return this.tail;
+  }
+
+  private async endEpisode(): Promise<void> {
+    const ep = this.episode;
+    this.episode = undefined;
+    await ep?.close().catch((err: unknown) => this.d.log.warn({ err, trace_id: ep.rollout.traceId }, 'openenv episode end failed'));
+  }
+
+  private async handle(text: string): Promise<void> {
+    // A frame that arrived before the socket closed but was not started: nobody is left to read its reply.
+    if (this.closed) return;
+    let reply: Reply | undefined;
+    try {
+      reply = await this.frame(text);
+    } catch (e) {
+      const err = isRftError(e) ? e : errors.internal((e as Error).message);
+      if (err.statusCode >= 500) this.d.log.warn({ err, trace_id: this.episode?.rollout.traceId }, 'openenv step failed on our side');
+      reply = errorFrame(err);
+    }
+    if (reply && !this.closed) this.ws.send(JSON.stringify(reply));
+  }
+
+  private async frame(text: string): Promise<Reply | undefined> {
+    let msg: unknown;
+    try {
+      msg = JSON.parse(text);
+    } catch (e) {
+      throw errors.badRequest(`Invalid JSON: ${(e as Error).message}`);
+    }
+    const { type, data } = (msg && typeof msg === 'object' ? msg : {}) as { type?: unknown; data?: unknown };
+    switch (type) {
+      case 'reset':
+        return { type: 'observation', data: await this.reset(data ?? {}) };
+      case 'step':
+        return { type: 'observation', data: await this.step(data) };
+      case 'state':
+        return { type: 'state', data: this.current().state() };
+      case 'mcp':
+        return { type: 'mcp', data: await mcpReply(data, this.episode, this.d.envTools, this.id) };
+      case 'close':
+        // env_client.py disconnect(): this frame, then the socket's close. Frames after it are not read.
+        this.closed = true;
+        this.ws.close(1000);
+        return undefined;
+      default:
+        throw errors.badRequest(`Unknown message type: ${String(type)}`);
+    }
+  }
+
+  private current(): Episode {
+    if (!this.episode) throw errors.openenvNoEpisode();
+    return this.episode;
+  }
+
+  private async reset(data: unknown): Promise<StepData> {
+    const parsed = resetSchema.safeParse(data);
+    if (!parsed.success) throw errors.badRequest(`invalid reset data: ${parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ')}`);
+    await this.endEpisode();
+    const picked = await this.d.rows.pick(this.d.environment.name, parsed.data);
+    const ep = await Episode.start(this.d.core, this.d.environment.name, picked, parsed.data.episode_id ?? undefined);
+    this.episode = ep;
+    this.d.log.info({ trace_id: ep.rollout.traceId, environment: ep.environment, split: picked.split, index: picked.index, socket: this.id }, 'openenv reset');
+    return ep.resetData();
+  }
+
+  private async step(data: unknown): Promise<StepData> {
+    const action = actionOf(data);
+    if (action.type === 'list_tools' && !this.episode) return { observation: { tools: this.d.envTools }, reward: null, done: false };
+    const ep = this.current();
+    return action.type === 'list_tools' ? ep.listTools() : ep.callTool(action.tool_name, action.arguments);
+  }
+}

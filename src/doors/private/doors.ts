@@ -10,6 +10,7 @@ import type { Ledger } from '../../ledger/ledger.js';
 import type { GradingService } from '../../grading/service.js';
 import type { SandboxProvider } from '../../ledger/sandbox-provider.js';
 import type { Store } from '../../store/types.js';
+import { rewardDoor } from '../reward/door.js';
 
 /** What a private door may use: the core first; the parts below it for what the core does not say (a sandbox of its own). */
 export interface PrivateDoorContext {
@@ -36,4 +37,6 @@ export interface PrivateDoor {
   register(app: FastifyInstance, ctx: PrivateDoorContext): Promise<void> | void;
 }
 
-export const privateDoors: PrivateDoor[] = [];
+export const privateDoors: PrivateDoor[] = [
+  rewardDoor,
+];

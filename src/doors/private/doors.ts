@@ -11,6 +11,7 @@ import type { GradingService } from '../../grading/service.js';
 import type { SandboxProvider } from '../../ledger/sandbox-provider.js';
 import type { Store } from '../../store/types.js';
 import { rewardDoor } from '../reward/door.js';
+import { sandboxFusionDoor } from '../sandbox-fusion/door.js';
 
 /** What a private door may use: the core first; the parts below it for what the core does not say (a sandbox of its own). */
 export interface PrivateDoorContext {
@@ -39,4 +40,5 @@ export interface PrivateDoor {
 
 export const privateDoors: PrivateDoor[] = [
   rewardDoor,
+  sandboxFusionDoor,
 ];

@@ -3,6 +3,7 @@
 // from it), so \`npm install\` adds nothing else.
 import type { ExampleName, ExampleSpec } from './init-examples.js';
 import { NEMO_GYM, nemoGymFiles } from './init-nemo-gym.js';
+import { rewardDoorsSection } from './init-reward-doors.js';
 
 export interface TemplateInput {
   name: string;
@@ -117,7 +118,8 @@ Deploy on a public HTTPS address (\`RFT_TLS_CERT\`/\`RFT_TLS_KEY\`, or behind a 
 \`RFT_API_KEYS=label:key HOST=0.0.0.0 npm start\`, and get the job's \`method.reinforcement\` fragment from
 \`GET /v1/job-config?base_url=https://YOUR-HOST\`. The rft-endpoints README has the full configuration.
 
-${nemoGymSection(t)}`;
+${nemoGymSection(t)}
+${rewardDoorsSection(t.spec.grader)}`;
 }
 
 export function projectFiles(t: TemplateInput): Record<string, string> {

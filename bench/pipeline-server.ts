@@ -48,10 +48,13 @@ if (mode === 'bare') {
     RFT_SQLITE_SYNC: opts.includes('normal') ? 'normal' : 'full',
     RFT_METRICS: opts.includes('nometrics') ? 'false' : 'true',
     ...(opts.includes('gym') ? { RFT_NEMO_GYM_PORT: '0' } : {}),
+    // :private, the private listener (its URL printed last); :bwrap, sandboxes and the repository's tools (shell)
+    ...(opts.includes('private') ? { RFT_PRIVATE_PORT: '0' } : {}),
+    ...(opts.includes('bwrap') ? { RFT_SANDBOX: 'bwrap', RFT_TOOLS_DIR: join(import.meta.dirname, '../tools'), RFT_SANDBOX_TEMPLATES: join(import.meta.dirname, '../examples') } : {}),
   });
   const app = await buildApp(config);
   close = () => app.close();
   await app.listen({ host: '127.0.0.1', port: 0 });
   const a = app.server.address();
-  process.stdout.write(`http://127.0.0.1:${typeof a === 'object' && a ? a.port : 0}${app.rft.nemoGym ? ` ${app.rft.nemoGym.url}` : ''}\n`);
+  process.stdout.write(`http://127.0.0.1:${typeof a === 'object' && a ? a.port : 0}${app.rft.nemoGym ? ` ${app.rft.nemoGym.url}` : ''}${app.rft.privateDoors ? ` ${app.rft.privateDoors.url}` : ''}\n`);
 }

@@ -1,6 +1,6 @@
 // Benchmark: what the OpenEnv door adds. A no-op tool call (a call_tool step of noop on one of 50 sockets, each
 // in an episode) and a grade (a reset and a submit: an episode) against Agent RFT's POST /tools and POST /grade,
-// on one server (bench/pipeline-server.ts full:private, sync=full, the noop environment of bench/units/envs), same
+// on one server (bench/pipeline-server.ts full:private, sync=full, the noop environment of bench/units/environments), same
 // run, 50 connections. Each socket sends its next frame when the previous reply arrives, as OpenEnv's client does.
 //
 //   node --conditions=rft-source --import tsx bench/doors-openenv.ts [seconds]     (default 5)

@@ -50,8 +50,9 @@ if (mode === 'bare') {
     RFT_SQLITE_SYNC: opts.includes('normal') ? 'normal' : 'full',
     RFT_METRICS: opts.includes('nometrics') ? 'false' : 'true',
     ...(opts.includes('gym') ? { RFT_NEMO_GYM_PORT: '0' } : {}),
-    // :private: the private listener with bench/units/envs (its URL printed last)
-    ...(opts.includes('private') ? { RFT_PRIVATE_PORT: '0', RFT_ENVIRONMENTS: join(import.meta.dirname, 'units/envs') } : {}),
+    // :private, the private listener (its URL printed last); :bwrap, sandboxes and the repository's tools (shell)
+    ...(opts.includes('private') ? { RFT_PRIVATE_PORT: '0' } : {}),
+    ...(opts.includes('bwrap') ? { RFT_SANDBOX: 'bwrap', RFT_TOOLS_DIR: join(import.meta.dirname, '../tools'), RFT_SANDBOX_TEMPLATES: join(import.meta.dirname, '../examples') } : {}),
   });
   const app = await buildApp(config);
   close = () => app.close();

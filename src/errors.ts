@@ -309,6 +309,18 @@ export const errors = {
     { path },
   ]),
 
+  // The SandboxFusion door (src/doors/sandbox-fusion): verl retries 504 alone, and turns any other
+  // failure into a failed test case, so a run we could not carry out (no sandbox slot in time, the
+  // sandbox or the record failing) is a 504 naming its cause; the program's own failures are 200s.
+  runCodeUnavailable: define('RFT_ERR_RUN_CODE_UNAVAILABLE', 504, (cause: string, why: string) => [
+    `the program was not run (${why}): retry`,
+    { cause },
+  ]),
+  runCodeLanguage: define('RFT_ERR_RUN_CODE_LANGUAGE', 400, (language: string, supported: string[]) => [
+    `language "${language}" is not run by this server (it runs: ${supported.join(', ')})`,
+    { language, supported },
+  ]),
+
   // local CLI (rollout, replay, export/import, regrade, report): statuses say whose fault it is
   cliUsage: define('RFT_ERR_CLI_USAGE', 400, (msg: string) => [msg]),
   dataset: define('RFT_ERR_DATASET', 400, (file: string, line: number, why: string) => [

@@ -23,7 +23,8 @@ export interface Server {
 
 /** bench/pipeline-server.ts in a child process, in the given mode (see that file). */
 export async function startServer(mode: string): Promise<Server> {
-  const proc = spawn(process.execPath, ['--import', 'tsx', join(import.meta.dirname, '..', 'pipeline-server.ts'), mode], {
+  // rft-source: units that import 'rft-endpoints' (the repository's tools) get its source, not a build
+  const proc = spawn(process.execPath, ['--conditions=rft-source', '--import', 'tsx', join(import.meta.dirname, '..', 'pipeline-server.ts'), mode], {
     stdio: ['ignore', 'pipe', 'inherit'],
   });
   const [line] = (await once(proc.stdout!, 'data')) as [Buffer];

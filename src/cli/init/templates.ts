@@ -5,6 +5,7 @@ import type { ExampleName, ExampleSpec } from './examples.js';
 import { NEMO_GYM, nemoGymFiles } from './nemo-gym.js';
 import { orsSection } from './ors.js';
 import { openEnvSection } from './openenv.js';
+import { rewardDoorsSection } from './reward-doors.js';
 
 export interface TemplateInput {
   name: string;
@@ -121,7 +122,8 @@ Deploy on a public HTTPS address (\`RFT_TLS_CERT\`/\`RFT_TLS_KEY\`, or behind a 
 
 ${nemoGymSection(t)}
 ${orsSection(t.name)}
-${openEnvSection(t.name, t.spec.units.filter(([, to]) => to.startsWith('tools/')).map(([, to]) => to.slice(6).replace(/\.ts$/, '')))}`;
+${openEnvSection(t.name, t.spec.units.filter(([, to]) => to.startsWith('tools/')).map(([, to]) => to.slice(6).replace(/\.ts$/, '')))}
+${rewardDoorsSection(t.spec.grader)}`;
 }
 
 export function projectFiles(t: TemplateInput): Record<string, string> {

@@ -11,6 +11,8 @@ import type { GradingService } from '../../grading-service/service.js';
 import type { SandboxProvider } from '../../sandbox/provider.js';
 import type { Store } from '../../store/types.js';
 import { openEnvDoor } from '../openenv/index.js';
+import { rewardDoor } from '../reward/door.js';
+import { sandboxFusionDoor } from '../sandbox-fusion/door.js';
 
 /** What a private door may use: the core first; the parts below it for what the core does not say (a sandbox of its own). */
 export interface PrivateDoorContext {
@@ -39,4 +41,6 @@ export interface PrivateDoor {
 
 export const privateDoors: PrivateDoor[] = [
   openEnvDoor,
+  rewardDoor,
+  sandboxFusionDoor,
 ];

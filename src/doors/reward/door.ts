@@ -1,0 +1,63 @@
+// The reward door: POST /reward/{grader} (and /reward, the default grader) on the private listener,
+// for the trainers that grade a finished answer with no rollout of ours: slime's remote_rm and
+// OpenRLHF's remote reward URL (docs/reward-endpoints.md). Each sample is a rollout of its own (door
+// `reward`) graded once through the core, so the dashboard's learning curve counts it.
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import { randomUUID } from 'node:crypto';
+import { errors } from '../../errors.js';
+import { budgetFromItem } from '../../rollout/budget.js';
+import { defaultGrader, type LoadedGrader } from '../../registry/loader.js';
+import type { Grade } from '../core.js';
+import type { PrivateDoor, PrivateDoorContext } from '../private/doors.js';
+import { parseRewardRequest, type RewardRequest } from './shapes.js';
+
+export const REWARD_DOOR = 'reward';
+
+/** Grades every sample of the request, in parallel; the first failure fails the request (the client retries it whole). */
+async function gradeAll(ctx: PrivateDoorContext, grader: LoadedGrader, req: RewardRequest): Promise<Grade[]> {
+  return Promise.all(
+    req.samples.map(async ({ answer, item }) => {
+      const traceId = `rw_${randomUUID()}`;
+      try {
+        await ctx.store.openRollout(traceId, REWARD_DOOR, item, budgetFromItem(item, ctx.config.toolBudget), Date.now());
+      } catch (e) {
+        throw errors.store((e as Error).message);
+      }
+      const g = await ctx.core.grade({ traceId, door: REWARD_DOOR, row: item, environment: undefined, tools: new Set(), grader }, answer);
+      ctx.log.info({ trace_id: traceId, client: req.client, grader: g.grader, score: g.score }, 'reward graded');
+      return g;
+    }),
+  );
+}
+
+/** OpenRLHF reads `rewards` (and `scores`, else rewards) per sample and logs each `extra_logs` key: the grader's subscores every sample has. */
+function openRlhfReply(grades: Grade[]): Record<string, unknown> {
+  const keys = Object.keys(grades[0]?.subscores ?? {}).filter((k) => grades.every((g) => k in g.subscores));
+  return {
+    rewards: grades.map((g) => g.score),
+    scores: grades.map((g) => g.score),
+    extra_logs: Object.fromEntries(keys.map((k) => [k, grades.map((g) => g.subscores[k])])),
+  };
+}
+
+export const rewardDoor: PrivateDoor = {
+  name: REWARD_DOOR,
+  segments: ['reward'],
+  register(app, ctx) {
+    const handle = async (req: FastifyRequest<{ Params: { grader?: string }; Querystring: { format?: string } }>, reply: FastifyReply) => {
+      const name = req.params.grader ?? defaultGrader(ctx.registry, ctx.config.defaultGrader);
+      if (name === undefined) throw errors.noDefaultGrader([...ctx.registry.graders.keys()]);
+      const grader = ctx.registry.graders.get(name);
+      if (!grader) throw errors.unknownGrader(name, [...ctx.registry.graders.keys()]);
+      const parsed = parseRewardRequest(req.body);
+      const grades = await gradeAll(ctx, grader, parsed);
+      void reply.type('application/json');
+      if (parsed.client === 'openrlhf') return reply.send(JSON.stringify(openRlhfReply(grades)));
+      const g = grades[0]!;
+      // slime takes the reply as the reward: a number, or an object it reads with --reward-key (?format=object, then --reward-key reward).
+      return reply.send(JSON.stringify(req.query.format === 'object' ? { reward: g.score, subscores: g.subscores } : g.score));
+    };
+    app.post('/reward', handle);
+    app.post('/reward/:grader', handle);
+  },
+};

@@ -7,6 +7,7 @@
 
 (() => {
   const STORAGE_KEY = 'rft-endpoints.key';
+  const RUN_KEY = 'rft-endpoints.run';
   const REFRESH_MS = 5000;
   const OUTCOMES = ['ok', 'tool_error', 'invalid_arguments', 'timeout', 'budget_exhausted', 'interrupted'];
   const OUTCOME_COLORS = {
@@ -15,7 +16,18 @@
   const PALETTE = ['#2f6fde', '#e04f5f', '#12b76a', '#f79009', '#7a5af8', '#0e9384', '#c11574', '#667085', '#93370d', '#155eef'];
 
   const $ = (id) => document.getElementById(id);
-  const state = { key: sessionStorage.getItem(STORAGE_KEY), generation: 0, timer: undefined, charts: new Map(), tools: null, lastRollout: '' };
+  const state = {
+    key: sessionStorage.getItem(STORAGE_KEY),
+    generation: 0,
+    timer: undefined,
+    charts: new Map(),
+    tools: null,
+    lastRollout: '',
+    // The run every view is narrowed to ('' = all runs): kept in the tab, set by the header's field or a link's run=.
+    run: sessionStorage.getItem(RUN_KEY) ?? '',
+    runs: new Set(),
+    runsListed: false,
+  };
 
   /** An element with attributes and children; strings become text nodes (never parsed as HTML). */
   function h(tag, attrs, ...children) {
@@ -117,6 +129,7 @@
     for (const id of ['signin', 'overview', 'rollouts', 'rollout']) $(id).hidden = id !== page;
     $('nav').hidden = page === 'signin';
     $('signout').hidden = page === 'signin';
+    $('run-filter').hidden = page === 'signin';
     for (const a of $('nav').querySelectorAll('a')) {
       a.classList.toggle('active', (page === 'overview' && a.getAttribute('href') === '#/') || (page !== 'overview' && a.getAttribute('href') === '#/rollouts'));
     }
@@ -132,6 +145,9 @@
     }
     const hash = location.hash.replace(/^#/, '') || '/';
     const [path, query = ''] = hash.split('?');
+    const linked = new URLSearchParams(query).get('run');
+    if (linked !== null) setRun(linked);
+    $('run').value = state.run;
     if (path.startsWith('/rollout/')) {
       show('rollout');
       const traceId = decodeURIComponent(path.slice('/rollout/'.length));
@@ -145,6 +161,22 @@
       show('overview');
       every(refreshOverview);
     }
+  }
+
+  function setRun(run) {
+    state.run = run.trim();
+    if (state.run) sessionStorage.setItem(RUN_KEY, state.run);
+    else sessionStorage.removeItem(RUN_KEY);
+  }
+
+  /** `&run=...` for the figures' and lists' queries when the views are narrowed to a run. */
+  const runParam = () => (state.run ? `&run=${encodeURIComponent(state.run)}` : '');
+
+  /** Offers the run labels seen so far in the header's field. */
+  function noteRuns(runs) {
+    const before = state.runs.size;
+    for (const r of runs) if (r) state.runs.add(r);
+    if (state.runs.size !== before) $('runs').replaceChildren(...[...state.runs].sort().map((r) => h('option', { value: r })));
   }
 
   // ---- charts ---------------------------------------------------------------------------------
@@ -218,13 +250,54 @@
   async function refreshOverview(stale) {
     const span = $('curve-window').value;
     // The curve reads grades and rollouts only: over days, scanning every call would be the slow part.
-    const [now, curve] = await Promise.all([
-      api('/v1/stats?since=15m&bucket=1m&include=calls,rollouts,grades'),
-      api(`/v1/stats?since=${encodeURIComponent(span)}&include=rollouts,grades,integrity`),
-    ]);
+    if (!state.runsListed) {
+      // Run labels to offer in the header's field: those of recent rollouts (the rollout list adds more).
+      state.runsListed = true;
+      void api('/v1/rollouts?limit=200').then((p) => noteRuns(p.rollouts.map((r) => r.run)), () => (state.runsListed = false));
+    }
+    const [now, curve] = await Promise.all([api(`/v1/stats?since=15m&bucket=1m&include=calls,rollouts,grades${runParam()}`), curveStats(span)]);
     if (stale()) return;
     renderNow(now);
-    renderCurve(curve);
+    renderCurve(curve.stats);
+    const span_ = $('curve-span');
+    span_.dataset.since = curve.stats.since;
+    span_.dataset.until = curve.stats.until;
+    span_.dataset.rollouts = String(curve.stats.totals.rollouts_started);
+    span_.textContent = curve.fitted ? `fitted to the data: ${fmt.time(curve.stats.since)} to ${fmt.time(curve.stats.until)}` : '';
+  }
+
+  const CURVE_PARTS = 'rollouts,grades,integrity';
+  /** Shortest window the curve is fitted to. */
+  const MIN_CURVE_MS = 60_000;
+
+  /**
+   * The learning curve's figures, over the part of the chosen window that holds the run's data: a run
+   * of a few minutes fills the chart instead of being a spike at the edge of a 6-hour window. Each
+   * pass narrows to the buckets from the first to the last with a rollout started or graded (and
+   * finer buckets come with the narrower window); at most three passes.
+   */
+  async function curveStats(span) {
+    let stats = await api(`/v1/stats?since=${encodeURIComponent(span)}&include=${CURVE_PARTS}${runParam()}`);
+    let fitted = false;
+    for (let pass = 0; pass < 3; pass++) {
+      const fit = fitWindow(stats);
+      if (!fit) break;
+      stats = await api(`/v1/stats?since=${fit.since}&until=${fit.until}&include=${CURVE_PARTS}${runParam()}`);
+      fitted = true;
+    }
+    return { stats, fitted };
+  }
+
+  /** The part of a reply's window that holds its data, or undefined if it holds none or fills most of it. */
+  function fitWindow(s) {
+    const used = s.buckets.map((_, i) => s.rollouts_started[i] > 0 || s.rollouts_graded[i] > 0);
+    const first = used.indexOf(true);
+    const last = used.lastIndexOf(true);
+    const span = Date.parse(s.until) - Date.parse(s.since);
+    if (first < 0 || (last - first + 1) * 2 > used.length || span <= MIN_CURVE_MS) return undefined;
+    const since = Date.parse(s.buckets[first]);
+    const until = Math.min(Date.parse(s.until), Date.parse(s.buckets[last]) + s.bucket_ms);
+    return { since, until: Math.max(until, since + MIN_CURVE_MS) };
   }
 
   function renderNow(s) {
@@ -329,6 +402,7 @@
       const v = filterField(name).value.trim();
       if (v !== '') q.set(name, v);
     }
+    if (state.run) q.set('run', state.run);
     return q;
   }
 
@@ -355,11 +429,12 @@
       h('td', {}, r.last_grader ? `${r.last_grader} ${fmt.short(r.last_grader_version, 8)}` : '–'),
       h('td', {}, flags.map((f) => h('span', { class: 'badge flag' }, f))),
       h('td', {}, r.door),
+      h('td', { class: 'mono' }, r.run ?? ''),
     );
   }
 
-  // door last: the columns before it keep their places
-  const ROLLOUT_HEAD = [['trace_id'], ['started'], ['calls', 1], ['budget', 1], ['last score', 1], ['grader'], ['integrity'], ['door']];
+  // door and run last: the columns before them keep their places
+  const ROLLOUT_HEAD = [['trace_id'], ['started'], ['calls', 1], ['budget', 1], ['last score', 1], ['grader'], ['integrity'], ['door'], ['run']];
 
   async function refreshRollouts(stale) {
     void loadTools().catch(() => {});
@@ -370,6 +445,7 @@
     q.set('limit', '50');
     const page = await api(`/v1/rollouts?${q}`);
     if (stale() || $('rollouts-table').dataset.paged === '1') return;
+    noteRuns(page.rollouts.map((r) => r.run));
     table($('rollouts-table'), ROLLOUT_HEAD, page.rollouts.map(rolloutRow));
     $('rollouts-table').dataset.filters = filters;
     $('rollouts-table').dataset.count = String(page.rollouts.length);
@@ -397,7 +473,61 @@
   // ---- one rollout ----------------------------------------------------------------------------
 
   const pre = (text) => h('pre', { class: 'mono' }, text ?? '');
-  const fold = (label, text) => (text && text.length > 160 ? h('details', {}, h('summary', {}, label), pre(text)) : pre(text));
+  /** Most characters of one text shown; a row, an answer or an argument can be megabytes. */
+  const CLIP = 10_000;
+  /** Most fields of a row shown. */
+  const MAX_FIELDS = 30;
+
+  /** A text as shown: its first CLIP characters, and a note saying how much was left out. */
+  function clipped(text) {
+    const s = text ?? '';
+    if (s.length <= CLIP) return [pre(s)];
+    const note = `… ${(s.length - CLIP).toLocaleString()} more characters not shown (the whole record: GET /v1/rollouts/{trace_id}, or export)`;
+    return [pre(s.slice(0, CLIP)), h('div', { class: 'clipped' }, note)];
+  }
+  const fold = (label, text) => (text && text.length > 160 ? h('details', {}, h('summary', {}, label), ...clipped(text)) : pre(text));
+  const field = (name, text, attrs = {}) => h('div', { class: 'field', ...attrs }, h('div', { class: 'name' }, name), ...clipped(text));
+  const asText = (v) => (typeof v === 'string' ? v : JSON.stringify(v, null, 2));
+
+  /** The row: its prompt (the messages), then its other fields, which the grader reads as `item`. */
+  function renderRow(item) {
+    if (!item || Object.keys(item).length === 0) return [h('p', { class: 'muted' }, 'no row recorded (the trainer sent an empty item)')];
+    const out = [];
+    if (Array.isArray(item.messages)) {
+      const text = item.messages.map((m) => `${m && m.role ? m.role : '?'}: ${asText(m && m.content !== undefined ? m.content : m)}`).join('\n\n');
+      out.push(field('prompt (messages)', text, { 'data-field': 'messages' }));
+    }
+    const fields = Object.entries(item).filter(([k]) => k !== 'messages' && k !== 'tools');
+    for (const [k, v] of fields.slice(0, MAX_FIELDS)) out.push(field(k, asText(v), { 'data-field': k }));
+    if (fields.length > MAX_FIELDS) out.push(h('div', { class: 'clipped' }, `… ${fields.length - MAX_FIELDS} more fields not shown`));
+    if (Array.isArray(item.tools)) {
+      const names = item.tools.map((t) => (t && (t.name || (t.function && t.function.name))) || '?');
+      out.push(field('tools offered', names.join(', ')));
+    }
+    return out;
+  }
+
+  /** The final answer as the trainer's last grade (else the last grade) received it, with its score. */
+  function renderAnswer(grades) {
+    const newestFirst = [...grades].reverse();
+    const g = newestFirst.find((x) => x.source === 'endpoint') ?? newestFirst[0];
+    if (!g) return [h('p', { class: 'muted' }, 'not graded yet: the final answer comes with the grade')];
+    const sample = g.sample && typeof g.sample === 'object' ? g.sample : {};
+    const answer = typeof sample.output_text === 'string' ? sample.output_text : asText(g.sample ?? null);
+    const ok = g.status === 'ok';
+    return [
+      field('final answer (sample.output_text)', answer, { 'data-field': 'answer' }),
+      h(
+        'div',
+        { class: 'field' },
+        h('div', { class: 'name' }, `score, by ${g.grader} ${fmt.short(g.grader_version, 8)}`),
+        ok ? h('span', { class: 'score', 'data-score': g.score }, fmt.num(g.score, 4)) : h('span', { class: 'badge bad' }, 'error: not scored'),
+        ' ',
+        Object.entries(g.subscores || {}).map(([k, v]) => h('span', { class: 'badge' }, `${k} ${fmt.num(v, 3)}`)),
+      ),
+      field(ok ? 'explanation' : 'error', (ok ? g.explanation : g.error) ?? '–', { 'data-field': ok ? 'explanation' : 'error' }),
+    ];
+  }
 
   async function refreshRollout(traceId, stale) {
     const r = await api(`/v1/rollouts/${encodeURIComponent(traceId)}`);
@@ -413,7 +543,10 @@
       card('tool calls', r.calls.length),
       card('budget used', `${fmt.num(r.budget.used)} / ${fmt.num(r.budget.limit)}${r.budget.exceeded ? ' (exhausted)' : ''}`, r.budget.exceeded),
       card('score', lastOk ? fmt.num(lastOk.score, 4) : 'not graded'),
+      card('run', r.run ?? 'none'),
     );
+    $('rollout-row').replaceChildren(...renderRow(r.item));
+    $('rollout-answer').replaceChildren(...renderAnswer(r.grades));
     $('rollout-flags').replaceChildren(
       ...r.integrity_flags.map((f) =>
         h(
@@ -470,6 +603,12 @@
   });
   $('signout').addEventListener('click', () => signOut());
   $('curve-window').addEventListener('change', () => route());
+  $('run').addEventListener('change', () => {
+    setRun($('run').value);
+    // The list's URL carries its filters (the run too); the other views read it from the tab.
+    if ($('rollouts').hidden) route();
+    else applyFilters();
+  });
   for (const name of FILTERS) filterField(name).addEventListener('change', applyFilters);
   $('filter-clear').addEventListener('click', () => {
     for (const name of FILTERS) filterField(name).value = '';

@@ -27,7 +27,7 @@ function walk(dir) {
   for (const name of readdirSync(dir)) {
     const path = join(dir, name);
     if (statSync(path).isDirectory()) walk(path);
-    else if (!/\.[mc]?ts$/.test(name) && name !== 'README.md') copy(path);
+    else if (!/\.[mc]?ts$/.test(name) && name !== 'README.md' && name !== 'tsconfig.json') copy(path);
   }
 }
 

@@ -129,6 +129,10 @@ export const errors = {
 
   // request shape
   badRequest: define('RFT_ERR_BAD_REQUEST', 400, (msg: string, details?: Record<string, unknown>) => [msg, details]),
+  badRunLabel: define('RFT_ERR_BAD_RUN_LABEL', 400, (where: string, why: string) => [
+    `${where}: a run label is 1 to 64 printable ASCII characters, no leading or trailing space (${why})`,
+    { where },
+  ]),
   bodyTooLarge: define('RFT_ERR_BODY_TOO_LARGE', 413, (limit: number) => [
     `request body exceeds ${limit} bytes`,
     { limit_bytes: limit },

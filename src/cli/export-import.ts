@@ -17,6 +17,7 @@ interface ListPage {
 export interface Selection {
   since?: string;
   trace?: string[];
+  run?: string;
 }
 
 /** The trace ids a --trace / --since selection names: explicit ids as given, else the server's listing. */
@@ -27,6 +28,7 @@ export async function selectTraces(server: ServerClient, sel: Selection): Promis
   do {
     const q = new URLSearchParams({ limit: '500' });
     if (sel.since) q.set('since', sel.since);
+    if (sel.run) q.set('run', sel.run);
     if (cursor) q.set('cursor', cursor);
     const page: ListPage = await server.json<ListPage>('GET', `/v1/rollouts?${q.toString()}`);
     ids.push(...page.rollouts.map((r) => r.trace_id));
@@ -38,7 +40,8 @@ export async function selectTraces(server: ServerClient, sel: Selection): Promis
 export function withSelectionOptions(cmd: Command): Command {
   return cmd
     .option('--since <time>', 'only rollouts updated since this ISO time (or epoch milliseconds)')
-    .option('--trace <id...>', 'only these trace ids (repeatable)');
+    .option('--trace <id...>', 'only these trace ids (repeatable)')
+    .option('--run <name>', 'only the rollouts of this run label (rollout --run, the x-rft-run header)');
 }
 
 interface ExportOptions extends ServerOptions, Selection {

@@ -1,4 +1,5 @@
-// The live dashboard (served at /dashboard). Plain browser JavaScript, no build step; charts with
+// The live dashboard (served at /dashboard). Plain browser JavaScript, served as it is (no build step)
+// and type-checked from its JSDoc by src/dashboard/tsconfig.json (`npm run typecheck`); charts with
 // uPlot, served from node_modules by the server (nothing from the network). The API key is typed
 // once, kept in this tab's sessionStorage and sent as a header: never in a URL, a cookie or a log.
 // Everything the server returns is put in the page as text (textContent), never as HTML: tool
@@ -7,23 +8,63 @@
 
 (() => {
   const STORAGE_KEY = 'rft-endpoints.key';
+  const RUN_KEY = 'rft-endpoints.run';
   const REFRESH_MS = 5000;
   const OUTCOMES = ['ok', 'tool_error', 'invalid_arguments', 'timeout', 'budget_exhausted', 'interrupted'];
+  /** @type {Record<string, string>} */
   const OUTCOME_COLORS = {
     ok: '#12b76a', tool_error: '#f79009', invalid_arguments: '#7a5af8', timeout: '#f04438', budget_exhausted: '#b54708', interrupted: '#667085',
   };
   const PALETTE = ['#2f6fde', '#e04f5f', '#12b76a', '#f79009', '#7a5af8', '#0e9384', '#c11574', '#667085', '#93370d', '#155eef'];
 
-  const $ = (id) => document.getElementById(id);
-  const state = { key: sessionStorage.getItem(STORAGE_KEY), generation: 0, timer: undefined, charts: new Map(), tools: null, lastRollout: '' };
+  /**
+   * An element of the page (index.html has every id this script names).
+   * @param {string} id
+   */
+  const $ = (id) => /** @type {HTMLElement} */ (document.getElementById(id));
+  /**
+   * A form field of the page (an input or a select).
+   * @param {string} id
+   */
+  const $field = (id) => /** @type {HTMLInputElement | HTMLSelectElement} */ (document.getElementById(id));
 
-  /** An element with attributes and children; strings become text nodes (never parsed as HTML). */
+  /**
+   * Server replies (GET /v1/stats, /v1/rollouts, /v1/rollouts/{id}, /v1/tools) are read as JSON of the
+   * shapes in /openapi.json; they are not re-declared here.
+   * @typedef {any} Reply
+   */
+  /** @typedef {(stale: () => boolean) => Promise<void>} Refresh */
+  const state = {
+    key: sessionStorage.getItem(STORAGE_KEY),
+    generation: 0,
+    /** @type {ReturnType<typeof setTimeout> | undefined} */
+    timer: undefined,
+    /** @type {Map<string, { plot: import('uplot'), signature: string }>} */
+    charts: new Map(),
+    /** @type {string[] | null} */
+    tools: null,
+    lastRollout: '',
+    // The run every view is narrowed to ('' = all runs): kept in the tab, set by the header's field or a link's run=.
+    run: sessionStorage.getItem(RUN_KEY) ?? '',
+    /** @type {Set<string>} */
+    runs: new Set(),
+    runsListed: false,
+  };
+
+  /**
+   * An element with attributes and children; strings become text nodes (never parsed as HTML).
+   * @typedef {Node | string | number | null | undefined | false} Child
+   * @param {string} tag
+   * @param {Record<string, unknown> | null} [attrs]
+   * @param {...(Child | Child[])} children
+   * @returns {HTMLElement}
+   */
   function h(tag, attrs, ...children) {
     const el = document.createElement(tag);
     for (const [k, v] of Object.entries(attrs || {})) {
       if (v === undefined || v === null || v === false) continue;
-      if (k === 'class') el.className = v;
-      else if (k.startsWith('on')) el.addEventListener(k.slice(2), v);
+      if (k === 'class') el.className = String(v);
+      else if (k.startsWith('on')) el.addEventListener(k.slice(2), /** @type {EventListener} */ (v));
       else el.setAttribute(k, v === true ? '' : String(v));
     }
     for (const c of children.flat()) {
@@ -34,12 +75,17 @@
   }
 
   const fmt = {
+    /** @type {(x: number | null | undefined, digits?: number) => string} */
     num: (x, digits = 2) => (x === null || x === undefined ? '–' : Number(x).toLocaleString(undefined, { maximumFractionDigits: digits })),
+    /** @type {(x: number | null | undefined) => string} */
     pct: (x) => (x === null || x === undefined ? '–' : `${(x * 100).toFixed(1)}%`),
+    /** @type {(iso: string | null | undefined) => string} */
     time: (iso) => (iso ? new Date(iso).toLocaleString() : '–'),
+    /** @type {(s: string | null | undefined, n?: number) => string} */
     short: (s, n = 10) => (s && s.length > n ? `${s.slice(0, n)}…` : s ?? '–'),
   };
 
+  /** @param {string} text */
   function setStatus(text, error = false) {
     $('status').textContent = text;
     $('status').className = error ? 'error' : '';
@@ -47,11 +93,16 @@
 
   // ---- the API --------------------------------------------------------------------------------
 
+  /** @returns {Record<string, string>} */
   function authHeaders() {
     const name = document.body.dataset.keyHeader || 'authorization';
-    return { [name]: document.body.dataset.keyScheme === 'bare' ? state.key : `Bearer ${state.key}` };
+    return { [name]: document.body.dataset.keyScheme === 'bare' ? String(state.key) : `Bearer ${state.key}` };
   }
 
+  /**
+   * @param {string} path
+   * @returns {Promise<Reply>}
+   */
   async function api(path) {
     const res = await fetch(path, { headers: authHeaders(), cache: 'no-store', credentials: 'omit', referrerPolicy: 'no-referrer' });
     if (res.status === 401) {
@@ -66,14 +117,14 @@
   // ---- sign in --------------------------------------------------------------------------------
 
   async function signIn() {
-    const key = $('key').value.trim();
-    $('key').value = '';
+    const key = $field('key').value.trim();
+    $field('key').value = '';
     if (!key) return;
     state.key = key;
     try {
       await api('/v1/stats?since=1m');
     } catch (e) {
-      if (state.key) signOut(`Could not sign in: ${e.message}`);
+      if (state.key) signOut(`Could not sign in: ${/** @type {Error} */ (e).message}`);
       return;
     }
     sessionStorage.setItem(STORAGE_KEY, key);
@@ -96,6 +147,7 @@
    * still the current one when its answer comes (`stale()` false): a slow answer for a page or filter
    * left since must not replace the newer one's.
    */
+  /** @param {Refresh} refresh */
   function every(refresh) {
     const generation = ++state.generation;
     const stale = () => generation !== state.generation;
@@ -106,17 +158,20 @@
         await refresh(stale);
         setStatus(`updated ${new Date().toLocaleTimeString()}`);
       } catch (e) {
-        if (e.message !== 'unauthorized') setStatus(`refresh failed: ${e.message}`, true);
+        const message = /** @type {Error} */ (e).message;
+        if (message !== 'unauthorized') setStatus(`refresh failed: ${message}`, true);
       }
       if (generation === state.generation) state.timer = setTimeout(tick, REFRESH_MS);
     };
     void tick();
   }
 
+  /** @param {'signin' | 'overview' | 'rollouts' | 'rollout'} page */
   function show(page) {
     for (const id of ['signin', 'overview', 'rollouts', 'rollout']) $(id).hidden = id !== page;
     $('nav').hidden = page === 'signin';
     $('signout').hidden = page === 'signin';
+    $('run-filter').hidden = page === 'signin';
     for (const a of $('nav').querySelectorAll('a')) {
       a.classList.toggle('active', (page === 'overview' && a.getAttribute('href') === '#/') || (page !== 'overview' && a.getAttribute('href') === '#/rollouts'));
     }
@@ -132,6 +187,9 @@
     }
     const hash = location.hash.replace(/^#/, '') || '/';
     const [path, query = ''] = hash.split('?');
+    const linked = new URLSearchParams(query).get('run');
+    if (linked !== null) setRun(linked);
+    $field('run').value = state.run;
     if (path.startsWith('/rollout/')) {
       show('rollout');
       const traceId = decodeURIComponent(path.slice('/rollout/'.length));
@@ -147,9 +205,36 @@
     }
   }
 
+  /** @param {string} run */
+  function setRun(run) {
+    state.run = run.trim();
+    if (state.run) sessionStorage.setItem(RUN_KEY, state.run);
+    else sessionStorage.removeItem(RUN_KEY);
+  }
+
+  /** `&run=...` for the figures' and lists' queries when the views are narrowed to a run. */
+  const runParam = () => (state.run ? `&run=${encodeURIComponent(state.run)}` : '');
+
+  /**
+   * Offers the run labels seen so far in the header's field.
+   * @param {(string | null)[]} runs
+   */
+  function noteRuns(runs) {
+    const before = state.runs.size;
+    for (const r of runs) if (r) state.runs.add(r);
+    if (state.runs.size !== before) $('runs').replaceChildren(...[...state.runs].sort().map((r) => h('option', { value: r })));
+  }
+
   // ---- charts ---------------------------------------------------------------------------------
 
-  /** A uPlot line chart in a figure; kept across refreshes while its series stay the same. */
+  /**
+   * A uPlot line chart in a figure; kept across refreshes while its series stay the same.
+   * @typedef {{ label: string, values: (number | null)[], color?: string }} Series
+   * @param {string} id
+   * @param {string[]} buckets
+   * @param {Series[]} series
+   * @param {{ yRange?: [number, number], percent?: boolean }} [opts]
+   */
   function lineChart(id, buckets, series, opts = {}) {
     const fig = $(id);
     const xs = buckets.map((iso) => Date.parse(iso) / 1000);
@@ -157,7 +242,7 @@
     fig.dataset.points = String(points);
     fig.dataset.series = String(series.length);
     const signature = JSON.stringify([series.map((s) => s.label), opts.yRange || null]);
-    const data = [xs, ...series.map((s) => s.values)];
+    const data = /** @type {import('uplot').AlignedData} */ ([xs, ...series.map((s) => s.values)]);
     let chart = state.charts.get(id);
     if (chart && chart.signature === signature && chart.plot.root.isConnected) {
       chart.plot.setData(data);
@@ -176,7 +261,7 @@
         width,
         height: 220,
         scales: { x: { time: true }, y: opts.yRange ? { range: opts.yRange } : {} },
-        axes: [{}, { values: (u, ticks) => ticks.map((t) => (opts.percent ? `${Math.round(t * 100)}%` : fmt.num(t))) }],
+        axes: [{}, { values: (/** @type {import('uplot')} */ _u, /** @type {number[]} */ ticks) => ticks.map((t) => (opts.percent ? `${Math.round(t * 100)}%` : fmt.num(t))) }],
         series: [
           {},
           ...series.map((s, i) => ({
@@ -185,7 +270,7 @@
             width: 2,
             spanGaps: true,
             points: { show: true, size: 4 },
-            value: (u, v) => (v === null || v === undefined ? '–' : opts.percent ? fmt.pct(v) : fmt.num(v, 3)),
+            value: (/** @type {import('uplot')} */ _u, /** @type {number | null} */ v) => (v === null || v === undefined ? '–' : opts.percent ? fmt.pct(v) : fmt.num(v, 3)),
           })),
         ],
       },
@@ -195,6 +280,7 @@
     state.charts.set(id, { plot, signature });
   }
 
+  /** @type {ReturnType<typeof setTimeout> | undefined} */
   let resizeTimer;
   window.addEventListener('resize', () => {
     clearTimeout(resizeTimer);
@@ -205,9 +291,15 @@
 
   // ---- overview -------------------------------------------------------------------------------
 
+  /** @type {(label: string, value: string | number, bad?: boolean) => HTMLElement} */
   const card = (label, value, bad = false) =>
     h('div', { class: bad ? 'card bad' : 'card' }, h('div', { class: String(value).length > 12 ? 'value long' : 'value' }, value), h('div', { class: 'label' }, label));
 
+  /**
+   * @param {HTMLElement} el
+   * @param {[string, number?][]} head
+   * @param {HTMLElement[]} rows
+   */
   function table(el, head, rows) {
     el.replaceChildren(
       h('thead', {}, h('tr', {}, head.map(([label, num]) => h('th', { class: num ? 'num' : undefined }, label)))),
@@ -215,21 +307,76 @@
     );
   }
 
+  /** @type {Refresh} */
   async function refreshOverview(stale) {
-    const span = $('curve-window').value;
+    const span = $field('curve-window').value;
     // The curve reads grades and rollouts only: over days, scanning every call would be the slow part.
-    const [now, curve] = await Promise.all([
-      api('/v1/stats?since=15m&bucket=1m&include=calls,rollouts,grades'),
-      api(`/v1/stats?since=${encodeURIComponent(span)}&include=rollouts,grades,integrity`),
-    ]);
+    if (!state.runsListed) {
+      // Run labels to offer in the header's field: those of recent rollouts (the rollout list adds more).
+      state.runsListed = true;
+      void api('/v1/rollouts?limit=200').then(
+        (p) => noteRuns(p.rollouts.map((/** @type {Reply} */ r) => r.run)),
+        () => (state.runsListed = false),
+      );
+    }
+    const [now, curve] = await Promise.all([api(`/v1/stats?since=15m&bucket=1m&include=calls,rollouts,grades${runParam()}`), curveStats(span)]);
     if (stale()) return;
     renderNow(now);
-    renderCurve(curve);
+    renderCurve(curve.stats);
+    const span_ = $('curve-span');
+    span_.dataset.since = curve.stats.since;
+    span_.dataset.until = curve.stats.until;
+    span_.dataset.rollouts = String(curve.stats.totals.rollouts_started);
+    span_.textContent = curve.fitted ? `fitted to the data: ${fmt.time(curve.stats.since)} to ${fmt.time(curve.stats.until)}` : '';
   }
 
+  const CURVE_PARTS = 'rollouts,grades,integrity';
+  /** Shortest window the curve is fitted to. */
+  const MIN_CURVE_MS = 60_000;
+
+  /**
+   * The learning curve's figures, over the part of the chosen window that holds the run's data: a run
+   * of a few minutes fills the chart instead of being a spike at the edge of a 6-hour window. Each
+   * pass narrows to the buckets from the first to the last with a rollout started or graded (and
+   * finer buckets come with the narrower window); at most three passes.
+   */
+  /**
+   * @param {string} span
+   * @returns {Promise<{ stats: Reply, fitted: boolean }>}
+   */
+  async function curveStats(span) {
+    let stats = await api(`/v1/stats?since=${encodeURIComponent(span)}&include=${CURVE_PARTS}${runParam()}`);
+    let fitted = false;
+    for (let pass = 0; pass < 3; pass++) {
+      const fit = fitWindow(stats);
+      if (!fit) break;
+      stats = await api(`/v1/stats?since=${fit.since}&until=${fit.until}&include=${CURVE_PARTS}${runParam()}`);
+      fitted = true;
+    }
+    return { stats, fitted };
+  }
+
+  /**
+   * The part of a reply's window that holds its data, or undefined if it holds none or fills most of it.
+   * @param {Reply} s
+   * @returns {{ since: number, until: number } | undefined}
+   */
+  function fitWindow(s) {
+    /** @type {boolean[]} */
+    const used = s.buckets.map((/** @type {string} */ _, /** @type {number} */ i) => s.rollouts_started[i] > 0 || s.rollouts_graded[i] > 0);
+    const first = used.indexOf(true);
+    const last = used.lastIndexOf(true);
+    const span = Date.parse(s.until) - Date.parse(s.since);
+    if (first < 0 || (last - first + 1) * 2 > used.length || span <= MIN_CURVE_MS) return undefined;
+    const since = Date.parse(s.buckets[first]);
+    const until = Math.min(Date.parse(s.until), Date.parse(s.buckets[last]) + s.bucket_ms);
+    return { since, until: Math.max(until, since + MIN_CURVE_MS) };
+  }
+
+  /** @param {Reply} s */
   function renderNow(s) {
     const t = s.totals;
-    const failed = s.tools.reduce((n, x) => n + x.calls * x.error_rate, 0);
+    const failed = s.tools.reduce((/** @type {number} */ n, /** @type {Reply} */ x) => n + x.calls * x.error_rate, 0);
     const sb = s.this_replica.sandboxes;
     $('now-cards').replaceChildren(
       card('rollouts started / min', fmt.num(t.rollouts_started_per_minute)),
@@ -244,7 +391,7 @@
     lineChart(
       'chart-outcomes',
       s.buckets,
-      OUTCOMES.filter((o) => s.tool_calls[o].some((v) => v > 0) || o === 'ok').map((o) => ({ label: o, values: s.tool_calls[o], color: OUTCOME_COLORS[o] })),
+      OUTCOMES.filter((o) => s.tool_calls[o].some((/** @type {number} */ v) => v > 0) || o === 'ok').map((o) => ({ label: o, values: s.tool_calls[o], color: OUTCOME_COLORS[o] })),
     );
     lineChart('chart-failures', s.buckets, [
       { label: 'infra', values: s.failures.infra, color: '#f04438' },
@@ -254,7 +401,7 @@
     table(
       $('tools-table'),
       [['tool'], ['calls', 1], ['error rate', 1], ['p50 ms', 1], ['p99 ms', 1], ['outcomes']],
-      s.tools.map((x) =>
+      s.tools.map((/** @type {Reply} */ x) =>
         h(
           'tr',
           {},
@@ -269,9 +416,11 @@
     );
   }
 
+  /** @param {Reply} s */
   function renderCurve(s) {
-    const label = (c) => `${c.grader} ${fmt.short(c.grader_version, 8)}`;
-    const per = (key) => s.learning_curve.map((c) => ({ label: label(c), values: c[key] }));
+    const label = (/** @type {Reply} */ c) => `${c.grader} ${fmt.short(c.grader_version, 8)}`;
+    /** @type {(key: string) => Series[]} */
+    const per = (key) => s.learning_curve.map((/** @type {Reply} */ c) => ({ label: label(c), values: c[key] }));
     lineChart('chart-score', s.buckets, per('mean_score'));
     lineChart('chart-calls', s.buckets, per('tool_calls_per_rollout'));
     lineChart('chart-budget', s.buckets, per('budget_exhaustion_rate'), { percent: true, yRange: [0, 1] });
@@ -284,7 +433,7 @@
     table(
       $('integrity-table'),
       [['grader'], ['version'], ['kind'], ['rollouts', 1], ['events', 1], ['how it is detected']],
-      s.integrity.map((f) => {
+      s.integrity.map((/** @type {Reply} */ f) => {
         const q = new URLSearchParams({ flag: f.kind, ...(f.grader ? { grader: f.grader } : {}) });
         return h(
           'tr',
@@ -304,21 +453,23 @@
       [['what'], ['value']],
       [
         h('tr', {}, h('td', {}, 'sandboxes'), h('td', {}, sb ? `${sb.driver}: ${sb.live} live, ${sb.queued} queued, cap ${sb.cap}` : 'disabled')),
-        ...(s.this_replica.failures || []).map((f) => h('tr', {}, h('td', {}, `failures since start (${f.kind}, ${f.where})`), h('td', {}, fmt.num(f.count, 0)))),
+        ...(s.this_replica.failures || []).map((/** @type {Reply} */ f) => h('tr', {}, h('td', {}, `failures since start (${f.kind}, ${f.where})`), h('td', {}, fmt.num(f.count, 0)))),
       ],
     );
     const list = $('graders');
-    list.replaceChildren(...[...new Set(s.learning_curve.map((c) => c.grader))].map((g) => h('option', { value: g })));
+    list.replaceChildren(...[...new Set(s.learning_curve.map((/** @type {Reply} */ c) => String(c.grader)))].map((g) => h('option', { value: g })));
   }
 
   // ---- rollout list ---------------------------------------------------------------------------
 
   const FILTERS = ['min_score', 'max_score', 'tool', 'outcome', 'grader', 'flag', 'door'];
 
+  /** @param {string} name */
   function filterField(name) {
-    return $('filters').querySelector(`[name="${name}"]`);
+    return /** @type {HTMLInputElement | HTMLSelectElement} */ ($('filters').querySelector(`[name="${name}"]`));
   }
 
+  /** @param {URLSearchParams} params */
   function setFilters(params) {
     for (const name of FILTERS) filterField(name).value = params.get(name) ?? '';
   }
@@ -329,19 +480,23 @@
       const v = filterField(name).value.trim();
       if (v !== '') q.set(name, v);
     }
+    if (state.run) q.set('run', state.run);
     return q;
   }
 
   async function loadTools() {
     if (state.tools) return;
     const { tools } = await api('/v1/tools');
-    state.tools = tools.map((t) => t.function.name).sort();
+    /** @type {string[]} */
+    const names = tools.map((/** @type {Reply} */ t) => t.function.name).sort();
+    state.tools = names;
     const select = filterField('tool');
     const current = select.value;
-    select.replaceChildren(h('option', { value: '' }, 'any'), ...state.tools.map((t) => h('option', { value: t }, t)));
+    select.replaceChildren(h('option', { value: '' }, 'any'), ...names.map((t) => h('option', { value: t }, t)));
     select.value = current;
   }
 
+  /** @param {Reply} r */
   function rolloutRow(r) {
     const flags = r.integrity_flags || [];
     return h(
@@ -353,14 +508,17 @@
       h('td', { class: 'num' }, `${fmt.num(r.budget.used)} / ${fmt.num(r.budget.limit)}`, r.budget.exceeded ? h('span', { class: 'badge bad' }, 'exhausted') : null),
       h('td', { class: 'num' }, fmt.num(r.last_score, 3)),
       h('td', {}, r.last_grader ? `${r.last_grader} ${fmt.short(r.last_grader_version, 8)}` : '–'),
-      h('td', {}, flags.map((f) => h('span', { class: 'badge flag' }, f))),
+      h('td', {}, flags.map((/** @type {string} */ f) => h('span', { class: 'badge flag' }, f))),
       h('td', {}, r.door),
+      h('td', { class: 'mono' }, r.run ?? ''),
     );
   }
 
-  // door last: the columns before it keep their places
-  const ROLLOUT_HEAD = [['trace_id'], ['started'], ['calls', 1], ['budget', 1], ['last score', 1], ['grader'], ['integrity'], ['door']];
+  // door and run last: the columns before them keep their places
+  /** @type {[string, number?][]} */
+  const ROLLOUT_HEAD = [['trace_id'], ['started'], ['calls', 1], ['budget', 1], ['last score', 1], ['grader'], ['integrity'], ['door'], ['run']];
 
+  /** @type {Refresh} */
   async function refreshRollouts(stale) {
     void loadTools().catch(() => {});
     // Only the first page refreshes; pages loaded with "More" stay as they are.
@@ -370,6 +528,7 @@
     q.set('limit', '50');
     const page = await api(`/v1/rollouts?${q}`);
     if (stale() || $('rollouts-table').dataset.paged === '1') return;
+    noteRuns(page.rollouts.map((/** @type {Reply} */ r) => r.run));
     table($('rollouts-table'), ROLLOUT_HEAD, page.rollouts.map(rolloutRow));
     $('rollouts-table').dataset.filters = filters;
     $('rollouts-table').dataset.count = String(page.rollouts.length);
@@ -380,10 +539,10 @@
   async function more() {
     const q = filterQuery();
     q.set('limit', '50');
-    q.set('cursor', $('more').dataset.cursor);
+    q.set('cursor', $('more').dataset.cursor ?? '');
     const page = await api(`/v1/rollouts?${q}`);
     $('rollouts-table').dataset.paged = '1';
-    $('rollouts-table').querySelector('tbody').append(...page.rollouts.map(rolloutRow));
+    /** @type {HTMLElement} */ ($('rollouts-table').querySelector('tbody')).append(...page.rollouts.map(rolloutRow));
     $('more').hidden = !page.next_cursor;
     $('more').dataset.cursor = page.next_cursor ?? '';
   }
@@ -396,9 +555,83 @@
 
   // ---- one rollout ----------------------------------------------------------------------------
 
+  /** @type {(text: string | null | undefined) => HTMLElement} */
   const pre = (text) => h('pre', { class: 'mono' }, text ?? '');
-  const fold = (label, text) => (text && text.length > 160 ? h('details', {}, h('summary', {}, label), pre(text)) : pre(text));
+  /** Most characters of one text shown; a row, an answer or an argument can be megabytes. */
+  const CLIP = 10_000;
+  /** Most fields of a row shown. */
+  const MAX_FIELDS = 30;
 
+  /** A text as shown: its first CLIP characters, and a note saying how much was left out. */
+  /**
+   * @param {string | null | undefined} text
+   * @returns {HTMLElement[]}
+   */
+  function clipped(text) {
+    const s = text ?? '';
+    if (s.length <= CLIP) return [pre(s)];
+    const note = `… ${(s.length - CLIP).toLocaleString()} more characters not shown (the whole record: GET /v1/rollouts/{trace_id}, or export)`;
+    return [pre(s.slice(0, CLIP)), h('div', { class: 'clipped' }, note)];
+  }
+  /** @type {(label: string, text: string | null | undefined) => HTMLElement} */
+  const fold = (label, text) => (text && text.length > 160 ? h('details', {}, h('summary', {}, label), ...clipped(text)) : pre(text));
+  /** @type {(name: string, text: string, attrs?: Record<string, string>) => HTMLElement} */
+  const field = (name, text, attrs = {}) => h('div', { class: 'field', ...attrs }, h('div', { class: 'name' }, name), ...clipped(text));
+  /** @type {(v: unknown) => string} */
+  const asText = (v) => (typeof v === 'string' ? v : JSON.stringify(v, null, 2));
+
+  /** The row: its prompt (the messages), then its other fields, which the grader reads as `item`. */
+  /**
+   * @param {Record<string, any> | null} item
+   * @returns {HTMLElement[]}
+   */
+  function renderRow(item) {
+    if (!item || Object.keys(item).length === 0) return [h('p', { class: 'muted' }, 'no row recorded (the trainer sent an empty item)')];
+    const out = [];
+    if (Array.isArray(item.messages)) {
+      const text = item.messages.map((/** @type {any} */ m) => `${m && m.role ? m.role : '?'}: ${asText(m && m.content !== undefined ? m.content : m)}`).join('\n\n');
+      out.push(field('prompt (messages)', text, { 'data-field': 'messages' }));
+    }
+    const fields = Object.entries(item).filter(([k]) => k !== 'messages' && k !== 'tools');
+    for (const [k, v] of fields.slice(0, MAX_FIELDS)) out.push(field(k, asText(v), { 'data-field': k }));
+    if (fields.length > MAX_FIELDS) out.push(h('div', { class: 'clipped' }, `… ${fields.length - MAX_FIELDS} more fields not shown`));
+    if (Array.isArray(item.tools)) {
+      const names = item.tools.map((/** @type {any} */ t) => (t && (t.name || (t.function && t.function.name))) || '?');
+      out.push(field('tools offered', names.join(', ')));
+    }
+    return out;
+  }
+
+  /** The final answer as the trainer's last grade (else the last grade) received it, with its score. */
+  /**
+   * @param {Reply[]} grades
+   * @returns {HTMLElement[]}
+   */
+  function renderAnswer(grades) {
+    const newestFirst = [...grades].reverse();
+    const g = newestFirst.find((x) => x.source === 'endpoint') ?? newestFirst[0];
+    if (!g) return [h('p', { class: 'muted' }, 'not graded yet: the final answer comes with the grade')];
+    const sample = g.sample && typeof g.sample === 'object' ? g.sample : {};
+    const answer = typeof sample.output_text === 'string' ? sample.output_text : asText(g.sample ?? null);
+    const ok = g.status === 'ok';
+    return [
+      field('final answer (sample.output_text)', answer, { 'data-field': 'answer' }),
+      h(
+        'div',
+        { class: 'field' },
+        h('div', { class: 'name' }, `score, by ${g.grader} ${fmt.short(g.grader_version, 8)}`),
+        ok ? h('span', { class: 'score', 'data-score': g.score }, fmt.num(g.score, 4)) : h('span', { class: 'badge bad' }, 'error: not scored'),
+        ' ',
+        Object.entries(g.subscores || {}).map(([k, v]) => h('span', { class: 'badge' }, `${k} ${fmt.num(v, 3)}`)),
+      ),
+      field(ok ? 'explanation' : 'error', (ok ? g.explanation : g.error) ?? '–', { 'data-field': ok ? 'explanation' : 'error' }),
+    ];
+  }
+
+  /**
+   * @param {string} traceId
+   * @param {() => boolean} stale
+   */
   async function refreshRollout(traceId, stale) {
     const r = await api(`/v1/rollouts/${encodeURIComponent(traceId)}`);
     if (stale()) return;
@@ -413,9 +646,12 @@
       card('tool calls', r.calls.length),
       card('budget used', `${fmt.num(r.budget.used)} / ${fmt.num(r.budget.limit)}${r.budget.exceeded ? ' (exhausted)' : ''}`, r.budget.exceeded),
       card('score', lastOk ? fmt.num(lastOk.score, 4) : 'not graded'),
+      card('run', r.run ?? 'none'),
     );
+    $('rollout-row').replaceChildren(...renderRow(r.item));
+    $('rollout-answer').replaceChildren(...renderAnswer(r.grades));
     $('rollout-flags').replaceChildren(
-      ...r.integrity_flags.map((f) =>
+      ...r.integrity_flags.map((/** @type {Reply} */ f) =>
         h(
           'div',
           { class: 'flagbox' },
@@ -428,7 +664,7 @@
     table(
       $('grades-table'),
       [['at'], ['grader'], ['version'], ['source'], ['score', 1], ['subscores'], ['explanation or error']],
-      r.grades.map((g) =>
+      r.grades.map((/** @type {Reply} */ g) =>
         h(
           'tr',
           {},
@@ -445,7 +681,7 @@
     table(
       $('calls-table'),
       [['seq', 1], ['tool'], ['outcome'], ['started'], ['ms', 1], ['cost', 1], ['arguments'], ['output']],
-      r.calls.map((c) =>
+      r.calls.map((/** @type {Reply} */ c) =>
         h(
           'tr',
           {},
@@ -470,6 +706,12 @@
   });
   $('signout').addEventListener('click', () => signOut());
   $('curve-window').addEventListener('change', () => route());
+  $('run').addEventListener('change', () => {
+    setRun($field('run').value);
+    // The list's URL carries its filters (the run too); the other views read it from the tab.
+    if ($('rollouts').hidden) route();
+    else applyFilters();
+  });
   for (const name of FILTERS) filterField(name).addEventListener('change', applyFilters);
   $('filter-clear').addEventListener('click', () => {
     for (const name of FILTERS) filterField(name).value = '';

@@ -48,6 +48,8 @@ export interface StartRollout {
   environment?: string | undefined;
   /** Start building the rollout's sandbox now (the row names one): the model's first turn hides its cost. */
   warmSandbox?: boolean;
+  /** The run label the door's session came with (src/protocol/run-label.ts). */
+  run?: string | undefined;
 }
 
 export interface Grade {
@@ -86,7 +88,7 @@ export class DoorCore {
     const grader = graderName === undefined ? undefined : registry.graders.get(graderName);
     if (!grader) throw errors.unknownGrader(graderName ?? '(default)', [...registry.graders.keys()]);
     try {
-      await this.s.store.openRollout(input.traceId, input.door, input.row, budgetFromItem(input.row, this.s.defaultBudget), Date.now());
+      await this.s.store.openRollout(input.traceId, input.door, input.row, budgetFromItem(input.row, this.s.defaultBudget), Date.now(), input.run);
     } catch (e) {
       throw errors.store((e as Error).message);
     }

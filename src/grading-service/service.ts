@@ -39,6 +39,8 @@ export interface GradeInput {
   source: string;
   /** Re-run even if this exact grade is recorded (regrade). */
   force?: boolean;
+  /** The run label the grade came with (x-rft-run): the rollout's, if it has none yet. */
+  run?: string | undefined;
 }
 
 export interface GradeOutcome {
@@ -107,7 +109,7 @@ export class GradingService {
         return { record: prior, replayed: true };
       }
     }
-    const rollout = { item: input.item, budgetLimit: budgetFromItem(input.item, this.o.defaultBudget), now: Date.now() };
+    const rollout = { item: input.item, budgetLimit: budgetFromItem(input.item, this.o.defaultBudget), now: Date.now(), run: input.run };
 
     const started = performance.now();
     // The grader's signal: its timeout, or the server's shutdown. A listener removed when the grade

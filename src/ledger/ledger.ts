@@ -58,6 +58,8 @@ export interface ToolCallInput {
    * session): the call has a trace of its own, and ctx.sandbox() refuses with a tool error.
    */
   stateless?: boolean;
+  /** The run label the call came with (x-rft-run): given to the rollout on its first call. */
+  run?: string | undefined;
 }
 
 export interface ToolCallOutcome {
@@ -166,7 +168,10 @@ export class Ledger {
       throw isRftError(e) ? e : errors.store((e as Error).message);
     }
 
-    if (begin.kind !== 'existing' && begin.kind !== 'conflict' && begin.call.seq === 1) this.warnOnBadBudget(input);
+    if (begin.kind !== 'existing' && begin.kind !== 'conflict' && begin.call.seq === 1) {
+      this.warnOnBadBudget(input);
+      if (input.run !== undefined) await this.label(input.traceId, input.run);
+    }
     switch (begin.kind) {
       case 'conflict':
         throw errors.callConflict(input.callId);
@@ -227,6 +232,19 @@ export class Ledger {
     this.o.metrics?.failure(failure);
     markFailureCounted(error);
     throw error;
+  }
+
+  /**
+   * Labels a rollout with its run on its first call. Not in the call's own commit (beginCall stays as
+   * it is on the tool path): a failure here is logged and the call goes on, since the label is the
+   * dashboard's, never the reward's, and the rollout's grade labels it again in its own commit.
+   */
+  private async label(traceId: string, run: string): Promise<void> {
+    try {
+      await this.o.store.labelRollout(traceId, run);
+    } catch (e) {
+      this.o.log.warn({ err: e, trace_id: traceId, run }, "could not record the rollout's run label");
+    }
   }
 
   /** Once per rollout (on its first call): a row whose tool_budget was ignored for the default. */

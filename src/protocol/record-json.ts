@@ -6,6 +6,7 @@ import { DEFAULT_DOOR } from '../store/rows.js';
 import type { GradeWithSample, ImportedRollout } from '../store/types.js';
 import { canonicalJson, sha256 } from './canonical.js';
 import { formatZodIssues } from '../ledger/output.js';
+import { isRunLabel } from './run-label.js';
 import type { IntegrityFlag, RecordedCall, RolloutRecord, RolloutSummary } from '../store/records.js';
 
 function iso(ms: number): string;
@@ -21,6 +22,7 @@ export function summaryToJson(r: RolloutSummary) {
     updated_at: iso(r.updatedAt),
     calls: r.calls,
     door: r.door ?? DEFAULT_DOOR,
+    run: r.run ?? null,
     budget: { used: r.budgetUsed, limit: r.budgetLimit, exceeded: r.budgetExceeded },
     last_score: r.lastScore,
     last_grader: r.lastGrader,
@@ -75,6 +77,7 @@ export function rolloutToJson(r: RolloutRecord & { grades: GradeWithSample[] }) 
     updated_at: iso(r.updatedAt),
     item: r.item,
     door: r.door ?? DEFAULT_DOOR,
+    run: r.run ?? null,
     budget: { used: r.budgetUsed, limit: r.budgetLimit, exceeded: r.budgetExceeded },
     calls: r.callsList.map(callToJson),
     grades: r.grades.map(gradeToJson),
@@ -107,6 +110,7 @@ export const summaryJsonSchema = z.object({
   updated_at: at,
   calls: z.number(),
   door: z.string().describe("the door the rollout came through: 'agent-rft' (/tools, /grade, /mcp) or 'nemo-gym'"),
+  run: z.string().nullable().describe('its run label (x-rft-run), null: none'),
   budget: budgetJson,
   last_score: z.number().nullable(),
   last_grader: z.string().nullable().describe('grader of the last successful grade'),
@@ -120,6 +124,7 @@ export const rolloutJsonSchema = z.object({
   updated_at: at,
   item: z.record(z.string(), z.unknown()).nullable().describe('the dataset row'),
   door: z.string().optional().describe('the door the rollout came through (absent in exports made before doors)'),
+  run: z.string().nullable().optional().describe('its run label (x-rft-run), null: none (absent in exports made before run labels)'),
   budget: budgetJson,
   calls: z.array(
     z.object({
@@ -155,6 +160,7 @@ const importSchema = z.object({
   updated_at: isoTime,
   item: z.record(z.string(), z.unknown()).nullable(),
   door: z.string().min(1).max(64).optional(),
+  run: z.string().refine(isRunLabel, 'not a run label (1 to 64 printable ASCII characters)').nullish(),
   budget: z.object({ used: z.number().int().min(0), limit: z.number().int().min(0), exceeded: z.boolean() }),
   calls: z.array(
     z.object({
@@ -185,6 +191,7 @@ export function rolloutFromJson(raw: unknown, where: string): ImportedRollout {
   return {
     traceId: r.trace_id,
     ...(r.door !== undefined && r.door !== DEFAULT_DOOR ? { door: r.door } : {}),
+    ...(r.run ? { run: r.run } : {}),
     createdAt: r.created_at,
     updatedAt: r.updated_at,
     item: r.item,

@@ -8,6 +8,7 @@ import { rolloutFromJson, rolloutJsonSchema, rolloutToJson, summaryJsonSchema, s
 import { traceIdSchema } from '../protocol/wire.js';
 import { defaultGrader } from '../registry/loader.js';
 import { INTEGRITY_KINDS } from '../integrity/flags.js';
+import { RUN_LABEL_MAX } from '../protocol/run-label.js';
 
 const listQuery = z.object({
   limit: z.coerce.number().int().min(1).max(500).default(50),
@@ -20,6 +21,7 @@ const listQuery = z.object({
   grader: z.string().max(128).optional().describe('graded by this grader'),
   flag: z.enum(['any', ...INTEGRITY_KINDS]).optional().describe('with an integrity flag (of this kind)'),
   door: z.string().max(64).optional().describe("came through this door: 'agent-rft' or 'nemo-gym'"),
+  run: z.string().max(RUN_LABEL_MAX).optional().describe('labelled with this run (x-rft-run)'),
 });
 const traceParams = z.object({ trace_id: traceIdSchema });
 const listReply = z.object({ rollouts: z.array(summaryJsonSchema), next_cursor: z.string().nullable() });
@@ -53,7 +55,7 @@ export default async function rolloutRoutes(app: FastifyInstance): Promise<void>
   const tags = ['record'];
 
   api.get('/v1/rollouts', { schema: { summary: 'Recent rollouts, newest first, filtered', tags, querystring: listQuery, response: { 200: listReply } } }, async (req) => {
-    const { min_score, max_score, tool, outcome, grader, flag, door, limit, cursor, since } = req.query;
+    const { min_score, max_score, tool, outcome, grader, flag, door, run, limit, cursor, since } = req.query;
     const filter = {
       minScore: min_score,
       maxScore: max_score,
@@ -62,6 +64,7 @@ export default async function rolloutRoutes(app: FastifyInstance): Promise<void>
       grader,
       flag,
       door,
+      run,
     };
     const page = await store.listRollouts({ limit, cursor, since: parseSince(since), filter });
     return { rollouts: page.rollouts.map(summaryToJson), next_cursor: page.nextCursor };

@@ -16,6 +16,8 @@ export interface StatsQuery {
   bucketMs: number;
   /** The figures to compute (default all): a learning curve over days needs no scan of every call. */
   parts?: readonly StatsPart[] | undefined;
+  /** Only rollouts of this run label (and their calls, grades and flags). */
+  run?: string | undefined;
 }
 
 export type StatsPart = keyof StatsRows;
@@ -104,6 +106,8 @@ export interface RolloutFilter {
   flag?: string | undefined;
   /** Rollouts that came through this door ('agent-rft', 'nemo-gym'). */
   door?: string | undefined;
+  /** Rollouts labelled with this run. */
+  run?: string | undefined;
 }
 
 export interface Dialect {
@@ -211,7 +215,11 @@ export function toFlag(r: FlagRow, text: (s: string) => string = (s) => s): Inte
 export function statsSql(d: Dialect, q: StatsQuery): { calls: Sql; rolloutsStarted: Sql; grades: Sql; flags: Sql } {
   const { t } = d;
   const p = d.param.bind(d);
-  const window = [q.bucketMs, q.since, q.until];
+  const window = [q.bucketMs, q.since, q.until, q.run ?? null];
+  // The run filter is in the text whether or not a run is asked for (SQLite prepares these once):
+  // without one, its first test is true. CAST: Postgres must know the parameter's type.
+  const ofRun = (trace: string, run: string) =>
+    `(CAST(${run} AS TEXT) IS NULL OR EXISTS (SELECT 1 FROM ${t.rollouts} rr WHERE rr.trace_id = ${trace} AND rr.run = ${run}))`;
   // x - x % b, not (x / b) * b: better-sqlite3 binds a number as REAL, and % works on integers in both stores.
   const bucket = (col: string) => `(${col} - ${col} % ${p(1)})`;
   // status values whose duration is not a handler's time
@@ -220,12 +228,12 @@ export function statsSql(d: Dialect, q: StatsQuery): { calls: Sql; rolloutsStart
   return {
     calls: {
       text: `SELECT ${bucket('started_at')} AS t, tool, status, ${le} AS le, count(*) AS n
-             FROM ${t.calls} WHERE started_at >= ${p(2)} AND started_at < ${p(3)} GROUP BY 1, 2, 3, 4`,
+             FROM ${t.calls} c WHERE started_at >= ${p(2)} AND started_at < ${p(3)} AND ${ofRun('c.trace_id', p(4))} GROUP BY 1, 2, 3, 4`,
       params: window,
     },
     rolloutsStarted: {
       text: `SELECT ${bucket('created_at')} AS t, count(*) AS n
-             FROM ${t.rollouts} WHERE created_at >= ${p(2)} AND created_at < ${p(3)} GROUP BY 1`,
+             FROM ${t.rollouts} WHERE created_at >= ${p(2)} AND created_at < ${p(3)} AND (CAST(${p(4)} AS TEXT) IS NULL OR run = ${p(4)}) GROUP BY 1`,
       params: window,
     },
     // The trainer's grades only (source 'endpoint'): regrades and checks are not the run's curve.
@@ -241,7 +249,7 @@ export function statsSql(d: Dialect, q: StatsQuery): { calls: Sql; rolloutsStart
                count(*) FILTER (WHERE g.status = 'ok' AND r.budget_exceeded) AS budget_exhausted,
                count(*) FILTER (WHERE g.status = 'ok' AND r.call_count = 0) AS no_tool_calls
              FROM ${t.grades} g JOIN ${t.rollouts} r ON r.trace_id = g.trace_id
-             WHERE g.created_at >= ${p(2)} AND g.created_at < ${p(3)} AND g.source = 'endpoint'
+             WHERE g.created_at >= ${p(2)} AND g.created_at < ${p(3)} AND g.source = 'endpoint' AND (CAST(${p(4)} AS TEXT) IS NULL OR r.run = ${p(4)})
              GROUP BY 1, 2, 3`,
       params: window,
     },
@@ -249,9 +257,9 @@ export function statsSql(d: Dialect, q: StatsQuery): { calls: Sql; rolloutsStart
     flags: {
       text: `SELECT g.grader, g.grader_version, f.kind, count(DISTINCT f.trace_id) AS rollouts, sum(f.events) AS events
              FROM ${t.flags} f LEFT JOIN ${t.grades} g ON g.trace_id = f.trace_id AND g.source = 'endpoint' AND g.status = 'ok'
-             WHERE f.created_at >= ${p(1)} AND f.created_at < ${p(2)}
+             WHERE f.created_at >= ${p(1)} AND f.created_at < ${p(2)} AND ${ofRun('f.trace_id', p(3))}
              GROUP BY 1, 2, 3`,
-      params: [q.since, q.until],
+      params: [q.since, q.until, q.run ?? null],
     },
   };
 }
@@ -278,7 +286,7 @@ export function listRolloutsSql(d: Dialect, q: ListRolloutsQuery, key: (s: strin
     params.push(...f.params);
   }
   const text = `SELECT r.trace_id, r.created_at, r.updated_at, r.budget_limit, r.budget_used, r.budget_exceeded, r.next_seq, r.last_score,
-      r.call_count AS calls, r.door, ${summaryExtrasSql(d)}
+      r.call_count AS calls, r.door, r.run, ${summaryExtrasSql(d)}
     FROM ${d.t.rollouts} r ${where.length ? 'WHERE ' + where.join(' AND ') : ''}
     ORDER BY r.created_at DESC, r.trace_id DESC LIMIT ${p(q.limit + 1)}`;
   return { text, params };
@@ -313,6 +321,7 @@ function rolloutFilterSql(d: Dialect, f: RolloutFilter, first: number): { where:
   if (f.tool !== undefined) where.push(`EXISTS (SELECT 1 FROM ${t.calls} c WHERE c.trace_id = r.trace_id AND c.tool = ${p(f.tool)})`);
   if (f.status !== undefined) where.push(`EXISTS (SELECT 1 FROM ${t.calls} c WHERE c.trace_id = r.trace_id AND c.status = ${p(f.status)})`);
   if (f.door !== undefined) where.push(`r.door = ${p(f.door)}`);
+  if (f.run !== undefined) where.push(`r.run = ${p(f.run)}`);
   if (f.grader !== undefined) where.push(`EXISTS (SELECT 1 FROM ${t.grades} g WHERE g.trace_id = r.trace_id AND g.grader = ${p(f.grader)})`);
   // Flags are few: the list is driven from them (their rollouts, then sorted), not from every rollout.
   if (f.flag !== undefined) {

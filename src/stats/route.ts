@@ -39,7 +39,7 @@ export default async function statsRoutes(app: FastifyInstance): Promise<void> {
       if (bucketMs === undefined) throw errors.badRequest(`bucket must be a duration such as "1m" or "30s", got "${req.query.bucket}"`);
       if ((until - since) / bucketMs > MAX_BUCKETS) throw errors.badRequest(`at most ${MAX_BUCKETS} buckets: widen bucket or narrow the window`);
       const include = (req.query.include ?? 'calls,rollouts,grades,integrity').split(',') as StatsInclude[];
-      const q = { since, until, bucketMs, parts: include.map((i) => PART_OF[i]) };
+      const q = { since, until, bucketMs, parts: include.map((i) => PART_OF[i]), run: req.query.run };
       const s = sandboxes?.stats();
       return buildStats(await store.stats(q), { ...q, include: [...new Set(include)] }, {
         sandboxes: s ? { driver: s.driver, live: s.live, queued: s.queued, cap: s.cap } : null,

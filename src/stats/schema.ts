@@ -13,6 +13,7 @@ export const statsQuerySchema = z.object({
     .regex(/^(calls|rollouts|grades|integrity)(,(calls|rollouts|grades|integrity))*$/, 'a comma-separated list of calls, rollouts, grades, integrity')
     .optional()
     .describe('the figures to compute (default all); calls is the one that scans every call of the window'),
+  run: z.string().max(64).optional().describe('only the rollouts of this run label (x-rft-run)'),
 });
 
 const series = z.array(z.number()).describe('one value per bucket');

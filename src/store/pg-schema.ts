@@ -72,6 +72,8 @@ ALTER TABLE ${s}.calls ADD COLUMN IF NOT EXISTS sandbox text;
 -- Schemas made before the record kept each rollout's door: all of them came through Agent RFT's
 -- (a constant default: no table rewrite).
 ALTER TABLE ${s}.rollouts ADD COLUMN IF NOT EXISTS door text NOT NULL DEFAULT '${DEFAULT_DOOR}';
+-- Schemas made before rollouts carried a run label (x-rft-run): theirs have none.
+ALTER TABLE ${s}.rollouts ADD COLUMN IF NOT EXISTS run text;
 -- Schemas made before rollouts kept their count of recorded calls: counted once (under the schema lock).
 DO $mig$ BEGIN
   IF NOT EXISTS (SELECT 1 FROM information_schema.columns

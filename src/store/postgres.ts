@@ -339,15 +339,19 @@ export class PostgresStore implements Store {
     this.remember(traceId);
   }
 
-  async openRollout(traceId: string, door: string, item: Record<string, unknown> | null, budgetLimit: number, now: number): Promise<void> {
-    // As ensureRollout, and the door set, in one statement.
+  async openRollout(traceId: string, door: string, item: Record<string, unknown> | null, budgetLimit: number, now: number, run?: string): Promise<void> {
+    // As ensureRollout, and the door (and run label, if it has none) set, in one statement.
     await this.idempotent(
-      `INSERT INTO ${this.t.rollouts} AS r (trace_id, created_at, updated_at, item, budget_limit, door) VALUES ($1, $2, $2, $3, $4, $5)
-       ON CONFLICT (trace_id) DO UPDATE SET door = EXCLUDED.door,
+      `INSERT INTO ${this.t.rollouts} AS r (trace_id, created_at, updated_at, item, budget_limit, door, run) VALUES ($1, $2, $2, $3, $4, $5, $6)
+       ON CONFLICT (trace_id) DO UPDATE SET door = EXCLUDED.door, run = coalesce(r.run, EXCLUDED.run),
          item = CASE WHEN EXCLUDED.item IS NOT NULL AND EXCLUDED.item <> '{}' AND (r.item IS NULL OR r.item = '{}') THEN EXCLUDED.item ELSE r.item END`,
-      [encodeText(traceId), now, item ? JSON.stringify(item) : null, budgetLimit, door],
+      [encodeText(traceId), now, item ? JSON.stringify(item) : null, budgetLimit, door, run ?? null],
     );
     this.remember(traceId);
+  }
+
+  async labelRollout(traceId: string, run: string): Promise<void> {
+    await this.idempotent(`UPDATE ${this.t.rollouts} SET run = $2 WHERE trace_id = $1 AND run IS NULL`, [encodeText(traceId), run], 'rft_label_rollout');
   }
 
   async findGrade(traceId: string, grader: string, version: string, sampleHash: string): Promise<GradeRecord | undefined> {
@@ -367,10 +371,11 @@ export class PostgresStore implements Store {
     let upsert = `UPDATE ${this.t.rollouts} r SET ${score} WHERE trace_id = $1`;
     if (rollout) {
       // As ensureRollout: created if absent; a non-empty dataset row fills an empty one.
-      values.push(rollout.now, rollout.item ? JSON.stringify(rollout.item) : null, rollout.budgetLimit);
-      upsert = `INSERT INTO ${this.t.rollouts} AS r (trace_id, created_at, updated_at, item, budget_limit, last_score)
-        VALUES ($1, $15, $13, $16, $17, CASE WHEN $6 = 'ok' THEN $7 END)
-        ON CONFLICT (trace_id) DO UPDATE SET ${score},
+      // The run label (if any) is the rollout's unless it has one.
+      values.push(rollout.now, rollout.item ? JSON.stringify(rollout.item) : null, rollout.budgetLimit, rollout.run ?? null);
+      upsert = `INSERT INTO ${this.t.rollouts} AS r (trace_id, created_at, updated_at, item, budget_limit, last_score, run)
+        VALUES ($1, $15, $13, $16, $17, CASE WHEN $6 = 'ok' THEN $7 END, $18)
+        ON CONFLICT (trace_id) DO UPDATE SET ${score}, run = coalesce(r.run, EXCLUDED.run),
           item = CASE WHEN EXCLUDED.item <> '{}' AND (r.item IS NULL OR r.item = '{}') THEN EXCLUDED.item ELSE r.item END`;
     }
     upsert += ' RETURNING r.call_count::int AS calls, r.budget_exceeded';
@@ -451,6 +456,7 @@ export class PostgresStore implements Store {
       );
       if (inserted.rowCount === 0) return 'exists';
       if (r.door !== undefined) await c.query(`UPDATE ${this.t.rollouts} SET door = $2 WHERE trace_id = $1`, [encodeText(r.traceId), r.door]);
+      if (r.run !== undefined) await c.query(`UPDATE ${this.t.rollouts} SET run = $2 WHERE trace_id = $1`, [encodeText(r.traceId), r.run]);
       if (r.calls.length) {
         const calls = r.calls.map((call) => ({
           trace_id: encodeText(r.traceId),

@@ -52,6 +52,8 @@ export interface RolloutSummary {
   calls: number;
   /** The door that opened the rollout ('nemo-gym', src/doors); absent for Agent RFT's (/tools, /grade, /mcp). */
   door?: string;
+  /** The run it was labelled with (x-rft-run, src/protocol/run-label.ts); absent when none. */
+  run?: string;
   lastScore: number | null;
   /** Grader and version of the last successful grade (lists only; null elsewhere). */
   lastGrader: string | null;

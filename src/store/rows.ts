@@ -39,6 +39,8 @@ export interface RolloutRowShape<B> {
   calls?: number;
   /** The door it came through (absent in rows read before the column existed: Agent RFT's). */
   door?: string | null;
+  /** Its run label (null: none; absent in rows read before the column existed). */
+  run?: string | null;
   /** Only in lists (summaryExtrasSql). */
   last_grader?: string | null;
   last_grader_version?: string | null;
@@ -119,6 +121,7 @@ export function rowMappers<B>({ text, bool }: RowCodec<B>) {
       budgetExceeded: bool(r.budget_exceeded),
       calls: Number(r.calls ?? 0),
       ...(r.door && r.door !== DEFAULT_DOOR ? { door: r.door } : {}),
+      ...(r.run ? { run: r.run } : {}),
       lastScore: r.last_score,
       lastGrader: r.last_grader ?? null,
       lastGraderVersion: r.last_grader_version ?? null,

@@ -150,9 +150,11 @@ function statements(db: Database.Database) {
        FROM rollouts r WHERE r.trace_id = ?`,
     ),
     setDoor: db.prepare('UPDATE rollouts SET door = ? WHERE trace_id = ?'),
+    // A rollout's run label: the first one it gets is kept.
+    setRun: db.prepare<[string, string]>('UPDATE rollouts SET run = ? WHERE trace_id = ? AND run IS NULL'),
     setItem: db.prepare('INSERT OR REPLACE INTO rollout_items (trace_id, item) VALUES (?, ?)'),
     getRollout: db.prepare<[string], RolloutRow>(
-      `SELECT r.trace_id, r.created_at, r.updated_at, r.budget_limit, r.budget_used, r.budget_exceeded, r.next_seq, r.last_score, r.door,
+      `SELECT r.trace_id, r.created_at, r.updated_at, r.budget_limit, r.budget_used, r.budget_exceeded, r.next_seq, r.last_score, r.door, r.run,
          coalesce(i.item, r.item) AS item FROM rollouts r LEFT JOIN rollout_items i ON i.trace_id = r.trace_id WHERE r.trace_id = ?`,
     ),
     getBudget: db.prepare<[string], RolloutRow>('SELECT budget_used, budget_limit, budget_exceeded FROM rollouts WHERE trace_id = ?'),
@@ -280,6 +282,8 @@ export class SqliteStore implements Store {
     if (!hasColumn(this.db, 'rollouts', 'door')) {
       this.db.exec(`ALTER TABLE rollouts ADD COLUMN door TEXT NOT NULL DEFAULT '${DEFAULT_DOOR}'`);
     }
+    // Data dirs made before rollouts carried a run label: theirs have none.
+    if (!hasColumn(this.db, 'rollouts', 'run')) this.db.exec('ALTER TABLE rollouts ADD COLUMN run TEXT');
     this.s = statements(this.db);
     this.stats_ = statsStatements(this.db);
     const unit = this.db.transaction((run: () => unknown) => run());
@@ -421,16 +425,22 @@ export class SqliteStore implements Store {
     return this.unit(() => this.ensure(traceId, item, budgetLimit, now));
   }
 
-  openRollout(traceId: string, door: string, item: Record<string, unknown> | null, budgetLimit: number, now: number): Promise<void> {
+  openRollout(traceId: string, door: string, item: Record<string, unknown> | null, budgetLimit: number, now: number, run?: string): Promise<void> {
     return this.unit(() => {
       this.ensure(traceId, item, budgetLimit, now);
       this.s.setDoor.run(door, traceId);
+      if (run !== undefined) this.s.setRun.run(run, traceId);
     });
+  }
+
+  labelRollout(traceId: string, run: string): Promise<void> {
+    return this.unit(() => void this.s.setRun.run(run, traceId));
   }
 
   insertGrade(g: NewGrade, rollout?: GradedRollout): Promise<InsertedGrade> {
     return this.unit(() => {
       if (rollout) this.ensure(g.traceId, rollout.item, rollout.budgetLimit, rollout.now);
+      if (rollout?.run !== undefined) this.s.setRun.run(rollout.run, g.traceId);
       const { lastInsertRowid } = this.s.insertGrade.run(gradeValues(g));
       const tally = tallyOf(this.s.score.get(g.status, g.score, g.createdAt, g.traceId));
       if (tally?.calls === 0 && rollout?.flagIfNoCalls) this.flag({ ...rollout.flagIfNoCalls, traceId: g.traceId });
@@ -447,6 +457,7 @@ export class SqliteStore implements Store {
       const empty = item !== null && isEmpty(item);
       this.s.insertRollout.run(r.traceId, r.createdAt, r.updatedAt, empty ? '{}' : null, b.limit, b.used, b.exceeded ? 1 : 0, nextSeq, lastScore, r.calls.length);
       if (r.door !== undefined) this.s.setDoor.run(r.door, r.traceId);
+      if (r.run !== undefined) this.s.setRun.run(r.run, r.traceId);
       if (item && !empty) this.s.setItem.run(r.traceId, JSON.stringify(item));
       for (const c of r.calls) this.s.insertCall.run(callParams({ ...c, traceId: r.traceId }));
       for (const g of r.grades) this.s.insertGrade.run(gradeValues({ ...g, traceId: r.traceId }));

@@ -58,6 +58,8 @@ export interface GradedRollout {
   now: number;
   /** A flag (no_tool_score) recorded with the grade if the rollout has no recorded tool call. */
   flagIfNoCalls?: NewFlag | undefined;
+  /** The run label the grade came with: the rollout's if it has none yet. */
+  run?: string | undefined;
 }
 
 /** A recorded grade, and its rollout's tally after it (absent if the rollout has no row). */
@@ -80,6 +82,8 @@ export interface ImportedRollout {
   traceId: string;
   /** The door that opened it (absent: Agent RFT's). */
   door?: string | undefined;
+  /** Its run label (absent: none). */
+  run?: string | undefined;
   createdAt: number;
   updatedAt: number;
   item: Record<string, unknown> | null;
@@ -116,7 +120,12 @@ export interface Store {
    */
   ensureRollout(traceId: string, item: Record<string, unknown> | null, budgetLimit: number, now: number): Promise<void>;
   /** As ensureRollout, and records the door the rollout came through (src/doors): a door that opens its rollouts. */
-  openRollout(traceId: string, door: string, item: Record<string, unknown> | null, budgetLimit: number, now: number): Promise<void>;
+  openRollout(traceId: string, door: string, item: Record<string, unknown> | null, budgetLimit: number, now: number, run?: string): Promise<void>;
+  /**
+   * Labels an existing rollout with its run, unless it has a label already (the first one is kept):
+   * the ledger's, on a rollout's first tool call that came with one.
+   */
+  labelRollout(traceId: string, run: string): Promise<void>;
 
   findGrade(traceId: string, grader: string, graderVersion: string, sampleHash: string): Promise<GradeRecord | undefined>;
   /**

@@ -229,6 +229,104 @@ describeIf(executablePath !== undefined, 'Chromium', 'install it with apt-get in
     expect(await page.locator('#calls-table img').count()).toBe(0);
   });
 
+  const post = async (path: string, body: unknown, run?: string) => {
+    const res = await fetch(`${server.url}${path}`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${server.key}`, 'content-type': 'application/json', ...(run ? { 'x-rft-run': run } : {}) },
+      body: JSON.stringify(body),
+    });
+    expect(res.status, await res.clone().text()).toBe(200);
+    return res.json() as Promise<Record<string, unknown>>;
+  };
+  const getJson = async <T,>(path: string): Promise<T> => (await fetch(`${server.url}${path}`, { headers: { authorization: `Bearer ${server.key}` } })).json() as Promise<T>;
+
+  it("shows a rollout's row (its question and the fields the grader reads) and its final answer beside the score", async () => {
+    const { page } = browser;
+    const { rollouts } = await getJson<{ rollouts: { trace_id: string; last_score: number | null }[] }>('/v1/rollouts?limit=50&grader=answer_match');
+    const graded = rollouts.find((r) => r.last_score !== null)!;
+    const rec = await getJson<{ item: Row; grades: { sample: { output_text: string }; score: number }[] }>(`/v1/rollouts/${graded.trace_id}`);
+    await page.goto(`${server.url}/dashboard#/rollout/${graded.trace_id}`);
+    await page.locator('#rollout-answer [data-score]').waitFor();
+    expect(await page.locator('#rollout-row [data-field="messages"]').textContent()).toContain(question(rec.item));
+    expect(await page.locator('#rollout-row [data-field="reference_answer"]').textContent()).toContain(String(rec.item.reference_answer));
+    expect(await page.locator('#rollout-answer [data-field="answer"] pre').textContent()).toBe(rec.grades.at(-1)!.sample.output_text);
+    expect(Number(await page.locator('#rollout-answer [data-score]').getAttribute('data-score'))).toBe(graded.last_score);
+  });
+
+  it('shows a row and an answer holding markup as text, and a huge answer cut with a note, not whole', async () => {
+    const { page } = browser;
+    const trace = 'trace_dashboard_row_markup';
+    const script = '<script>window.__pwned = 2</script><img src=x onerror="window.__pwned = 3">';
+    const item = { messages: [{ role: 'user', content: `What is ${script}?` }], reference_answer: script, notes: script };
+    const answer = `Answer: ${script} ${'x'.repeat(900_000)}`;
+    await post('/tools', { type: 'function_call', call_id: 'c1', name: 'list_docs', arguments: '{}', trace_id: trace, item });
+    await post('/grade', { sample: { output_text: answer, output_tools: [], choices: [] }, item, trace_id: trace });
+    await page.goto(`${server.url}/dashboard#/rollout/${trace}`);
+    await page.locator('#rollout-answer [data-score]').waitFor();
+    expect(await page.locator('#rollout-row [data-field="messages"]').textContent()).toContain(`What is ${script}?`);
+    expect(await page.locator('#rollout-row [data-field="notes"]').textContent()).toContain(script);
+    const shown = (await page.locator('#rollout-answer [data-field="answer"]').textContent())!;
+    expect(shown.startsWith(`final answer (sample.output_text)Answer: ${script}`)).toBe(true);
+    expect(shown.length).toBeLessThan(20_000);
+    expect(shown).toMatch(/more characters not shown/);
+    expect(await page.evaluate(() => (window as unknown as { __pwned?: number }).__pwned)).toBeUndefined();
+    expect(await page.locator('#rollout img, #rollout script').count()).toBe(0);
+    // the whole page stays small: no text node holds the answer whole
+    expect(await page.evaluate(() => document.body.innerText.length)).toBeLessThan(200_000);
+  });
+
+  it('narrows every view to a run: the rollout list and the figures of two labelled runs are apart', async () => {
+    const { page } = browser;
+    const row = rows[0]!;
+    const item = { ...row };
+    for (const [run, n] of [['run-a', 2], ['run-b', 1]] as const) {
+      for (let i = 0; i < n; i++) {
+        const trace = `trace_${run}_${i}`;
+        await post('/tools', { type: 'function_call', call_id: 'c1', name: 'list_docs', arguments: '{}', trace_id: trace, item }, run);
+        await post('/grade', { sample: { output_text: `Answer: ${String(row.reference_answer)}`, output_tools: [], choices: [] }, item, trace_id: trace }, run);
+      }
+    }
+    await page.goto(`${server.url}/dashboard#/rollouts`);
+    const listed = async (run: string) => {
+      await page.fill('#run', run);
+      await page.locator('#run').dispatchEvent('change');
+      await page.waitForFunction((r) => new URLSearchParams(document.getElementById('rollouts-table')?.dataset.filters ?? '').get('run') === r, run);
+      return page.locator('#rollouts-table tbody tr').evaluateAll((trs) => trs.map((tr) => tr.getAttribute('data-trace-id')));
+    };
+    expect((await listed('run-a')).sort()).toEqual(['trace_run-a_0', 'trace_run-a_1']);
+    expect(await listed('run-b')).toEqual(['trace_run-b_0']);
+    expect(page.url()).toContain('run=run-b');
+    // the overview keeps the run (the tab holds it): its figures count run-b's one rollout
+    await page.click('nav a[href="#/"]');
+    await page.waitForFunction(() => document.getElementById('curve-span')?.dataset.rollouts === '1');
+    await page.fill('#run', 'run-a');
+    await page.locator('#run').dispatchEvent('change');
+    await page.waitForFunction(() => document.getElementById('curve-span')?.dataset.rollouts === '2');
+    await page.fill('#run', '');
+    await page.locator('#run').dispatchEvent('change');
+    await page.waitForFunction(() => Number(document.getElementById('curve-span')?.dataset.rollouts) > 3);
+  });
+
+  it("fits the learning curve's window to the run: a short run fills the chart, not the edge of a 6-hour window", async () => {
+    const { page } = browser;
+    const { rollouts } = await getJson<{ rollouts: { created_at: string }[] }>('/v1/rollouts?limit=500');
+    const first = Math.min(...rollouts.map((r) => Date.parse(r.created_at)));
+    await page.goto(`${server.url}/dashboard#/`);
+    await page.selectOption('#curve-window', '6h');
+    await page.waitForFunction(() => (document.getElementById('curve-span')?.textContent ?? '').startsWith('fitted'));
+    const span = await page.locator('#curve-span').evaluate((el) => ({ since: Date.parse((el as HTMLElement).dataset.since!), until: Date.parse((el as HTMLElement).dataset.until!) }));
+    expect(span.since).toBeLessThanOrEqual(first);
+    // the whole run is inside, and it takes at least half the window
+    expect(span.until - span.since).toBeLessThan(Math.max(2 * (Date.now() - first), 2 * 60_000));
+    // the score chart draws every graded bucket of the fitted window (how many: as fast as the run was graded)
+    const fitted = await getJson<{ learning_curve: { mean_score: (number | null)[] }[] }>(
+      `/v1/stats?since=${span.since}&until=${span.until}&include=rollouts,grades,integrity`,
+    );
+    const graded = fitted.learning_curve.reduce((n, c) => n + c.mean_score.filter((v) => v !== null).length, 0);
+    expect(graded).toBeGreaterThan(0);
+    expect(await points(page, 'chart-score')).toBe(graded);
+  });
+
   it('renders the API reference at /docs from this server alone', async () => {
     const { page } = browser;
     const seen: string[] = [];

@@ -101,9 +101,21 @@ export function insightsContract(label: string, fresh: () => Promise<Store>): vo
       await store.addFlag({ traceId: 'r3', kind: 'no_tool_score', callId: null, detail: 'd', at: 12_500 });
       await store.addFlag({ traceId: 'r2', kind: 'path_escape', callId: 'c1', detail: 'd', at: 11_300 });
       await store.addFlag({ traceId: 'r2', kind: 'path_escape', callId: 'c1', detail: 'd', at: 11_400 });
-
-      const s = await store.stats({ since: 10_000, until: 13_000, bucketMs: B });
       const num = <T extends object>(rows: T[]) => rows.map((r) => Object.fromEntries(Object.entries(r).map(([k, v]) => [k, typeof v === 'string' && /^-?\d+(\.\d+)?$/.test(v) ? Number(v) : v])));
+
+      // Another run's rollout, call, grade and flag: in the run-free figures only.
+      await store.beginCall(begin('other', 'c1', { tool: 'search', now: 12_050 }));
+      await store.insertGrade(grade('other', { score: 0.5, createdAt: 12_060 }), { item: null, budgetLimit: 5, now: 12_060, run: 'other-run' });
+      await store.addFlag({ traceId: 'other', kind: 'path_escape', callId: 'c1', detail: 'd', at: 12_070 });
+      const all = await store.stats({ since: 10_000, until: 13_000, bucketMs: B });
+      expect([all.calls, all.rolloutsStarted, all.grades, all.flags].map((rows) => rows.length)).toEqual([5, 3, 3, 2]);
+      const otherRun = await store.stats({ since: 10_000, until: 13_000, bucketMs: B, run: 'other-run' });
+      expect(num(otherRun.rolloutsStarted)).toEqual([{ t: 12_000, n: 1 }]);
+      expect(num(otherRun.calls)).toMatchObject([{ t: 12_000, tool: 'search', n: 1 }]);
+      expect(num(otherRun.grades)).toMatchObject([{ t: 12_000, graded: 1, score_sum: 0.5 }]);
+      expect(num(otherRun.flags)).toMatchObject([{ kind: 'path_escape', rollouts: 1, events: 1 }]);
+      for (const id of ['r1', 'r2', 'r3']) await store.labelRollout(id, 'main');
+      const s = await store.stats({ since: 10_000, until: 13_000, bucketMs: B, run: 'main' });
       const le = (ms: number) => LATENCY_EDGES_MS.findIndex((e) => ms <= e);
       expect(num(s.calls).sort((a, b) => a.t - b.t || String(a.status).localeCompare(String(b.status)) || a.le - b.le)).toEqual([
         { t: 10_000, tool: 'search', status: 'budget_exceeded', le: -1, n: 1 },

@@ -344,6 +344,28 @@ export function storeContract(label: string, open: () => Promise<Store>): void {
       expect((await store.getRollout('trace_imported'))?.door).toBe('nemo-gym');
     });
 
+    it("keeps a rollout's first run label (a call's, a grade's or a door's), filters the list by it, and exports and imports it", async () => {
+      const store = await fresh();
+      await store.beginCall(begin('trace_a', 'c1'));
+      await store.labelRollout('trace_a', 'baseline');
+      await store.labelRollout('trace_a', 'later'); // the first label stays
+      await store.insertGrade(grade('trace_a'), { item: null, budgetLimit: 5, now: 2, run: 'other' });
+      await store.insertGrade(grade('trace_b'), { item: null, budgetLimit: 5, now: 2, run: 'job-1' }); // created by its grade
+      await store.beginCall(begin('trace_c', 'c1'));
+      await store.insertGrade(grade('trace_c'), { item: null, budgetLimit: 5, now: 2, run: 'job-1' }); // labelled by its grade
+      await store.openRollout('trace_d', 'nemo-gym', null, 5, 3, 'gym run');
+      await store.beginCall(begin('trace_none', 'c1'));
+      expect((await store.getRollout('trace_a'))?.run).toBe('baseline');
+      expect((await store.getRollout('trace_none'))?.run).toBeUndefined();
+      const list = async (run?: string) => (await store.listRollouts({ limit: 10, filter: { run } })).rollouts.map((r) => [r.traceId, r.run]).sort();
+      expect(await list('job-1')).toEqual([['trace_b', 'job-1'], ['trace_c', 'job-1']]);
+      expect(await list('gym run')).toEqual([['trace_d', 'gym run']]);
+      expect(await list('baseline')).toEqual([['trace_a', 'baseline']]);
+      expect((await list()).length).toBe(5);
+      expect(await store.importRollout(imported('trace_imported', { run: 'imported run' }))).toBe('imported');
+      expect((await store.getRollout('trace_imported'))?.run).toBe('imported run');
+    });
+
     it('pages rollouts newest first with a base64url "created_at|trace_id" cursor, ties broken by trace_id', async () => {
       const store = await fresh();
       for (const [id, at] of [['b', 10], ['a', 10], ['c', 20], ['d', 5], ['e', 10]] as const) await store.ensureRollout(id, null, 5, at);

@@ -108,19 +108,33 @@ describePg('PostgresStore across replicas (two pools on one database)', () => {
   });
 });
 
+/** A store booted on a schema with one rollout (trace_old) whose rollouts table lost a column, as one made before it. */
+async function storeWithout(column: string): Promise<PostgresStore> {
+  const schema = testSchema();
+  const first = await openStore(schema);
+  await first.beginCall(begin('trace_old', 'c1'));
+  const client = new pg.Client({ connectionString: databaseUrl });
+  await client.connect();
+  await client.query(`ALTER TABLE "${schema}".rollouts DROP COLUMN ${column}`);
+  await client.end();
+  return openStore(schema);
+}
+
 describePg('PostgresStore doors', () => {
   it('gives the rollouts of a schema made before the record kept doors the door agent-rft, at boot', async () => {
-    const schema = testSchema();
-    const first = await openStore(schema);
-    await first.beginCall(begin('trace_old', 'c1'));
-    const client = new pg.Client({ connectionString: databaseUrl });
-    await client.connect();
-    await client.query(`ALTER TABLE "${schema}".rollouts DROP COLUMN door`);
-    await client.end();
-    const store = await openStore(schema);
+    const store = await storeWithout('door');
     expect((await store.listRollouts({ limit: 5, filter: { door: 'agent-rft' } })).rollouts.map((r) => r.traceId)).toEqual(['trace_old']);
     await store.openRollout('trace_new', 'nemo-gym', null, 5, 1);
     expect((await store.listRollouts({ limit: 5, filter: { door: 'nemo-gym' } })).rollouts.map((r) => r.traceId)).toEqual(['trace_new']);
+  });
+});
+
+describePg('PostgresStore run labels', () => {
+  it('adds the run label column to a schema made before it, at boot: old rollouts have none, and can get one', async () => {
+    const store = await storeWithout('run');
+    expect((await store.getRollout('trace_old'))?.run).toBeUndefined();
+    await store.labelRollout('trace_old', 'late');
+    expect((await store.listRollouts({ limit: 5, filter: { run: 'late' } })).rollouts.map((r) => r.traceId)).toEqual(['trace_old']);
   });
 });
 

@@ -165,19 +165,32 @@ describe('SqliteStore, dataset rows apart from the ledger row', () => {
   });
 });
 
-it('gives the rollouts of a database made before the record kept doors the door agent-rft, at open', async () => {
+/** A store opened on a database with one rollout (trace_old) whose rollouts table lost a column, as one made before it. */
+async function storeWithout(column: string): Promise<SqliteStore> {
   const path = scratchPath();
   const first = new SqliteStore({ path });
   await first.beginCall(begin('trace_old', 'c1'));
   await first.close();
   const legacy = new Database(path);
-  legacy.exec('ALTER TABLE rollouts DROP COLUMN door');
+  legacy.exec(`ALTER TABLE rollouts DROP COLUMN ${column}`);
   legacy.close();
   const store = new SqliteStore({ path });
   onTestFinished(() => store.close());
+  return store;
+}
+
+it('gives the rollouts of a database made before the record kept doors the door agent-rft, at open', async () => {
+  const store = await storeWithout('door');
   expect((await store.listRollouts({ limit: 5, filter: { door: 'agent-rft' } })).rollouts.map((r) => r.traceId)).toEqual(['trace_old']);
   await store.openRollout('trace_new', 'nemo-gym', null, 5, 1);
   expect((await store.listRollouts({ limit: 5, filter: { door: 'nemo-gym' } })).rollouts.map((r) => r.traceId)).toEqual(['trace_new']);
+});
+
+it('adds the run label column to a database made before it, at open: old rollouts have none, and can get one', async () => {
+  const store = await storeWithout('run');
+  expect((await store.getRollout('trace_old'))?.run).toBeUndefined();
+  await store.labelRollout('trace_old', 'late');
+  expect((await store.listRollouts({ limit: 5, filter: { run: 'late' } })).rollouts.map((r) => r.traceId)).toEqual(['trace_old']);
 });
 
 describe('SqliteStore, one writer process', () => {

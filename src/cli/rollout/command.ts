@@ -10,6 +10,7 @@ import { ResultsFile, pairKey } from './results.js';
 import type { GymSide } from './gym.js';
 import { runRollout, type RolloutDeps, type RolloutResult } from './run.js';
 import { withServerOptions, type ServerOptions } from '../server-options.js';
+import { parseRunLabel, RUN_HEADER } from '../../protocol/run-label.js';
 
 interface RolloutOptions extends ServerOptions {
   dataset: string;
@@ -26,6 +27,7 @@ interface RolloutOptions extends ServerOptions {
   door: string;
   doorUrl?: string;
   gymAgent: string;
+  run?: string;
 }
 
 const DOORS = ['agent-rft', 'nemo-gym'] as const;
@@ -74,6 +76,12 @@ export async function runAll(o: RolloutRunOptions, jobs: Job[]): Promise<Rollout
   return finished;
 }
 
+/** --run NAME: the x-rft-run header of every request, so the server labels the rollouts (checked before any). */
+function runHeaders(opts: RolloutOptions): Record<string, string> {
+  const run = parseRunLabel(opts.run, '--run');
+  return run === undefined ? {} : { [RUN_HEADER]: run };
+}
+
 const RETRY_HINT = 'the same command with --retry-discarded';
 
 /** The dataset's rows in Gym's shape (a row that has none fails here, with its line) and the door's client. */
@@ -83,7 +91,7 @@ async function gymSide(opts: RolloutOptions): Promise<GymSide> {
     import('./gym-http.js'),
     import('./gym.js'),
   ]);
-  return { rows: convertDataset(opts.dataset), agent: opts.gymAgent, door: new GymDoorClient(opts.doorUrl!), run: runGymRollout };
+  return { rows: convertDataset(opts.dataset), agent: opts.gymAgent, door: new GymDoorClient(opts.doorUrl!, { headers: runHeaders(opts) }), run: runGymRollout };
 }
 
 async function action(opts: RolloutOptions): Promise<void> {
@@ -104,7 +112,7 @@ async function action(opts: RolloutOptions): Promise<void> {
   // Before the first row: a model endpoint is named (never the SDK's default with a placeholder
   // key), and the server answers with this credential, so a wrong setup fails once, not per rollout.
   const endpoint = modelEndpoint(opts.baseUrl);
-  const server = clientFrom(opts, Math.max(16, concurrency * 4));
+  const server = clientFrom(opts, Math.max(16, concurrency * 4), runHeaders(opts));
   try {
     await server.check();
     await gym?.door.check();
@@ -175,6 +183,7 @@ export function register(program: Command): void {
       .option('--retry-discarded', 'on resume, run the discarded rollouts of --out again (the new line replaces the old one)')
       .option('--door <door>', "the trainer's protocol: agent-rft (POST /tools, --grader-path) or nemo-gym (the NeMo Gym door, as Gym's simple_agent)", 'agent-rft')
       .option('--door-url <url>', 'with --door nemo-gym: the NeMo Gym listener, e.g. http://127.0.0.1:8788 (RFT_NEMO_GYM_HOST:RFT_NEMO_GYM_PORT)')
+      .option('--run <name>', 'label the rollouts with this run (the x-rft-run header): the dashboard and exports filter on it')
       .option('--gym-agent <name>', "with --door nemo-gym: agent_ref.name of rows without one, as ng_collect_rollouts +agent_name sets it", 'rft_agent'),
   ).action(action);
 }

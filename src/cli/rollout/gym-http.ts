@@ -37,7 +37,7 @@ export class GymDoorClient {
 
   constructor(
     baseUrl: string,
-    private readonly opts: { retryForMs?: number } = {},
+    private readonly opts: { retryForMs?: number; headers?: Record<string, string> } = {},
   ) {
     this.baseUrl = baseUrl.replace(/\/+$/, '');
     // Gym's client has no timeout at all (ClientTimeout()); a tool may take up to 10 minutes here.
@@ -46,7 +46,7 @@ export class GymDoorClient {
 
   /** One request; `body` undefined sends none. Any status is a reply; transport errors are retried. */
   async send(method: 'GET' | 'POST', path: string, body: unknown, cookies: Cookies = new Map()): Promise<DoorReply> {
-    const headers: Record<string, string> = {};
+    const headers: Record<string, string> = { ...this.opts.headers };
     const raw = body === undefined ? undefined : JSON.stringify(body);
     if (raw !== undefined) headers['content-type'] = 'application/json';
     if (cookies.size > 0) headers.cookie = [...cookies].map(([k, v]) => `${k}=${v}`).join('; ');

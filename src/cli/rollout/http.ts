@@ -27,7 +27,11 @@ export class ServerClient {
   private readonly auth: ServerAuth;
   private readonly agent: Agent;
 
-  constructor(baseUrl: string, auth: ServerAuth, opts: { connections?: number } = {}) {
+  /** Sent with every request (rollout --run: x-rft-run). */
+  private readonly headers: Record<string, string>;
+
+  constructor(baseUrl: string, auth: ServerAuth, opts: { connections?: number; headers?: Record<string, string> } = {}) {
+    this.headers = opts.headers ?? {};
     this.baseUrl = baseUrl.replace(/\/+$/, '');
     this.auth = auth;
     this.agent = new Agent({
@@ -40,7 +44,7 @@ export class ServerClient {
   /** Sends one request; any HTTP status is a reply, only a transport failure throws. */
   async send(method: 'GET' | 'POST' | 'DELETE', path: string, body?: unknown): Promise<ServerReply> {
     const raw = body === undefined ? undefined : JSON.stringify(body);
-    const headers: Record<string, string> = { accept: 'application/json' };
+    const headers: Record<string, string> = { ...this.headers, accept: 'application/json' };
     if (raw !== undefined) headers['content-type'] = 'application/json';
     if (this.auth.signingSecret) {
       const id = `msg_${randomUUID()}`;
@@ -108,10 +112,10 @@ function errorCodeOf(text: string): string | undefined {
   }
 }
 
-export function clientFrom(opts: ServerOptions, connections?: number): ServerClient {
+export function clientFrom(opts: ServerOptions, connections?: number, headers?: Record<string, string>): ServerClient {
   const env = loadCliEnv();
   const signingSecret = opts.signingSecret ?? env.RFT_SIGNING_SECRET;
   const key = opts.key ?? env.RFT_API_KEY;
   const auth: ServerAuth = signingSecret ? { signingSecret } : key ? { key } : {};
-  return new ServerClient(opts.server ?? env.RFT_SERVER ?? DEFAULT_SERVER, auth, connections !== undefined ? { connections } : {});
+  return new ServerClient(opts.server ?? env.RFT_SERVER ?? DEFAULT_SERVER, auth, { ...(connections !== undefined ? { connections } : {}), ...(headers ? { headers } : {}) });
 }

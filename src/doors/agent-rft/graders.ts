@@ -7,6 +7,7 @@ import { errors, isRftError } from '../../errors.js';
 import { gradeRequestSchema, sampleSchema, type GradeRequest } from '../../protocol/wire.js';
 import { runErrorReply, runGraderConfig, validateGraderConfig, type RunResult } from '../../grading/index.js';
 import { defaultGrader } from '../../registry/loader.js';
+import { runOfHeaders } from '../../protocol/run-label.js';
 
 const runRequestSchema = z.looseObject({
   grader: z.unknown().describe('an OpenAI grader config: string_check, text_similarity, score_model, label_model, multi'),
@@ -36,6 +37,7 @@ export default async function graderRoutes(app: FastifyInstance): Promise<void> 
     const grader = registry.graders.get(name);
     if (!grader) throw errors.unknownGrader(name, [...registry.graders.keys()]);
     const body = req.body as GradeRequest;
+    const run = runOfHeaders(req.headers);
     if (req.cutFromBody) {
       req.log.warn({ trace_id: body.trace_id, cut: req.cutFromBody }, `${req.cutFromBody} nested deeper than RFT_MAX_JSON_DEPTH: graded as null`);
     }
@@ -45,6 +47,7 @@ export default async function graderRoutes(app: FastifyInstance): Promise<void> 
       traceId: body.trace_id,
       credential: req.credential?.label ?? null,
       source: 'endpoint',
+      run,
     });
     // A recorded ok grade always holds a score; never answer a false zero if one did not.
     if (record.score === null) throw errors.graderFailed(name, 'no score was recorded');

@@ -6,6 +6,7 @@ import { z } from 'zod';
 import { errors } from '../../errors.js';
 import { functionCallOutputSchema, functionCallSchema, parseFunctionCall, type FunctionCall, type FunctionCallOutput } from '../../protocol/wire.js';
 import { formatZodIssues } from '../../ledger/output.js';
+import { runOfHeaders } from '../../protocol/run-label.js';
 
 /**
  * The body is checked by hand (parseFunctionCall: what functionCallSchema accepts, without zod's
@@ -33,6 +34,7 @@ export default async function toolRoutes(app: FastifyInstance): Promise<void> {
     if (nameFromPath && body.name && body.name !== nameFromPath) {
       throw errors.badRequest(`body names tool "${body.name}" but the URL names "${nameFromPath}"`);
     }
+    const run = runOfHeaders(req.headers);
     const tool = registry.tools.get(name);
     if (!tool) throw errors.unknownTool(name, [...registry.tools.keys()]);
     const outcome = await ledger.call(tool, {
@@ -41,6 +43,7 @@ export default async function toolRoutes(app: FastifyInstance): Promise<void> {
       arguments: body.arguments,
       item: body.item ?? {},
       credential: req.credential?.label ?? null,
+      run,
     });
     req.log.info({ trace_id: body.trace_id, call_id: body.call_id, tool: name, status: outcome.status, replayed: outcome.replayed }, 'tool call');
     return { type: 'function_call_output', call_id: body.call_id, ...(body.id !== undefined ? { id: body.id } : {}), output: outcome.output };

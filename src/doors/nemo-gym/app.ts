@@ -6,7 +6,8 @@ import type { Logger } from 'pino';
 import { errors, isRftError } from '../../errors.js';
 import { canonicalJson } from '../../protocol/canonical.js';
 import type { DoorCore } from '../core.js';
-import { answerOf, graderItem, rowTools, seedBodySchema, verifyBodySchema, type VerifyBody } from './rows.js';
+import { answerOf, graderItem, rowTools, seedBodySchema, verifyBodySchema, type SeedBody, type VerifyBody } from './rows.js';
+import { parseRunLabel, runOfHeaders, RUN_METADATA_KEY } from '../../protocol/run-label.js';
 import { rewardComponents } from './reward.js';
 import { Sessions, traceIdOf, type Session } from './sessions.js';
 import type { Registry } from '../../registry/loader.js';
@@ -169,6 +170,7 @@ export async function buildNemoGymApp(o: NemoGymDoorOptions): Promise<FastifyIns
     const body = parseJson(req.body);
     const parsed = body.ok ? seedBodySchema.safeParse(body.value) : undefined;
     if (!parsed?.success) throw live ? errors.nemoGymNotATool('seed_session') : errors.badRequest('the body is not a NeMo Gym row (responses_create_params with input)');
+    const run = sessionRun(req.headers, parsed.data);
     const token = Sessions.mint();
     const row = graderItem(parsed.data);
     const rolloutId = of(req).rolloutId;
@@ -180,6 +182,7 @@ export async function buildNemoGymApp(o: NemoGymDoorOptions): Promise<FastifyIns
       tools: rowTools(parsed.data),
       environment: o.environment,
       warmSandbox: true,
+      run,
     });
     sessions.add(token, rollout, canonicalJson(parsed.data.responses_create_params));
     of(req).token = token;
@@ -227,4 +230,17 @@ export async function buildNemoGymApp(o: NemoGymDoorOptions): Promise<FastifyIns
   }
 
   return app;
+}
+
+/**
+ * The session's run label: the x-rft-run header, else the row's responses_create_params.metadata.rft_run
+ * (the Responses API's documented metadata map, which a Gym dataset row can carry and Gym passes along
+ * untouched). A label that is not one is a coded 400, as on /tools and /grade.
+ */
+function sessionRun(headers: FastifyRequest['headers'], body: SeedBody): string | undefined {
+  const header = runOfHeaders(headers);
+  if (header !== undefined) return header;
+  const metadata = (body.responses_create_params as { metadata?: unknown }).metadata;
+  if (!metadata || typeof metadata !== 'object') return undefined;
+  return parseRunLabel((metadata as Record<string, unknown>)[RUN_METADATA_KEY], `responses_create_params.metadata.${RUN_METADATA_KEY}`);
 }

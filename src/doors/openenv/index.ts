@@ -6,7 +6,7 @@
 import { WebSocketServer, type WebSocket } from 'ws';
 import type { FastifyInstance } from 'fastify';
 import { errors } from '../../errors.js';
-import type { PrivateDoor, PrivateDoorContext } from '../private/doors.js';
+import type { PrivateDoor, PrivateDoorContext } from '../private/door.js';
 import type { Environment } from '../../environments/environment.js';
 import { Episode, resetObservation, type StepData } from './episode.js';
 import { resetSchema, RowSource, SUBMIT_SPEC, SUBMIT_TOOL, type ToolSpec } from './rows.js';

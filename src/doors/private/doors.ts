@@ -1,43 +1,11 @@
 // The doors served on the private listener (./app.ts), for trainers whose clients send no credential.
 // Adding one: its folder under src/doors/ exports a PrivateDoor, and one line here.
-import type { FastifyInstance } from 'fastify';
-import type { Logger } from 'pino';
-import type { DoorCore } from '../core.js';
-import type { AppConfig } from '../../config.js';
-import type { Environments } from '../../environments/environment.js';
-import type { Registry } from '../../registry/loader.js';
-import type { Ledger } from '../../ledger/ledger.js';
-import type { GradingService } from '../../grading-service/service.js';
-import type { SandboxProvider } from '../../sandbox/provider.js';
-import type { Store } from '../../store/types.js';
+import type { PrivateDoor } from './door.js';
 import { openEnvDoor } from '../openenv/index.js';
 import { rewardDoor } from '../reward/door.js';
 import { sandboxFusionDoor } from '../sandbox-fusion/door.js';
 
-/** What a private door may use: the core first; the parts below it for what the core does not say (a sandbox of its own). */
-export interface PrivateDoorContext {
-  core: DoorCore;
-  config: AppConfig;
-  environments: Environments;
-  registry: Registry;
-  ledger: Ledger;
-  grading: GradingService;
-  store: Store;
-  /** Undefined when no sandbox driver is configured. */
-  sandboxes: SandboxProvider | undefined;
-  log: Logger;
-}
-
-export interface PrivateDoor {
-  /** Its name in the record's door column and the logs. */
-  name: string;
-  /**
-   * The first path segments its routes take (e.g. `reward` for /reward/{grader}): an environment of the
-   * same name would be shadowed by them (or shadow them, for doors with /{env}/... routes), so boot refuses it.
-   */
-  segments: readonly string[];
-  register(app: FastifyInstance, ctx: PrivateDoorContext): Promise<void> | void;
-}
+export type { PrivateDoor, PrivateDoorContext } from './door.js';
 
 export const privateDoors: PrivateDoor[] = [
   openEnvDoor,

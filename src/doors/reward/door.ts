@@ -8,7 +8,7 @@ import { errors } from '../../errors.js';
 import { budgetFromItem } from '../../rollout/budget.js';
 import { defaultGrader, type LoadedGrader } from '../../registry/loader.js';
 import type { Grade } from '../core.js';
-import type { PrivateDoor, PrivateDoorContext } from '../private/doors.js';
+import type { PrivateDoor, PrivateDoorContext } from '../private/door.js';
 import { parseRewardRequest, type RewardRequest } from './shapes.js';
 
 export const REWARD_DOOR = 'reward';

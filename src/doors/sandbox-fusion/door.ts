@@ -5,7 +5,7 @@
 import { randomUUID } from 'node:crypto';
 import { errors, isRftError } from '../../errors.js';
 import { canonicalJson, sha256 } from '../../protocol/canonical.js';
-import type { PrivateDoor, PrivateDoorContext } from '../private/doors.js';
+import type { PrivateDoor, PrivateDoorContext } from '../private/door.js';
 import { runCodeRequestSchema, type RunCodeRequest } from './request.js';
 import { runCode, type RunOutcome } from './run.js';
 

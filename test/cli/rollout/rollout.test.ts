@@ -60,6 +60,22 @@ describe('rollout over the finqa example', () => {
     expect(rec.grades[0]!.sample.output_text).toMatch(/^Answer: /);
   });
 
+  it('labels its rollouts with --run (x-rft-run): the server lists them under the run, and export --run selects them', async () => {
+    const out = join(work, 'labelled.jsonl');
+    const r = await rollout(out, ['--run', 'cli baseline']);
+    expect(r.code).toBe(0);
+    const traces = readJsonl<RolloutResult>(out).map((x) => x.trace_id).sort();
+    const listed = await getJson<{ rollouts: { trace_id: string; run: string }[] }>(server, '/v1/rollouts?run=cli%20baseline');
+    expect(listed.rollouts.map((x) => x.trace_id).sort()).toEqual(traces);
+    const exported = await runCli(['export', '--server', server.url, '--key', server.key, '--run', 'cli baseline']);
+    expect(exported.code).toBe(0);
+    const lines = exported.stdout.trim().split('\n').map((l) => JSON.parse(l) as { trace_id: string; run: string });
+    expect(lines.map((l) => [l.trace_id, l.run]).sort()).toEqual(traces.map((t) => [t, 'cli baseline']));
+    const bad = await rollout(join(work, 'bad-run.jsonl'), ['--run', 'x'.repeat(65)]);
+    expect(bad.code).not.toBe(0);
+    expect(bad.stderr).toMatch(/RFT_ERR_BAD_RUN_LABEL/);
+  });
+
   it('summarizes the results: per-row means, rows without learning signal, and an offline HTML page', async () => {
     const html = join(work, 'report.html');
     const r = await runCli(['report', join(work, 'results.jsonl'), '--html', html]);

@@ -36,7 +36,7 @@ describe('NeMo Gym door with finqa', () => {
   const grade = (item: Row, text: string): Promise<number> => gradeThroughApi(server, item, text);
   const record = async (traceId: string) => {
     const res = await fetch(`${server.url}/v1/rollouts/${traceId}`, { headers: { authorization: `Bearer ${server.key}` } });
-    return (await res.json()) as { door: string; item: Row; calls: { tool: string; status: string; output: string }[] };
+    return (await res.json()) as { door: string; run: string | null; item: Row; calls: { tool: string; status: string; output: string }[] };
   };
   const traceOf = (cookies: Record<string, string>) => traceIdOf(cookies[SESSION_COOKIE]!);
 
@@ -167,6 +167,27 @@ describe('NeMo Gym door with finqa', () => {
     const body = JSON.parse(verify.text) as Record<string, unknown>;
     expect(body.reward).toBe(await grade(itemOf(finqa[5]!), text));
     expectRewardSum(body);
+  });
+
+  it("labels a session's rollout with its run: the x-rft-run header, else the row's responses_create_params.metadata.rft_run", async () => {
+    const row = toGymRow(finqa[7]!) as Row & { responses_create_params: Row };
+    const labelled = { ...row, responses_create_params: { ...row.responses_create_params, metadata: { rft_run: 'gym-baseline' } } };
+    const fromMetadata = await postOnce(door, '/seed_session', labelled);
+    expect(fromMetadata.status).toBe(200);
+    expect((await record(traceOf(fromMetadata.cookies))).run).toBe('gym-baseline');
+    const seed = (headers: Record<string, string>, body: unknown) =>
+      fetch(`${door}/seed_session`, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body: JSON.stringify(body) });
+    const fromHeader = await seed({ 'x-rft-run': 'gym-job' }, labelled);
+    expect(fromHeader.status).toBe(200);
+    const cookie = new RegExp(`${SESSION_COOKIE}=([^;]+)`).exec(fromHeader.headers.get('set-cookie') ?? '')?.[1];
+    expect((await record(traceIdOf(cookie!))).run).toBe('gym-job');
+    expect((await record(traceOf((await postOnce(door, '/seed_session', row)).cookies))).run).toBeNull();
+    // a label that is not one: a coded 400, from either place
+    const badMetadata = { ...row, responses_create_params: { ...row.responses_create_params, metadata: { rft_run: 'a'.repeat(65) } } };
+    for (const res of [await seed({}, badMetadata), await seed({ 'x-rft-run': 'b'.repeat(65) }, row)]) {
+      expect(res.status).toBe(400);
+      expect(((await res.json()) as { error: { code: string } }).error.code).toBe('RFT_ERR_BAD_RUN_LABEL');
+    }
   });
 
   it('the /ng-rollout/{id}/ prefix is stripped and its id recorded; the other routes answer as Gym expects', async () => {

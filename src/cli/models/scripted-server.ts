@@ -1,6 +1,7 @@
-// A scripted OpenAI-compatible model on 127.0.0.1 (random port) for tests and benches: it speaks the
-// Responses API (function_call items; multi-turn by resent input or previous_response_id) and Chat
-// Completions (tool_calls), and answers each turn from a script instead of a model.
+// A scripted OpenAI-compatible model on 127.0.0.1 (random port): it speaks the Responses API
+// (function_call items; multi-turn by resent input or previous_response_id) and Chat Completions
+// (tool_calls), and answers each turn from a script instead of a model. `rollout --model scripted:FILE`
+// and `replay:EXPORT` run on it (scripted-file.ts, replay-script.ts), as do the tests and benches.
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 
@@ -27,6 +28,21 @@ export interface TurnContext {
   /** Names of the tools offered in this request. */
   tools: string[];
   model: string;
+  /**
+   * The conversation's system, developer and user messages, in order: all a model knows of the
+   * dataset row (its own turns only add assistant messages and tool outputs).
+   */
+  prompt: PromptMessage[];
+  /**
+   * The same id on every turn of one conversation: new on turn 0, then read back from the ids of
+   * the calls this server made in it (so two rollouts of one row never mix, whatever the API).
+   */
+  conversation: string;
+}
+
+export interface PromptMessage {
+  role: string;
+  text: string;
 }
 
 export type Script = ScriptedTurn[] | ((ctx: TurnContext) => ScriptedTurn);
@@ -100,6 +116,26 @@ function conversationState(entries: Item[], isUser: (e: Item) => boolean, isOutp
   return { turn, toolOutputs, userText };
 }
 
+const PROMPT_ROLES = new Set(['system', 'developer', 'user']);
+
+/** The prompt of a conversation: its system, developer and user messages (chat messages or Responses input items). */
+export function promptOf(entries: readonly Item[]): PromptMessage[] {
+  return entries
+    .filter((e) => typeof e.role === 'string' && PROMPT_ROLES.has(e.role) && (e.type === undefined || e.type === 'message'))
+    .map((e) => ({ role: String(e.role), text: textOf(e.content) }));
+}
+
+// Call ids carry their conversation: call_<conversation>x<n>.
+const CALL_ID = /^call_(cv[0-9a-z]+)x/;
+
+function conversationOf(callIds: readonly unknown[]): string | undefined {
+  for (const id of callIds) {
+    const m = typeof id === 'string' ? CALL_ID.exec(id) : null;
+    if (m) return m[1];
+  }
+  return undefined;
+}
+
 function encodeArgs(a: unknown): string {
   return typeof a === 'string' ? a : JSON.stringify(a ?? {});
 }
@@ -109,6 +145,8 @@ export async function startScriptedModel(opts: ScriptedModelOptions): Promise<Sc
   const stored = new Map<string, Item[]>(); // response id -> the whole conversation after it
   let seq = 0;
   const nextId = (prefix: string) => `${prefix}_${(++seq).toString(36).padStart(6, '0')}`;
+  const callId = (conversation: string) => `call_${conversation}x${(++seq).toString(36)}`;
+  const conversationIn = (callIds: readonly unknown[]) => conversationOf(callIds) ?? `cv${(++seq).toString(36)}`;
 
   const scripted = (ctx: TurnContext): ScriptedTurn => {
     if (typeof opts.script === 'function') return opts.script(ctx);
@@ -127,11 +165,12 @@ export async function startScriptedModel(opts: ScriptedModelOptions): Promise<Sc
       (e) => (typeof e.output === 'string' ? e.output : JSON.stringify(e.output)),
     );
     const tools = Array.isArray(body.tools) ? (body.tools as Item[]).map((t) => String(t.name)) : [];
-    const turn = scripted({ api: 'responses', ...st, tools, model: String(body.model) });
+    const conversation = conversationIn(all.filter((e) => e.type === 'function_call').map((e) => e.call_id));
+    const turn = scripted({ api: 'responses', ...st, tools, model: String(body.model), prompt: promptOf(all), conversation });
     const output: Item[] = (turn.calls ?? []).map((c) => ({
       type: 'function_call',
       id: nextId('fc'),
-      call_id: nextId('call'),
+      call_id: callId(conversation),
       name: c.name,
       arguments: encodeArgs(c.arguments),
       status: 'completed',
@@ -169,8 +208,10 @@ export async function startScriptedModel(opts: ScriptedModelOptions): Promise<Sc
       (m) => textOf(m.content),
     );
     const tools = Array.isArray(body.tools) ? (body.tools as { function?: { name?: string } }[]).map((t) => String(t.function?.name)) : [];
-    const turn = scripted({ api: 'chat', ...st, tools, model: String(body.model) });
-    const calls = (turn.calls ?? []).map((c) => ({ id: nextId('call'), type: 'function', function: { name: c.name, arguments: encodeArgs(c.arguments) } }));
+    const sentIds = messages.flatMap((m) => (Array.isArray(m.tool_calls) ? (m.tool_calls as Item[]).map((c) => c.id) : []));
+    const conversation = conversationIn(sentIds);
+    const turn = scripted({ api: 'chat', ...st, tools, model: String(body.model), prompt: promptOf(messages), conversation });
+    const calls = (turn.calls ?? []).map((c) => ({ id: callId(conversation), type: 'function', function: { name: c.name, arguments: encodeArgs(c.arguments) } }));
     return {
       id: nextId('chatcmpl'),
       object: 'chat.completion',

@@ -125,8 +125,9 @@ export function promptOf(entries: readonly Item[]): PromptMessage[] {
     .map((e) => ({ role: String(e.role), text: textOf(e.content) }));
 }
 
-// Call ids carry their conversation: call_<conversation>x<n>.
-const CALL_ID = /^call_(cv[0-9a-z]+)x/;
+// Call ids carry their conversation: call_<conversation>_<n>, both parts base 36. The separator is
+// outside base 36's alphabet, so no conversation id can run into the call's number.
+const CALL_ID = /^call_(cv[0-9a-z]+)_/;
 
 function conversationOf(callIds: readonly unknown[]): string | undefined {
   for (const id of callIds) {
@@ -145,7 +146,7 @@ export async function startScriptedModel(opts: ScriptedModelOptions): Promise<Sc
   const stored = new Map<string, Item[]>(); // response id -> the whole conversation after it
   let seq = 0;
   const nextId = (prefix: string) => `${prefix}_${(++seq).toString(36).padStart(6, '0')}`;
-  const callId = (conversation: string) => `call_${conversation}x${(++seq).toString(36)}`;
+  const callId = (conversation: string) => `call_${conversation}_${(++seq).toString(36)}`;
   const conversationIn = (callIds: readonly unknown[]) => conversationOf(callIds) ?? `cv${(++seq).toString(36)}`;
 
   const scripted = (ctx: TurnContext): ScriptedTurn => {

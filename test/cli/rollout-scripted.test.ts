@@ -5,6 +5,8 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { DatasetRow } from '../../src/cli/rollout-dataset.js';
 import type { RolloutResult } from '../../src/cli/rollout-run.js';
+import { rowTriesFromExport } from '../../src/cli/models/replay-script.js';
+import { rowTriesFromFile } from '../../src/cli/models/scripted-file.js';
 import { startFakeOpenAI } from '../helpers/fake-openai.js';
 import { startScriptedModel } from '../helpers/scripted-model.js';
 import { startTestServer, type TestServer } from '../helpers/server.js';
@@ -75,7 +77,7 @@ describe('rollout --model scripted:FILE', () => {
       const rec = await getJson<Rec>(server, `/v1/rollouts/${results[4]!.trace_id}`);
       expect(rec.calls).toMatchObject([{ tool: 'read_doc', arguments: '{"doc_id":' }]);
       expect(rec.grades[0]!.sample.output_text).toBe(`Answer: ${reference(2)}`);
-    });
+    }, 120_000);
   }
 
   it('replays the model side of exported rollouts: the same calls, answers and scores per row (replay:EXPORT)', async () => {
@@ -97,7 +99,7 @@ describe('rollout --model scripted:FILE', () => {
         )
       ).sort();
     expect(await summary(again)).toEqual(await summary(out));
-  });
+  }, 120_000);
 
   it('refuses a file that leaves a row unscripted, names a row the dataset lacks, or misspells a key (exit 2, RFT_ERR_MODEL_SCRIPT)', async () => {
     const cases: [unknown[], RegExp][] = [
@@ -106,18 +108,19 @@ describe('rollout --model scripted:FILE', () => {
       [[{ default: true, turns: [{ call: [{ name: 'list_docs' }] }] }], /:1: .*call/],
       [[{ default: true, turns: [{ text: 'a' }] }, { default: true, turns: [{ text: 'b' }] }], /:2: the default is scripted twice \(first on line 1\)/],
     ];
+    const file = join(work, 'bad-script.jsonl');
     for (const [lines, why] of cases) {
-      const file = join(work, 'bad-script.jsonl');
       writeJsonl(file, lines);
-      const r = await rollout(join(work, 'never.jsonl'), `scripted:${file}`);
-      expect(r.code).toBe(2);
-      expect(r.stderr).toMatch(/^error RFT_ERR_MODEL_SCRIPT: /);
-      expect(r.stderr).toMatch(why);
+      expect(() => rowTriesFromFile(file, rows)).toThrow(why);
+      expect(() => rowTriesFromFile(file, rows)).toThrow(expect.objectContaining({ code: 'RFT_ERR_MODEL_SCRIPT' }));
     }
-    const r = await rollout(join(work, 'never.jsonl'), `replay:${join(work, 'script.jsonl')}`);
+    // A script file is no export.
+    expect(() => rowTriesFromExport(join(work, 'script.jsonl'), rows)).toThrow(expect.objectContaining({ code: 'RFT_ERR_DATASET' }));
+    // The command refuses before the first rollout, with the usage exit status.
+    const r = await rollout(join(work, 'never.jsonl'), `scripted:${file}`);
     expect(r.code).toBe(2);
-    expect(r.stderr).toMatch(/^error RFT_ERR_DATASET: .*not a rollout record/);
-  });
+    expect(r.stderr).toMatch(/^error RFT_ERR_MODEL_SCRIPT: .*:2: the default is scripted twice/);
+  }, 120_000);
 });
 
 describe('--temperature and --reasoning-effort', () => {
@@ -137,7 +140,7 @@ describe('--temperature and --reasoning-effort', () => {
     } finally {
       await fake.close();
     }
-  });
+  }, 120_000);
 
   it('reach the Responses API as temperature and reasoning.effort; a temperature out of range is a usage error', async () => {
     const model = await startScriptedModel({ script: [{ text: 'Answer: 1' }] });
@@ -152,5 +155,5 @@ describe('--temperature and --reasoning-effort', () => {
     } finally {
       await model.close();
     }
-  });
+  }, 120_000);
 });

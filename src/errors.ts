@@ -343,6 +343,10 @@ export const errors = {
   modelConfig: define('RFT_ERR_MODEL_CONFIG', 400, () => [
     'no model endpoint: pass --base-url http://HOST/v1 (any OpenAI-compatible server) or set OPENAI_BASE_URL, or set OPENAI_API_KEY for the OpenAI API',
   ]),
+  modelScript: define('RFT_ERR_MODEL_SCRIPT', 400, (file: string, line: number, why: string) => [
+    `${file}${line > 0 ? `:${line}` : ''}: ${why}`,
+    { file, line },
+  ]),
   serverUnreachable: define('RFT_ERR_SERVER_UNREACHABLE', 503, (url: string, why: string) => [
     `cannot reach the rft-endpoints server at ${url} (${why}): is it running? (--server URL or RFT_SERVER)`,
     { url },

@@ -6,13 +6,15 @@
 //   (c) repeatable: the same sample (the reference, else the no-op) graded again gives the same score;
 //   (d) continuity: near-miss answers (digits, words, units changed) get several distinct scores,
 //       so the grader gives partial credit the trainer can climb.
-// Exits 1 when a check fails its threshold.
+// Exits 1 when a check fails its threshold. With --from-export, the rows are recorded rollouts and
+// every probe but the no-op carries the record's tool calls (check-grader-export.ts).
 import { randomBytes, randomUUID } from 'node:crypto';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Command } from 'commander';
 import { errors } from '../errors.js';
+import type { RolloutJson } from './replay/source.js';
 import { renderTable, type Cell } from './report/table.js';
 
 export interface CheckThresholds {
@@ -29,7 +31,9 @@ export interface CheckThresholds {
 export const DEFAULT_THRESHOLDS: CheckThresholds = { noopMax: 0.05, referenceMin: 0.9, spreadMax: 1e-6, minDistinct: 3 };
 
 export interface CheckGraderOptions {
-  dataset: string;
+  /** Dataset rows to probe; or fromExport: recorded rollouts, probed with their tool calls. */
+  dataset?: string;
+  fromExport?: string;
   grader: string;
   repeats?: number;
   referenceField?: string;
@@ -74,11 +78,11 @@ function tryJson(s: string): unknown {
   }
 }
 
-function sampleOf(text: string) {
+function sampleOf(text: string, tools: unknown[]) {
   return {
     output_text: text,
     output_json: text === '' ? null : tryJson(text),
-    output_tools: [],
+    output_tools: tools,
     choices: [{ index: 0, message: { role: 'assistant', content: text, tool_calls: [] }, finish_reason: 'stop' }],
   };
 }
@@ -90,15 +94,20 @@ export async function runCheckGrader(opts: CheckGraderOptions): Promise<CheckRep
   if (opts.concurrency !== undefined && (!Number.isInteger(opts.concurrency) || opts.concurrency < 1)) {
     throw errors.cliUsage('--concurrency must be an integer >= 1');
   }
+  if ((opts.dataset === undefined) === (opts.fromExport === undefined)) throw errors.cliUsage('check-grader needs one of --dataset or --from-export');
   const field = opts.referenceField ?? 'reference_answer';
   // Imported here, not at the top, so the CLI's --help does not load the server.
-  const [{ buildApp }, { loadConfig }, { perturbations }, { readDataset }] = await Promise.all([
+  const [{ buildApp }, { loadConfig }, { perturbations }, { readDataset }, fromExport] = await Promise.all([
     import('../app.js'),
     import('../config.js'),
     import('../grading/perturb.js'),
     import('./rollout/dataset.js'),
+    import('./check-grader-export.js'),
   ]);
-  const rows = readDataset(opts.dataset).slice(0, opts.limit ?? Infinity);
+  const source: { item: Record<string, unknown>; record?: RolloutJson }[] = opts.fromExport
+    ? fromExport.trajectoriesFromExport(opts.fromExport)
+    : readDataset(opts.dataset!).map((row) => ({ item: row as Record<string, unknown> }));
+  const rows = source.slice(0, opts.limit ?? Infinity);
   const dataDir = mkdtempSync(join(tmpdir(), 'rft-check-grader-'));
   const key = randomBytes(18).toString('base64url');
   // Probes come from this process only, so the trainer-facing rate limit would only slow them down.
@@ -106,20 +115,21 @@ export async function runCheckGrader(opts: CheckGraderOptions): Promise<CheckRep
   const app = await buildApp(loadConfig(opts.env, { overrides }), { logger: false });
   try {
     if (!app.rft.registry.graders.has(opts.grader)) throw errors.unknownGrader(opts.grader, [...app.rft.registry.graders.keys()]);
-    const grade = async (item: Record<string, unknown>, text: string): Promise<Probe> => {
-      const res = await app.inject({
+    const inject = (req: { method: 'POST'; url: string; payload: Record<string, unknown> }) => app.inject({ ...req, headers: { authorization: `Bearer ${key}` } });
+    // A probe of a recorded rollout is graded under a copy of its calls; any other on an empty trace.
+    const grade = async (item: Record<string, unknown>, text: string, record?: RolloutJson): Promise<Probe> => {
+      const traceId = record ? await fromExport.seedTrace(inject, record) : `trace_${randomUUID()}`;
+      const res = await inject({
         method: 'POST',
         url: `/graders/${encodeURIComponent(opts.grader)}`,
-        headers: { authorization: `Bearer ${key}` },
-        payload: { sample: sampleOf(text), item, trace_id: `trace_${randomUUID()}` },
+        payload: { sample: sampleOf(text, record ? fromExport.outputToolsOf(record) : []), item, trace_id: traceId },
       });
       const body = res.json() as { score?: unknown; error?: { code?: string; message?: string } };
       if (res.statusCode === 200 && typeof body.score === 'number') return { score: body.score };
       return { score: null, error: `${res.statusCode} ${body.error?.code ?? ''} ${body.error?.message ?? res.body.slice(0, 200)}`.trim() };
     };
 
-    const checkRow = async (row: (typeof rows)[number], i: number): Promise<RowReport> => {
-      const item = row as Record<string, unknown>;
+    const checkRow = async ({ item, record }: (typeof rows)[number], i: number): Promise<RowReport> => {
       const noop = await grade(item, '');
       const report: RowReport = {
         row: i + 1,
@@ -132,7 +142,7 @@ export async function runCheckGrader(opts: CheckGraderOptions): Promise<CheckRep
       // Repeatability is checked on the reference answer, or on the no-op answer for rows without one.
       const repeatOf = async (text: string, first: { score: number | null }) => {
         const scores = [first];
-        for (let r = 1; r < repeats; r++) scores.push(await grade(item, text));
+        for (let r = 1; r < repeats; r++) scores.push(await grade(item, text, text === '' ? undefined : record));
         const ok = scores.every((s) => s.score !== null);
         const values = scores.map((s) => s.score ?? Number.NaN);
         const spread = ok ? Math.max(...values) - Math.min(...values) : null;
@@ -140,11 +150,11 @@ export async function runCheckGrader(opts: CheckGraderOptions): Promise<CheckRep
       };
       if (ref === null) await repeatOf('', noop);
       if (ref !== null) {
-        const first = await grade(item, ref);
+        const first = await grade(item, ref, record);
         report.reference = { ...first, pass: first.score !== null && first.score >= thresholds.referenceMin };
         await repeatOf(ref, first);
         const probes: Array<{ kind: string; what: string; score: number | null }> = [];
-        for (const p of perturbations(ref)) probes.push({ kind: p.kind, what: p.what, score: (await grade(item, p.text)).score });
+        for (const p of perturbations(ref)) probes.push({ kind: p.kind, what: p.what, score: (await grade(item, p.text, record)).score });
         const distinct = new Set(
           [first.score, ...probes.map((p) => p.score)].filter((s): s is number => s !== null).map((s) => s.toFixed(9)),
         ).size;
@@ -176,7 +186,7 @@ export async function runCheckGrader(opts: CheckGraderOptions): Promise<CheckRep
     };
     return {
       grader: opts.grader,
-      dataset: opts.dataset,
+      dataset: opts.dataset ?? opts.fromExport!,
       thresholds,
       rows: reports,
       summary,
@@ -235,7 +245,8 @@ export function register(program: Command): void {
   program
     .command('check-grader')
     .description('probe a grader: no-op scores ~0, reference ~1, repeatable, partial credit on near misses')
-    .requiredOption('--dataset <file>', 'dataset JSONL (Agent RFT rows)')
+    .option('--dataset <file>', 'dataset JSONL (Agent RFT rows)')
+    .option('--from-export <file>', "instead of --dataset: rollouts `export` wrote; each probe but the no-op carries the record's tool calls (in the rollout and the sample)")
     .requiredOption('--grader <name>', 'grader name as served at /graders/<name>')
     .option('--json <out>', 'write the full report as JSON')
     .option('--repeats <n>', 'gradings of the same sample for the repeatability check', num('--repeats'), 2)
@@ -248,7 +259,8 @@ export function register(program: Command): void {
     .option('--min-distinct <n>', 'fewest distinct scores over near misses', num('--min-distinct'), DEFAULT_THRESHOLDS.minDistinct)
     .action(async (o: Record<string, unknown>) => {
       const report = await runCheckGrader({
-        dataset: String(o.dataset),
+        ...(typeof o.dataset === 'string' ? { dataset: o.dataset } : {}),
+        ...(typeof o.fromExport === 'string' ? { fromExport: o.fromExport } : {}),
         grader: String(o.grader),
         repeats: o.repeats as number,
         referenceField: String(o.referenceField),

@@ -27,6 +27,7 @@ const BY_CODE: Record<string, number> = {
   [errors.dataset.code]: EXIT.usage,
   [errors.config.code]: EXIT.usage,
   [errors.modelConfig.code]: EXIT.usage,
+  [errors.modelScript.code]: EXIT.usage,
   [errors.unitLoad.code]: EXIT.usage,
   [errors.unitDuplicate.code]: EXIT.usage,
   [errors.unknownGrader.code]: EXIT.usage,

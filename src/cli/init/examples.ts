@@ -13,6 +13,8 @@ export interface ExampleSpec {
   /** [path in the package, file name in the project] of the dataset files. */
   datasets: [string, string][];
   job: string;
+  /** Scripted model turns for the dataset, copied as scripted.jsonl (`rollout --model scripted:scripted.jsonl`). */
+  script: string;
   grader: string;
   /** NeMo Gym's `domain` for the project's resources server (nemo-gym.yaml). */
   gymDomain: string;
@@ -30,6 +32,7 @@ export const EXAMPLES = {
       ['examples/finqa/valid.jsonl', 'valid.jsonl'],
     ],
     job: 'examples/finqa/job.json',
+    script: 'examples/finqa/scripted.jsonl',
     grader: 'answer_match',
     gymDomain: 'agent',
   },
@@ -47,6 +50,7 @@ export const EXAMPLES = {
     assets: ['graders/_unit_tests/runner.py', 'examples/coding/tasks'],
     datasets: [['examples/coding/train.jsonl', 'train.jsonl']],
     job: 'examples/coding/job.json',
+    script: 'examples/coding/scripted.jsonl',
     grader: 'unit_tests',
     gymDomain: 'coding',
   },
@@ -59,6 +63,7 @@ export const EXAMPLES = {
     assets: [],
     datasets: [['examples/blank/train.jsonl', 'train.jsonl']],
     job: 'examples/blank/job.json',
+    script: 'examples/blank/scripted.jsonl',
     grader: 'price_match',
     gymDomain: 'agent',
   },

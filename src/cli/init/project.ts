@@ -81,6 +81,7 @@ function copyExample(root: string, spec: ExampleSpec, into: string): number {
   for (const asset of spec.assets) put(asset, asset);
   for (const [from, to] of spec.datasets) put(from, to);
   put(spec.job, 'job.json');
+  put(spec.script, 'scripted.jsonl');
   return files;
 }
 

@@ -96,6 +96,9 @@ server loads only \`tools/\` and \`graders/\` of this folder (\`RFT_TOOLS_DIR\`,
 ${data.join('\n')}${data.length ? '\n' : ''}- ${datasets}: the dataset (JSONL). Each row carries \`messages\` (ending with the user's turn), the
   \`tools\` schemas (as \`GET /v1/tools\` prints them) and the fields the grader reads.
 - \`job.json\`: the fine-tuning job body; replace \`YOUR-HOST\` and \`YOUR_KEY\`.
+- \`scripted.jsonl\`: scripted model turns per row (tool calls, then a final answer) for
+  \`rollout --model scripted:scripted.jsonl\`, a rehearsal with no model; the format is in the rft-endpoints
+  docs (\`docs/emulator.md\`).
 
 Units import this package by name: \`import { defineTool, z } from 'rft-endpoints'\`, the grading
 helpers from \`rft-endpoints/grading\`, the sandbox API from \`rft-endpoints/sandbox\`. The server runs
@@ -107,8 +110,15 @@ them through tsx, without type checking; to check them, \`npm install -D typescr
 \`\`\`sh
 npx rft-endpoints dataset check train.jsonl            # rows, tool schemas, tool_budget, row count
 npx rft-endpoints check-grader --dataset train.jsonl --grader ${t.spec.grader}
+export RFT_API_KEY=$(cat data/api-key)                 # the key npm start made
+npx rft-endpoints rollout --dataset train.jsonl --model scripted:scripted.jsonl -k 2 --out rehearsal.jsonl
+npx rft-endpoints report rehearsal.jsonl
 npx rft-endpoints rollout --dataset train.jsonl --model gpt-4.1-mini -k 4 --base-url http://127.0.0.1:8000/v1
 \`\`\`
+
+The scripted rollout plays \`scripted.jsonl\` in place of a model (no key, no network): the whole loop of
+tool calls, grading, record and report, before any model is paid for. \`--temperature\` and
+\`--reasoning-effort\` give a real model the job's settings.
 
 \`dataset check\` exits 1 on any problem, with the row number and a code for each. After changing a
 tool, regenerate the rows' \`tools\` from \`curl -H "Authorization: Bearer $KEY" http://127.0.0.1:8787/v1/tools\`.

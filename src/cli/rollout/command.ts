@@ -28,6 +28,15 @@ interface RolloutOptions extends ServerOptions {
   doorUrl?: string;
   gymAgent: string;
   run?: string;
+  temperature?: string;
+  reasoningEffort?: string;
+}
+
+/** --temperature and --reasoning-effort, only when given: a model keeps its defaults otherwise. */
+function sampling(opts: RolloutOptions): { temperature?: number; reasoningEffort?: string } {
+  const t = opts.temperature === undefined ? undefined : Number(opts.temperature);
+  if (t !== undefined && (opts.temperature!.trim() === '' || !Number.isFinite(t) || t < 0 || t > 2)) throw errors.cliUsage(`--temperature must be a number from 0 to 2, got "${opts.temperature}"`);
+  return { ...(t !== undefined ? { temperature: t } : {}), ...(opts.reasoningEffort !== undefined ? { reasoningEffort: opts.reasoningEffort } : {}) };
 }
 
 const DOORS = ['agent-rft', 'nemo-gym'] as const;
@@ -102,28 +111,29 @@ async function action(opts: RolloutOptions): Promise<void> {
   if (!['responses', 'chat', 'auto'].includes(opts.api)) throw errors.cliUsage(`--api must be responses, chat or auto, got "${opts.api}"`);
   if (!(DOORS as readonly string[]).includes(opts.door)) throw errors.cliUsage(`--door must be ${DOORS.join(' or ')}, got "${opts.door}"`);
   if (opts.door === 'nemo-gym' && opts.doorUrl === undefined) throw errors.cliUsage('--door nemo-gym needs --door-url, the address of the server\'s NeMo Gym listener (RFT_NEMO_GYM_HOST:RFT_NEMO_GYM_PORT)');
-  const [{ readDataset }, { clientFrom }, { ModelClient, modelEndpoint }] = await Promise.all([
+  const [{ readDataset }, { clientFrom }, { ModelClient }, { openModel }] = await Promise.all([
     import('./dataset.js'),
     import('./http.js'),
     import('./model.js'),
+    import('../models/model-source.js'),
   ]);
   const rows = readDataset(opts.dataset);
   const gym = opts.door === 'nemo-gym' ? await gymSide(opts) : undefined;
   // Before the first row: a model endpoint is named (never the SDK's default with a placeholder
   // key), and the server answers with this credential, so a wrong setup fails once, not per rollout.
-  const endpoint = modelEndpoint(opts.baseUrl);
+  const endpoint = await openModel(opts.model, rows, opts.baseUrl);
   const server = clientFrom(opts, Math.max(16, concurrency * 4), runHeaders(opts));
   try {
     await server.check();
     await gym?.door.check();
   } catch (e) {
-    await Promise.all([server.close(), gym?.door.close()]);
+    await Promise.all([server.close(), gym?.door.close(), endpoint.close()]);
     throw e;
   }
   const results = new ResultsFile(opts.out, { retryDiscarded: opts.retryDiscarded === true });
   const jobs = pendingJobs(rows.length, k, results.done);
   const skipped = rows.length * k - jobs.length;
-  const model = new ModelClient({ model: opts.model, api: opts.api as ModelApi, maxReplyBytes, ...endpoint });
+  const model = new ModelClient({ model: opts.model, api: opts.api as ModelApi, maxReplyBytes, baseURL: endpoint.baseURL, ...(endpoint.apiKey ? { apiKey: endpoint.apiKey } : {}), ...sampling(opts) });
   if (skipped > 0) process.stderr.write(`resuming: ${skipped} rollouts already in ${opts.out}\n`);
   const progress = new Progress(jobs.length);
   // First Ctrl-C: finish the rollouts in flight (their lines are kept), start no more. Second: quit now.
@@ -157,7 +167,7 @@ async function action(opts: RolloutOptions): Promise<void> {
     }
   } finally {
     process.off('SIGINT', onSigint);
-    await Promise.all([server.close(), gym?.door.close()]);
+    await Promise.all([server.close(), gym?.door.close(), endpoint.close()]);
   }
 }
 
@@ -167,13 +177,15 @@ export function register(program: Command): void {
       .command('rollout')
       .description('run k rollouts per dataset row against the server, playing the trainer with any OpenAI-compatible model')
       .requiredOption('--dataset <file>', 'Agent RFT dataset (JSONL with messages, tools, other fields)')
-      .requiredOption('--model <name>', 'model name')
+      .requiredOption('--model <name>', 'model name; scripted:FILE plays scripted turns per row, replay:EXPORT the model side of exported rollouts (both in this process: no key, no network)')
       .option('--base-url <url>', 'OpenAI-compatible API base URL (env OPENAI_BASE_URL; with neither, OPENAI_API_KEY must be set and the OpenAI API is used)')
       .option('-k <n>', 'rollouts per row', '1')
       .option('--concurrency <c>', 'rollouts in flight', '4')
       .option('--max-steps <s>', 'model turns per rollout', '10')
       .option('--out <file>', 'results JSONL (appended; a rerun resumes)', 'results.jsonl')
       .option('--grader-path <path>', 'grader endpoint path on the server', '/grade')
+      .option('--temperature <t>', 'sampling temperature sent to the model (default: the model\'s own)')
+      .option('--reasoning-effort <e>', 'reasoning effort sent to the model (Responses reasoning.effort, Chat reasoning_effort), as the job\'s hyperparameters.reasoning_effort')
       .option('--api <api>', 'responses, chat, or auto (Responses, falling back to Chat Completions on 404)', 'auto')
       .option(
         '--max-reply-bytes <n>',

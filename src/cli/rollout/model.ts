@@ -44,6 +44,17 @@ export interface ModelOptions {
   apiKey?: string;
   /** Largest reply body read from the endpoint (--max-reply-bytes; default DEFAULT_MAX_REPLY_BYTES). */
   maxReplyBytes?: number;
+  /** Sent only when set (--temperature, --reasoning-effort), so a model keeps its own defaults. */
+  temperature?: number;
+  reasoningEffort?: string;
+}
+
+type Sampling = Pick<ModelOptions, 'temperature' | 'reasoningEffort'>;
+
+/** The sampling fields of a request body, as each API names them. */
+function samplingParams(s: Sampling, api: 'responses' | 'chat'): Record<string, unknown> {
+  const effort = s.reasoningEffort === undefined ? {} : api === 'responses' ? { reasoning: { effort: s.reasoningEffort } } : { reasoning_effort: s.reasoningEffort };
+  return { ...(s.temperature !== undefined ? { temperature: s.temperature } : {}), ...effort };
 }
 
 export const OPENAI_API_BASE = 'https://api.openai.com/v1';
@@ -63,6 +74,7 @@ export function modelEndpoint(baseUrl: string | undefined): { baseURL: string; a
 export class ModelClient {
   private readonly openai: OpenAI;
   private readonly model: string;
+  private readonly sampling: Sampling;
   /** Settled on the first successful call in auto mode, then shared by every rollout. */
   private api: ModelApi;
 
@@ -74,6 +86,7 @@ export class ModelClient {
       fetch: cappedFetch(opts.maxReplyBytes ?? DEFAULT_MAX_REPLY_BYTES),
     });
     this.model = opts.model;
+    this.sampling = { ...(opts.temperature !== undefined ? { temperature: opts.temperature } : {}), ...(opts.reasoningEffort !== undefined ? { reasoningEffort: opts.reasoningEffort } : {}) };
     this.api = opts.api;
   }
 
@@ -87,9 +100,9 @@ export class ModelClient {
   }
 
   start(row: DatasetRow): Conversation {
-    const rawResponses = () => new ResponsesConversation(this.openai, this.model, row);
+    const rawResponses = () => new ResponsesConversation(this.openai, this.model, row, this.sampling);
     const responses = () => coded('responses', rawResponses());
-    const chat = () => coded('chat', new ChatConversation(this.openai, this.model, row));
+    const chat = () => coded('chat', new ChatConversation(this.openai, this.model, row, this.sampling));
     if (this.api === 'responses') return responses();
     if (this.api === 'chat') return chat();
     // auto: the first turn decides; a 404 there means "no Responses API here", not a lost turn.
@@ -169,6 +182,7 @@ class ResponsesConversation implements Conversation {
     private readonly openai: OpenAI,
     private readonly model: string,
     row: DatasetRow,
+    private readonly sampling: Sampling,
   ) {
     this.input = toResponsesInput(row.messages);
     this.tools = (row.tools ?? []).map(toResponsesTool);
@@ -179,6 +193,7 @@ class ResponsesConversation implements Conversation {
     const params = {
       model: this.model,
       input: this.input,
+      ...samplingParams(this.sampling, 'responses'),
       ...(this.tools.length > 0 ? { tools: this.tools, parallel_tool_calls: true } : {}),
     } as unknown as OpenAI.Responses.ResponseCreateParamsNonStreaming;
     const res = await this.openai.responses.create(params);
@@ -206,6 +221,7 @@ class ChatConversation implements Conversation {
     private readonly openai: OpenAI,
     private readonly model: string,
     row: DatasetRow,
+    private readonly sampling: Sampling,
   ) {
     this.messages = [...row.messages];
     this.tools = row.tools ?? [];
@@ -216,6 +232,7 @@ class ChatConversation implements Conversation {
     const params = {
       model: this.model,
       messages: this.messages,
+      ...samplingParams(this.sampling, 'chat'),
       ...(this.tools.length > 0 ? { tools: this.tools, parallel_tool_calls: true } : {}),
     } as unknown as OpenAI.Chat.ChatCompletionCreateParamsNonStreaming;
     const res = await this.openai.chat.completions.create(params);

@@ -35,6 +35,7 @@ walk(join(root, 'tools'));
 walk(join(root, 'graders'));
 walk(join(root, 'src/dashboard'));
 copy(join(root, 'examples/finqa/docs'));
+copy(join(root, 'src/grading/python-grader.py')); // OpenAI python graders' runner (python.ts)
 
 const supervisor = join(root, 'src/sandbox/drivers/bwrap/supervisor');
 const sources = ['supervisor.c', 'enter.c', 'enter.h']; // as SUPERVISOR_SOURCES in binary.ts

@@ -7,8 +7,9 @@ import { errors } from '../errors.js';
 import { parseFormula } from './formula.js';
 import { LOCAL_METRICS } from './similarity/index.js';
 import { SAMPLE_FIELDS, templatePaths } from './template.js';
+import { PYTHON_SOURCE_MAX_BYTES } from './python.js';
 
-export const GRADER_TYPES = ['string_check', 'text_similarity', 'score_model', 'label_model', 'multi'] as const;
+export const GRADER_TYPES = ['string_check', 'text_similarity', 'score_model', 'label_model', 'python', 'multi'] as const;
 export const SIMILARITY_METRICS = [...LOCAL_METRICS, 'cosine'] as const;
 
 const name = z.string().min(1).max(200);
@@ -73,6 +74,15 @@ const labelModel = z.strictObject({
   sampling_params: samplingParams.optional(),
 });
 
+// OpenAI's python grader: `grade(sample, item) -> float` in `source` (under 256 kB), run in a sandbox (python.ts).
+const python = z.strictObject({
+  type: z.literal('python'),
+  name,
+  source: z.string().min(1).refine((s) => Buffer.byteLength(s) < PYTHON_SOURCE_MAX_BYTES, 'source must be less than 256 kB'),
+  image_tag: z.string().optional(),
+  pass_threshold: z.number().optional(),
+});
+
 const multi = z.strictObject({
   type: z.literal('multi'),
   name,
@@ -82,13 +92,14 @@ const multi = z.strictObject({
   calculate_output: z.string().min(1),
 });
 
-const graderSchema = z.discriminatedUnion('type', [stringCheck, textSimilarity, scoreModel, labelModel, multi]);
+const graderSchema = z.discriminatedUnion('type', [stringCheck, textSimilarity, scoreModel, labelModel, python, multi]);
 
 export type StringCheckConfig = z.infer<typeof stringCheck>;
 export type TextSimilarityConfig = z.infer<typeof textSimilarity>;
 export type ScoreModelConfig = z.infer<typeof scoreModel>;
 export type LabelModelConfig = z.infer<typeof labelModel>;
 export type MultiConfig = z.infer<typeof multi>;
+export type PythonConfig = z.infer<typeof python>;
 export type GraderConfig = z.infer<typeof graderSchema>;
 export type ModelMessage = z.infer<typeof message>;
 
@@ -96,14 +107,11 @@ function pathOf(parts: ReadonlyArray<PropertyKey>): string {
   return parts.map(String).join('.');
 }
 
-/** Refuses python graders and unknown types first, with a clearer message than the union's. */
+/** Refuses unknown types first, with a clearer message than the union's. */
 function checkTypes(json: unknown, at: string[]): void {
   if (json === null || typeof json !== 'object' || Array.isArray(json)) return;
   const obj = json as Record<string, unknown>;
   const type = obj.type;
-  if (type === 'python') {
-    throw errors.graderUnsupported('python', 'python graders are not run by this server; port it to a TypeScript defineGrader');
-  }
   if (typeof type !== 'string' || !(GRADER_TYPES as readonly string[]).includes(type)) {
     throw errors.graderConfig(pathOf([...at, 'type']), `unknown grader type ${JSON.stringify(type)}; expected one of ${GRADER_TYPES.join(', ')}`);
   }
@@ -150,6 +158,8 @@ function checkSemantics(g: GraderConfig, at: string[]): void {
       if (stray !== undefined) throw errors.graderConfig(p('passing_labels'), `"${stray}" is not one of labels`);
       return;
     }
+    case 'python':
+      return;
     case 'multi': {
       const keys = Object.keys(g.graders);
       if (keys.length === 0) throw errors.graderConfig(p('graders'), 'a multi grader needs at least one sub-grader');

@@ -27,6 +27,7 @@ export function graderFromConfig(config: GraderConfig, opts: FromConfigOptions =
     handler: async ({ sample, item }, ctx): Promise<GraderResult> => {
       const r = await runGraderConfig(config, sample, item, {
         signal: ctx.signal,
+        python: { sandbox: () => ctx.freshSandbox() },
         ...(opts.openai !== undefined ? { openai: opts.openai } : {}),
       });
       return {

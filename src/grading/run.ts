@@ -18,10 +18,13 @@ import { runLabelModel, runScoreModel } from './model-graders.js';
 import { renderTemplate, type TemplateScope } from './template.js';
 import type { GraderRunResponse } from 'openai/resources/fine-tuning/alpha/graders';
 import { emptyUsage, totalTokens, type RunUsage } from './usage.js';
+import { runPythonSource, type PythonRun } from './python.js';
 
 export interface RunOptions {
   openai?: ModelOptions;
   signal?: AbortSignal;
+  /** Where python graders run (a fresh sandbox each); without it a python grader fails to grade. */
+  python?: Omit<PythonRun, 'signal'>;
 }
 
 export type RunErrorFlags = GraderRunResponse.Metadata.Errors;
@@ -128,6 +131,12 @@ async function grade(g: GraderConfig, scope: TemplateScope, ctx: Ctx): Promise<G
         explanation: r.explanation,
       };
     }
+    case 'python': {
+      if (!ctx.python) throw errors.graderFailed(g.name, 'python graders run in a sandbox, and none was given here');
+      const reward = await runPythonSource(g.name, g.source, scope.sample as Sample, scope.item as Item, { ...ctx.python, signal: ctx.signal });
+      const passed = g.pass_threshold !== undefined ? reward >= g.pass_threshold : undefined;
+      return { reward, scores: { [g.name]: reward, ...passedScore(g.name, passed) }, subRewards: {}, explanation: `python grade() ${reward}` };
+    }
     case 'multi': {
       const formula = parseFormula(g.calculate_output, Object.keys(g.graders));
       const entries = Object.entries(g.graders);
@@ -183,7 +192,10 @@ export function runErrorReply(grader: Pick<GraderConfig, 'name' | 'type'>, err: 
   else if (code === errors.templatePath.code) flags.invalid_variable_error = true;
   else if (code === errors.modelGrader.code && kind === 'refusal') flags.model_grader_refusal_error = true;
   else if (code === errors.modelGrader.code && kind === 'unparseable') flags.model_grader_parse_error = true;
-  else if (code === errors.modelGrader.code) {
+  else if (code === errors.graderFailed.code && grader.type === 'python') {
+    flags.python_grader_runtime_error = true;
+    flags.python_grader_runtime_error_details = err instanceof Error ? err.message : String(err);
+  } else if (code === errors.modelGrader.code) {
     flags.model_grader_server_error = true;
     flags.model_grader_server_error_details = err instanceof Error ? err.message : String(err);
   } else flags.other_error = true;

@@ -8,7 +8,7 @@ import { validateGraderConfig } from '../../src/grading/config.js';
 import { runErrorReply, runGraderConfig, type RunOptions } from '../../src/grading/run.js';
 import { errors, isRftError } from '../../src/errors.js';
 import type { Sandbox } from '../../src/sandbox/types.js';
-import { gradingLimits } from '../../src/sandbox/limits.js';
+import { gradingLimits } from '../../src/sandbox/workspace/limits.js';
 import { describeIf } from '../helpers/require.js';
 import { driverCases, limits, sandboxSpec, useDriver } from '../helpers/sandboxes.js';
 

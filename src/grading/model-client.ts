@@ -1,9 +1,11 @@
 // The OpenAI-compatible client behind score_model, label_model and cosine. Settings come from the
 // options, which the server fills from its config (OPENAI_BASE_URL, OPENAI_API_KEY, RFT_MODEL_*).
 // A failed call is a 502 (RFT_ERR_MODEL_GRADER): the trainer retries a grader call a few times,
-// which is the right reaction to a flaky model API.
+// which is the right reaction to a flaky model API. A reply past 32 MiB is aborted there, never
+// buffered whole (./reply-cap.ts): a broken or hostile endpoint cannot fill the server's memory.
 import OpenAI, { APIConnectionError, APIConnectionTimeoutError, APIError, APIUserAbortError } from 'openai';
 import { errors, isRftError, type RftError } from '../errors.js';
+import { cappedFetch, DEFAULT_MAX_REPLY_BYTES } from './reply-cap.js';
 
 export interface ModelOptions {
   baseURL?: string;
@@ -31,7 +33,8 @@ export function modelClient(opts: ModelOptions = {}): OpenAI {
   const key = JSON.stringify([baseURL ?? null, apiKey, timeout, maxRetries]);
   let client = clients.get(key);
   if (!client) {
-    client = new OpenAI({ apiKey, timeout, maxRetries, ...(baseURL !== undefined ? { baseURL } : {}) });
+    const fetch = cappedFetch(DEFAULT_MAX_REPLY_BYTES, (limit) => errors.modelGrader('reply_too_large', `the model's reply exceeds ${limit} bytes: the request was aborted there`));
+    client = new OpenAI({ apiKey, timeout, maxRetries, fetch, ...(baseURL !== undefined ? { baseURL } : {}) });
     clients.set(key, client);
   }
   return client;

@@ -1,4 +1,6 @@
 // score_model, label_model and cosine through the real openai SDK against test/helpers/fake-openai.
+import { createServer } from 'node:http';
+import { once } from 'node:events';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { validateGraderConfig } from '../../src/grading/config.js';
 import { cosineOf } from '../../src/grading/cosine.js';
@@ -89,6 +91,39 @@ describe('score_model', () => {
     expect(e.code).toBe('RFT_ERR_MODEL_GRADER');
     expect(e.statusCode).toBe(502);
     expect(e.details).toEqual({ kind });
+  });
+
+  it.each([
+    ['endless, chunked', false],
+    ['declared too long', true],
+  ])('aborts a reply (%s) past 32 MiB, reading no more of it: a coded 502, never the reply buffered whole', async (_, declareLength) => {
+    // A broken or hostile model endpoint: 1 MiB chunks until the socket is closed, counted.
+    let sent = 0;
+    const endpoint = createServer((_req, res) => {
+      res.writeHead(200, { 'content-type': 'application/json', ...(declareLength ? { 'content-length': String(2 ** 40) } : {}) });
+      const chunk = Buffer.alloc(1 << 20, 0x20);
+      const more = () => {
+        while (!res.destroyed && sent < 4 * 2 ** 30) {
+          sent += chunk.length;
+          if (!res.write(chunk)) return void res.once('drain', more);
+        }
+      };
+      res.on('close', () => res.removeAllListeners('drain'));
+      more();
+    }).listen(0, '127.0.0.1');
+    await once(endpoint, 'listening');
+    try {
+      const baseURL = `http://127.0.0.1:${(endpoint.address() as { port: number }).port}/v1`;
+      const e = await rejected(runGraderConfig(judge('x'), sample('x'), item, { openai: { baseURL, apiKey: 'k', maxRetries: 0, timeoutMs: 60_000 } }));
+      expect(e.code).toBe('RFT_ERR_MODEL_GRADER');
+      expect(e.statusCode).toBe(502);
+      expect(e.details).toEqual({ kind: 'reply_too_large' });
+      // the cap and what the sockets' buffers held, not gigabytes
+      expect(sent).toBeLessThan(96 << 20);
+    } finally {
+      endpoint.closeAllConnections();
+      endpoint.close();
+    }
   });
 
   it('gives up after the configured timeout', async () => {

@@ -4,7 +4,7 @@ import { errors } from '../../errors.js';
 import type { DatasetRow } from './dataset.js';
 import type { ModelApi } from './model.js';
 import { pool } from './pool.js';
-import { DEFAULT_MAX_REPLY_BYTES } from './reply-cap.js';
+import { DEFAULT_MAX_REPLY_BYTES } from '../../grading/reply-cap.js';
 import { Progress } from './progress.js';
 import { ResultsFile, pairKey } from './results.js';
 import type { GymSide } from './gym.js';

@@ -5,7 +5,7 @@ import { randomUUID } from 'node:crypto';
 import OpenAI from 'openai';
 import { loadCliEnv } from '../../config.js';
 import { errors, isRftError } from '../../errors.js';
-import { cappedFetch, DEFAULT_MAX_REPLY_BYTES } from './reply-cap.js';
+import { cappedFetch, DEFAULT_MAX_REPLY_BYTES } from '../../grading/reply-cap.js';
 import { toResponsesTool, type DatasetMessage, type DatasetRow } from './dataset.js';
 
 export type ModelApi = 'responses' | 'chat' | 'auto';
@@ -83,7 +83,7 @@ export class ModelClient {
       // A local OpenAI-compatible server usually needs no key; the SDK refuses to start without one.
       apiKey: opts.apiKey ?? 'unused',
       baseURL: opts.baseURL,
-      fetch: cappedFetch(opts.maxReplyBytes ?? DEFAULT_MAX_REPLY_BYTES),
+      fetch: cappedFetch(opts.maxReplyBytes ?? DEFAULT_MAX_REPLY_BYTES, errors.modelReplyTooLarge),
     });
     this.model = opts.model;
     this.sampling = { ...(opts.temperature !== undefined ? { temperature: opts.temperature } : {}), ...(opts.reasoningEffort !== undefined ? { reasoningEffort: opts.reasoningEffort } : {}) };

@@ -11,6 +11,7 @@ import { join } from 'node:path';
 import { canSwitchUid } from '../../../src/sandbox/host/uids.js';
 import { parsePatch, planPatch } from '../../../tools/_lib/patch/index.js';
 import { describeIf } from '../../helpers/require.js';
+import { waitFor } from '../../helpers/wait.js';
 import { repoRoot, startTestServer, type TestServer } from '../../helpers/server.js';
 import { callSandboxApi, computeScore, type TestCases } from '../../helpers/verl-sandbox-fusion.js';
 import { DOCKER_IMAGE, GVISOR_ENGINE, driversPresent, type TestDriver } from '../../sandbox/helpers.js';
@@ -195,10 +196,7 @@ for (const [index, name] of (['bwrap', 'docker', 'gvisor', 'process'] as TestDri
       try {
         const smallUrl = `${small.app.rft.privateDoors!.url}/run_code`;
         const busy = fetch(smallUrl, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ language: 'python', code: 'import time\ntime.sleep(2)', run_timeout: 10 }) });
-        for (const end = Date.now() + 30_000; small.app.rft.sandboxes!.stats().live < 1; ) {
-          if (Date.now() > end) throw new Error('the first run never got its sandbox');
-          await new Promise((r) => setTimeout(r, 25));
-        }
+        await waitFor('the first run to get its sandbox', () => (small.app.rft.sandboxes!.stats().live >= 1 ? true : undefined), 30_000, 25);
         // verl's sleeps between tries stand for the time the busy run takes: the retry comes once it is done.
         const r = await callSandboxApi(smallUrl, 'print(7)', null, 10, 1024, 'python', async () => void (await busy));
         expect(r.statuses[0]).toBe(504);
@@ -206,10 +204,7 @@ for (const [index, name] of (['bwrap', 'docker', 'gvisor', 'process'] as TestDri
         expect(r.response).toMatchObject({ status: 'Success', run_result: { stdout: '7\n' } });
         // The refusal is coded and names its cause; nothing of it is recorded.
         const again = fetch(smallUrl, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ language: 'python', code: 'import time\ntime.sleep(2)' }) });
-        for (const end = Date.now() + 30_000; small.app.rft.sandboxes!.stats().live < 1; ) {
-          if (Date.now() > end) throw new Error('the run never got its sandbox');
-          await new Promise((r) => setTimeout(r, 25));
-        }
+        await waitFor('the run to get its sandbox', () => (small.app.rft.sandboxes!.stats().live >= 1 ? true : undefined), 30_000, 25);
         const refused = await fetch(smallUrl, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ language: 'python', code: 'print(1)' }) });
         expect(refused.status).toBe(504);
         expect(await refused.json()).toMatchObject({ error: { code: 'RFT_ERR_RUN_CODE_UNAVAILABLE', details: { cause: 'RFT_ERR_SANDBOX_UNAVAILABLE' } } });

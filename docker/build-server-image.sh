@@ -22,7 +22,9 @@ if [ "$major" -lt 22 ]; then
   exit 1
 fi
 node_home=$(dirname "$(dirname "$node_bin")")
-npm_dir=$(npm root -g)/npm
+# npm's own folder, from the npm on PATH (not `npm root -g`: with Node 24 first on PATH that names Node 24's
+# prefix, which holds no npm: .ci/setup-node.sh installs Node alone).
+npm_dir=$(dirname "$(dirname "$(readlink -f "$(command -v npm)")")")
 headers=$node_home/include/node
 for need in "$npm_dir/bin/npm-cli.js" "$headers/node.h"; do
   [ -e "$need" ] || { echo "build-server-image: $need not found (npm and Node's headers come with Node's own packages)" >&2; exit 1; }

@@ -7,7 +7,7 @@ export function register(program: Command): void {
     .command('init')
     .description('create a project folder with its own tools, graders, dataset, job.json and package.json (npm install && npm start)')
     .argument('<dir>', 'the new project folder (must not exist, or be empty)')
-    .option('--example <name>', 'what to start from: finqa, coding or blank', 'blank')
+    .option('--example <name>', 'what to start from: finqa, coding, blank or python', 'blank')
     .option('--package <spec>', 'how the project depends on rft-endpoints (a version range, a tarball from `npm pack`, a folder); default: this copy')
     .action(async (dir: string, opts: { example: string; package?: string }) => {
       const { initProject } = await import('./project.js');

@@ -18,6 +18,12 @@ export interface ExampleSpec {
   grader: string;
   /** NeMo Gym's `domain` for the project's resources server (nemo-gym.yaml). */
   gymDomain: string;
+  /**
+   * Tools served by a Python MCP server (FastMCP) instead of TypeScript units: its files, copied to
+   * tools/, and the names of its tools. The project then gets an mcp.json running it in each
+   * rollout's sandbox from the project's .venv (python.ts), which `npm install` makes.
+   */
+  python?: { files: [string, string][]; tools: string[] };
 }
 
 const same = (...paths: string[]): [string, string][] => paths.map((p) => [p, p]);
@@ -66,6 +72,23 @@ export const EXAMPLES = {
     script: 'examples/blank/scripted.jsonl',
     grader: 'price_match',
     gymDomain: 'agent',
+  },
+  python: {
+    summary: 'Python tools (calculate, describe_numbers, note) in a FastMCP server, tools/server.py, run in each rollout\'s sandbox; graded by a python grader',
+    units: [['examples/python/graders/number_match.json', 'graders/number_match.json']],
+    assets: [],
+    datasets: [['examples/python/train.jsonl', 'train.jsonl']],
+    job: 'examples/python/job.json',
+    script: 'examples/python/scripted.jsonl',
+    grader: 'number_match',
+    gymDomain: 'agent',
+    python: {
+      files: [
+        ['examples/python/tools/server.py', 'tools/server.py'],
+        ['examples/python/tools/requirements.txt', 'tools/requirements.txt'],
+      ],
+      tools: ['calculate', 'describe_numbers', 'note'],
+    },
   },
 } as const satisfies Record<string, ExampleSpec>;
 

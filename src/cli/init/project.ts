@@ -79,6 +79,7 @@ function copyExample(root: string, spec: ExampleSpec, into: string): number {
     for (const file of importClosure(root, from)) put(file, posix.join(posix.dirname(to), posix.relative(posix.dirname(from), file)));
   }
   for (const asset of spec.assets) put(asset, asset);
+  for (const [from, to] of spec.python?.files ?? []) put(from, to);
   for (const [from, to] of spec.datasets) put(from, to);
   put(spec.job, 'job.json');
   put(spec.script, 'scripted.jsonl');
@@ -106,7 +107,7 @@ export function initProject(opts: InitOptions): InitResult {
   rmSync(staging, { recursive: true, force: true });
   try {
     let files = copyExample(root, spec, staging);
-    const texts = projectFiles({ name: basename(dir), example: opts.example, spec, dependency, maxSteps: maxEpisodeSteps(root, spec) });
+    const texts = projectFiles({ name: basename(dir), dir, example: opts.example, spec, dependency, maxSteps: maxEpisodeSteps(root, spec) });
     for (const [name, text] of Object.entries(texts)) {
       mkdirSync(dirname(join(staging, name)), { recursive: true });
       writeFileSync(join(staging, name), text);

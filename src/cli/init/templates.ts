@@ -5,10 +5,13 @@ import type { ExampleName, ExampleSpec } from './examples.js';
 import { NEMO_GYM, nemoGymFiles } from './nemo-gym.js';
 import { orsSection } from './ors.js';
 import { openEnvSection } from './openenv.js';
+import { mcpJson, pythonSection, SETUP_SCRIPT } from './python.js';
 import { rewardDoorsSection } from './reward-doors.js';
 
 export interface TemplateInput {
   name: string;
+  /** The project folder's absolute path (mcp.json names its .venv and tools/). */
+  dir: string;
   example: ExampleName;
   spec: ExampleSpec;
   dependency: string;
@@ -25,10 +28,18 @@ function packageJson(t: TemplateInput): string {
     private: true,
     type: 'module',
     engines: { node: '>=22' },
-    scripts: {
-      start: 'rft-endpoints serve',
-      check: 'rft-endpoints dataset check train.jsonl',
-    },
+    scripts: t.spec.python
+      ? {
+          start: 'rft-endpoints serve',
+          // The tools are the Python server's: only the running server can list them.
+          check: 'rft-endpoints dataset check train.jsonl --server http://127.0.0.1:8787 --key "$(cat data/api-key)"',
+          'setup:python': SETUP_SCRIPT,
+          postinstall: 'npm run setup:python',
+        }
+      : {
+          start: 'rft-endpoints serve',
+          check: 'rft-endpoints dataset check train.jsonl',
+        },
     dependencies: { 'rft-endpoints': t.dependency },
   };
   return JSON.stringify(pkg, null, 2) + '\n';
@@ -67,8 +78,23 @@ budgets and grading failures.
 `;
 }
 
+const toolsTs = (tools: string[]): string => `- ${tools.join(', ')}: one tool per file (\`export default defineTool({...})\`), typed arguments (zod), the
+  output the model reads. Files and folders starting with \`_\` are shared code, not tools.`;
+const toolsPython = (files: string[]): string => `- ${files.join(', ')}: the tools, a FastMCP server (one \`@mcp.tool\` function per tool) and its Python
+  requirements; \`mcp.json\` runs it in each rollout's sandbox (see Python tools above).`;
+
+const unitsNote = `Units import this package by name: \`import { defineTool, z } from 'rft-endpoints'\`, the grading
+helpers from \`rft-endpoints/grading\`, the sandbox API from \`rft-endpoints/sandbox\`. The server runs
+them through tsx, without type checking; to check them, \`npm install -D typescript @types/node\` and run
+\`npx tsc --noEmit --module nodenext --strict tools/*.ts graders/*.ts\`.
+`;
+
+/** The tools' names: the Python server's, or the tool units' file names. */
+const toolNames = (t: TemplateInput): string[] =>
+  t.spec.python?.tools ?? t.spec.units.filter(([, to]) => to.startsWith('tools/')).map(([, to]) => to.slice(6).replace(/\.ts$/, ''));
+
 function readme(t: TemplateInput): string {
-  const tools = t.spec.units.filter(([, to]) => to.startsWith('tools/')).map(([, to]) => `\`${to}\``);
+  const tools = t.spec.python ? t.spec.python.files.map(([, to]) => `\`${to}\``) : t.spec.units.filter(([, to]) => to.startsWith('tools/')).map(([, to]) => `\`${to}\``);
   const graders = t.spec.units.filter(([, to]) => to.startsWith('graders/')).map(([, to]) => `\`${to}\``);
   const data = t.spec.assets.filter((a) => a.startsWith('examples/')).map((a) => `- \`${a}/\`: read by the units at this path (relative to their own files or to the sandbox templates root, \`./examples\`).`);
   const datasets = t.spec.datasets.map(([, to]) => `\`${to}\``).join(', ');
@@ -81,17 +107,16 @@ endpoint and the reward grader endpoint of a reinforcement fine-tuning job. Star
 ## Run it
 
 \`\`\`sh
-npm install
+${t.spec.python ? 'npm install        # also makes .venv with FastMCP (tools/requirements.txt)' : 'npm install'}
 npm start          # serves this project's tools and graders on http://127.0.0.1:8787
 \`\`\`
 
 With no key configured, \`npm start\` creates one in \`data/api-key\` and prints a \`curl\` to try. The
-server loads only \`tools/\` and \`graders/\` of this folder (\`RFT_TOOLS_DIR\`, \`RFT_GRADERS_DIR\`).
-
+server loads only \`tools/\`${t.spec.python ? ' (through `mcp.json`)' : ''} and \`graders/\` of this folder (\`RFT_TOOLS_DIR\`, \`RFT_GRADERS_DIR\`).
+${t.spec.python ? '\n' + pythonSection(t.spec.python.tools) : ''}
 ## What is where
 
-- ${tools.join(', ')}: one tool per file (\`export default defineTool({...})\`), typed arguments (zod), the
-  output the model reads. Files and folders starting with \`_\` are shared code, not tools.
+${t.spec.python ? toolsPython(tools) : toolsTs(tools)}
 - ${graders.join(', ')}: the grader (\`defineGrader\`, or an OpenAI grader config as \`.json\`).
 ${data.join('\n')}${data.length ? '\n' : ''}- ${datasets}: the dataset (JSONL). Each row carries \`messages\` (ending with the user's turn), the
   \`tools\` schemas (as \`GET /v1/tools\` prints them) and the fields the grader reads.
@@ -100,11 +125,7 @@ ${data.join('\n')}${data.length ? '\n' : ''}- ${datasets}: the dataset (JSONL). 
   \`rollout --model scripted:scripted.jsonl\`, a rehearsal with no model; the format is in the rft-endpoints
   docs (\`docs/emulator.md\`).
 
-Units import this package by name: \`import { defineTool, z } from 'rft-endpoints'\`, the grading
-helpers from \`rft-endpoints/grading\`, the sandbox API from \`rft-endpoints/sandbox\`. The server runs
-them through tsx, without type checking; to check them, \`npm install -D typescript @types/node\` and run
-\`npx tsc --noEmit --module nodenext --strict tools/*.ts graders/*.ts\`.
-
+${t.spec.python ? '' : unitsNote}
 ## Before a paid job
 
 \`\`\`sh
@@ -132,7 +153,7 @@ Deploy on a public HTTPS address (\`RFT_TLS_CERT\`/\`RFT_TLS_KEY\`, or behind a 
 
 ${nemoGymSection(t)}
 ${orsSection(t.name)}
-${openEnvSection(t.name, t.spec.units.filter(([, to]) => to.startsWith('tools/')).map(([, to]) => to.slice(6).replace(/\.ts$/, '')))}
+${openEnvSection(t.name, toolNames(t))}
 ${rewardDoorsSection(t.spec.grader)}`;
 }
 
@@ -141,6 +162,7 @@ export function projectFiles(t: TemplateInput): Record<string, string> {
     'package.json': packageJson(t),
     'README.md': readme(t),
     '.gitignore': 'node_modules/\ndata/\n*.log\n.venv/\n',
+    ...(t.spec.python ? { 'mcp.json': mcpJson(t.dir) } : {}),
     ...nemoGymFiles({ name: t.name, domain: t.spec.gymDomain, maxSteps: t.maxSteps }),
   };
 }

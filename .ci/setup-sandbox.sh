@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Prepares a machine for the sandbox drivers: bubblewrap and a C compiler (for the bwrap driver's
-# supervisor), Docker Engine (without any bridge network: containers here only ever use NetworkMode
-# "none"), debootstrap, and the sandbox images.
+# supervisor), Python 3 with venv (Python tools run in sandboxes from a venv of /usr/bin/python3),
+# Docker Engine (without any bridge network: containers here only ever use NetworkMode "none"),
+# debootstrap, and the sandbox images.
 # Idempotent; CI runs it as root on a fresh machine.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -27,6 +28,9 @@ command -v prlimit >/dev/null || need_pkgs+=(util-linux)
 # The bwrap driver's supervisor (src/sandbox/drivers/bwrap/supervisor/*.c) is compiled on first use, statically.
 command -v cc >/dev/null || need_pkgs+=(gcc)
 [ -e /usr/lib/x86_64-linux-gnu/libc.a ] || [ -e /usr/lib/aarch64-linux-gnu/libc.a ] || need_pkgs+=(libc6-dev)
+# Python tools (init --example python) run from a venv of /usr/bin/python3 that the sandbox can see; a
+# venv needs ensurepip (python3-venv on Debian).
+/usr/bin/python3 -c 'import ensurepip, venv' 2>/dev/null || need_pkgs+=(python3 python3-venv)
 if [ ${#need_pkgs[@]} -gt 0 ]; then
   apt-get update -qq
   DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need_pkgs[@]}"

@@ -15,7 +15,8 @@ export function register(program: Command): void {
       process.stdout.write(
         `created ${done.dir} (${done.example}: ${done.files} files, rft-endpoints ${done.dependency})\n\n` +
           `  cd ${done.dir}\n  npm install\n  npm start                 # serves only this project's tools and graders\n` +
-          `  npx rft-endpoints dataset check train.jsonl\n\nREADME.md says what is where and how to register the job.\n`,
+          `  ${done.example === 'python' ? 'npm run check             # the dataset against the running server' : 'npx rft-endpoints dataset check train.jsonl'}\n\n` +
+          `README.md says what is where and how to register the job.\n`,
       );
     });
 }

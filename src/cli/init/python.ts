@@ -58,6 +58,6 @@ correct the paths. Every parent folder of this one must be searchable by others 
 reads the mounts as an unprivileged user. The sandbox drivers that run it: \`bwrap\` (the default on Linux) and
 \`docker\` (the shipped sandbox image has the same Python 3.11 as Debian bookworm's \`${PYTHON}\`; a host with another
 Python needs an image with that version, \`RFT_DOCKER_IMAGE\`). With \`RFT_SANDBOX=process\` nothing is isolated: the
-server then runs as the server's user on the host.
+server then runs on the host, unsandboxed.
 `;
 }

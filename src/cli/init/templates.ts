@@ -125,11 +125,10 @@ ${data.join('\n')}${data.length ? '\n' : ''}- ${datasets}: the dataset (JSONL). 
   \`rollout --model scripted:scripted.jsonl\`, a rehearsal with no model; the format is in the rft-endpoints
   docs (\`docs/emulator.md\`).
 
-${t.spec.python ? '' : unitsNote}
-## Before a paid job
+${t.spec.python ? '' : unitsNote + '\n'}## Before a paid job
 
 \`\`\`sh
-npx rft-endpoints dataset check train.jsonl            # rows, tool schemas, tool_budget, row count
+${t.spec.python ? 'npm run check                                          # rows, tool schemas (of the running server), row count' : 'npx rft-endpoints dataset check train.jsonl            # rows, tool schemas, tool_budget, row count'}
 npx rft-endpoints check-grader --dataset train.jsonl --grader ${t.spec.grader}
 export RFT_API_KEY=$(cat data/api-key)                 # the key npm start made
 npx rft-endpoints rollout --dataset train.jsonl --model scripted:scripted.jsonl -k 2 --out rehearsal.jsonl

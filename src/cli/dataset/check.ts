@@ -133,7 +133,7 @@ function checkTools(row: Record<string, unknown>, input: CheckInput, add: (code:
     }
     const served = input.tools.get(name);
     if (canonicalJson(parameters ?? null) !== canonicalJson(served)) {
-      add(CODES.toolSchema, `tool "${name}": parameters differ from the server's schema; copy them from GET /v1/tools`);
+      add(CODES.toolSchema, `tool "${name}": parameters differ from the server's schema at ${firstDifference(parameters ?? null, served, 'parameters')}; copy them from GET /v1/tools`);
     }
   });
 }
@@ -247,4 +247,23 @@ export function renderReport(r: CheckReport, sources: string): string {
       `${errors} problem${errors === 1 ? '' : 's'}, ${warnings} warning${warnings === 1 ? '' : 's'} (${sources})`,
   );
   return lines.join('\n') + '\n';
+}
+
+/**
+ * Where two JSON values first differ, as a path with what each side holds there (the row's first, then the
+ * server's): `parameters.properties.extra (the row has {"type":"string"}, the server none)`.
+ */
+export function firstDifference(row: unknown, served: unknown, path: string): string {
+  const show = (v: unknown) => (v === undefined ? 'none' : JSON.stringify(v).slice(0, 80));
+  const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null;
+  if (Array.isArray(row) && Array.isArray(served)) {
+    for (let i = 0; i < Math.max(row.length, served.length); i++) {
+      if (canonicalJson(row[i] ?? null) !== canonicalJson(served[i] ?? null) || (i < row.length) !== (i < served.length)) return firstDifference(row[i], served[i], `${path}[${i}]`);
+    }
+  } else if (isObject(row) && isObject(served) && !Array.isArray(row) && !Array.isArray(served)) {
+    for (const k of [...new Set([...Object.keys(row), ...Object.keys(served)])].sort()) {
+      if (!(k in row) || !(k in served) || canonicalJson(row[k]) !== canonicalJson(served[k])) return firstDifference(row[k], served[k], `${path}.${k}`);
+    }
+  }
+  return `${path} (the row has ${show(row)}, the server ${show(served)})`;
 }

@@ -3,7 +3,7 @@
 import { appendFileSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { checkDataset, CODES, itemPathsOfConfig, MIN_TRAINING_ROWS, type GraderNeeds } from '../../../src/cli/dataset/check.js';
+import { checkDataset, CODES, itemPathsOfConfig, MIN_TRAINING_ROWS, type GraderNeeds, firstDifference } from '../../../src/cli/dataset/check.js';
 import { loadConfig } from '../../../src/config.js';
 import { loadRegistry, type Registry } from '../../../src/registry/loader.js';
 import { startTestServer } from '../../helpers/server.js';
@@ -37,6 +37,17 @@ describe('dataset check on the shipped datasets', () => {
     const report = checkDataset({ file: join(repoRoot, 'examples/blank/train.jsonl'), tools: toolsOf(blank), grader: needsOf(blank, 'price_match'), minRows: MIN_TRAINING_ROWS, limits });
     expect(report.problems).toEqual([]);
     expect(report.rows).toBe(10);
+  });
+});
+
+describe('firstDifference', () => {
+  it('names the first path where a row\'s tool schema and the server\'s differ, and what each holds', () => {
+    const served = { type: 'object', properties: { q: { type: 'string' } }, required: ['q'] };
+    expect(firstDifference({ ...served, required: ['q', 'k'] }, served, 'parameters')).toBe('parameters.required[1] (the row has "k", the server none)');
+    expect(firstDifference({ ...served, properties: { q: { type: 'number' } } }, served, 'parameters')).toBe(
+      'parameters.properties.q.type (the row has "number", the server "string")',
+    );
+    expect(firstDifference(null, served, 'parameters')).toMatch(/^parameters \(the row has null, the server \{/);
   });
 });
 
@@ -79,6 +90,7 @@ describe('dataset check on a broken file', () => {
     ]);
     expect(report).toMatchObject({ rows: 9, rowsWithProblems: 7, ok: false });
     expect(report.problems.find((p) => p.line === 3)!.message).toContain('got "12"');
+    expect(report.problems.find((p) => p.line === 5)!.message).toContain('differ from the server\'s schema at parameters.properties.extra (the row has {"type":"string"}, the server none)');
     expect(report.problems.find((p) => p.line === 7)!.message).toBe('grader "answer_match" reads item.reference_answer: missing from this row');
   });
 

@@ -6,6 +6,8 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parse as parseYaml } from 'yaml';
 import { spawnServer, type ChildServer } from '../helpers/child-server.js';
+import { freePort } from '../helpers/containers.js';
+import { waitFor } from '../helpers/wait.js';
 import { getJson, removeTempDirs, repoRoot, runCli, tempDir } from './harness.js';
 
 const npm = (args: string[], cwd: string) =>
@@ -93,6 +95,19 @@ describe('rft-endpoints init', () => {
     const check = spawnSync(process.execPath, [join(dir, 'node_modules/.bin/rft-endpoints'), 'dataset', 'check', 'train.jsonl'], { cwd: dir, encoding: 'utf8', timeout: 120_000 });
     expect(check.stdout, check.stderr).toMatch(/train\.jsonl: 26 rows, 26 ok, 0 with problems; 0 problems/);
     expect(check.status).toBe(0);
+
+    // `npm run dev` restarts the server when a tool file changes: a new tool is served without a restart by hand.
+    const port = await freePort();
+    const dev = await spawnServer({ RFT_DATA_DIR: join(dir, 'data-dev'), PORT: String(port) }, { command: ['npm', 'run', 'dev', '--silent'], cwd: dir, timeoutMs: 90_000 });
+    servers.push(dev);
+    const d = { url: dev.url, key: keyOf(join(dir, 'data-dev')) };
+    expect(await toolNames(d)).toEqual(['list_docs', 'read_doc', 'search_docs']);
+    writeFileSync(
+      join(dir, 'tools/echo_back.ts'),
+      "import { z, defineTool } from 'rft-endpoints';\nexport default defineTool({ name: 'echo_back', description: 'Echo.', parameters: z.object({ text: z.string() }), async handler({ text }) { return text; } });\n",
+    );
+    await waitFor('the dev server to serve the new tool', async () => ((await toolNames(d).catch((): string[] => [])).includes('echo_back') ? true : undefined), 90_000);
+    expect(await callTool(d, 'echo_back', { text: 'hi' })).toBe('hi');
   }, 300_000);
 
   it('refuses a folder that is not empty, leaving it as it was (exit 2, RFT_ERR_INIT_TARGET)', async () => {

@@ -38,12 +38,17 @@ function packageJson(t: TemplateInput): string {
         }
       : {
           start: 'rft-endpoints serve',
+          // Restarts the server when a tool or grader file changes (Node's own watch mode, no dependency).
+          dev: DEV_SCRIPT,
           check: 'rft-endpoints dataset check train.jsonl',
         },
     dependencies: { 'rft-endpoints': t.dependency },
   };
   return JSON.stringify(pkg, null, 2) + '\n';
 }
+
+/** `npm run dev`: the server under Node's watch mode, restarted when tools/, graders/ or job.json change. */
+export const DEV_SCRIPT = 'node --watch-path=tools --watch-path=graders --watch-path=job.json node_modules/rft-endpoints/bin/rft-endpoints.js serve';
 
 function nemoGymSection(t: TemplateInput): string {
   const g = NEMO_GYM;
@@ -112,7 +117,7 @@ npm start          # serves this project's tools and graders on http://127.0.0.1
 \`\`\`
 
 With no key configured, \`npm start\` creates one in \`data/api-key\` and prints a \`curl\` to try. The
-server loads only \`tools/\`${t.spec.python ? ' (through `mcp.json`)' : ''} and \`graders/\` of this folder (\`RFT_TOOLS_DIR\`, \`RFT_GRADERS_DIR\`).
+server loads only \`tools/\`${t.spec.python ? ' (through `mcp.json`)' : ''} and \`graders/\` of this folder (\`RFT_TOOLS_DIR\`, \`RFT_GRADERS_DIR\`).${t.spec.python ? '' : ' While you write them, `npm run dev` restarts the server whenever a file in `tools/`, `graders/` or `job.json` changes.'}
 ${t.spec.python ? '\n' + pythonSection(t.spec.python.tools) : ''}
 ## What is where
 

@@ -1,6 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import { computeStats, expectedBestOfK } from '../../../src/cli/report/stats.js';
 import type { RolloutResult } from '../../../src/cli/rollout/run.js';
+import { renderTerminal } from '../../../src/cli/report/command.js';
+import { renderHtml } from '../../../src/cli/report/html.js';
 
 function result(row: number, t: number, score: number | null, extra: Partial<RolloutResult> = {}): RolloutResult {
   return {
@@ -68,5 +70,15 @@ describe('report statistics', () => {
   it('reports the budget exhaustion rate among rollouts where the server reported the budget', () => {
     const s = computeStats([result(0, 0, 1, { budget_exhausted: true }), result(0, 1, 1), result(0, 2, 1, { budget_exhausted: null })]);
     expect(s.budgetExhaustedRate).toBe(0.5);
+  });
+});
+
+describe('row numbers', () => {
+  it('count from 1 in the table and the HTML page, as check-grader does (the results file keeps the index from 0)', () => {
+    const stats = computeStats([result(0, 0, 1), result(0, 1, 0), result(1, 0, 0.5), result(1, 1, 0.5)]);
+    const rows = renderTerminal(stats).split('\n').filter((l) => /^\s*\d+\s+2\s+2\s/.test(l)).map((l) => Number(l.trim().split(/\s+/)[0]));
+    expect(rows).toEqual([1, 2]);
+    const html = renderHtml(stats, 'results.jsonl');
+    expect([...html.matchAll(/<tr(?: class="flat")?><td>(\d+)<\/td><td>2<\/td>/g)].map((m) => Number(m[1]))).toEqual([1, 2]);
   });
 });

@@ -1,5 +1,6 @@
 // The trainer's grader calls (POST /grade, POST /graders/:name) and OpenAI's grader API shape
 // for running a grader config locally (POST /v1/graders/run, /v1/graders/validate).
+import { randomUUID } from 'node:crypto';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { ZodTypeProvider } from '@fastify/type-provider-zod';
 import { z } from 'zod';
@@ -8,6 +9,7 @@ import { gradeRequestSchema, sampleSchema, type GradeRequest } from '../../proto
 import { runErrorReply, runGraderConfig, validateGraderConfig, type RunResult } from '../../grading/index.js';
 import { defaultGrader } from '../../registry/loader.js';
 import { runOfHeaders } from '../../protocol/run-label.js';
+import type { Sandbox } from '../../sandbox/types.js';
 
 const runRequestSchema = z.looseObject({
   grader: z.unknown().describe('an OpenAI grader config: string_check, text_similarity, score_model, label_model, multi'),
@@ -30,7 +32,7 @@ const runReplySchema = z.object({
 const plainJson = () => (data: unknown) => JSON.stringify(data);
 
 export default async function graderRoutes(app: FastifyInstance): Promise<void> {
-  const { registry, grading, config } = app.rft;
+  const { registry, grading, config, sandboxes } = app.rft;
 
   async function grade(req: FastifyRequest, name: string | undefined) {
     if (!name) throw errors.noDefaultGrader([...registry.graders.keys()]);
@@ -90,12 +92,25 @@ export default async function graderRoutes(app: FastifyInstance): Promise<void> 
     const ms = body.model_sample ?? body.sample ?? { output_text: '' };
     // OpenAI's endpoint takes model_sample as the output text; ours also takes a full sample object.
     const sample = typeof ms === 'string' ? { output_text: ms, output_json: tryJson(ms), output_tools: [], choices: [] } : ms;
+    // A python grader runs in a fresh sandbox of the server's driver, as when it grades a rollout; destroyed after.
+    const owned: Sandbox[] = [];
+    const python = sandboxes
+      ? {
+          sandbox: async () => {
+            const sb = await sandboxes.createEphemeral({ traceId: `trace_graders_run_${randomUUID()}` });
+            owned.push(sb);
+            return sb;
+          },
+        }
+      : undefined;
     try {
-      return await runGraderConfig(graderConfig, sample, body.item ?? {}, { openai: config.openai });
+      return await runGraderConfig(graderConfig, sample, body.item ?? {}, { openai: config.openai, ...(python ? { python } : {}) });
     } catch (e) {
       // As OpenAI's endpoint does: a grader that fails to run is a reply with its error flags set.
       if (isRftError(e)) return runErrorReply(graderConfig, e);
       throw e;
+    } finally {
+      await Promise.allSettled(owned.map((sb) => sb.destroy()));
     }
   };
 

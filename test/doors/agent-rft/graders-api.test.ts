@@ -1,6 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { bearer, startFixtureServer } from '../../helpers/fixtures.js';
-import type { TestServer } from '../../helpers/server.js';
+import { startTestServer, type TestServer } from '../../helpers/server.js';
+import { describeIf } from '../../helpers/require.js';
+import { driverCases } from '../../helpers/sandboxes.js';
 
 let s: TestServer;
 beforeAll(async () => {
@@ -41,4 +43,30 @@ describe('OpenAI grader API, run locally', () => {
     const res = await post('/v1/graders/validate', { grader: { type: 'python', name: 'p', source: 'def grade(s, i): return 1' } });
     expect(res.json().grader.type).toBe('python');
   });
+});
+
+// /v1/graders/run with a python grader: a fresh sandbox of the server's driver, as when it grades a rollout.
+const bwrapCase = driverCases.find((c) => c.name === 'bwrap')!;
+describeIf(bwrapCase.available, 'python graders through /v1/graders/run (bwrap)', bwrapCase.reason)('python graders through /v1/graders/run (bwrap)', () => {
+  let sb: TestServer;
+  beforeAll(async () => {
+    sb = await startTestServer({ env: { RFT_SANDBOX: 'bwrap' } });
+  }, 60_000);
+  afterAll(() => sb?.close());
+  const run = (grader: unknown, text: string) =>
+    sb.app.inject({ method: 'POST', url: '/v1/graders/run', headers: bearer(sb.key), payload: { grader, model_sample: text, item: { answer: 'forty two' } } });
+
+  it('scores what grade(sample, item) computes, in a sandbox destroyed afterwards', async () => {
+    const source = 'def grade(sample, item):\n    a, b = set(sample["output_text"].split()), set(item["answer"].split())\n    return len(a & b) / len(a | b)';
+    const res = await run({ type: 'python', name: 'overlap', source }, 'forty two');
+    expect(res.json()).toMatchObject({ reward: 1, metadata: { type: 'python' } });
+    expect((await run({ type: 'python', name: 'overlap', source }, 'forty three')).json().reward).toBeCloseTo(1 / 3, 12);
+    expect(sb.app.rft.sandboxes!.stats().live).toBe(0);
+  }, 60_000);
+
+  it('a grader that opens a socket is a runtime error, flagged as OpenAI flags it, never a score', async () => {
+    const source = 'import socket\ndef grade(sample, item):\n    socket.create_connection(("127.0.0.1", 1), timeout=2)\n    return 1.0';
+    const res = await run({ type: 'python', name: 'net', source }, 'x');
+    expect(res.json()).toMatchObject({ reward: 0, metadata: { errors: { python_grader_runtime_error: true } } });
+  }, 60_000);
 });

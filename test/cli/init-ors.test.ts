@@ -8,7 +8,7 @@ import { EXAMPLES } from '../../src/cli/init/examples.js';
 
 describe('init README: the ORS door', () => {
   it("names the project's environment and gives TRL's, SkyRL's and ROLL's settings", () => {
-    const readme = projectFiles({ name: 'research', dir: '/srv/research', example: 'finqa', spec: EXAMPLES.finqa, dependency: '^1.0.0', maxSteps: 10 })['README.md']!;
+    const readme = projectFiles({ name: 'research', dir: '/srv/research', example: 'finqa', spec: EXAMPLES.finqa, dependency: '^1.0.0', maxSteps: 10, tools: [] })['README.md']!;
     expect(readme).toContain('## Train with TRL (OpenReward), SkyRL or ROLL');
     expect(readme).toContain('OpenRewardSpec("http://127.0.0.1:8787", env_name="research", split="train")');
     expect(readme).toContain('OPENREWARD_API_URL=http://127.0.0.1:8787 OPENREWARD_SESSION_URL=http://127.0.0.1:8787');

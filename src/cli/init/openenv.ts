@@ -4,9 +4,72 @@
 
 export const OPENENV_PORT = 8790;
 
-export function openEnvSection(name: string, tools: string[]): string {
+/** A tool as the project's dataset rows list it (Chat Completions format): what the methods are typed from. */
+export interface ChatToolSpec {
+  name: string;
+  description?: string;
+  parameters?: { properties?: Record<string, { type?: unknown; description?: string }>; required?: string[] };
+}
+
+const PY_KEYWORDS = new Set(
+  'False None True and as assert async await break class continue def del elif else except finally for from global if import in is lambda nonlocal not or pass raise return try while with yield self'.split(' '),
+);
+const PY_TYPES: Record<string, string> = { string: 'str', integer: 'int', number: 'float', boolean: 'bool', array: 'list', object: 'dict' };
+const Q3 = '"'.repeat(3);
+
+/** A JSON-schema type as a Python annotation (a nullable type's other member; unknown: str). */
+function pyType(t: unknown): string {
+  const types = (Array.isArray(t) ? t : [t]).filter((x) => x !== 'null');
+  return PY_TYPES[String(types[0])] ?? 'str';
+}
+
+/** Text safe inside a Python triple-quoted docstring, on one line. */
+const doc = (text: string) => text.replace(/\\/g, '\\\\').replaceAll(Q3, "'''").replace(/\s+/g, ' ').trim();
+const identifier = (n: string) => /^[A-Za-z_][A-Za-z0-9_]*$/.test(n) && !PY_KEYWORDS.has(n);
+
+/**
+ * One typed method per tool, as TRL's environment_factory reads them (transformers' get_json_schema: every
+ * argument typed and described in the docstring's Args); optional arguments default to None and are not sent.
+ */
+export function toolMethod(t: ChatToolSpec): string {
+  const props = t.parameters?.properties ?? {};
+  const required = new Set(t.parameters?.required ?? []);
+  const names = Object.keys(props);
+  const description = doc(t.description || `The ${t.name} tool.`);
+  if (!identifier(t.name) || !names.every(identifier)) {
+    // A name Python cannot spell: the arguments as one dict.
+    return [
+      `    def ${t.name.replace(/[^A-Za-z0-9_]/g, '_')}_tool(self, arguments: dict) -> str:`,
+      `        ${Q3}${description}`,
+      '',
+      '        Args:',
+      "            arguments: The tool's arguments, as GET /v1/tools lists them.",
+      `        ${Q3}`,
+      `        return self._call(${JSON.stringify(t.name)}, arguments)`,
+      '',
+    ].join('\n');
+  }
+  const ordered = [...names.filter((n) => required.has(n)), ...names.filter((n) => !required.has(n))];
+  const params = ordered.map((n) => `, ${n}: ${pyType(props[n]!.type)}${required.has(n) ? '' : ' | None = None'}`).join('');
+  return [
+    `    def ${t.name}(self${params}) -> str:`,
+    `        ${Q3}${description}`,
+    ...(ordered.length ? ['', '        Args:', ...ordered.map((n) => `            ${n}: ${doc(props[n]!.description || n)}`)] : []),
+    `        ${Q3}`,
+    `        return self._call(${JSON.stringify(t.name)}, {${ordered.map((n) => `${JSON.stringify(n)}: ${n}`).join(', ')}})`,
+    '',
+  ].join('\n');
+}
+
+/** The tool that ends the episode (the door's submit). */
+const SUBMIT: ChatToolSpec = {
+  name: 'submit',
+  description: 'Submit your final answer. This ends the episode.',
+  parameters: { properties: { answer: { type: 'string', description: 'The final answer.' } }, required: ['answer'] },
+};
+
+export function openEnvSection(name: string, tools: ChatToolSpec[]): string {
   const url = `http://127.0.0.1:${OPENENV_PORT}/${name}`;
-  const first = tools[0] ?? 'my_tool';
   return `## Train with OpenEnv (TRL, SkyRL)
 
 The server's OpenEnv door serves this project at \`${url}\` (\`WS /${name}/ws\`) on its private listener, which
@@ -19,7 +82,8 @@ not scored.
 RFT_PRIVATE_PORT=${OPENENV_PORT} npm start
 \`\`\`
 
-TRL (\`GRPOTrainer(..., environment_factory=RftEnv)\`, dataset rows \`{"prompt": [...], "split": "train", "index": i}\`):
+TRL (\`GRPOTrainer(..., environment_factory=RftEnv, reward_funcs=rft_reward)\`; every public method but \`reset\` is a
+tool the model can call, so the rest is private or an attribute; dataset rows \`{"prompt": [...], "split": "train", "index": i}\`):
 
 \`\`\`python
 from openenv.core.generic_client import GenericEnvClient
@@ -33,7 +97,8 @@ class RftEnv:
         self.reward, self.lost = 0.0, False
         return self.client.reset(split=split, index=index).observation["prompt"]
 
-    def _call(self, name, **arguments):
+    def _call(self, name, arguments):
+        arguments = {k: v for k, v in arguments.items() if v is not None}
         try:
             r = self.client.step({"type": "call_tool", "tool_name": name, "arguments": arguments})
         except RuntimeError:
@@ -44,20 +109,18 @@ class RftEnv:
         o = r.observation
         return o["error"]["message"] if o.get("error") else o["result"]["data"]
 
-    def ${first}(self, **arguments) -> str:
-        """One method per tool (${tools.join(', ')}), its arguments typed and described as GET /v1/tools lists them."""
-        return self._call("${first}", **arguments)
+${[...tools.map(toolMethod), toolMethod(SUBMIT)].join('\n')}
 
-    def submit(self, answer: str) -> str:
-        """Submit your final answer.
-
-        Args:
-            answer: The final answer.
-        """
-        return self._call("submit", answer=answer)
-
-    def get_reward(self):
-        return None if self.lost else self.reward
+def rft_reward(prompts, environments, **kwargs):
+    """The grader's reward. An episode lost to a failure of the server is given the mean reward of its prompt's
+    other episodes: its advantage is 0, neither rewarded nor charged (a None would be summed as 0 by TRL, a zero
+    the model did not earn)."""
+    groups = [repr(p) for p in prompts]
+    played = {}
+    for g, env in zip(groups, environments):
+        if not env.lost:
+            played.setdefault(g, []).append(env.reward)
+    return [env.reward if not env.lost else sum(played.get(g, [0.0])) / len(played.get(g, [0.0])) for g, env in zip(groups, environments)]
 \`\`\`
 
 SkyRL (a \`BaseTextEnv\`, as its OpenEnv integration \`examples/train_integrations/openenv/env.py\`): in \`__init__\`,

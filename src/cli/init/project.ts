@@ -6,6 +6,7 @@ import { fileURLToPath } from 'node:url';
 import { errors } from '../../errors.js';
 import { EXAMPLES, isExampleName, type ExampleName, type ExampleSpec } from './examples.js';
 import { projectFiles } from './templates.js';
+import type { ChatToolSpec } from './openenv.js';
 
 export interface InitOptions {
   dir: string;
@@ -94,6 +95,19 @@ function maxEpisodeSteps(root: string, spec: ExampleSpec): number {
   return steps;
 }
 
+/** The tools the project's train.jsonl rows list (Chat Completions format), each once, in order of appearance. */
+function datasetTools(dir: string): ChatToolSpec[] {
+  const file = join(dir, 'train.jsonl');
+  if (!existsSync(file)) return [];
+  const seen = new Map<string, ChatToolSpec>();
+  for (const line of readFileSync(file, 'utf8').split('\n')) {
+    if (!line.trim()) continue;
+    const row = JSON.parse(line) as { tools?: { function?: ChatToolSpec }[] };
+    for (const t of row.tools ?? []) if (t.function?.name && !seen.has(t.function.name)) seen.set(t.function.name, t.function);
+  }
+  return [...seen.values()];
+}
+
 export function initProject(opts: InitOptions): InitResult {
   if (!isExampleName(opts.example)) throw errors.cliUsage(`--example must be one of ${Object.keys(EXAMPLES).join(', ')}, got "${opts.example}"`);
   const dir = resolve(opts.dir);
@@ -107,7 +121,7 @@ export function initProject(opts: InitOptions): InitResult {
   rmSync(staging, { recursive: true, force: true });
   try {
     let files = copyExample(root, spec, staging);
-    const texts = projectFiles({ name: basename(dir), dir, example: opts.example, spec, dependency, maxSteps: maxEpisodeSteps(root, spec) });
+    const texts = projectFiles({ name: basename(dir), dir, example: opts.example, spec, dependency, maxSteps: maxEpisodeSteps(root, spec), tools: datasetTools(staging) });
     for (const [name, text] of Object.entries(texts)) {
       mkdirSync(dirname(join(staging, name)), { recursive: true });
       writeFileSync(join(staging, name), text);

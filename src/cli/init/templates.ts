@@ -4,7 +4,7 @@
 import type { ExampleName, ExampleSpec } from './examples.js';
 import { NEMO_GYM, nemoGymFiles } from './nemo-gym.js';
 import { orsSection } from './ors.js';
-import { openEnvSection } from './openenv.js';
+import { openEnvSection, type ChatToolSpec } from './openenv.js';
 import { mcpJson, pythonSection, SETUP_SCRIPT } from './python.js';
 import { rewardDoorsSection } from './reward-doors.js';
 
@@ -17,6 +17,8 @@ export interface TemplateInput {
   dependency: string;
   /** The job's max_episode_steps. */
   maxSteps: number;
+  /** The tools as the project's dataset lists them (types and descriptions for the trainers' snippets). */
+  tools: ChatToolSpec[];
 }
 
 const npmName = (dir: string): string => dir.toLowerCase().replace(/[^a-z0-9._-]+/g, '-').replace(/^[._-]+/, '') || 'rft-project';
@@ -94,10 +96,6 @@ them through tsx, without type checking; to check them, \`npm install -D typescr
 \`npx tsc --noEmit --module nodenext --strict tools/*.ts graders/*.ts\`.
 `;
 
-/** The tools' names: the Python server's, or the tool units' file names. */
-const toolNames = (t: TemplateInput): string[] =>
-  t.spec.python?.tools ?? t.spec.units.filter(([, to]) => to.startsWith('tools/')).map(([, to]) => to.slice(6).replace(/\.ts$/, ''));
-
 function readme(t: TemplateInput): string {
   const tools = t.spec.python ? t.spec.python.files.map(([, to]) => `\`${to}\``) : t.spec.units.filter(([, to]) => to.startsWith('tools/')).map(([, to]) => `\`${to}\``);
   const graders = t.spec.units.filter(([, to]) => to.startsWith('graders/')).map(([, to]) => `\`${to}\``);
@@ -157,7 +155,7 @@ Deploy on a public HTTPS address (\`RFT_TLS_CERT\`/\`RFT_TLS_KEY\`, or behind a 
 
 ${nemoGymSection(t)}
 ${orsSection(t.name)}
-${openEnvSection(t.name, toolNames(t))}
+${openEnvSection(t.name, t.tools)}
 ${rewardDoorsSection(t.spec.grader)}`;
 }
 

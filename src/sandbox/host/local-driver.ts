@@ -31,8 +31,9 @@ export interface LocalDriverOptions {
 }
 
 /**
- * Arrivals further apart than this are separate bursts: a step's new rollouts reach the driver
- * milliseconds apart (bench/steps.ts), while steps are tens of seconds apart.
+ * Arrivals further apart than this are separate bursts: a step's new rollouts reach the driver all
+ * at once (bench/steps.ts: each 500-rollout step was one burst of 500 on a loaded machine), while
+ * steps are tens of seconds apart.
  */
 const BURST_GAP_MS = 2_000;
 

@@ -6,7 +6,7 @@
 // supervisor's), where the server's time went (from its /metrics: admission wait, sandbox creation,
 // the tool's own work, the record's writes and HTTP), and what is left once the TTL has passed:
 // sandbox processes, directories, uid claims.
-// With a warm pool (RFT_SANDBOX_WARM, default 2), the burst starts once the pool is full, as a
+// With a warm pool (RFT_SANDBOX_WARM, default 2; its learning off: a fixed size), the burst starts once the pool is full, as a
 // training step finds it after the previous step's pause.
 // Run: node --conditions=rft-source --import tsx bench/burst.ts [rollouts=500] [calls=5] [ttl-ms=5000] [warm=2]
 import { readdir, readFile, rm, mkdtemp } from 'node:fs/promises';
@@ -15,6 +15,7 @@ import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { Agent, request } from 'undici';
 import { burstLines, runBurst } from './lib/burst.js';
+import { childrenOf, metrics, rss, sumOf } from './lib/server-stats.js';
 import { instanceIdFor } from '../src/sandbox/instance-id.js';
 import { spawnServer } from '../test/helpers/child-server.js';
 import { repoRoot } from '../test/helpers/server.js';
@@ -26,36 +27,6 @@ const ttlMs = Number(process.argv[4] ?? 5_000);
 const warm = Number(process.argv[5] ?? 2);
 const KEY = 'bench-burst-key-0123456789abcdef';
 const UIDS = '/run/rft-endpoints/uids';
-
-/** VmRSS of a process, bytes (0 once it is gone). */
-async function rss(pid: number): Promise<number> {
-  const status = await readFile(`/proc/${pid}/status`, 'utf8').catch(() => '');
-  const m = /VmRSS:\s+(\d+) kB/.exec(status);
-  return m ? Number(m[1]) * 1024 : 0;
-}
-
-async function childrenOf(pid: number): Promise<number[]> {
-  const out: number[] = [];
-  for (const t of await readdir(`/proc/${pid}/task`).catch(() => [] as string[])) {
-    const kids = await readFile(`/proc/${pid}/task/${t}/children`, 'utf8').catch(() => '');
-    out.push(...kids.split(' ').filter(Boolean).map(Number));
-  }
-  return out;
-}
-
-/** Sums of the server's histograms (seconds) and counters, by metric name and label set. */
-async function metrics(url: string): Promise<Map<string, number>> {
-  const res = await request(`${url}/metrics`, { headers: { authorization: `Bearer ${KEY}` } });
-  const text = await res.body.text();
-  const m = new Map<string, number>();
-  for (const line of text.split('\n')) {
-    const x = /^(rft_\w+?(?:_sum|_count|_total)?)(\{[^}]*\})? ([\d.e+-]+)$/.exec(line);
-    if (x) m.set(`${x[1]}${x[2] ?? ''}`, Number(x[3]));
-  }
-  return m;
-}
-
-const sumOf = (m: Map<string, number>, prefix: string): number => [...m].filter(([k]) => k.startsWith(prefix)).reduce((a, [, v]) => a + v, 0);
 
 async function claimsOf(instance: string): Promise<number[]> {
   const uids: number[] = [];
@@ -76,7 +47,7 @@ const load = (await readFile('/proc/loadavg', 'utf8')).split(' ').slice(0, 3).jo
 console.log(`burst bench: ${rollouts} new rollouts at once x ${calls} shell calls, bwrap, default cap and queue, warm pool ${warm}, TTL ${ttlMs} ms; load average before ${load}`);
 const srv = await spawnServer(
   {
-    RFT_DATA_DIR: dataDir, RFT_API_KEYS: `b:${KEY}`, RFT_RATE_LIMIT: '0', RFT_SANDBOX: 'bwrap', RFT_SANDBOX_TTL_MS: String(ttlMs), RFT_SANDBOX_WARM: String(warm),
+    RFT_DATA_DIR: dataDir, RFT_API_KEYS: `b:${KEY}`, RFT_RATE_LIMIT: '0', RFT_SANDBOX: 'bwrap', RFT_SANDBOX_TTL_MS: String(ttlMs), RFT_SANDBOX_WARM: String(warm), RFT_SANDBOX_WARM_MAX_MB: '0',
     RFT_TOOLS_DIR: join(repoRoot, 'tools'), RFT_GRADERS_DIR: join(repoRoot, 'graders'), RFT_LOG_LEVEL: 'error',
   },
   120_000,
@@ -106,10 +77,10 @@ try {
     void rss(supervisor).then((v) => (supPeak = Math.max(supPeak, v)));
     void claimsOf(instance).then((us) => us.forEach((u) => uids.add(u)));
   }, 100);
-  const before = await metrics(srv.url);
+  const before = await metrics(srv.url, KEY);
   const burst = await runBurst({ url: srv.url, key: KEY, dispatcher, rollouts, calls, tracePrefix: 'trace_burst' });
   clearInterval(sampler);
-  const after = await metrics(srv.url);
+  const after = await metrics(srv.url, KEY);
   const d = (name: string): number => sumOf(after, name) - sumOf(before, name);
   const all = [...burst.first, ...burst.later];
   console.log('');

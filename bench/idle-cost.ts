@@ -9,7 +9,9 @@
 //   - bwrap: the workspace tmpfs's own use and the uid claims.
 // MemAvailable is the whole machine's, so other people's work moves it: the per-process and kernel
 // figures are the precise ones. Run on a quiet machine.
-// Run: node --conditions=rft-source --import tsx bench/idle-cost.ts [bwrap-sandboxes=200] [docker-sandboxes=40]
+// With --prepared, the sandboxes run no command: what a warm pool's prepared sandbox costs
+// (RFT_SANDBOX_WARM_MAX_MB is divided by it).
+// Run: node --conditions=rft-source --import tsx bench/idle-cost.ts [bwrap-sandboxes=200] [docker-sandboxes=40] [--prepared]
 import { readdir, readFile, statfs } from 'node:fs/promises';
 import { join } from 'node:path';
 import { BwrapDriver } from '../src/sandbox/drivers/bwrap/driver.js';
@@ -20,8 +22,10 @@ import { UID_MAX, UID_MIN } from '../src/sandbox/host/uids.js';
 import type { Sandbox, SandboxDriver } from '../src/sandbox/types.js';
 import { DOCKER_IMAGE, driversPresent, tempRoot } from '../test/sandbox/helpers.js';
 
-const nBwrap = Number(process.argv[2] ?? 200);
-const nDocker = Number(process.argv[3] ?? 40);
+const args = process.argv.slice(2).filter((a) => a !== '--prepared');
+const prepared = process.argv.includes('--prepared');
+const nBwrap = Number(args[0] ?? 200);
+const nDocker = Number(args[1] ?? 40);
 const ENGINE = '/run/rft-engines/1.sock';
 const MB = 1024 * 1024;
 
@@ -82,8 +86,10 @@ async function measure(label: string, n: number, driver: SandboxDriver, pick: { 
     const m0 = await meminfo();
     for (let i = 0; i < n; i++) {
       const sb = await driver.create({ traceId: `idle_${i}`, limits: defaultLimits, labels: {}, files: { 'README.md': 'idle' } });
-      const r = await sb.exec('echo ok');
-      if (r.stdout !== 'ok\n') throw new Error(`sandbox ${i} answered ${JSON.stringify(r)}`);
+      if (!prepared) {
+        const r = await sb.exec('echo ok');
+        if (r.stdout !== 'ok\n') throw new Error(`sandbox ${i} answered ${JSON.stringify(r)}`);
+      }
       sandboxes.push(sb);
     }
     await settle();
@@ -94,7 +100,7 @@ async function measure(label: string, n: number, driver: SandboxDriver, pick: { 
     const helpers1 = sum(p1.filter(pick.helpers));
     const byComm = new Map<string, number>();
     for (const p of added) byComm.set(p.comm, (byComm.get(p.comm) ?? 0) + 1);
-    console.log(`\n[${label}] ${n} idle sandboxes (each ran one command)`);
+    console.log(`\n[${label}] ${n} idle sandboxes (${prepared ? 'prepared, no command run' : 'each ran one command'})`);
     console.log(`  processes added         ${added.length} (${(added.length / n).toFixed(2)} per sandbox: ${[...byComm].map(([c, k]) => `${c} x${k}`).join(', ')})`);
     console.log(`  their PSS               ${per(sum(added), n)} per sandbox`);
     console.log(`  helpers' PSS growth     ${per(helpers1 - helpers0, n)} per sandbox  (${(helpers0 / MB).toFixed(1)} -> ${(helpers1 / MB).toFixed(1)} MB)`);

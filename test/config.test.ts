@@ -36,6 +36,9 @@ describe('configuration', () => {
     // A 500-rollout step fits, with the previous step's graded sandboxes still in their grace period.
     expect(DEFAULT_SANDBOX_CAP.bwrap).toBeGreaterThanOrEqual(1000);
     expect([loadConfig({}).sandbox.localWarm, loadConfig({ RFT_SANDBOX_WARM: '512' }).sandbox.localWarm]).toEqual([2, 512]);
+    // The pool learns the step by default, within 512 MB; 0 turns the learning off.
+    expect(loadConfig({}).sandbox).toMatchObject({ localWarmMaxMb: 512, localWarmIdleMs: 1_800_000, localCap: undefined });
+    expect(loadConfig({ RFT_SANDBOX_WARM_MAX_MB: '0', RFT_SANDBOX_CAP: '64' }).sandbox).toMatchObject({ localWarmMaxMb: 0, localCap: 64 });
     const set = loadConfig({ RFT_SANDBOX_CAP: '64', RFT_DOCKER_HOSTS: 'unix:///a.sock' });
     expect([sandboxCap(set.sandbox.cap, 'bwrap'), sandboxCap(set.sandbox.cap, 'docker'), set.sandbox.dockerHosts[0]?.cap]).toEqual([64, 64, 64]);
   });

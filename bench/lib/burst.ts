@@ -21,7 +21,8 @@ export interface BurstResult {
   kinds: Record<string, number>;
 }
 
-export async function runBurst(o: { url: string; key: string; dispatcher: Agent; rollouts: number; calls: number; tracePrefix: string }): Promise<BurstResult> {
+/** `thinkMs`: the model's think time between a rollout's calls (bench/steps.ts; none by default). */
+export async function runBurst(o: { url: string; key: string; dispatcher: Agent; rollouts: number; calls: number; tracePrefix: string; thinkMs?: number }): Promise<BurstResult> {
   const out: BurstResult = { wallMs: 0, first: [], later: [], errors: 0, fivexx: 0, s503: 0, empty: 0, wrong: 0, samples: [], kinds: {} };
   const note = (s: string): void => {
     if (out.samples.length < 3) out.samples.push(s);
@@ -33,6 +34,7 @@ export async function runBurst(o: { url: string; key: string; dispatcher: Agent;
   await Promise.all(
     Array.from({ length: o.rollouts }, async (_, r) => {
       for (let c = 1; c <= o.calls; c++) {
+        if (c > 1 && o.thinkMs) await new Promise((r) => setTimeout(r, o.thinkMs));
         const t = performance.now();
         try {
           const res = await request(`${o.url}/tools`, {

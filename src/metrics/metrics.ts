@@ -27,6 +27,13 @@ export interface MetricsOptions {
   processMetrics?: boolean;
 }
 
+/** What rft_sandboxes and the warm pool's series read at scrape time (the manager's stats()). */
+export interface SandboxGauges {
+  live: number;
+  queued: number;
+  pool?: { warm: number; target: number; predicted: number; hits: number; misses: number } | null;
+}
+
 /** `bad_row`: the row did not match the grader's itemSchema, so it was not graded. */
 export type GradeOutcome = 'ok' | 'error' | 'bad_row' | 'replayed';
 
@@ -43,7 +50,7 @@ export class Metrics {
   private readonly sandboxCreate: Histogram<'driver'>;
   private readonly sandboxQueueWait: Histogram<'outcome'>;
   private readonly integrity: Counter<'kind'>;
-  private sandboxStats: (() => { live: number; queued: number }) | undefined;
+  private sandboxStats: (() => SandboxGauges) | undefined;
 
   constructor(opts: MetricsOptions = {}) {
     const registers = [this.registry];
@@ -101,6 +108,37 @@ export class Metrics {
         const s = stats();
         this.set({ state: 'live' }, s?.live ?? 0);
         this.set({ state: 'queued' }, s?.queued ?? 0);
+      },
+    });
+    new Gauge({
+      name: 'rft_sandbox_pool',
+      help: "The driver's warm pool of prepared sandboxes: warm (ready now) and target (what it fills to; beyond the floor, the step it learned)",
+      labelNames: ['state'],
+      registers,
+      collect() {
+        const p = stats()?.pool;
+        this.set({ state: 'warm' }, p?.warm ?? 0);
+        this.set({ state: 'target' }, p?.target ?? 0);
+      },
+    });
+    new Gauge({
+      name: 'rft_sandbox_pool_predicted_step',
+      help: 'New rollouts the warm pool expects at the next training step (the largest recent burst)',
+      registers,
+      collect() {
+        this.set(stats()?.pool?.predicted ?? 0);
+      },
+    });
+    new Counter({
+      name: 'rft_sandbox_pool_takes_total',
+      help: 'New sandboxes by whether the warm pool had one ready (hit) or it was prepared on demand (miss)',
+      labelNames: ['outcome'],
+      registers,
+      collect() {
+        const p = stats()?.pool;
+        this.reset();
+        this.inc({ outcome: 'hit' }, p?.hits ?? 0);
+        this.inc({ outcome: 'miss' }, p?.misses ?? 0);
       },
     });
     if (opts.processMetrics !== false) collectDefaultMetrics({ register: this.registry });
@@ -169,7 +207,7 @@ export class Metrics {
   }
 
   /** Where rft_sandboxes reads its gauges at scrape time. */
-  watchSandboxes(stats: () => { live: number; queued: number }): void {
+  watchSandboxes(stats: () => SandboxGauges): void {
     this.sandboxStats = stats;
   }
 }

@@ -183,6 +183,21 @@ export interface SandboxDriver {
   /** Removes a sandbox by its ref without opening it (an idle one found in the store). */
   remove?(ref: SandboxRef): Promise<void>;
   close?(): Promise<void>;
+  /** Its warm pool's state (drivers with one; null before its first sandbox). */
+  poolStats?(): WarmPoolStats | null;
+}
+
+/** A driver's warm pool of prepared sandboxes, as /metrics shows it. */
+export interface WarmPoolStats {
+  /** Prepared items ready now. */
+  warm: number;
+  /** What the pool fills to now (the floor during a burst and when idle). */
+  target: number;
+  /** The next step's expected size (new sandboxes of the latest key). */
+  predicted: number;
+  /** New sandboxes served from the pool, and those prepared on demand. */
+  hits: number;
+  misses: number;
 }
 
 /** What the manager reports as it works (metrics, integrity flags). Every hook is optional. */
@@ -204,4 +219,6 @@ export interface SandboxStats {
   reclaimed: number;
   queued: number;
   cap: number;
+  /** The driver's warm pool, when it has one. */
+  pool: WarmPoolStats | null;
 }

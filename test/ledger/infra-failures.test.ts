@@ -182,7 +182,7 @@ describeIf(pgUnavailable === undefined && bwrap.available, 'Postgres and bubblew
 
 describeIf(bwrap.available, 'bubblewrap', bwrap.reason)('a sandbox that cannot be created (bwrap)', () => {
   it("answers 503 with Retry-After, uncharged and unrecorded, when the server cannot build a workspace (ours); a template the row names that does not exist is a 4xx observation", async () => {
-    const s = await startTestServer({ env: { RFT_SANDBOX: 'bwrap', RFT_SANDBOX_WARM: '0' } });
+    const s = await startTestServer({ env: { RFT_SANDBOX: 'bwrap', RFT_SANDBOX_WARM: '0', RFT_SANDBOX_WARM_MAX_MB: '0' } });
     onTestFinished(() => s.close());
     const root = join(tmpdir(), 'rft-endpoints', instanceIdFor(s.dataDir));
     // A template the dataset row names that does not exist: deterministic, the row's mistake, shown to the model.

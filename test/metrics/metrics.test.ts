@@ -4,6 +4,7 @@ import type { TestServer } from '../helpers/server.js';
 import { promSample } from '../helpers/prom-text.js';
 import { canonicalJson, sha256 } from '../../src/protocol/canonical.js';
 import { INTERRUPTED_OUTPUT } from '../../src/ledger/ledger.js';
+import { Metrics } from '../../src/metrics/metrics.js';
 
 let s: TestServer;
 beforeAll(async () => {
@@ -172,5 +173,21 @@ describe('RFT_METRICS', () => {
     } finally {
       await srv.close();
     }
+  });
+});
+
+describe('the warm pool in /metrics', () => {
+  it('shows the pool read at scrape time: warm, target, predicted step, hits and misses', async () => {
+    const m = new Metrics({ processMetrics: false });
+    const text0 = await m.text();
+    expect(promSample(text0, 'rft_sandbox_pool', { state: 'warm' })).toBe(0);
+    m.watchSandboxes(() => ({ live: 3, queued: 0, pool: { warm: 497, target: 500, predicted: 500, hits: 499, misses: 501 } }));
+    const text = await m.text();
+    expect(promSample(text, 'rft_sandbox_pool', { state: 'warm' })).toBe(497);
+    expect(promSample(text, 'rft_sandbox_pool', { state: 'target' })).toBe(500);
+    expect(promSample(text, 'rft_sandbox_pool_predicted_step', {})).toBe(500);
+    expect(promSample(text, 'rft_sandbox_pool_takes_total', { outcome: 'hit' })).toBe(499);
+    expect(promSample(text, 'rft_sandbox_pool_takes_total', { outcome: 'miss' })).toBe(501);
+    expect(promSample(await m.text(), 'rft_sandbox_pool_takes_total', { outcome: 'hit' })).toBe(499); // read, not added up
   });
 });

@@ -48,7 +48,7 @@ for (const driver of ['process', 'bwrap', 'docker'] as const) {
         symlinkSync(target, link);
         const s = await spawnServer(
           {
-            RFT_DATA_DIR: link, RFT_API_KEYS: `t:${KEY}`, RFT_RATE_LIMIT: '0', RFT_SANDBOX: driver, RFT_SANDBOX_WARM: '0', RFT_DOCKER_IMAGE: DOCKER_IMAGE,
+            RFT_DATA_DIR: link, RFT_API_KEYS: `t:${KEY}`, RFT_RATE_LIMIT: '0', RFT_SANDBOX: driver, RFT_SANDBOX_WARM: '0', RFT_SANDBOX_WARM_MAX_MB: '0', RFT_DOCKER_IMAGE: DOCKER_IMAGE,
             RFT_TOOLS_DIR: join(repoRoot, 'tools'), RFT_GRADERS_DIR: join(repoRoot, 'graders'), RFT_LOG_LEVEL: 'info',
           },
           120_000,

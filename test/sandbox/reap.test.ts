@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
-import { readFile } from 'node:fs/promises';
+import { readdir, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { DockerApi } from '../../src/sandbox/drivers/docker/api.js';
@@ -12,8 +12,9 @@ import { describeIf } from '../helpers/require.js';
 import { driversPresent, liveProcessesOf, tempRoot, testLimits, until } from './helpers.js';
 import { runLabels } from '../helpers/run-label.js';
 
-async function crashChild(driver: DriverName, root: string, instanceId: string): Promise<{ id: string }[]> {
-  const child = spawn(process.execPath, ['--import', 'tsx', join(import.meta.dirname, 'fixtures', 'crash-child.ts'), driver, root, instanceId], {
+async function crashChild(driver: DriverName, root: string, instanceId: string, pool = false): Promise<{ id: string }[]> {
+  const args = [driver, root, instanceId, ...(pool ? ['pool'] : [])];
+  const child = spawn(process.execPath, ['--import', 'tsx', join(import.meta.dirname, 'fixtures', 'crash-child.ts'), ...args], {
     stdio: ['ignore', 'pipe', 'inherit'],
   });
   const line = await new Promise<string>((resolve, reject) => {
@@ -24,6 +25,8 @@ async function crashChild(driver: DriverName, root: string, instanceId: string):
   await new Promise((r) => child.once('exit', r));
   return JSON.parse(line) as { id: string }[];
 }
+
+const UID_CLAIMS = '/run/rft-endpoints/uids';
 
 const present = await driversPresent();
 
@@ -75,6 +78,24 @@ for (const name of ['process', 'bwrap', 'docker'] as const) {
       // are SIGKILLed asynchronously; a CI run saw one still exiting): wait for that, bounded.
       if (canSwitchUid()) for (const uid of uids) await until(async () => (await liveProcessesOf(uid)).length === 0, 10_000);
       await m.close();
+    });
+
+    it.skipIf(name === 'docker')('removes a full warm pool a SIGKILLed server left, with its uid claims', { timeout: 90_000 }, async () => {
+      const instanceId = `reap-pool-${name}-${process.pid}`;
+      await crashChild(name, root.root, instanceId, true);
+      const dirs = (await readdir(root.root)).filter((d) => d.startsWith('sb_'));
+      expect(dirs).toHaveLength(5); // 2 rollouts' and 3 prepared
+      const uids: number[] = [];
+      for (const d of dirs) {
+        const meta = JSON.parse(await readFile(join(root.root, d, 'meta.json'), 'utf8')) as { uid: number | null };
+        if (meta.uid !== null) uids.push(meta.uid);
+      }
+      const driver = await selectDriver(name, { sandboxesRoot: root.root, instanceId });
+      expect(await driver.reapOrphans()).toBe(5);
+      expect((await readdir(root.root)).filter((d) => d.startsWith('sb_'))).toEqual([]);
+      for (const uid of uids) expect(existsSync(join(UID_CLAIMS, String(uid)))).toBe(false);
+      if (canSwitchUid()) for (const uid of uids) await until(async () => (await liveProcessesOf(uid)).length === 0, 10_000);
+      await driver.close?.();
     });
   });
 }

@@ -5,10 +5,10 @@ import { rmdir } from 'node:fs/promises';
 import { spawnOps, type HostOps } from './host-ops.js';
 import { LocalSandbox, type CommandRunner } from './local-sandbox.js';
 import { createWorkdir, prepareRoot, reapWorkdirs, removeWorkdir, tmpfsCaps, writeMeta, INSTANCE_LABEL, type Workdir } from './workdir.js';
-import { WarmPool } from './workdir-pool.js';
+import { WarmPool, type PoolSizing } from './workdir-pool.js';
 import { populateWorkspace } from '../workspace/workspace.js';
 import { canSwitchUid } from './uids.js';
-import type { Sandbox, SandboxDriver, SandboxSpec } from '../types.js';
+import type { Sandbox, SandboxDriver, SandboxSpec, WarmPoolStats } from '../types.js';
 
 export interface LocalDriverOptions {
   /** Where workspaces live; must be searchable (o+x) all the way up when the server runs as root. */
@@ -18,11 +18,24 @@ export interface LocalDriverOptions {
   /** Sandboxes kept prepared for new rollouts (default 0); the server uses 2. */
   warmPool?: number;
   /**
+   * Let the pool learn the trainer's step (workdir-pool.ts): it grows beyond `warmPool` to the
+   * expected burst, within `maxMb` (at the driver's measured cost of a prepared sandbox) and `cap`,
+   * and shrinks back after `idleMs` without a new rollout. Absent: the floor only.
+   */
+  warmLearning?: { maxMb: number; idleMs: number; cap: number; gapMs?: number };
+  /**
    * Host directories no sandbox may see, wherever they are (the templates root with the hidden
    * tests, the data dir, this package): bwrap hides any that lies inside a directory it binds.
    */
   hiddenPaths?: string[];
 }
+
+/**
+ * Arrivals further apart than this are separate bursts: a step's new rollouts reach the driver all
+ * at once (bench/steps.ts: each 500-rollout step was one burst of 500 on a loaded machine), while
+ * steps are tens of seconds apart.
+ */
+const BURST_GAP_MS = 2_000;
 
 interface Prepared {
   w: Workdir;
@@ -39,6 +52,14 @@ export abstract class LocalDriver implements SandboxDriver {
 
   abstract available(): Promise<boolean>;
 
+  /**
+   * What one prepared, idle sandbox costs the host, KB (what the pool's memory budget is divided by).
+   * Measured for bwrap (bench/idle-cost.ts --prepared, 200 sandboxes: 262 KB of its two processes'
+   * PSS, 470 KB of kernel memory, 4 KB of tmpfs, 2 KB of the supervisor); the process driver's
+   * workdir costs less (no process) and is counted the same, an upper bound.
+   */
+  protected readonly preparedKb: number = 768;
+
   /** How commands run in this workdir (bwrap: builds the sandbox around it). */
   protected abstract runnerFor(w: Workdir, spec: SandboxSpec): Promise<CommandRunner>;
 
@@ -49,13 +70,24 @@ export abstract class LocalDriver implements SandboxDriver {
 
   // Lazy: `name` is a subclass field, not set yet while this constructor runs.
   private get pool(): WarmPool<Prepared> {
-    this.poolInstance ??= new WarmPool(this.opts.warmPool ?? 0, {
+    this.poolInstance ??= new WarmPool(this.poolSizing(), {
       make: (spec) => this.prepare(spec),
       discard: (p) => this.discard(p),
       key: (spec) => JSON.stringify([canSwitchUid() ? tmpfsCaps(spec.limits) : null, spec.readOnlyMounts ?? []]),
       id: (p) => p.w.meta.id,
     });
     return this.poolInstance;
+  }
+
+  /** The floor, and how far the learned size may grow: the cap, and the budget at a prepared sandbox's cost. */
+  private poolSizing(): PoolSizing {
+    const learn = this.opts.warmLearning;
+    return {
+      floor: this.opts.warmPool ?? 0,
+      max: learn ? Math.min(learn.cap, Math.floor((learn.maxMb * 1024) / this.preparedKb)) : 0,
+      gapMs: learn?.gapMs ?? BURST_GAP_MS,
+      idleMs: learn?.idleMs ?? 0,
+    };
   }
 
   private async prepare(spec: SandboxSpec, populate = false): Promise<Prepared> {
@@ -108,6 +140,11 @@ export abstract class LocalDriver implements SandboxDriver {
         this.live.delete(id);
       }
     });
+  }
+
+  /** The warm pool's state (null before the first sandbox). */
+  poolStats(): WarmPoolStats | null {
+    return this.poolInstance?.stats() ?? null;
   }
 
   /** Removes this instance's workdirs that no live sandbox of this process owns. */

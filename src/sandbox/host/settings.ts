@@ -1,19 +1,43 @@
-// The setting the host-bound drivers (bwrap, process) share: workdirs kept built ahead (workdir-pool.ts).
+// The settings the host-bound drivers (bwrap, process) share: the warm pool of workdirs kept
+// prepared ahead (workdir-pool.ts), its floor, and how far it may grow when it learns the step.
 import { z } from 'zod';
+import type { LocalDriverOptions } from './local-driver.js';
 
 export const localSettings = {
   /**
-   * bwrap (and process) sandboxes kept built ahead for new rollouts, refilled in the background: a
-   * burst takes this many without building one (an idle one costs about 0.75 MB and 2 processes).
+   * bwrap (and process) sandboxes always kept prepared for new rollouts, refilled in the background:
+   * the pool's floor (an idle prepared bwrap sandbox costs about 0.75 MB and 2 processes).
    */
   RFT_SANDBOX_WARM: z.coerce.number().int().min(0).max(10_000).default(2),
+  /**
+   * Memory the warm pool may hold beyond its floor when it learns the trainer's step (it grows to the
+   * step's burst of new rollouts between steps, bounded by this and the sandbox cap); 0 turns the
+   * learning off (the floor only).
+   */
+  RFT_SANDBOX_WARM_MAX_MB: z.coerce.number().int().min(0).max(1_000_000).default(512),
+  /** No new rollout for this long: training has stopped, and the pool shrinks back to its floor. */
+  RFT_SANDBOX_WARM_IDLE_MS: z.coerce.number().int().min(1_000).default(30 * 60_000),
 };
 
 export interface LocalOptions {
-  /** Prepared bwrap/process sandboxes (RFT_SANDBOX_WARM). */
+  /** Prepared bwrap/process sandboxes kept at least (RFT_SANDBOX_WARM). */
   localWarm: number;
+  /** The learned pool's memory budget, MB (RFT_SANDBOX_WARM_MAX_MB; 0: no learning). */
+  localWarmMaxMb: number;
+  /** Quiet time after which the learned pool shrinks to its floor (RFT_SANDBOX_WARM_IDLE_MS). */
+  localWarmIdleMs: number;
+  /** RFT_SANDBOX_CAP when set (the pool never learns beyond it); unset, the driver's default cap. */
+  localCap: number | undefined;
 }
 
-export function localOptions(s: { RFT_SANDBOX_WARM: number }): LocalOptions {
-  return { localWarm: s.RFT_SANDBOX_WARM };
+export function localOptions(s: { RFT_SANDBOX_WARM: number; RFT_SANDBOX_WARM_MAX_MB: number; RFT_SANDBOX_WARM_IDLE_MS: number }, cap: number | undefined): LocalOptions {
+  return { localWarm: s.RFT_SANDBOX_WARM, localWarmMaxMb: s.RFT_SANDBOX_WARM_MAX_MB, localWarmIdleMs: s.RFT_SANDBOX_WARM_IDLE_MS, localCap: cap };
+}
+
+/** The pool's part of a local driver's options (LocalDriverOptions), from the module's options. */
+export function warmPoolOptions(o: Partial<LocalOptions>, defaultCap: number): Pick<LocalDriverOptions, 'warmPool' | 'warmLearning'> {
+  return {
+    ...(o.localWarm !== undefined ? { warmPool: o.localWarm } : {}),
+    ...(o.localWarmMaxMb ? { warmLearning: { maxMb: o.localWarmMaxMb, idleMs: o.localWarmIdleMs ?? 30 * 60_000, cap: o.localCap ?? defaultCap } } : {}),
+  };
 }

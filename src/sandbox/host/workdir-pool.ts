@@ -1,8 +1,15 @@
-// A few sandboxes' host sides prepared ahead (a workdir with its uid claimed and its tmpfs mounted;
-// for bwrap also the sandbox itself, built by bubblewrap around its holder), so a new rollout's first
-// call only gets its files. Refilled in the background after each take; a burst that drains it just
-// falls back to preparing on demand. Items are matched by key (what they were prepared for).
-import type { SandboxSpec } from '../types.js';
+// Sandboxes' host sides prepared ahead (a workdir with its uid claimed and its tmpfs mounted; for
+// bwrap also the sandbox itself, built by bubblewrap around its holder), so a new rollout's first
+// call only gets its files. Items are matched by key (what they were prepared for).
+//
+// The pool learns the trainer's step (step-learner.ts): once a burst of new rollouts is over, it
+// prepares as many as the next step is expected to start, during the model's think time and the
+// pause between steps, so the next step's rollouts find theirs ready. It never prepares while a burst
+// is arriving (that would compete with the burst's own creations), never holds more than `max` beyond
+// the floor (the driver's cap and the memory budget), and falls back to the floor once no new rollout
+// came for the idle timeout. A burst larger than the pool just prepares the rest on demand.
+import type { SandboxSpec, WarmPoolStats } from '../types.js';
+import { StepLearner } from './step-learner.js';
 
 export interface PoolOps<T> {
   make(spec: SandboxSpec): Promise<T>;
@@ -12,39 +19,137 @@ export interface PoolOps<T> {
   id(item: T): string;
 }
 
+export interface PoolSizing {
+  /** Kept prepared whatever the arrivals, for the latest key (RFT_SANDBOX_WARM). */
+  floor: number;
+  /** The most the learned size may reach: the driver's cap and the memory budget, whichever is less (0: no learning). */
+  max: number;
+  /** Quiet time that ends a burst of arrivals. */
+  gapMs: number;
+  /** Quiet time after which the pool shrinks back to the floor. */
+  idleMs: number;
+}
+
+interface Slot<T> {
+  /** The latest spec taken with this key (what refills are prepared from). */
+  spec: SandboxSpec;
+  ready: T[];
+  learner: StepLearner;
+}
+
+/** Timers fire no earlier than asked, but the wall clock may read a little behind the timers' clock. */
+const TIMER_MARGIN_MS = 10;
+
 export class WarmPool<T> {
-  private readonly ready: { key: string; item: T }[] = [];
+  private readonly slots = new Map<string, Slot<T>>();
+  private latest: Slot<T> | null = null;
   private filling: Promise<void> | null = null;
+  private readonly discarding = new Set<Promise<void>>();
   private closed = false;
+  private hits = 0;
+  private misses = 0;
+  private quietTimer: NodeJS.Timeout | undefined;
+  private idleTimer: NodeJS.Timeout | undefined;
 
   constructor(
-    private readonly size: number,
+    private readonly sizing: PoolSizing,
     private readonly ops: PoolOps<T>,
   ) {}
 
   has(id: string): boolean {
-    return this.ready.some((r) => this.ops.id(r.item) === id);
+    for (const s of this.slots.values()) if (s.ready.some((item) => this.ops.id(item) === id)) return true;
+    return false;
   }
 
-  /** A prepared item for `spec`, or null (then the caller prepares one); either way a refill starts. */
+  /** A prepared item for `spec`, or null (then the caller prepares one); a refill to the floor starts. */
   take(spec: SandboxSpec): T | null {
     const key = this.ops.key(spec);
-    const i = this.ready.findIndex((r) => r.key === key);
-    const pooled = i >= 0 ? this.ready.splice(i, 1)[0] : undefined;
-    this.refill(spec, key);
-    return pooled?.item ?? null;
+    let slot = this.slots.get(key);
+    if (!slot) {
+      slot = { spec, ready: [], learner: new StepLearner(this.sizing.gapMs, this.sizing.idleMs) };
+      this.slots.set(key, slot);
+    }
+    slot.spec = spec;
+    slot.learner.arrive(Date.now());
+    this.latest = slot;
+    const item = slot.ready.shift() ?? null;
+    if (item) this.hits++;
+    else this.misses++;
+    this.arm();
+    this.fill();
+    return item;
   }
 
-  private refill(spec: SandboxSpec, key: string): void {
-    if (this.size <= 0 || this.closed || this.filling) return;
+  stats(): WarmPoolStats {
+    const now = Date.now();
+    return {
+      warm: this.total(),
+      target: this.latest ? this.target(this.latest, now) : 0,
+      predicted: this.latest?.learner.predicted() ?? 0,
+      hits: this.hits,
+      misses: this.misses,
+    };
+  }
+
+  /** Settles the pool when the burst is over (it grows to the step) and when training stops (it shrinks). */
+  private arm(): void {
+    if (this.sizing.max <= 0) return; // nothing learned: the floor only, as refilled on each take
+    if (this.quietTimer) this.quietTimer.refresh();
+    else this.quietTimer = setTimeout(() => this.settle(), this.sizing.gapMs + TIMER_MARGIN_MS).unref();
+    if (this.idleTimer) this.idleTimer.refresh();
+    else this.idleTimer = setTimeout(() => this.settle(), this.sizing.idleMs + TIMER_MARGIN_MS).unref();
+  }
+
+  private target(slot: Slot<T>, now: number): number {
+    const floor = slot === this.latest ? this.sizing.floor : 0;
+    const l = slot.learner;
+    const learned = l.inBurst(now) || l.idle(now) ? 0 : Math.min(l.predicted(), this.sizing.max);
+    return Math.max(floor, learned);
+  }
+
+  private total(): number {
+    let n = 0;
+    for (const s of this.slots.values()) n += s.ready.length;
+    return n;
+  }
+
+  /** Discards what is beyond each key's target (never during its burst: the burst is taking them), then refills. */
+  private settle(): void {
+    if (this.closed) return;
+    const now = Date.now();
+    for (const [key, slot] of this.slots) {
+      if (slot.learner.inBurst(now)) continue;
+      const extra = slot.ready.length - this.target(slot, now);
+      for (const item of extra > 0 ? slot.ready.splice(slot.ready.length - extra, extra) : []) this.discard(item);
+      if (slot !== this.latest && slot.ready.length === 0 && slot.learner.idle(now)) this.slots.delete(key);
+    }
+    this.fill();
+  }
+
+  private discard(item: T): void {
+    const p = this.ops.discard(item).catch(() => {}); // a workdir left behind is reaped at the next start
+    this.discarding.add(p);
+    void p.finally(() => this.discarding.delete(p));
+  }
+
+  /** The slot to prepare an item for next (the latest key first), or null when every one is at its target. */
+  private next(): Slot<T> | null {
+    if (this.closed || this.total() >= Math.max(this.sizing.floor, this.sizing.max)) return null;
+    const now = Date.now();
+    const order = this.latest ? [this.latest, ...this.slots.values()] : [...this.slots.values()];
+    return order.find((s) => s.ready.length < this.target(s, now)) ?? null;
+  }
+
+  private fill(): void {
+    if (this.filling || !this.next()) return;
     this.filling = (async () => {
-      while (!this.closed && this.ready.length < this.size) {
-        const item = await this.ops.make({ ...spec, traceId: '(pooled)', files: {} });
+      for (let slot = this.next(); slot; slot = this.next()) {
+        const item = await this.ops.make({ ...slot.spec, traceId: '(pooled)', files: {} });
         if (this.closed) await this.ops.discard(item);
-        else this.ready.push({ key, item });
+        else slot.ready.push(item);
       }
     })()
-      .catch(() => {}) // a failed refill only costs the next rollout the on-demand path
+      .catch(() => {}) // a failed refill only costs the next rollouts the on-demand path
       .finally(() => {
         this.filling = null;
       });
@@ -52,7 +157,10 @@ export class WarmPool<T> {
 
   async close(): Promise<void> {
     this.closed = true;
+    clearTimeout(this.quietTimer);
+    clearTimeout(this.idleTimer);
     await this.filling;
-    await Promise.all(this.ready.splice(0).map((r) => this.ops.discard(r.item)));
+    const all = [...this.slots.values()].flatMap((s) => s.ready.splice(0));
+    await Promise.all([...this.discarding, ...all.map((item) => this.ops.discard(item).catch(() => {}))]);
   }
 }

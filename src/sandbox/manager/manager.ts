@@ -255,6 +255,7 @@ export class SandboxManager {
       reclaimed: this.reclaimedCount,
       queued: this.admission.queued,
       cap: this.opts.cap,
+      pool: this.opts.driver.poolStats?.() ?? null,
     };
   }
 

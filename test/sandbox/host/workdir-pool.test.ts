@@ -1,9 +1,15 @@
-import { afterEach, beforeEach, expect, it, describe } from 'vitest';
+import { afterEach, beforeEach, expect, it, describe, vi } from 'vitest';
 import { readdir, readFile, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import { ProcessDriver } from '../../../src/sandbox/drivers/process/driver.js';
 import { workdirLayout } from '../../../src/sandbox/host/workdir.js';
-import { spec, tempRoot } from '../helpers.js';
+import { WarmPool, type PoolOps } from '../../../src/sandbox/host/workdir-pool.js';
+import { BwrapDriver } from '../../../src/sandbox/drivers/bwrap/driver.js';
+import type { LocalDriver } from '../../../src/sandbox/host/local-driver.js';
+import type { Sandbox } from '../../../src/sandbox/types.js';
+import { describeIf } from '../../helpers/require.js';
+import { waitFor } from '../../helpers/wait.js';
+import { driversPresent, spec, tempRoot } from '../helpers.js';
 
 const workdirs = async (root: string) => (await readdir(root).catch(() => [] as string[])).filter((d) => d.startsWith('sb_')).sort();
 
@@ -68,3 +74,187 @@ describe('warm workdir pool', () => {
     expect(await workdirs(tmp.root)).toEqual([]);
   });
 });
+
+// The pool's sizing, on a fake clock with items that cost nothing: what it holds at every moment.
+describe('warm pool learning the step (fake clock)', () => {
+  const GAP = 2_000;
+  const IDLE = 60_000;
+  /** Past the burst's end, with time to prepare 50 items at 20 ms each. */
+  const SETTLED = GAP + 2_000;
+  const pools: WarmPool<number>[] = [];
+  beforeEach(() => {
+    vi.useFakeTimers();
+  });
+  /** Closing waits for an item being made: the fake clock has to run meanwhile. */
+  async function close(pool: WarmPool<number>): Promise<void> {
+    const closing = pool.close();
+    await vi.advanceTimersByTimeAsync(100);
+    await closing;
+  }
+  afterEach(async () => {
+    for (const p of pools.splice(0)) await close(p);
+    vi.useRealTimers();
+  });
+
+  /** Items are numbers, each made in 20 ms (fake); `held` is what exists (made, not yet discarded or handed out). */
+  function fakePool(floor: number, max: number) {
+    const c = { made: 0, held: 0, peak: 0, discarded: 0 };
+    const ops: PoolOps<number> = {
+      make: () =>
+        new Promise((resolve) =>
+          setTimeout(() => {
+            c.held++;
+            c.peak = Math.max(c.peak, c.held);
+            resolve(++c.made);
+          }, 20),
+        ),
+      discard: async () => {
+        c.held--;
+        c.discarded++;
+      },
+      key: () => 'k',
+      id: (n) => String(n),
+    };
+    const pool = new WarmPool({ floor, max, gapMs: GAP, idleMs: IDLE }, ops);
+    pools.push(pool);
+    /** A step: `n` new rollouts 5 ms apart; returns how many found one ready. */
+    const step = async (n: number): Promise<number> => {
+      let hits = 0;
+      for (let i = 0; i < n; i++) {
+        if (pool.take(spec(`trace_${i}`)) !== null) {
+          hits++;
+          c.held--; // handed to the rollout: no longer the pool's
+        }
+        await vi.advanceTimersByTimeAsync(5);
+      }
+      return hits;
+    };
+    return { pool, c, step };
+  }
+
+  it('grows to a step it has seen once the burst is over, serves the next step from it, and keeps it for a step seen twice', async () => {
+    const { pool, c, step } = fakePool(2, 1_000);
+    // The first step finds only the floor, refilled one at a time while it arrives (50 in 250 ms).
+    expect(await step(50)).toBeLessThanOrEqual(15);
+    expect(pool.stats()).toMatchObject({ predicted: 50, target: 2 }); // the burst is still arriving: the floor only
+    await vi.advanceTimersByTimeAsync(SETTLED);
+    expect(pool.stats()).toMatchObject({ warm: 50, target: 50, predicted: 50 });
+    await vi.advanceTimersByTimeAsync(30_000);
+    expect(await step(50)).toBe(50);
+    await vi.advanceTimersByTimeAsync(SETTLED);
+    expect(pool.stats()).toMatchObject({ warm: 50, target: 50, predicted: 50 });
+    expect(pool.stats().hits + pool.stats().misses).toBe(100);
+    expect(c.held).toBe(50);
+    await close(pool);
+  });
+
+  it('shrinks back to its floor once no new rollout came for the idle timeout', async () => {
+    const { pool, c, step } = fakePool(2, 1_000);
+    await step(40);
+    await vi.advanceTimersByTimeAsync(SETTLED);
+    expect(pool.stats().warm).toBe(40);
+    await vi.advanceTimersByTimeAsync(IDLE - SETTLED - 1_000);
+    expect(pool.stats().warm).toBe(40);
+    await vi.advanceTimersByTimeAsync(2_000);
+    expect(pool.stats()).toMatchObject({ warm: 2, target: 2 });
+    expect(c.held).toBe(2);
+    expect(c.discarded).toBe(38);
+    await close(pool);
+    expect(c.held).toBe(0);
+  });
+
+  it('never holds more than its bound (the budget or the cap), however large the steps', async () => {
+    const { pool, c, step } = fakePool(2, 10);
+    for (const n of [50, 50, 200]) {
+      await step(n);
+      await vi.advanceTimersByTimeAsync(SETTLED);
+      expect(pool.stats()).toMatchObject({ warm: 10, target: 10, predicted: n });
+      await vi.advanceTimersByTimeAsync(20_000);
+    }
+    expect(c.peak).toBe(10);
+    await close(pool);
+  });
+
+  it('with no learning (a zero bound) keeps the floor only', async () => {
+    const { pool, c, step } = fakePool(2, 0);
+    await step(50);
+    await vi.advanceTimersByTimeAsync(SETTLED);
+    expect(pool.stats()).toMatchObject({ warm: 2, target: 2, predicted: 50 });
+    await step(50);
+    expect(c.peak).toBe(2);
+    await close(pool);
+  });
+});
+
+// The learning pool on the real local drivers: its bound from the cap and the memory budget, and what
+// a rollout finds in a sandbox it gets from the pool (nothing of any other rollout).
+const present = await driversPresent();
+for (const name of ['bwrap', 'process'] as const) {
+  describeIf(present[name], `the learning pool on ${name}`, `${name} sandbox driver not available`)(`learning warm pool (${name})`, () => {
+    let tmp: Awaited<ReturnType<typeof tempRoot>>;
+    const open: { close(): Promise<void> }[] = [];
+    const made: Sandbox[] = [];
+    beforeEach(async () => {
+      tmp = await tempRoot();
+    });
+    afterEach(async () => {
+      await Promise.all(made.splice(0).map((s) => s.destroy().catch(() => {})));
+      for (const d of open.splice(0)) await d.close();
+      await tmp.cleanup();
+    });
+
+    /** A driver whose pool learns, with a short burst gap (real time: the test waits on the pool's state). */
+    function driverWith(warmLearning: { maxMb: number; cap: number }): LocalDriver {
+      const opts = { sandboxesRoot: tmp.root, instanceId: `pool-${name}-${process.pid}`, warmPool: 1, warmLearning: { ...warmLearning, idleMs: 600_000, gapMs: 300 } };
+      const d = name === 'bwrap' ? new BwrapDriver(opts) : new ProcessDriver(opts);
+      open.push(d);
+      return d;
+    }
+
+    /** `n` new rollouts at once; their sandboxes. */
+    const burst = (d: LocalDriver, prefix: string, n: number, files: (i: number) => Record<string, string> = () => ({})): Promise<Sandbox[]> =>
+      Promise.all(Array.from({ length: n }, async (_, i) => {
+        const sb = await d.create(spec(`${prefix}_${i}`, { files: files(i) }));
+        made.push(sb);
+        return sb;
+      }));
+
+    it('grows to the step within its memory budget, and within the cap when that is lower', async () => {
+      // 3 MB at 768 KB a prepared sandbox: 4; the cap of 3 bounds the other.
+      for (const [bound, learning] of [[4, { maxMb: 3, cap: 100 }], [3, { maxMb: 100, cap: 3 }]] as const) {
+        const d = driverWith(learning);
+        const sbs = await burst(d, `trace_bound${bound}`, 6);
+        const ready = await waitFor('the pool to fill', () => (d.poolStats()?.warm === bound ? d.poolStats() : undefined));
+        expect(ready).toMatchObject({ target: bound, predicted: 6 });
+        // The filler stops at the bound: nothing more is being prepared.
+        expect((await workdirs(tmp.root)).length).toBe(6 + bound);
+        await Promise.all(sbs.map((s) => s.destroy()));
+        await d.close();
+      }
+    });
+
+    it('hands a rollout a sandbox that carries nothing of another rollout', async () => {
+      const d = driverWith({ maxMb: 100, cap: 100 });
+      // bwrap: also in the sandbox's /tmp and /dev/shm (the process driver's are the host's).
+      const plant = name === 'bwrap' ? 'echo secret > left.txt; echo secret > /tmp/left; echo secret > /dev/shm/left' : 'echo secret > left.txt';
+      const first = await burst(d, 'trace_one', 4, (i) => ({ [`mine_${i}.txt`]: 'step one' }));
+      for (const sb of first) expect((await sb.exec(plant)).exitCode).toBe(0);
+      await waitFor('the pool to learn the step', () => (d.poolStats()?.warm === 4 ? true : undefined));
+      const hitsBefore = d.poolStats()!.hits;
+      const second = await burst(d, 'trace_two', 4, (i) => ({ [`mine_${i}.txt`]: 'step two' }));
+      expect(d.poolStats()!.hits - hitsBefore).toBe(4);
+      const firstIds = new Set(first.map((s) => s.id));
+      for (const [i, sb] of second.entries()) {
+        expect(firstIds.has(sb.id)).toBe(false);
+        expect(sb.traceId).toBe(`trace_two_${i}`);
+        expect((await sb.listFiles('.')).map((f) => f.path).sort()).toEqual([`mine_${i}.txt`]);
+        expect((await sb.exec('ls -A')).stdout).toBe(`mine_${i}.txt\n`);
+        if (name === 'bwrap') expect((await sb.exec('ls -A /tmp /dev/shm')).stdout).not.toContain('left');
+      }
+      // Every rollout had a uid of its own (bwrap as root: what keeps them apart on the host too).
+      const uids = await Promise.all([...first, ...second].map(async (sb) => (await sb.exec('id -u')).stdout.trim()));
+      if (name === 'bwrap') expect(new Set(uids).size).toBe(8);
+      await Promise.all([...first, ...second].map((s) => s.destroy()));
+    });
+  });
+}

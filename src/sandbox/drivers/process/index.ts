@@ -1,11 +1,13 @@
 // The process driver as the driver list knows it (src/sandbox/drivers/index.ts).
 import { defineDriver } from '../../driver-module.js';
-import { localOptions, localSettings } from '../../host/settings.js';
+import { localOptions, localSettings, warmPoolOptions } from '../../host/settings.js';
+
+const DEFAULT_CAP = 1024;
 
 export const processDriver = defineDriver({
   name: 'process',
   // No isolation, development only; it costs less than bwrap (no holder).
-  defaultCap: 1024,
+  defaultCap: DEFAULT_CAP,
   settings: localSettings,
   options: localOptions,
   shared: false,
@@ -15,7 +17,7 @@ export const processDriver = defineDriver({
     return new ProcessDriver({
       sandboxesRoot: opts.sandboxesRoot,
       instanceId: opts.instanceId,
-      ...(opts.localWarm !== undefined ? { warmPool: opts.localWarm } : {}),
+      ...warmPoolOptions(opts, DEFAULT_CAP),
       ...(opts.hiddenPaths ? { hiddenPaths: opts.hiddenPaths } : {}),
     });
   },

@@ -1,6 +1,6 @@
 // Benchmark: what the OpenEnv door adds. A no-op tool call (a call_tool step of noop on one of 50 sockets, each
 // in an episode) and a grade (a reset and a submit: an episode) against Agent RFT's POST /tools and POST /grade,
-// on one server (bench/pipeline-server.ts full:private, sync=full, the noop environment of bench/units/environments), same
+// on one server (bench/pipeline-server.ts full:private, sync=full, the bench environment of bench/units/environments), same
 // run, 50 connections. Each socket sends its next frame when the previous reply arrives, as OpenEnv's client does.
 //
 //   node --conditions=rft-source --import tsx bench/doors-openenv.ts [seconds]     (default 5)
@@ -21,7 +21,7 @@ const answer = (i: number) => (i % 2 ? '42' : 'about 42');
 async function wsLoad(s: Server, frames: (i: number) => unknown[], secs: number, setup: unknown[]): Promise<LoadResult> {
   const sockets = await Promise.all(
     Array.from({ length: connections }, async () => {
-      const ws = new WebSocket(`${privateUrl.replace('http', 'ws')}/noop/ws`);
+      const ws = new WebSocket(`${privateUrl.replace('http', 'ws')}/bench/ws`);
       await new Promise((r, j) => (ws.once('open', r), ws.once('error', j)));
       const ask = (f: unknown) => new Promise<{ type: string }>((r) => (ws.once('message', (d: Buffer) => r(JSON.parse(d.toString()) as { type: string })), ws.send(JSON.stringify(f))));
       for (const f of setup) await ask(f);

@@ -32,7 +32,7 @@ if (mode === 'bare') {
   });
   await app.listen({ host: '127.0.0.1', port: 0 });
   const a = app.server.address();
-  process.stdout.write(`http://127.0.0.1:${typeof a === 'object' && a ? a.port : 0}${app.rft.nemoGym ? ` ${app.rft.nemoGym.url}` : ''}${app.rft.privateDoors ? ` ${app.rft.privateDoors.url}` : ''}\n`);
+  process.stdout.write(`http://127.0.0.1:${typeof a === 'object' && a ? a.port : 0}\n`);
 } else {
   // mode: full[:normal][:nometrics][:gym] (the SQLite sync level, default full; metrics off; the NeMo Gym door too,
   // its URL printed after the server's)
@@ -42,7 +42,7 @@ if (mode === 'bare') {
     RFT_API_KEYS: 'bench:bench-key-0123456789abcdef',
     RFT_TOOLS_DIR: join(import.meta.dirname, 'units/tools'),
     RFT_GRADERS_DIR: join(import.meta.dirname, 'units/graders'),
-    // (the ORS door's environment: the noop tool and reference_match, one row)
+    // (the environment of the doors' benches: the noop tool and reference_match, one row)
     RFT_ENVIRONMENTS: join(import.meta.dirname, 'units/environments'),
     RFT_LOG_LEVEL: 'silent',
     RFT_SANDBOX: 'none',

@@ -5,6 +5,7 @@ import { createServer, connect, type Socket } from 'node:net';
 import { expect, it } from 'vitest';
 import type { Sandbox } from '../../src/sandbox/types.js';
 import { describeIf } from '../helpers/require.js';
+import { waitFor } from '../helpers/wait.js';
 import { driversPresent, driverWithSandbox, spec } from './helpers.js';
 
 const present = await driversPresent();
@@ -87,8 +88,8 @@ for (const name of ['process', 'bwrap', 'docker', 'gvisor'] as const) {
       try {
         const lost: string[] = [];
         for (let i = 0; i < 3; i++) {
-          const run = sb.exec('sleep 0.3; echo hi');
-          await new Promise((r) => setTimeout(r, 50)); // the command has started
+          const run = sb.exec(`: > started-${i}; sleep 0.3; echo hi`);
+          await waitFor('the command to start', () => ctx.sb.readFile(`started-${i}`).then(() => true, () => undefined), 10_000, 5);
           spawn('/bin/true').on('exit', () => block(500));
           block(50); // /bin/true has exited: its SIGCHLD is pending
           client.write('x'); // in the same turn: the blocking handler, then the reaping

@@ -7,7 +7,7 @@
 //   penalty = gamma (chunks / m)^beta, where chunks are runs of matches adjacent on both sides;
 //   score = (1 - penalty) Fmean.
 // The WordNet synonym stage is skipped: answers that only use synonyms of the reference score
-// lower than under NLTK with WordNet (test/grading/nltk-parity.test.ts shows one case). Debian's
+// lower than under NLTK with WordNet (test/grading/similarity/nltk-parity.test.ts shows one case). Debian's
 // wordnet-base holds the WordNet 3.0 database, but shipping or requiring it for one metric stage is
 // not worth it: NLTK 3.8 looks an answer word's synonyms up against the already stemmed reference
 // words, so the stage only matches where the reference word is its own stem ("car" / "auto", not

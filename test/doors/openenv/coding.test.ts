@@ -1,5 +1,5 @@
 // The OpenEnv door with coding episodes in real sandboxes, on every driver that runs the coding example
-// (bwrap and Docker, as test/doors/nemo-gym-coding.test.ts), driven as OpenEnv's MCPToolClient drives a
+// (bwrap and Docker, as test/doors/nemo-gym/coding.test.ts), driven as OpenEnv's MCPToolClient drives a
 // server (test/helpers/openenv-client.ts): rewards equal /graders/unit_tests', 50 parallel sessions keep
 // their workspaces apart, and an abrupt close lets the command running finish once, recorded.
 import { afterAll, beforeAll, expect, it } from 'vitest';

@@ -1,5 +1,5 @@
 // The ORS door with coding rollouts in real sandboxes, on every driver that runs the coding example
-// (as test/doors/nemo-gym-coding.test.ts: bwrap and Docker), driven as the ORS reference client drives it.
+// (as test/doors/nemo-gym/coding.test.ts: bwrap and Docker), driven as the ORS reference client drives it.
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';

@@ -8,9 +8,9 @@ import { existsSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { expect, it } from 'vitest';
-import { initProject } from '../../src/cli/init/project.js';
-import { describeIf } from '../helpers/require.js';
-import { repoRoot, tempDir } from './harness.js';
+import { initProject } from '../../../src/cli/init/project.js';
+import { describeIf } from '../../helpers/require.js';
+import { repoRoot, tempDir } from '../harness.js';
 
 const venv = join(tmpdir(), 'rft-test-transformers-venv');
 const python = join(venv, 'bin/python');

@@ -11,8 +11,8 @@ import {
   rougeN,
   sentenceBleu,
   sentenceGleu,
-} from '../../src/grading/similarity/index.js';
-import { lcsLength } from '../../src/grading/similarity/lcs.js';
+} from '../../../src/grading/similarity/index.js';
+import { lcsLength } from '../../../src/grading/similarity/lcs.js';
 
 const split = (s: string) => s.split(' ');
 // NLTK's bleu_score / meteor_score docstring sentences.
@@ -256,7 +256,7 @@ describe('localSimilarity', () => {
 
 describe('long texts', () => {
   it('aligns METEOR words exactly as the quadratic NLTK scan does', async () => {
-    const { matchEnums } = await import('../../src/grading/similarity/meteor.js');
+    const { matchEnums } = await import('../../../src/grading/similarity/meteor.js');
     // NLTK's _match_enums, transcribed: scan hyp from the end, ref from the end, pop on match.
     const nltk = (hyp: Array<[number, string]>, ref: Array<[number, string]>) => {
       const h = [...hyp];

@@ -5,10 +5,10 @@ import { cpSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pino } from 'pino';
-import { loadConfig } from '../../src/config.js';
-import { buildPrivateApp, checkShadowing } from '../../src/doors/private/app.js';
-import type { PrivateDoor } from '../../src/doors/private/doors.js';
-import { repoRoot, startTestServer, type TestServer } from '../helpers/server.js';
+import { loadConfig } from '../../../src/config.js';
+import { buildPrivateApp, checkShadowing } from '../../../src/doors/private/app.js';
+import type { PrivateDoor } from '../../../src/doors/private/doors.js';
+import { repoRoot, startTestServer, type TestServer } from '../../helpers/server.js';
 
 describe('the private listener', () => {
   let server: TestServer;

@@ -5,9 +5,9 @@ import { spawnSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import type { RolloutResult } from '../../src/cli/rollout/run.js';
-import { spawnServer, type ChildServer } from '../helpers/child-server.js';
-import { readJsonl, removeTempDirs, runCli, tempDir } from './harness.js';
+import type { RolloutResult } from '../../../src/cli/rollout/run.js';
+import { spawnServer, type ChildServer } from '../../helpers/child-server.js';
+import { readJsonl, removeTempDirs, runCli, tempDir } from '../harness.js';
 
 let server: ChildServer | undefined;
 afterAll(async () => {

@@ -5,10 +5,10 @@ import { spawnSync } from 'node:child_process';
 import { chmodSync, readdirSync, readFileSync, readlinkSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { spawnServer, type ChildServer } from '../helpers/child-server.js';
-import { describeIf } from '../helpers/require.js';
-import { driversPresent } from '../sandbox/helpers.js';
-import { getJson, removeTempDirs, runCli, tempDir } from './harness.js';
+import { spawnServer, type ChildServer } from '../../helpers/child-server.js';
+import { describeIf } from '../../helpers/require.js';
+import { driversPresent } from '../../sandbox/helpers.js';
+import { getJson, removeTempDirs, runCli, tempDir } from '../harness.js';
 
 const present = await driversPresent();
 const drivers = (['bwrap', 'docker'] as const).filter((d) => present[d]);

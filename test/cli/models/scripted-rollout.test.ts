@@ -3,14 +3,14 @@
 // in the environment (runCli passes none). And --temperature / --reasoning-effort reaching a real endpoint.
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { DatasetRow } from '../../src/cli/rollout/dataset.js';
-import type { RolloutResult } from '../../src/cli/rollout/run.js';
-import { rowTriesFromExport } from '../../src/cli/models/replay-script.js';
-import { rowTriesFromFile } from '../../src/cli/models/scripted-file.js';
-import { startFakeOpenAI } from '../helpers/fake-openai.js';
-import { startScriptedModel } from '../helpers/scripted-model.js';
-import { startTestServer, type TestServer } from '../helpers/server.js';
-import { finqaToolsDir, getJson, prepareFinqa, readJsonl, reexport, removeTempDirs, runCli, unitsDir, writeJsonl } from './harness.js';
+import type { DatasetRow } from '../../../src/cli/rollout/dataset.js';
+import type { RolloutResult } from '../../../src/cli/rollout/run.js';
+import { rowTriesFromExport } from '../../../src/cli/models/replay-script.js';
+import { rowTriesFromFile } from '../../../src/cli/models/scripted-file.js';
+import { startFakeOpenAI } from '../../helpers/fake-openai.js';
+import { startScriptedModel } from '../../helpers/scripted-model.js';
+import { startTestServer, type TestServer } from '../../helpers/server.js';
+import { finqaToolsDir, getJson, prepareFinqa, readJsonl, reexport, removeTempDirs, runCli, unitsDir, writeJsonl } from '../harness.js';
 
 let server: TestServer;
 let rows: DatasetRow[];

@@ -1,6 +1,6 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import OpenAI from 'openai';
-import { startScriptedModel, type ScriptedModel } from '../helpers/scripted-model.js';
+import { startScriptedModel, type ScriptedModel } from '../../helpers/scripted-model.js';
 
 let model: ScriptedModel | undefined;
 afterEach(async () => {

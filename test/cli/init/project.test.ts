@@ -5,10 +5,10 @@ import { existsSync, mkdirSync, readdirSync, readFileSync, symlinkSync, writeFil
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parse as parseYaml } from 'yaml';
-import { spawnServer, type ChildServer } from '../helpers/child-server.js';
-import { freePort } from '../helpers/containers.js';
-import { waitFor } from '../helpers/wait.js';
-import { getJson, removeTempDirs, repoRoot, runCli, tempDir } from './harness.js';
+import { spawnServer, type ChildServer } from '../../helpers/child-server.js';
+import { freePort } from '../../helpers/containers.js';
+import { waitFor } from '../../helpers/wait.js';
+import { getJson, removeTempDirs, repoRoot, runCli, tempDir } from '../harness.js';
 
 const npm = (args: string[], cwd: string) =>
   spawnSync('npm', [...args, '--no-audit', '--no-fund', '--loglevel=error'], { cwd, encoding: 'utf8', env: { ...process.env, npm_config_update_notifier: 'false' }, timeout: 300_000 });

@@ -3,8 +3,8 @@
 // OPENREWARD_SESSION_URL, TRL's docs/source/openreward.md), naming the environment as the door serves the
 // project: after its folder (src/environments/load.ts).
 import { describe, expect, it } from 'vitest';
-import { projectFiles } from '../../src/cli/init/templates.js';
-import { EXAMPLES } from '../../src/cli/init/examples.js';
+import { projectFiles } from '../../../src/cli/init/templates.js';
+import { EXAMPLES } from '../../../src/cli/init/examples.js';
 
 describe('init README: the ORS door', () => {
   it("names the project's environment and gives TRL's, SkyRL's and ROLL's settings", () => {

@@ -1,8 +1,8 @@
 // The new project's README names the reward and SandboxFusion doors' routes as they are served.
 import { expect, it } from 'vitest';
-import { PRIVATE_PORT, rewardDoorsSection } from '../../src/cli/init/reward-doors.js';
-import { rewardDoor } from '../../src/doors/reward/door.js';
-import { sandboxFusionDoor } from '../../src/doors/sandbox-fusion/door.js';
+import { PRIVATE_PORT, rewardDoorsSection } from '../../../src/cli/init/reward-doors.js';
+import { rewardDoor } from '../../../src/doors/reward/door.js';
+import { sandboxFusionDoor } from '../../../src/doors/sandbox-fusion/door.js';
 
 it("gives slime, OpenRLHF and verl the private listener's routes", () => {
   const text = rewardDoorsSection('answer_match');

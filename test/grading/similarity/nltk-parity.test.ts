@@ -3,8 +3,8 @@
 // Python's str.split() whitespace, tokens holding U+0000, and words with characters outside the BMP.
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
-import { localSimilarity, meteor, porterStem, sentenceBleu, sentenceGleu } from '../../src/grading/similarity/index.js';
-import { whitespaceTokens } from '../../src/grading/similarity/tokenize.js';
+import { localSimilarity, meteor, porterStem, sentenceBleu, sentenceGleu } from '../../../src/grading/similarity/index.js';
+import { whitespaceTokens } from '../../../src/grading/similarity/tokenize.js';
 
 interface Case {
   name: string;
@@ -18,7 +18,7 @@ interface Case {
   meteor_wordnet?: number;
 }
 
-const fixture = JSON.parse(readFileSync(new URL('./fixtures/nltk-parity.json', import.meta.url), 'utf8')) as {
+const fixture = JSON.parse(readFileSync(new URL('../fixtures/nltk-parity.json', import.meta.url), 'utf8')) as {
   cases: Case[];
   stems: Record<string, string>;
 };

@@ -194,6 +194,7 @@
       show('rollout');
       const traceId = decodeURIComponent(path.slice('/rollout/'.length));
       state.lastRollout = '';
+      if ($('rollout').dataset.traceId !== traceId) clearRollout(traceId);
       every((stale) => refreshRollout(traceId, stale));
     } else if (path === '/rollouts') {
       show('rollouts');
@@ -629,6 +630,17 @@
   }
 
   /**
+   * Empties the rollout view before another rollout loads, so the previous one's row, answer and
+   * score never stand under the new address while its request is in flight.
+   * @param {string} traceId
+   */
+  function clearRollout(traceId) {
+    delete $('rollout').dataset.traceId;
+    $('rollout-title').replaceChildren('Rollout ', h('span', { class: 'mono' }, traceId), ' (loading)');
+    for (const id of ['rollout-cards', 'rollout-row', 'rollout-answer', 'rollout-flags', 'grades-table', 'calls-table']) $(id).replaceChildren();
+  }
+
+  /**
    * @param {string} traceId
    * @param {() => boolean} stale
    */
@@ -638,6 +650,7 @@
     const snapshot = JSON.stringify(r);
     if (snapshot === state.lastRollout) return; // unchanged: keep open <details> as they are
     state.lastRollout = snapshot;
+    $('rollout').dataset.traceId = traceId;
     $('rollout-title').replaceChildren('Rollout ', h('span', { class: 'mono' }, r.trace_id));
     const lastOk = [...r.grades].reverse().find((g) => g.status === 'ok');
     $('rollout-cards').replaceChildren(

@@ -223,7 +223,8 @@ describeIf(executablePath !== undefined, 'Chromium', 'install it with apt-get in
     });
     expect(res.status).toBe(200);
     await page.goto(`${server.url}/dashboard#/rollout/${trace}`);
-    await page.waitForFunction(() => (document.getElementById('calls-table')?.querySelectorAll('tbody tr').length ?? 0) === 1);
+    await page.locator(`#rollout[data-trace-id="${trace}"]`).waitFor({ state: 'attached' });
+    expect(await page.locator('#calls-table tbody tr').count()).toBe(1);
     expect(await page.locator('#calls-table').textContent()).toContain(doc);
     expect(await page.evaluate(() => (window as unknown as { __pwned?: number }).__pwned)).toBeUndefined();
     expect(await page.locator('#calls-table img').count()).toBe(0);
@@ -246,7 +247,7 @@ describeIf(executablePath !== undefined, 'Chromium', 'install it with apt-get in
     const graded = rollouts.find((r) => r.last_score !== null)!;
     const rec = await getJson<{ item: Row; grades: { sample: { output_text: string }; score: number }[] }>(`/v1/rollouts/${graded.trace_id}`);
     await page.goto(`${server.url}/dashboard#/rollout/${graded.trace_id}`);
-    await page.locator('#rollout-answer [data-score]').waitFor();
+    await page.locator(`#rollout[data-trace-id="${graded.trace_id}"] #rollout-answer [data-score]`).waitFor();
     expect(await page.locator('#rollout-row [data-field="messages"]').textContent()).toContain(question(rec.item));
     expect(await page.locator('#rollout-row [data-field="reference_answer"]').textContent()).toContain(String(rec.item.reference_answer));
     expect(await page.locator('#rollout-answer [data-field="answer"] pre').textContent()).toBe(rec.grades.at(-1)!.sample.output_text);
@@ -262,7 +263,7 @@ describeIf(executablePath !== undefined, 'Chromium', 'install it with apt-get in
     await post('/tools', { type: 'function_call', call_id: 'c1', name: 'list_docs', arguments: '{}', trace_id: trace, item });
     await post('/grade', { sample: { output_text: answer, output_tools: [], choices: [] }, item, trace_id: trace });
     await page.goto(`${server.url}/dashboard#/rollout/${trace}`);
-    await page.locator('#rollout-answer [data-score]').waitFor();
+    await page.locator(`#rollout[data-trace-id="${trace}"] #rollout-answer [data-score]`).waitFor();
     expect(await page.locator('#rollout-row [data-field="messages"]').textContent()).toContain(`What is ${script}?`);
     expect(await page.locator('#rollout-row [data-field="notes"]').textContent()).toContain(script);
     const shown = (await page.locator('#rollout-answer [data-field="answer"]').textContent())!;
@@ -273,6 +274,34 @@ describeIf(executablePath !== undefined, 'Chromium', 'install it with apt-get in
     expect(await page.locator('#rollout img, #rollout script').count()).toBe(0);
     // the whole page stays small: no text node holds the answer whole
     expect(await page.evaluate(() => document.body.innerText.length)).toBeLessThan(200_000);
+  });
+
+  it("never shows the previous rollout under a new rollout's address while the new one loads", async () => {
+    const { page } = browser;
+    const { rollouts } = await getJson<{ rollouts: { trace_id: string; last_score: number | null }[] }>('/v1/rollouts?limit=50&grader=answer_match');
+    const [a, b] = rollouts.filter((r) => r.last_score !== null);
+    expect(a && b, 'two graded rollouts').toBeTruthy();
+    await page.goto(`${server.url}/dashboard#/rollout/${a!.trace_id}`);
+    await page.locator(`#rollout[data-trace-id="${a!.trace_id}"] #rollout-answer [data-score]`).waitFor();
+    // hold B's record until the view has been looked at
+    let release!: () => void;
+    const held = new Promise<void>((r) => (release = r));
+    const pattern = `**/v1/rollouts/${encodeURIComponent(b!.trace_id)}`;
+    await page.route(pattern, async (route) => {
+      await held;
+      await route.continue();
+    });
+    try {
+      await page.goto(`${server.url}/dashboard#/rollout/${b!.trace_id}`);
+      await page.waitForFunction((t) => document.getElementById('rollout-title')?.textContent?.includes(t), b!.trace_id);
+      expect(await page.locator('#rollout').getAttribute('data-trace-id')).toBeNull();
+      expect(await page.locator('#rollout-answer [data-score], #rollout-row [data-field]').count()).toBe(0);
+      expect(await page.locator('#calls-table tbody tr, #grades-table tbody tr').count()).toBe(0);
+    } finally {
+      release();
+    }
+    await page.locator(`#rollout[data-trace-id="${b!.trace_id}"] #rollout-answer [data-score]`).waitFor();
+    await page.unroute(pattern);
   });
 
   it('narrows every view to a run: the rollout list and the figures of two labelled runs are apart', async () => {

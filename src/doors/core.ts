@@ -112,7 +112,7 @@ export class DoorCore {
 
   /** Grades the answer once (a retry of the same answer gets the recorded grade); failures throw coded errors. */
   async grade(r: Rollout, answer: Sample, credential: string | null = null): Promise<Grade> {
-    const { record, replayed } = await this.s.grading.grade(r.grader, { sample: answer, item: r.row, traceId: r.traceId, credential, source: 'endpoint' });
+    const { record, replayed } = await this.s.grading.grade(r.grader, { sample: answer, item: r.row, traceId: r.traceId, credential, source: 'endpoint', door: r.door });
     if (record.score === null) throw errors.graderFailed(r.grader.def.name, 'no score was recorded');
     return { score: record.score, subscores: record.subscores ?? {}, grader: r.grader.def.name, replayed };
   }

@@ -41,6 +41,8 @@ export interface GradeInput {
   force?: boolean;
   /** The run label the grade came with (x-rft-run): the rollout's, if it has none yet. */
   run?: string | undefined;
+  /** The door of the rollout, if this grade creates it (Agent RFT's when absent). */
+  door?: string | undefined;
 }
 
 export interface GradeOutcome {
@@ -109,7 +111,7 @@ export class GradingService {
         return { record: prior, replayed: true };
       }
     }
-    const rollout = { item: input.item, budgetLimit: budgetFromItem(input.item, this.o.defaultBudget), now: Date.now(), run: input.run };
+    const rollout = { item: input.item, budgetLimit: budgetFromItem(input.item, this.o.defaultBudget), now: Date.now(), run: input.run, door: input.door };
 
     const started = performance.now();
     // The grader's signal: its timeout, or the server's shutdown. A listener removed when the grade

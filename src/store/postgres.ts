@@ -8,7 +8,7 @@ import type { Logger } from 'pino';
 import { errors } from '../errors.js';
 import { redactUrl } from '../config.js';
 import type { BudgetUsage, GradeRecord, RecordedCall, RolloutSummary } from './records.js';
-import { GRADE_COLUMNS, gradeValues, rowMappers, type CallRowShape, type GradeRow, type RolloutRowShape } from './rows.js';
+import { DEFAULT_DOOR, GRADE_COLUMNS, gradeValues, rowMappers, type CallRowShape, type GradeRow, type RolloutRowShape } from './rows.js';
 import { ensureSchema, quoteIdent } from './pg-schema.js';
 import { closeRunningSql } from './pg-interrupt.js';
 import { ensureReplicaSchema, PgReplicas } from './pg-replicas.js';
@@ -372,9 +372,10 @@ export class PostgresStore implements Store {
     if (rollout) {
       // As ensureRollout: created if absent; a non-empty dataset row fills an empty one.
       // The run label (if any) is the rollout's unless it has one.
-      values.push(rollout.now, rollout.item ? JSON.stringify(rollout.item) : null, rollout.budgetLimit, rollout.run ?? null);
-      upsert = `INSERT INTO ${this.t.rollouts} AS r (trace_id, created_at, updated_at, item, budget_limit, last_score, run)
-        VALUES ($1, $15, $13, $16, $17, CASE WHEN $6 = 'ok' THEN $7 END, $18)
+      // The door is set on creation only: an existing rollout keeps its own.
+      values.push(rollout.now, rollout.item ? JSON.stringify(rollout.item) : null, rollout.budgetLimit, rollout.run ?? null, rollout.door ?? DEFAULT_DOOR);
+      upsert = `INSERT INTO ${this.t.rollouts} AS r (trace_id, created_at, updated_at, item, budget_limit, last_score, run, door)
+        VALUES ($1, $15, $13, $16, $17, CASE WHEN $6 = 'ok' THEN $7 END, $18, $19)
         ON CONFLICT (trace_id) DO UPDATE SET ${score}, run = coalesce(r.run, EXCLUDED.run),
           item = CASE WHEN EXCLUDED.item <> '{}' AND (r.item IS NULL OR r.item = '{}') THEN EXCLUDED.item ELSE r.item END`;
     }

@@ -398,10 +398,15 @@ export class SqliteStore implements Store {
   }
 
   /** See Store.ensureRollout. The row is serialized only if it is to be written. */
-  private ensure(traceId: string, item: Record<string, unknown> | null, limit: number, now: number): void {
+  /** Creates the rollout if absent (true), or fills its empty row (see Store.ensureRollout). */
+  private ensure(traceId: string, item: Record<string, unknown> | null, limit: number, now: number): boolean {
     const r = this.s.hasItem.get(traceId);
-    if (!r) this.createRollout(traceId, item, limit, now);
-    else if (!r.full && item && !isEmpty(item)) this.s.setItem.run(traceId, JSON.stringify(item));
+    if (!r) {
+      this.createRollout(traceId, item, limit, now);
+      return true;
+    }
+    if (!r.full && item && !isEmpty(item)) this.s.setItem.run(traceId, JSON.stringify(item));
+    return false;
   }
 
   unbeginCall(traceId: string, callId: string, seq: number, now: number): Promise<boolean> {
@@ -422,7 +427,7 @@ export class SqliteStore implements Store {
   }
 
   ensureRollout(traceId: string, item: Record<string, unknown> | null, budgetLimit: number, now: number): Promise<void> {
-    return this.unit(() => this.ensure(traceId, item, budgetLimit, now));
+    return this.unit(() => void this.ensure(traceId, item, budgetLimit, now));
   }
 
   openRollout(traceId: string, door: string, item: Record<string, unknown> | null, budgetLimit: number, now: number, run?: string): Promise<void> {
@@ -439,7 +444,7 @@ export class SqliteStore implements Store {
 
   insertGrade(g: NewGrade, rollout?: GradedRollout): Promise<InsertedGrade> {
     return this.unit(() => {
-      if (rollout) this.ensure(g.traceId, rollout.item, rollout.budgetLimit, rollout.now);
+      if (rollout && this.ensure(g.traceId, rollout.item, rollout.budgetLimit, rollout.now) && rollout.door !== undefined) this.s.setDoor.run(rollout.door, g.traceId);
       if (rollout?.run !== undefined) this.s.setRun.run(rollout.run, g.traceId);
       const { lastInsertRowid } = this.s.insertGrade.run(gradeValues(g));
       const tally = tallyOf(this.s.score.get(g.status, g.score, g.createdAt, g.traceId));

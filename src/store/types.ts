@@ -60,6 +60,8 @@ export interface GradedRollout {
   flagIfNoCalls?: NewFlag | undefined;
   /** The run label the grade came with: the rollout's if it has none yet. */
   run?: string | undefined;
+  /** The door the rollout came through, if the grade's commit creates it (an existing rollout keeps its own). */
+  door?: string | undefined;
 }
 
 /** A recorded grade, and its rollout's tally after it (absent if the rollout has no row). */

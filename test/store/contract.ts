@@ -300,6 +300,18 @@ export function storeContract(label: string, open: () => Promise<Store>): void {
       expect(await store.listGrades('trace_gr')).toHaveLength(2);
     });
 
+    it("gives a rollout the grade's door only if the grade's commit creates it", async () => {
+      const store = await fresh();
+      await store.insertGrade(grade('trace_gd'), { item: {}, budgetLimit: 4, now: 600, door: 'reward' });
+      expect(await store.getRollout('trace_gd')).toMatchObject({ door: 'reward', lastScore: 0.75 });
+      await store.openRollout('trace_gk', 'nemo-gym', { row: 1 }, 7, 600);
+      await store.insertGrade(grade('trace_gk'), { item: { row: 1 }, budgetLimit: 4, now: 700, door: 'reward' });
+      expect(await store.getRollout('trace_gk')).toMatchObject({ door: 'nemo-gym', lastScore: 0.75 });
+      await store.insertGrade(grade('trace_gn'), { item: {}, budgetLimit: 4, now: 600 });
+      expect((await store.getRollout('trace_gn'))?.door).toBeUndefined();
+      expect((await store.listRollouts({ limit: 10, filter: { door: 'reward' } })).rollouts.map((r) => r.traceId)).toEqual(['trace_gd']);
+    });
+
     it("records a grade's no-tool-call flag in its commit only if the rollout has no recorded call, and returns its tally", async () => {
       const store = await fresh();
       const flag = (traceId: string) => ({ traceId, kind: 'no_tool_score' as const, callId: null, detail: 'g scored 0.75', at: 900 });

@@ -5,7 +5,6 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { randomUUID } from 'node:crypto';
 import { errors } from '../../errors.js';
-import { budgetFromItem } from '../../rollout/budget.js';
 import { defaultGrader, type LoadedGrader } from '../../registry/loader.js';
 import type { Grade } from '../core.js';
 import type { PrivateDoor, PrivateDoorContext } from '../private/door.js';
@@ -17,12 +16,8 @@ export const REWARD_DOOR = 'reward';
 async function gradeAll(ctx: PrivateDoorContext, grader: LoadedGrader, req: RewardRequest): Promise<Grade[]> {
   return Promise.all(
     req.samples.map(async ({ answer, item }) => {
+      // A rollout of its own, created with its door in the grade's commit (one write).
       const traceId = `rw_${randomUUID()}`;
-      try {
-        await ctx.store.openRollout(traceId, REWARD_DOOR, item, budgetFromItem(item, ctx.config.toolBudget), Date.now());
-      } catch (e) {
-        throw errors.store((e as Error).message);
-      }
       const g = await ctx.core.grade({ traceId, door: REWARD_DOOR, row: item, environment: undefined, tools: new Set(), grader }, answer);
       ctx.log.info({ trace_id: traceId, client: req.client, grader: g.grader, score: g.score }, 'reward graded');
       return g;

@@ -1,6 +1,6 @@
 // The NeMo Gym door: a resources server at the root of its own listener, as Gym's simple_agent and
 // verifiers' nemo_gym toolset call it (docs/nemo-gym.md). It translates; the core (../core.ts) runs.
-import Fastify, { type FastifyError, type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
+import Fastify, { LogController, type FastifyError, type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
 import { createHash } from 'node:crypto';
 import type { Logger } from 'pino';
 import { errors, isRftError } from '../../errors.js';
@@ -69,7 +69,7 @@ export async function buildNemoGymApp(o: NemoGymDoorOptions): Promise<FastifyIns
   const app = Fastify({
     loggerInstance: o.log.child({ door: NEMO_GYM_DOOR }),
     // One line per session, tool call and grade is logged by the routes (as on the main listener).
-    disableRequestLogging: true,
+    logController: new LogController({ disableRequestLogging: true }),
     bodyLimit: o.bodyLimitBytes,
     // Gym's observability prefixes every path with /ng-rollout/{id}/: stripped here, its id kept.
     rewriteUrl: (raw) => {

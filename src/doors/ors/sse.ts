@@ -41,10 +41,10 @@ export class EventStream {
     this.ping = undefined;
   }
 
+  /** The `end` event and the response's end in one write (the last chunk and the terminator together). */
   end(data: string): void {
     this.stopPings();
-    this.event('end', data);
-    if (!this.closed) this.raw.end();
+    if (!this.closed) this.raw.end(`event: end\ndata: ${data}\n\n`);
   }
 
   /** Ends the stream without an `end` event: the client reconnects with the task_id (a failure of ours). */

@@ -1,7 +1,7 @@
 // The private listener: one credential-less listener (RFT_PRIVATE_PORT) for the trainers whose clients
 // send no credential at all (OpenEnv's WebSocket client, slime's and OpenRLHF's reward calls, verl's
 // SandboxFusion client). It must stay on loopback or the trainers' private network (src/doors/README.md).
-import Fastify, { type FastifyError, type FastifyInstance } from 'fastify';
+import Fastify, { LogController, type FastifyError, type FastifyInstance } from 'fastify';
 import { errors, isRftError } from '../../errors.js';
 import type { Environments } from '../../environments/environment.js';
 import { privateDoors, type PrivateDoor, type PrivateDoorContext } from './doors.js';
@@ -24,7 +24,7 @@ export async function buildPrivateApp(ctx: PrivateDoorContext, bodyLimitBytes: n
   checkShadowing(ctx.environments, doors);
   const app = Fastify({
     loggerInstance: ctx.log.child({ listener: PRIVATE_LISTENER }),
-    disableRequestLogging: true,
+    logController: new LogController({ disableRequestLogging: true }),
     bodyLimit: bodyLimitBytes,
   }) as unknown as FastifyInstance;
   // Every error carries an RFT_ERR_* code, Fastify's own included (a body over the limit, bad JSON).

@@ -3,7 +3,7 @@
 // HTTP, through the whole path (route, ledger, tool, sandbox, record): many new rollouts at once,
 // each making its calls in turn, every call echoing a token of its own. 2,500 calls on bwrap (the
 // default driver); fewer on the process driver (each command is a fork of the server) and on Docker
-// (an exec costs the engine tens of milliseconds), so the file stays under a minute on 2 busy cores.
+// (an exec costs the engine tens of milliseconds), so each driver's burst takes about a minute on 2 quiet cores.
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { Agent, request } from 'undici';
 import { startTestServer, type TestServer } from '../helpers/server.js';
@@ -53,6 +53,8 @@ for (const driver of ['bwrap', 'process', 'docker'] as const) {
       );
       expect(bad.slice(0, 5)).toEqual([]);
       expect(ok).toBe(rollouts * calls);
-    }, 120_000);
+      // A check of outputs, not of speed: a quiet CI machine takes 35-60 s per driver, one loaded to 20-30
+      // (helpers' tests beside it) passed 120 s on the process driver.
+    }, 300_000);
   });
 }

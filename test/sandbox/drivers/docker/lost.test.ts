@@ -62,10 +62,15 @@ for (const name of ['docker', 'gvisor'] as const) {
           // either the sandbox answers, or it is gone by the rollout's doing; never ours (a 503 a
           // policy could provoke to have its rollout discarded).
           const e = await sb.exec('echo after').catch((err: unknown) => err);
-          if ((e as { stdout?: string }).stdout === 'after\n') expect(e).toMatchObject({ exitCode: 0 });
-          else expect(e).toMatchObject({ code: 'RFT_ERR_SANDBOX_ENDED_BY_ROLLOUT', statusCode: 410 });
-          expect(failureOfToolError(e).kind).toBe('model');
-          await expect(sb.readFile('anything')).rejects.toMatchObject({ code: 'RFT_ERR_SANDBOX_ENDED_BY_ROLLOUT' });
+          if ((e as { stdout?: string }).stdout === 'after\n') {
+            // it survived: it goes on answering as a live sandbox
+            expect(e).toMatchObject({ exitCode: 0 });
+            await expect(sb.readFile('anything')).rejects.toMatchObject({ code: 'RFT_ERR_NOT_FOUND' });
+          } else {
+            expect(e).toMatchObject({ code: 'RFT_ERR_SANDBOX_ENDED_BY_ROLLOUT', statusCode: 410 });
+            expect(failureOfToolError(e).kind).toBe('model');
+            await expect(sb.readFile('anything')).rejects.toMatchObject({ code: 'RFT_ERR_SANDBOX_ENDED_BY_ROLLOUT' });
+          }
         } finally {
           await sb.destroy();
         }

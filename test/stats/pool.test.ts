@@ -49,6 +49,12 @@ describeIf(present.bwrap, 'the pool in GET /v1/stats', 'bubblewrap not available
     expect(promSample(text, 'rft_sandbox_pool_takes_total', { outcome: 'miss' })).toBe(misses);
     expect(promSample(text, 'rft_sandbox_pool_predicted_step')).toBe(kind!.predicted);
 
+    // /readyz needs no credential: it shows the pool's totals, not its kinds (host paths) or steps.
+    const ready = await request(`${srv.url}/readyz`);
+    const readyPool = ((await ready.body.json()) as { sandboxes: { pool: Record<string, unknown> } }).sandboxes.pool;
+    expect(Object.keys(readyPool).sort()).toEqual(['hits', 'misses', 'predicted', 'target', 'warm']);
+    expect(readyPool).toMatchObject({ predicted: p.predicted, hits: p.hits, misses: p.misses }); // warm moves: the pool refills
+
     // A rollout's sandbox destroyed is no longer in use.
     const del = await request(`${srv.url}/v1/rollouts/trace_step2_0`, { method: 'DELETE', headers: { authorization: `Bearer ${srv.key}` } });
     await del.body.text();

@@ -389,6 +389,7 @@
       card('bad rows (not graded)', fmt.num(t.failures.data, 0), t.failures.data > 0),
       card('sandboxes live / queued', sb ? `${sb.live} / ${sb.queued}` : 'off', sb ? sb.queued > 0 : false),
     );
+    renderPool(sb);
     lineChart(
       'chart-outcomes',
       s.buckets,
@@ -414,6 +415,105 @@
           h('td', {}, Object.entries(x.by_outcome).map(([o, n]) => h('span', { class: o === 'ok' ? 'badge good' : 'badge' }, `${o} ${n}`))),
         ),
       ),
+    );
+  }
+
+  /**
+   * A card the tests can find by name (data-figure).
+   * @param {string} name
+   * @param {string} label
+   * @param {string | number} value
+   * @param {boolean} [bad]
+   */
+  function figureCard(name, label, value, bad = false) {
+    const c = card(label, value, bad);
+    c.dataset.figure = name;
+    return c;
+  }
+
+  /** @param {number} ms */
+  const duration = (ms) => (ms >= 3_600_000 ? `${fmt.num(ms / 3_600_000, 1)} h` : ms >= 60_000 ? `${fmt.num(ms / 60_000, 1)} min` : `${fmt.num(ms / 1000, 1)} s`);
+
+  /**
+   * What bounds the pool, in a sentence.
+   * @param {Reply} b this_replica.sandboxes.pool.bounds
+   */
+  function poolBounds(b) {
+    const floor = `keeps ${b.floor} prepared at least (RFT_SANDBOX_WARM)`;
+    if (b.budget_mb === null) return `${floor}; learning the step is off (RFT_SANDBOX_WARM_MAX_MB=0).`;
+    return (
+      `${floor}; learns the step up to ${b.max} (the memory budget of ${b.budget_mb} MB at ${b.prepared_kb} KB a prepared sandbox, ` +
+      `and the sandbox cap of ${b.cap}); a step ends after ${duration(b.burst_gap_ms)} without a new rollout; ` +
+      `back to the floor after ${duration(b.idle_ms)} without one.`
+    );
+  }
+
+  /**
+   * The warm pool's panel: what is prepared and in use per kind of sandbox, and the last steps.
+   * @param {Reply} sb this_replica.sandboxes (null: sandboxes are off)
+   */
+  function renderPool(sb) {
+    const el = $('pool');
+    if (!sb) return el.replaceChildren(h('p', { class: 'muted', 'data-pool': 'off' }, 'Sandboxes are off on this server (RFT_SANDBOX=none): there is no warm pool.'));
+    const p = sb.pool;
+    if (!p) return el.replaceChildren(h('p', { class: 'muted', 'data-pool': 'none' }, `The ${sb.driver} driver keeps no learning warm pool.`));
+    const kinds = /** @type {Reply[]} */ (p.kinds);
+    const inUse = kinds.reduce((n, k) => n + k.in_use, 0);
+    const several = kinds.length > 1;
+    const kindsTable = h('table', { id: 'pool-kinds' });
+    const stepsTable = h('table', { id: 'pool-steps' });
+    table(
+      kindsTable,
+      [['kind of sandbox'], ['warm', 1], ['in use', 1], ['target', 1], ['predicted step', 1]],
+      kinds.map((k) =>
+        h(
+          'tr',
+          { 'data-kind': k.kind },
+          h('td', { class: 'mono' }, k.kind, k.latest ? h('span', { class: 'badge' }, 'latest') : null),
+          h('td', { class: 'num' }, k.warm),
+          h('td', { class: 'num' }, k.in_use),
+          h('td', { class: 'num' }, k.target),
+          h('td', { class: 'num' }, k.predicted),
+        ),
+      ),
+    );
+    /** @type {HTMLElement[]} */
+    const steps = kinds.flatMap((k) =>
+      /** @type {Reply[]} */ (k.steps)
+        .slice()
+        .reverse()
+        .map((s) =>
+          h(
+            'tr',
+            { 'data-kind': k.kind, 'data-started': s.started_at },
+            several ? h('td', { class: 'mono' }, k.kind) : null,
+            h('td', {}, fmt.time(s.started_at)),
+            h('td', { class: 'num' }, duration(Date.parse(s.last_at) - Date.parse(s.started_at))),
+            h('td', { class: 'num' }, s.size),
+            h('td', { class: 'num' }, s.hits),
+            h('td', { class: 'num' }, s.misses),
+            h('td', { class: 'num' }, fmt.pct(s.size ? s.hits / s.size : null)),
+          ),
+        ),
+    );
+    /** @type {[string, number?][]} */
+    const stepsHead = [['started'], ['arriving over', 1], ['new rollouts', 1], ['hits (warm)', 1], ['misses (cold)', 1], ['hit rate', 1]];
+    table(stepsTable, several ? [['kind of sandbox'], ...stepsHead] : stepsHead, steps);
+    el.replaceChildren(
+      h(
+        'div',
+        { class: 'cards', id: 'pool-cards' },
+        figureCard('warm', 'warm (prepared, idle)', p.warm),
+        figureCard('in-use', 'in use', inUse),
+        figureCard('predicted', 'predicted step', p.predicted),
+        figureCard('target', 'filling to', p.target),
+        figureCard('hits', 'hits since start', p.hits),
+        figureCard('misses', 'misses since start', p.misses),
+      ),
+      h('p', { class: 'muted', id: 'pool-bounds' }, `${sb.driver}: `, poolBounds(p.bounds)),
+      kindsTable,
+      h('h4', {}, 'Last steps ', h('small', {}, 'newest first: a step is a burst of new rollouts; hits found a prepared sandbox, misses had one made cold')),
+      stepsTable,
     );
   }
 

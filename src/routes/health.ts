@@ -2,6 +2,7 @@
 import type { FastifyInstance } from 'fastify';
 import type { ZodTypeProvider } from '@fastify/type-provider-zod';
 import { z } from 'zod';
+import type { SandboxStats } from '../sandbox/types.js';
 
 const readySchema = z.looseObject({
   status: z.enum(['ready', 'unavailable']),
@@ -12,6 +13,15 @@ const readySchema = z.looseObject({
   mcp: z.unknown(),
   connections: z.unknown().describe('open, unauthenticated, closed for room'),
 });
+
+/**
+ * What /readyz, which needs no credential, shows of the sandboxes: the warm pool's totals only; its
+ * kinds (host paths of read-only mounts) and steps are behind the key, in GET /v1/stats.
+ */
+function publicStats(s: SandboxStats) {
+  const p = s.pool;
+  return { ...s, pool: p && { warm: p.warm, target: p.target, predicted: p.predicted, hits: p.hits, misses: p.misses } };
+}
 
 export default async function healthRoutes(app: FastifyInstance): Promise<void> {
   const api = app.withTypeProvider<ZodTypeProvider>();
@@ -27,7 +37,7 @@ export default async function healthRoutes(app: FastifyInstance): Promise<void> 
     const body: Record<string, unknown> = {
       tools: registry.tools.size,
       graders: registry.graders.size,
-      sandboxes: sandboxes ? sandboxes.stats() : null,
+      sandboxes: sandboxes ? publicStats(sandboxes.stats()) : null,
       mcp: mcp ? mcp.stats() : null,
       connections: connections.stats(),
     };

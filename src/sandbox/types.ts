@@ -198,6 +198,58 @@ export interface WarmPoolStats {
   /** New sandboxes served from the pool, and those prepared on demand. */
   hits: number;
   misses: number;
+  /** What the pool's size is bounded by. */
+  bounds: WarmPoolBounds;
+  /** Per kind of sandbox the pool prepares (what an item can serve), the latest first. */
+  kinds: WarmPoolKind[];
+}
+
+export interface WarmPoolBounds {
+  /** Kept prepared whatever the arrivals, for the latest kind (RFT_SANDBOX_WARM). */
+  floor: number;
+  /** The most the learned size may reach: the lesser of `cap` and the budget at `preparedKb` each (0: no learning). */
+  max: number;
+  /** The memory budget of the learned pool (RFT_SANDBOX_WARM_MAX_MB); null: no learning. */
+  budgetMb: number | null;
+  /** What one prepared, idle sandbox costs the host, KB (the budget is divided by it). */
+  preparedKb: number | null;
+  /** The driver's sandbox cap (the pool never learns beyond it); null: no learning. */
+  cap: number | null;
+  /** Quiet time that ends a burst of new rollouts (a step). */
+  gapMs: number;
+  /** Quiet time after which the pool shrinks back to its floor. */
+  idleMs: number;
+}
+
+/** The pool's state for one kind of sandbox (one key: tmpfs caps and read-only mounts). */
+export interface WarmPoolKind {
+  /** What its sandboxes are prepared with, for people. */
+  kind: string;
+  /** The kind of the latest new rollout (the one the floor is kept for). */
+  latest: boolean;
+  /** Prepared and idle, ready for a new rollout. */
+  warm: number;
+  /** Handed to rollouts (from the pool or made on demand) and not destroyed yet. */
+  inUse: number;
+  /** What the pool fills to for this kind now. */
+  target: number;
+  /** The next step's expected size. */
+  predicted: number;
+  /** The last steps seen (bursts of new rollouts), oldest first; at most POOL_STEPS_KEPT. */
+  steps: WarmPoolStep[];
+}
+
+/** One step: a burst of new rollouts of one kind, and how many found a prepared sandbox. */
+export interface WarmPoolStep {
+  /** Its first and latest new rollout, ms since the epoch. */
+  startedAt: number;
+  lastAt: number;
+  /** New rollouts in it (hits + misses). */
+  size: number;
+  /** Served from the pool. */
+  hits: number;
+  /** Prepared on demand (cold). */
+  misses: number;
 }
 
 /** What the manager reports as it works (metrics, integrity flags). Every hook is optional. */

@@ -5,6 +5,7 @@ import { errors } from '../errors.js';
 import { buildStats, defaultBucketMs, MAX_BUCKETS } from './stats.js';
 import { statsQuerySchema, statsReplySchema } from './schema.js';
 import { parseDuration, parseInstant } from './time.js';
+import { poolReply } from './pool.js';
 import type { StatsPart } from './insights.js';
 
 const DEFAULT_SPAN_MS = 60 * 60_000;
@@ -42,7 +43,7 @@ export default async function statsRoutes(app: FastifyInstance): Promise<void> {
       const q = { since, until, bucketMs, parts: include.map((i) => PART_OF[i]), run: req.query.run };
       const s = sandboxes?.stats();
       return buildStats(await store.stats(q), { ...q, include: [...new Set(include)] }, {
-        sandboxes: s ? { driver: s.driver, live: s.live, queued: s.queued, cap: s.cap } : null,
+        sandboxes: s ? { driver: s.driver, live: s.live, queued: s.queued, cap: s.cap, pool: poolReply(s.pool) } : null,
         failures: metrics ? await metrics.failureTotals() : null,
       });
     },

@@ -2,6 +2,7 @@
 // publishes them.
 import { z } from 'zod';
 import { TOOL_OUTCOMES } from '../metrics/outcomes.js';
+import { poolSchema } from './pool.js';
 
 export const statsQuerySchema = z.object({
   since: z.string().max(40).optional().describe('window start: ISO time, ms since epoch, or a duration back from now ("15m", "6h", "7d"); default 1h'),
@@ -74,7 +75,10 @@ export const statsReplySchema = z.object({
   ),
   integrity_kinds: z.record(z.string(), z.string()).describe('each integrity flag kind and how it is detected'),
   this_replica: z.object({
-    sandboxes: z.object({ driver: z.string(), live: z.number(), queued: z.number(), cap: z.number() }).nullable(),
+    sandboxes: z
+      .object({ driver: z.string(), live: z.number(), queued: z.number(), cap: z.number(), pool: poolSchema })
+      .nullable()
+      .describe('null: sandboxes are off (RFT_SANDBOX=none)'),
     failures: z.array(z.object({ kind: z.string(), where: z.string(), count: z.number() })).nullable(),
   }),
 });

@@ -5,6 +5,7 @@ import { LATENCY_EDGES_MS, type StatsRows } from './insights.js';
 import { OUTCOME_FAILURE, outcomeOf, TOOL_OUTCOMES, type ToolOutcome } from '../metrics/outcomes.js';
 import type { CallStatus } from '../store/records.js';
 import { INTEGRITY_DETECTION } from '../integrity/flags.js';
+import type { PoolReply } from './pool.js';
 
 /** Bucket sizes a window is cut into, smallest first; the default keeps at most TARGET_BUCKETS. */
 const BUCKET_STEPS_MS = [10_000, 30_000, 60_000, 5 * 60_000, 15 * 60_000, 60 * 60_000, 6 * 60 * 60_000, 24 * 60 * 60_000];
@@ -35,7 +36,7 @@ export function quantile(counts: readonly number[], edges: readonly number[], p:
 }
 
 export interface LocalView {
-  sandboxes: { driver: string; live: number; queued: number; cap: number } | null;
+  sandboxes: { driver: string; live: number; queued: number; cap: number; pool: PoolReply } | null;
   /** This replica's failures since it started, from its metrics (5xx never reach the record). */
   failures: { kind: string; where: string; count: number }[] | null;
 }

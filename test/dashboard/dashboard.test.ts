@@ -7,11 +7,11 @@
 //
 // RFT_DASHBOARD_SCREENSHOT=docs/dashboard.png also writes the README's screenshot, taken during a
 // longer run (RFT_DASHBOARD_RUN_SECONDS, default 180) while it is still going.
-import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { chromium, type BrowserContext, type Page } from 'playwright-core';
+import type { Page } from 'playwright-core';
+import { executablePath, launchChromium } from '../helpers/chromium.js';
 import { describeIf } from '../helpers/require.js';
 import { startTestServer, type TestServer } from '../helpers/server.js';
 import { startScriptedModel, type ScriptedModel } from '../helpers/scripted-model.js';
@@ -19,34 +19,8 @@ import { learningScript } from '../helpers/learning-script.js';
 import { finqaToolsDir, removeTempDirs, repoRoot, runCli, spawnCli, tempDir, unitsDir, reexport, writeJsonl } from '../cli/harness.js';
 import { waitFor } from '../helpers/wait.js';
 
-const executablePath = ['/usr/bin/chromium', '/usr/bin/chromium-browser'].find((p) => existsSync(p));
 const screenshotOut = process.env.RFT_DASHBOARD_SCREENSHOT;
 const runSeconds = Number(process.env.RFT_DASHBOARD_RUN_SECONDS ?? 180);
-
-/** The flags the project runs Chromium with (headless is playwright's own). */
-export const CHROMIUM_FLAGS = [
-  '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking',
-  '--disable-component-update', '--disable-sync',
-];
-
-export async function launchChromium(): Promise<{ context: BrowserContext; page: Page; close(): Promise<void> }> {
-  const userDataDir = mkdtempSync(join(tmpdir(), 'rft-chromium-'));
-  const context = await chromium.launchPersistentContext(userDataDir, {
-    executablePath: executablePath!,
-    headless: true,
-    args: CHROMIUM_FLAGS,
-    viewport: { width: 1400, height: 1000 },
-  });
-  const page = context.pages()[0] ?? (await context.newPage());
-  return {
-    context,
-    page,
-    close: async () => {
-      await context.close();
-      rmSync(userDataDir, { recursive: true, force: true });
-    },
-  };
-}
 
 interface Row {
   messages: { role: string; content: string }[];

@@ -37,6 +37,12 @@ export interface LocalDriverOptions {
  */
 const BURST_GAP_MS = 2_000;
 
+/** A pool key for people: the workspace's tmpfs caps (none: the process driver's plain directory) and read-only mounts. */
+function describeKind(fs: Workdir['fs'], mounts: string[]): string {
+  const disk = fs ? `tmpfs ${Math.round(fs.bytes / 2 ** 20)} MB, ${fs.inodes} inodes` : 'no tmpfs cap';
+  return mounts.length ? `${disk}; read-only ${mounts.join(', ')}` : disk;
+}
+
 interface Prepared {
   w: Workdir;
   runner: CommandRunner;
@@ -75,6 +81,7 @@ export abstract class LocalDriver implements SandboxDriver {
       discard: (p) => this.discard(p),
       key: (spec) => JSON.stringify([canSwitchUid() ? tmpfsCaps(spec.limits) : null, spec.readOnlyMounts ?? []]),
       id: (p) => p.w.meta.id,
+      describe: (spec) => describeKind(canSwitchUid() ? tmpfsCaps(spec.limits) : undefined, spec.readOnlyMounts ?? []),
     });
     return this.poolInstance;
   }
@@ -87,6 +94,7 @@ export abstract class LocalDriver implements SandboxDriver {
       max: learn ? Math.min(learn.cap, Math.floor((learn.maxMb * 1024) / this.preparedKb)) : 0,
       gapMs: learn?.gapMs ?? BURST_GAP_MS,
       idleMs: learn?.idleMs ?? 0,
+      shown: { budgetMb: learn?.maxMb ?? null, preparedKb: learn ? this.preparedKb : null, cap: learn?.cap ?? null },
     };
   }
 
@@ -115,7 +123,8 @@ export abstract class LocalDriver implements SandboxDriver {
     });
     await this.rootReady;
     const labeled = { ...spec, labels: { ...spec.labels, [INSTANCE_LABEL]: this.opts.instanceId } };
-    let p = this.pool.take(labeled);
+    const pool = this.pool;
+    let p = pool.take(labeled);
     if (p) {
       const w = p.w;
       this.live.add(w.meta.id);
@@ -125,11 +134,15 @@ export abstract class LocalDriver implements SandboxDriver {
         await populateWorkspace(w.ws, spec, w.meta.uid !== null ? { uid: w.meta.uid, gid: w.meta.uid } : null);
       } catch (e) {
         this.live.delete(w.meta.id);
+        pool.release(labeled);
         await this.discard(p);
         throw e;
       }
     } else {
-      p = await this.prepare(labeled, true);
+      p = await this.prepare(labeled, true).catch((e: unknown) => {
+        pool.release(labeled);
+        throw e;
+      });
       this.live.add(p.w.meta.id);
     }
     const id = p.w.meta.id;
@@ -138,13 +151,14 @@ export abstract class LocalDriver implements SandboxDriver {
         await removeWorkdir(w, this.ops);
       } finally {
         this.live.delete(id);
+        pool.release(labeled);
       }
     });
   }
 
-  /** The warm pool's state (null before the first sandbox). */
-  poolStats(): WarmPoolStats | null {
-    return this.poolInstance?.stats() ?? null;
+  /** The warm pool's state (empty before the first sandbox). */
+  poolStats(): WarmPoolStats {
+    return this.pool.stats();
   }
 
   /** Removes this instance's workdirs that no live sandbox of this process owns. */

@@ -20,11 +20,13 @@ export class StepLearner {
     private readonly idleMs: number,
   ) {}
 
-  /** A new sandbox was asked for at `now` (ms). */
-  arrive(now: number): void {
-    if (now - this.last >= this.gapMs) this.closeBurst();
+  /** A new sandbox was asked for at `now` (ms); true when it starts a new burst (a step). */
+  arrive(now: number): boolean {
+    const starts = now - this.last >= this.gapMs;
+    if (starts) this.closeBurst();
     this.current++;
     this.last = now;
+    return starts;
   }
 
   /** Whether arrivals are still coming (a step is starting). */

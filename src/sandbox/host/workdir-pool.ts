@@ -8,7 +8,10 @@
 // is arriving (that would compete with the burst's own creations), never holds more than `max` beyond
 // the floor (the driver's cap and the memory budget), and falls back to the floor once no new rollout
 // came for the idle timeout. A burst larger than the pool just prepares the rest on demand.
-import type { SandboxSpec, WarmPoolStats } from '../types.js';
+//
+// What it does is shown (stats(): /metrics and the dashboard): per key its prepared and in-use
+// sandboxes, the learned step, and the last few steps with how many of their new rollouts it served.
+import type { SandboxSpec, WarmPoolBounds, WarmPoolStats, WarmPoolStep } from '../types.js';
 import { StepLearner } from './step-learner.js';
 
 export interface PoolOps<T> {
@@ -17,6 +20,8 @@ export interface PoolOps<T> {
   /** What an item prepared for `spec` can serve (its tmpfs caps, read-only mounts). */
   key(spec: SandboxSpec): string;
   id(item: T): string;
+  /** The key, for people (default: the key itself). */
+  describe?(spec: SandboxSpec): string;
 }
 
 export interface PoolSizing {
@@ -28,13 +33,22 @@ export interface PoolSizing {
   gapMs: number;
   /** Quiet time after which the pool shrinks back to the floor. */
   idleMs: number;
+  /** What `max` was worked out from, shown with the pool's state (stats().bounds); not used here. */
+  shown?: Pick<WarmPoolBounds, 'budgetMb' | 'preparedKb' | 'cap'>;
 }
+
+/** Steps kept per key for display (the learner keeps its own, shorter, history). */
+export const POOL_STEPS_KEPT = 8;
 
 interface Slot<T> {
   /** The latest spec taken with this key (what refills are prepared from). */
   spec: SandboxSpec;
   ready: T[];
   learner: StepLearner;
+  /** Taken for rollouts and not released yet. */
+  inUse: number;
+  /** The last steps, oldest first (at most POOL_STEPS_KEPT). */
+  steps: WarmPoolStep[];
 }
 
 /** Timers fire no earlier than asked, but the wall clock may read a little behind the timers' clock. */
@@ -66,28 +80,62 @@ export class WarmPool<T> {
     const key = this.ops.key(spec);
     let slot = this.slots.get(key);
     if (!slot) {
-      slot = { spec, ready: [], learner: new StepLearner(this.sizing.gapMs, this.sizing.idleMs) };
+      slot = { spec, ready: [], learner: new StepLearner(this.sizing.gapMs, this.sizing.idleMs), inUse: 0, steps: [] };
       this.slots.set(key, slot);
     }
     slot.spec = spec;
-    slot.learner.arrive(Date.now());
+    const now = Date.now();
+    if (slot.learner.arrive(now)) {
+      slot.steps.push({ startedAt: now, lastAt: now, size: 0, hits: 0, misses: 0 });
+      if (slot.steps.length > POOL_STEPS_KEPT) slot.steps.shift();
+    }
     this.latest = slot;
     const item = slot.ready.shift() ?? null;
-    if (item) this.hits++;
-    else this.misses++;
+    const step = slot.steps[slot.steps.length - 1]!;
+    step.size++;
+    step.lastAt = now;
+    if (item) {
+      this.hits++;
+      step.hits++;
+    } else {
+      this.misses++;
+      step.misses++;
+    }
+    slot.inUse++;
     this.arm();
     this.fill();
     return item;
   }
 
+  /**
+   * A sandbox taken for `spec` (a hit or a miss) is gone: destroyed, or its creation failed. Every
+   * take is released once, so `inUse` counts what rollouts hold.
+   */
+  release(spec: SandboxSpec): void {
+    const slot = this.slots.get(this.ops.key(spec));
+    if (slot && slot.inUse > 0) slot.inUse--;
+  }
+
   stats(): WarmPoolStats {
     const now = Date.now();
+    const { floor, max, gapMs, idleMs, shown } = this.sizing;
+    const slots = this.latest ? [this.latest, ...[...this.slots.values()].filter((s) => s !== this.latest)] : [...this.slots.values()];
     return {
       warm: this.total(),
       target: this.latest ? this.target(this.latest, now) : 0,
       predicted: this.latest?.learner.predicted() ?? 0,
       hits: this.hits,
       misses: this.misses,
+      bounds: { floor, max, gapMs, idleMs, budgetMb: shown?.budgetMb ?? null, preparedKb: shown?.preparedKb ?? null, cap: shown?.cap ?? null },
+      kinds: slots.map((s) => ({
+        kind: this.ops.describe?.(s.spec) ?? this.ops.key(s.spec),
+        latest: s === this.latest,
+        warm: s.ready.length,
+        inUse: s.inUse,
+        target: this.target(s, now),
+        predicted: s.learner.predicted(),
+        steps: s.steps.map((step) => ({ ...step })),
+      })),
     };
   }
 
@@ -121,7 +169,7 @@ export class WarmPool<T> {
       if (slot.learner.inBurst(now)) continue;
       const extra = slot.ready.length - this.target(slot, now);
       for (const item of extra > 0 ? slot.ready.splice(slot.ready.length - extra, extra) : []) this.discard(item);
-      if (slot !== this.latest && slot.ready.length === 0 && slot.learner.idle(now)) this.slots.delete(key);
+      if (slot !== this.latest && slot.ready.length === 0 && slot.inUse === 0 && slot.learner.idle(now)) this.slots.delete(key);
     }
     this.fill();
   }

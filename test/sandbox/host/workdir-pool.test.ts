@@ -3,7 +3,7 @@ import { readdir, readFile, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import { ProcessDriver } from '../../../src/sandbox/drivers/process/driver.js';
 import { workdirLayout } from '../../../src/sandbox/host/workdir.js';
-import { WarmPool, type PoolOps } from '../../../src/sandbox/host/workdir-pool.js';
+import { POOL_STEPS_KEPT, WarmPool, type PoolOps } from '../../../src/sandbox/host/workdir-pool.js';
 import { BwrapDriver } from '../../../src/sandbox/drivers/bwrap/driver.js';
 import type { LocalDriver } from '../../../src/sandbox/host/local-driver.js';
 import type { Sandbox } from '../../../src/sandbox/types.js';
@@ -182,6 +182,23 @@ describe('warm pool learning the step (fake clock)', () => {
     expect(pool.stats()).toMatchObject({ warm: 2, target: 2, predicted: 50 });
     await step(50);
     expect(c.peak).toBe(2);
+    await close(pool);
+  });
+
+  it('keeps the last POOL_STEPS_KEPT steps with their hits and misses, and counts what rollouts hold until released', async () => {
+    const { pool, step } = fakePool(2, 1_000);
+    const sizes = Array.from({ length: POOL_STEPS_KEPT + 3 }, (_, i) => 3 + i);
+    for (const n of sizes) {
+      await step(n);
+      await vi.advanceTimersByTimeAsync(SETTLED + 10_000);
+    }
+    const [kind] = pool.stats().kinds;
+    expect(kind!.steps.map((s) => s.size)).toEqual(sizes.slice(-POOL_STEPS_KEPT));
+    // Each step found the previous one's size prepared: all but one of its rollouts were hits.
+    for (const s of kind!.steps) expect(s).toMatchObject({ hits: s.size - 1, misses: 1 });
+    expect(kind!.inUse).toBe(sizes.reduce((a, b) => a + b, 0));
+    for (let i = 0; i < 5; i++) pool.release(spec(`trace_${i}`));
+    expect(pool.stats().kinds[0]!.inUse).toBe(sizes.reduce((a, b) => a + b, 0) - 5);
     await close(pool);
   });
 });

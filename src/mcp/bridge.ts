@@ -309,7 +309,9 @@ export class McpBridge {
     if (this.closed) return;
     for (const s of this.config.servers) {
       if (s.scope !== 'rollout' || !(this.toolsOf.get(s.name) ?? []).some((t) => tools.has(t))) continue;
-      this.entryOf(s, traceId, sandbox, true).instance.catch((e: unknown) => this.o.log.warn({ err: e, server: s.name, trace_id: traceId }, 'MCP server instance started ahead failed'));
+      const entry = this.entryOf(s, traceId, sandbox, true);
+      // A call may have started it already: that start's failure is the call's to report.
+      if (entry.ahead) entry.instance.catch((e: unknown) => this.o.log.warn({ err: e, server: s.name, trace_id: traceId }, 'MCP server instance started ahead failed'));
     }
   }
 

@@ -2,7 +2,7 @@
 // and with it the instances of the per-rollout MCP servers whose tools the row offers, so the
 // rollout's first bridged call is answered by an instance already running (issue 24). On bubblewrap,
 // with @modelcontextprotocol/server-memory inside the sandbox, as test/mcp/bridge-rollout.test.ts.
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, expect, it } from 'vitest';
@@ -19,9 +19,19 @@ const present = await driversPresent();
 
 const marker = rolloutMarker;
 
+const counterDir = mkdtempSync(join(tmpdir(), 'rft-mcp-starts-'));
+
 function mcpJson(): string {
   return writeMcpJson({
     memory: sandboxedMemoryServer(['create_entities', 'read_graph']),
+    // On the host, its second start (the first after the boot's) failing: the start ahead of a test below.
+    flaky: {
+      command: 'node',
+      args: [join(repoRoot, 'test/mcp/fixtures/fails-second-start.mjs'), 'rollout:${RFT_TRACE_ID}'],
+      env: { START_COUNT_FILE: join(counterDir, 'starts'), MEMORY_SERVER_ENTRY: serverEntry('server-memory'), MEMORY_FILE_PATH: '${RFT_WORKSPACE}/memory.jsonl' },
+      prefix: 'flaky_',
+      tools: ['read_graph'],
+    },
     // A second rollout server, whose tools the rows here never offer: it is never started ahead.
     files: { command: 'node', args: [serverEntry('server-filesystem'), '/'], prefix: 'fs_', tools: ['list_directory'], sandbox: true, mounts: [NODE_MODULES] },
   });
@@ -52,6 +62,7 @@ describeIf(present.bwrap, 'MCP instances started with the sandbox', 'bwrap sandb
   afterAll(async () => {
     await srv?.close();
     rmSync(envDir, { recursive: true, force: true });
+    rmSync(counterDir, { recursive: true, force: true });
   });
 
   const seed = async (tools: string[]): Promise<{ cookies: Cookies; traceId: string }> => {
@@ -108,5 +119,17 @@ describeIf(present.bwrap, 'MCP instances started with the sandbox', 'bwrap sandb
     const s = await seed(['mem_read_graph']);
     await getJson(srv, `/v1/rollouts/${s.traceId}`, 'DELETE');
     await until(async () => bridge.rolloutServers(s.traceId).length === 0 && (await pidsWith(marker(s.traceId))).length === 0 && (await running()) === before, 20_000, 'nothing left of the ended rollout');
+  });
+
+  it('a start ahead that fails is not the model\'s: the first call, sent at once, starts the instance and answers', async () => {
+    const s = await seed(['flaky_read_graph']);
+    const r = await call(s.cookies, 'flaky_read_graph', {});
+    expect(r.status).toBe(200);
+    expect(JSON.parse(r.text)).toEqual({ entities: [], relations: [] });
+    // the boot's probe, the start ahead (it failed), the call's own
+    expect(readFileSync(join(counterDir, 'starts'), 'utf8')).toBe('3');
+    expect(await pidsWith(marker(s.traceId))).toHaveLength(1);
+    await getJson(srv, `/v1/rollouts/${s.traceId}`, 'DELETE');
+    await until(async () => (await pidsWith(marker(s.traceId))).length === 0, 20_000, 'the ended rollout has no flaky server');
   });
 });

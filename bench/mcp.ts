@@ -4,8 +4,13 @@
 //   server started, MCP handshake) against its later calls; the same for an instance on the host;
 // - /mcp serving: the SDK's client calling the native no-op over Streamable HTTP against POST /tools.
 // Calls run one at a time, the kinds interleaved so a busy machine weighs on all alike.
-// Run: node --import tsx bench/mcp.ts [--driver bwrap|docker] [--calls 300] [--rollouts 30]
+// With --seeded, only this instead: rollouts announced through the NeMo Gym door's /seed_session (the
+// sandbox, and the rollout instance with it, started ahead), the first bridged call after a think
+// time of each --think-ms against the rollout's later calls (issue 24: the first at most 3x a later one).
+// Run: node --import tsx bench/mcp.ts [--driver bwrap|docker] [--calls 300] [--rollouts 30] [--seeded [--think-ms 0,2000]]
 import { spawn } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { randomUUID } from 'node:crypto';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
@@ -14,9 +19,18 @@ import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/cli
 import { request } from 'undici';
 import { repoRoot, startTestServer, type TestServer } from '../test/helpers/server.js';
 import { NODE_MODULES, serverEntry, writeMcpJson } from '../test/mcp/helpers.js';
+import { postOnce, type Cookies } from '../test/helpers/nemo-gym-client.js';
+import { SESSION_COOKIE } from '../src/doors/nemo-gym/app.js';
+import { traceIdOf } from '../src/doors/nemo-gym/sessions.js';
 
 const { values } = parseArgs({
-  options: { driver: { type: 'string', default: 'bwrap' }, calls: { type: 'string', default: '300' }, rollouts: { type: 'string', default: '30' } },
+  options: {
+    driver: { type: 'string', default: 'bwrap' },
+    calls: { type: 'string', default: '300' },
+    rollouts: { type: 'string', default: '30' },
+    seeded: { type: 'boolean', default: false },
+    'think-ms': { type: 'string', default: '0,2000' },
+  },
 });
 const driver = values.driver as 'bwrap' | 'docker';
 const calls = Number(values.calls);
@@ -70,10 +84,40 @@ async function endRollout(srv: TestServer, traceId: string): Promise<void> {
   await res.body.text();
 }
 
+/**
+ * Rollouts seeded through the NeMo Gym door (a row offering the sandboxed echo, with a sandbox): after
+ * `thinkMs`, the first call, then 10 later ones, one rollout at a time.
+ */
+async function seeded(srv: TestServer, thinkMs: number): Promise<{ first: number[]; later: number[] }> {
+  const door = srv.app.rft.nemoGym!.url;
+  const row = { responses_create_params: { input: [{ role: 'user', content: 'echo' }], tools: [{ type: 'function', name: 'sb_echo', parameters: { type: 'object', properties: {} } }] }, sandbox: {} };
+  const gymCall = async (cookies: Cookies, message: string): Promise<number> => {
+    const t0 = performance.now();
+    const r = await postOnce(door, '/sb_echo', { message }, { cookies });
+    const took = performance.now() - t0;
+    if (r.status !== 200 || !r.text.includes(message)) throw new Error(`sb_echo: ${r.status} ${r.text.slice(0, 300)}`);
+    return took;
+  };
+  const first: number[] = [];
+  const later: number[] = [];
+  for (let r = 0; r < rollouts; r++) {
+    const seed = await postOnce(door, '/seed_session', row);
+    if (seed.status !== 200) throw new Error(`seed_session: ${seed.status} ${seed.text.slice(0, 300)}`);
+    if (thinkMs > 0) await new Promise((resolve) => setTimeout(resolve, thinkMs));
+    first.push(await gymCall(seed.cookies, 'first'));
+    for (let i = 0; i < 10; i++) later.push(await gymCall(seed.cookies, 'later'));
+    await endRollout(srv, traceIdOf(seed.cookies[SESSION_COOKIE]!));
+  }
+  return { first, later };
+}
+
 const echo = { command: 'node', args: [serverEntry('server-everything')], tools: ['echo'] };
+// The door's rows need no environment: none is loaded for --seeded.
+const noEnvironments = values.seeded ? mkdtempSync(join(tmpdir(), 'rft-bench-no-env-')) : undefined;
 const srv = await startTestServer({
   toolsDir: join(repoRoot, 'bench/units/tools'),
   env: {
+    ...(noEnvironments ? { RFT_NEMO_GYM_PORT: '0', RFT_ENVIRONMENTS: noEnvironments } : {}),
     RFT_SANDBOX: driver,
     RFT_RATE_LIMIT: '0',
     RFT_MCP_CONFIG: writeMcpJson({
@@ -85,6 +129,23 @@ const srv = await startTestServer({
 });
 console.log(`MCP bench: driver ${driver}, ${calls} calls per kind, ${rollouts} rollouts per instance kind; node ${process.version}`);
 try {
+  if (values.seeded) {
+    for (const thinkMs of values['think-ms'].split(',').map(Number)) {
+      const { first, later } = await seeded(srv, thinkMs);
+      table(`[rollout seeded through NeMo Gym's /seed_session, instance in its ${driver} sandbox: first call ${thinkMs} ms after the seed vs later calls]`, [
+        { label: 'later calls of the rollout', xs: later },
+        { label: "rollout's first call", xs: first, base: later },
+      ]);
+    }
+  } else {
+    await everything(srv);
+  }
+} finally {
+  await srv.close();
+  if (noEnvironments) rmSync(noEnvironments, { recursive: true, force: true });
+}
+
+async function everything(srv: TestServer): Promise<void> {
   const mcpClient = new Client({ name: 'bench', version: '1' }, { versionNegotiation: { mode: 'auto' } });
   const warmTrace = `trace_warm_${randomUUID()}`;
   await mcpClient.connect(new StreamableHTTPClientTransport(new URL(`${srv.url}/mcp`), { requestInit: { headers: { Authorization: `Bearer ${srv.key}`, 'x-rft-trace-id': warmTrace } } }));
@@ -150,6 +211,4 @@ try {
       { label: 'for scale: `node -e 0` on the host', xs: nodeStart, base: later },
     ]);
   }
-} finally {
-  await srv.close();
 }

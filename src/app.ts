@@ -248,6 +248,11 @@ export async function buildApp(config: AppConfig, opts: BuildOptions = {}): Prom
   const core = new DoorCore({
     registry, ledger, grading, store, sandboxes, environments, defaultBudget: config.toolBudget, defaultGrader: config.defaultGrader, log,
   });
+  // A door that announces its rollouts starts their sandboxes ahead; their MCP instances start with them.
+  if (mcp) {
+    const bridge = mcp;
+    core.onSandboxReady((r, sandbox) => bridge.warmRollout(r.traceId, r.tools, sandbox));
+  }
   const interrupted = await ledger.markInterruptedAtBoot();
   if (interrupted > 0) app.log.warn({ interrupted }, 'calls left running by a previous process were marked interrupted');
 

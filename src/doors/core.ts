@@ -11,6 +11,7 @@ import { defaultGrader } from '../registry/loader.js';
 import type { Ledger, ToolCallOutcome } from '../ledger/ledger.js';
 import type { GradingService } from '../grading-service/service.js';
 import type { SandboxProvider } from '../sandbox/provider.js';
+import type { Sandbox } from '../sandbox/types.js';
 import { budgetFromItem } from '../rollout/budget.js';
 import type { Store } from '../store/types.js';
 
@@ -52,6 +53,13 @@ export interface StartRollout {
   run?: string | undefined;
 }
 
+/**
+ * Told when a rollout started with `warmSandbox` has its sandbox, before any tool call of it needs
+ * to: what else the rollout will need can start then too (the MCP bridge's per-rollout instances,
+ * wired in app.ts). Not awaited; what it starts is its own to log and clean up.
+ */
+export type SandboxReadyListener = (rollout: Rollout, sandbox: Sandbox) => void;
+
 export interface Grade {
   score: number;
   subscores: Record<string, number>;
@@ -60,7 +68,13 @@ export interface Grade {
 }
 
 export class DoorCore {
+  private readonly sandboxReady: SandboxReadyListener[] = [];
+
   constructor(private readonly s: CoreServices) {}
+
+  onSandboxReady(listener: SandboxReadyListener): void {
+    this.sandboxReady.push(listener);
+  }
 
   private environmentOf(input: StartRollout): Environment | undefined {
     const { environments } = this.s;
@@ -92,12 +106,26 @@ export class DoorCore {
     } catch (e) {
       throw errors.store((e as Error).message);
     }
+    const rollout: Rollout = { traceId: input.traceId, door: input.door, row: input.row, environment: env?.name, tools: new Set(input.tools), grader };
     const { sandboxes } = this.s;
     if (input.warmSandbox && sandboxes && typeof input.row.sandbox === 'object' && input.row.sandbox !== null) {
       // Not awaited: a failure here is the first tool call's to meet (acquire runs again there).
-      sandboxes.acquire(input.traceId, input.row).catch((e: unknown) => this.s.log.warn({ err: e, trace_id: input.traceId }, 'sandbox built ahead failed'));
+      sandboxes.acquire(input.traceId, input.row).then(
+        (sandbox) => this.sandboxAcquired(rollout, sandbox),
+        (e: unknown) => this.s.log.warn({ err: e, trace_id: input.traceId }, 'sandbox built ahead failed'),
+      );
     }
-    return { traceId: input.traceId, door: input.door, row: input.row, environment: env?.name, tools: new Set(input.tools), grader };
+    return rollout;
+  }
+
+  private sandboxAcquired(rollout: Rollout, sandbox: Sandbox): void {
+    for (const listener of this.sandboxReady) {
+      try {
+        listener(rollout, sandbox);
+      } catch (e) {
+        this.s.log.warn({ err: e, trace_id: rollout.traceId }, 'work started with the sandbox ahead failed');
+      }
+    }
   }
 
   /**

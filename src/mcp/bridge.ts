@@ -1,7 +1,8 @@
 // Bridges the MCP servers of mcp.json into tools. At boot each server is started once, its tools are
 // listed and registered like native tools (so /v1/tools, /v1/job-config and /mcp show them, and every
 // call goes through the ledger: exactly once, budgeted, recorded). A `rollout` server then runs one
-// instance per rollout: started on the rollout's first call to it, shared by that rollout's calls,
+// instance per rollout: started on the rollout's first call to it (or with its sandbox, when a door
+// announces the rollout: warmRollout), shared by that rollout's calls,
 // stopped (process tree killed) when the rollout's sandbox ends, which is what gives it the
 // sandboxes' cap, admission queue, grace, TTL and DELETE. A `shared` server keeps one instance.
 import { createHash } from 'node:crypto';
@@ -59,6 +60,8 @@ interface RolloutEntry {
   sandbox: Sandbox;
   instance: Promise<McpInstance>;
   workspace: string | null;
+  /** Started with the sandbox, before any call: a failed start is retried by the call, not shown to it. */
+  ahead: boolean;
 }
 
 /** What the ledger puts before a tool error's message. */
@@ -80,6 +83,8 @@ export class McpBridge {
   private readonly rollouts = new Map<string, Map<string, RolloutEntry>>();
   /** Instances running now (started, not yet exited or stopped). */
   private readonly running = new Set<McpInstance>();
+  /** Each server's bridged tool names (what a rollout offers decides which instances it starts ahead). */
+  private readonly toolsOf = new Map<string, string[]>();
   private closed = false;
 
   private constructor(
@@ -129,6 +134,11 @@ export class McpBridge {
   /** What /readyz reports: servers bridged, instances running now. */
   stats(): { servers: number; tools: number; instances: number } {
     return { servers: this.config.servers.length, tools: this.tools.length, instances: this.running.size };
+  }
+
+  /** The rollout servers with an instance (running or starting) for this rollout. */
+  rolloutServers(traceId: string): string[] {
+    return [...(this.rollouts.get(traceId)?.keys() ?? [])];
   }
 
   /** Starts an instance and keeps count of it while it runs. */
@@ -192,6 +202,7 @@ export class McpBridge {
       const other = seen.get(name);
       if (other !== undefined) throw errors.unitDuplicate('tool', name, [`${s.source} (tool "${other}")`, `${s.source} (tool "${t.name}")`]);
       seen.set(name, t.name);
+      this.toolsOf.set(s.name, [...(this.toolsOf.get(s.name) ?? []), name]);
       const { $schema: _ignored, ...parameters } = t.inputSchema as Record<string, unknown>;
       const def: ToolDefinition = {
         name,
@@ -268,36 +279,65 @@ export class McpBridge {
   private async rolloutInstance(s: McpServerSpec, ctx: ToolContext, sandbox: Sandbox): Promise<McpInstance> {
     for (let attempt = 0; attempt < 2; attempt++) {
       if (this.closed) throw errors.mcpStart(s.name, 'the server is shutting down');
-      let byServer = this.rollouts.get(ctx.traceId);
-      if (!byServer) this.rollouts.set(ctx.traceId, (byServer = new Map()));
-      let entry = byServer.get(s.name);
-      if (!entry || entry.sandbox !== sandbox) {
-        if (entry) void this.stopEntry(entry);
-        entry = this.startEntry(s, ctx.traceId, sandbox);
-        byServer.set(s.name, entry);
-        const started = entry;
-        const map = byServer;
-        started.instance.catch(() => {
-          if (map.get(s.name) === started) map.delete(s.name);
-        });
+      const entry = this.entryOf(s, ctx.traceId, sandbox, false);
+      let instance: McpInstance;
+      try {
+        instance = await entry.instance;
+      } catch (e) {
+        if (!entry.ahead) throw e;
+        continue; // the start ahead failed (and its entry is gone): this call starts its own
       }
-      const instance = await entry.instance;
       if (instance.alive) return instance;
       // It died since its last call: this call gets a fresh one.
       ctx.log.warn({ server: s.name, ...instance.describeEnd() }, 'MCP server instance had ended; restarting it');
-      if (byServer.get(s.name) === entry) byServer.delete(s.name);
+      const byServer = this.rollouts.get(ctx.traceId);
+      if (byServer?.get(s.name) === entry) byServer.delete(s.name);
       void this.stopEntry(entry);
     }
     throw errors.mcpStart(s.name, 'it exits as soon as it starts');
   }
 
-  private startEntry(s: McpServerSpec, traceId: string, sandbox: Sandbox): RolloutEntry {
+  /**
+   * The rollout's sandbox is there before its first call (a door that announces rollouts): the
+   * instances of the rollout servers whose tools it offers start now, as the entries its first calls
+   * then use, so a first call costs a round trip, not a server start. Not awaited: a failed start is
+   * logged and left to the first call, which starts the instance as it would have. Called as the
+   * sandbox is handed over, so before the end of that sandbox reaches endRollout (the manager tells
+   * its listeners once the sandbox is destroyed): what starts here is stopped with it.
+   */
+  warmRollout(traceId: string, tools: ReadonlySet<string>, sandbox: Sandbox): void {
+    if (this.closed) return;
+    for (const s of this.config.servers) {
+      if (s.scope !== 'rollout' || !(this.toolsOf.get(s.name) ?? []).some((t) => tools.has(t))) continue;
+      const entry = this.entryOf(s, traceId, sandbox, true);
+      // A call may have started it already: that start's failure is the call's to report.
+      if (entry.ahead) entry.instance.catch((e: unknown) => this.o.log.warn({ err: e, server: s.name, trace_id: traceId }, 'MCP server instance started ahead failed'));
+    }
+  }
+
+  /** The rollout's entry of `s` for this sandbox, started unless there is one (any instance it has, alive or not). */
+  private entryOf(s: McpServerSpec, traceId: string, sandbox: Sandbox, ahead: boolean): RolloutEntry {
+    let byServer = this.rollouts.get(traceId);
+    if (!byServer) this.rollouts.set(traceId, (byServer = new Map()));
+    const entry = byServer.get(s.name);
+    if (entry && entry.sandbox === sandbox) return entry;
+    if (entry) void this.stopEntry(entry);
+    const started = this.startEntry(s, traceId, sandbox, ahead);
+    byServer.set(s.name, started);
+    const map = byServer;
+    started.instance.catch(() => {
+      if (map.get(s.name) === started) map.delete(s.name);
+    });
+    return started;
+  }
+
+  private startEntry(s: McpServerSpec, traceId: string, sandbox: Sandbox, ahead: boolean): RolloutEntry {
     const workspace = s.sandbox ? null : this.privateDir(s, traceId);
     const instance = (async () => {
       if (workspace) await mkdir(workspace, { recursive: true, mode: 0o700 });
       return this.launch(s, this.placement(s, traceId, s.sandbox ? sandbox : null, workspace));
     })();
-    return { sandbox, instance, workspace };
+    return { sandbox, instance, workspace, ahead };
   }
 
   private async stopEntry(e: RolloutEntry): Promise<void> {

@@ -11,26 +11,16 @@ import { describeIf } from '../helpers/require.js';
 import { repoRoot, startTestServer, type TestServer } from '../helpers/server.js';
 import { runCli } from '../cli/harness.js';
 import { driversPresent } from '../sandbox/helpers.js';
-import { callTool, getJson, NODE_MODULES, pidsWith, serverEntry, until, writeMcpJson } from './helpers.js';
+import { callTool, getJson, NODE_MODULES, pidsWith, rolloutMarker, sandboxedMemoryServer, serverEntry, until, writeMcpJson } from './helpers.js';
 
 const present = await driversPresent();
 
-/** The memory server of one rollout, named by an argument it ignores. */
-const marker = (traceId: string) => `rollout:${traceId}`;
+const marker = rolloutMarker;
 
 function mcpJson(): string {
   const sandboxed = { sandbox: true, mounts: [NODE_MODULES] };
   return writeMcpJson({
-    memory: {
-      command: 'node',
-      args: [serverEntry('server-memory'), 'rollout:${RFT_TRACE_ID}'],
-      env: { MEMORY_FILE_PATH: '${RFT_WORKSPACE}/memory.jsonl' },
-      prefix: 'mem_',
-      tools: ['create_entities', 'add_observations', 'read_graph'],
-      // Its writes read, change and rewrite one file: parallel ones would lose each other's changes.
-      serial: true,
-      ...sandboxed,
-    },
+    memory: sandboxedMemoryServer(['create_entities', 'add_observations', 'read_graph']),
     // Allowed the whole filesystem it can see: the sandbox is what confines it.
     files: {
       command: 'node',

@@ -13,6 +13,27 @@ export function serverEntry(pkg: 'server-memory' | 'server-filesystem' | 'server
   return join(NODE_MODULES, '@modelcontextprotocol', pkg, 'dist', 'index.js');
 }
 
+/** A rollout's memory server is named by an argument it ignores: the host pids of it are `pidsWith(rolloutMarker(traceId))`. */
+export const rolloutMarker = (traceId: string): string => `rollout:${traceId}`;
+
+/**
+ * @modelcontextprotocol/server-memory as a rollout server inside the rollout's sandbox, its memory
+ * file in the workspace, offering `tools` with the prefix `mem_`.
+ */
+export function sandboxedMemoryServer(tools: string[]): Record<string, unknown> {
+  return {
+    command: 'node',
+    args: [serverEntry('server-memory'), 'rollout:${RFT_TRACE_ID}'],
+    env: { MEMORY_FILE_PATH: '${RFT_WORKSPACE}/memory.jsonl' },
+    prefix: 'mem_',
+    tools,
+    // Its writes read, change and rewrite one file: parallel ones would lose each other's changes.
+    serial: true,
+    sandbox: true,
+    mounts: [NODE_MODULES],
+  };
+}
+
 /** Writes an mcp.json with these servers into a fresh directory; returns its path. */
 export function writeMcpJson(servers: Record<string, unknown>): string {
   const dir = mkdtempSync(join(tmpdir(), 'rft-mcp-test-'));

@@ -16,6 +16,7 @@ import type { Command } from 'commander';
 import { errors } from '../errors.js';
 import type { RolloutJson } from './replay/source.js';
 import { renderTable, type Cell } from './report/table.js';
+import { jsonOrNull } from '../protocol/json-or-null.js';
 
 export interface CheckThresholds {
   /** (a) highest acceptable no-op score. */
@@ -70,18 +71,10 @@ function referenceText(item: Record<string, unknown>, field: string): string | n
   return typeof v === 'string' ? v : typeof v === 'number' || typeof v === 'boolean' ? String(v) : JSON.stringify(v);
 }
 
-function tryJson(s: string): unknown {
-  try {
-    return JSON.parse(s) as unknown;
-  } catch {
-    return null;
-  }
-}
-
 function sampleOf(text: string, tools: unknown[]) {
   return {
     output_text: text,
-    output_json: text === '' ? null : tryJson(text),
+    output_json: text === '' ? null : jsonOrNull(text),
     output_tools: tools,
     choices: [{ index: 0, message: { role: 'assistant', content: text, tool_calls: [] }, finish_reason: 'stop' }],
   };

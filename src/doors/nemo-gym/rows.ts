@@ -3,6 +3,7 @@
 // the grader's fields; /verify adds `response`, a Responses object whose `output` is the episode.
 import { z } from 'zod';
 import type { Item, Sample } from '../../protocol/wire.js';
+import { jsonOrNull } from '../../protocol/json-or-null.js';
 
 /** A flat Responses function tool: {type: 'function', name, parameters, ...}. */
 const gymToolSchema = z.looseObject({ type: z.literal('function'), name: z.string().min(1).max(128) });
@@ -56,13 +57,5 @@ export function answerOf(body: VerifyBody): Sample {
       ? content
       : '';
   return { output_text: text, output_json: jsonOrNull(text), output_tools: [], choices: [] };
-}
-
-function jsonOrNull(s: string): unknown {
-  try {
-    return JSON.parse(s) as unknown;
-  } catch {
-    return null;
-  }
 }
 

@@ -10,6 +10,7 @@ import { errors, isRftError, type RftError } from '../../errors.js';
 import type { DoorCore, Rollout } from '../core.js';
 import type { Sample } from '../../protocol/wire.js';
 import { graderItem, promptOf, rowToolSpecs, SUBMIT_SPEC, SUBMIT_TOOL, type PickedRow, type ToolSpec } from './rows.js';
+import { jsonOrNull } from '../../protocol/json-or-null.js';
 
 export const OPENENV_DOOR = 'openenv';
 
@@ -161,10 +162,3 @@ export class Episode {
   }
 }
 
-function jsonOrNull(s: string): unknown {
-  try {
-    return JSON.parse(s) as unknown;
-  } catch {
-    return null;
-  }
-}

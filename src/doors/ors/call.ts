@@ -9,6 +9,7 @@ import { isRftError } from '../../errors.js';
 import type { Sample } from '../../protocol/wire.js';
 import type { DoorCore, Rollout } from '../core.js';
 import type { Session } from './sessions.js';
+import { jsonOrNull } from '../../protocol/json-or-null.js';
 
 export type CallResult =
   | { ok: true; output: { blocks: { type: 'text'; text: string }[]; metadata: Record<string, unknown> | null; reward: number | null; finished: boolean } }
@@ -30,14 +31,6 @@ const output = (text: string, finished = false, reward: number | null = null, me
   ok: true,
   output: { blocks: [{ type: 'text', text }], metadata, reward, finished },
 });
-
-function jsonOrNull(s: string): unknown {
-  try {
-    return JSON.parse(s) as unknown;
-  } catch {
-    return null;
-  }
-}
 
 /** The answer a grader sees: the submitted text, as Agent RFT's sample. */
 function sampleOf(answer: string): Sample {

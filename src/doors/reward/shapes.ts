@@ -7,6 +7,7 @@
 import { z } from 'zod';
 import { errors } from '../../errors.js';
 import type { Item, Sample } from '../../protocol/wire.js';
+import { jsonOrNull } from '../../protocol/json-or-null.js';
 
 const slimeSchema = z.looseObject({
   prompt: z.union([z.string(), z.array(z.unknown())]).nullish(),
@@ -45,13 +46,7 @@ function isObject(v: unknown): v is Record<string, unknown> {
 }
 
 export function answerOf(text: string): Sample {
-  let json: unknown = null;
-  try {
-    json = JSON.parse(text) as unknown;
-  } catch {
-    // a plain-text answer
-  }
-  return { output_text: text, output_json: json, output_tools: [], choices: [] };
+  return { output_text: text, output_json: jsonOrNull(text), output_tools: [], choices: [] };
 }
 
 /**

@@ -87,8 +87,9 @@ function longestTailPrefix(a: string, b: string): number {
 }
 
 export function parseRewardRequest(body: unknown): RewardRequest {
-  const o = openRlhfSchema.safeParse(body);
-  if (o.success) {
+  // OpenRLHF's shape needs `query`: without it that parse (and its error object) is skipped.
+  const o = isObject(body) && 'query' in body ? openRlhfSchema.safeParse(body) : undefined;
+  if (o?.success) {
     const { query, prompts, labels } = o.data;
     if (prompts.length !== query.length || labels.length !== query.length) {
       throw errors.badRequest(`OpenRLHF's query, prompts and labels must be as long as each other (${query.length}, ${prompts.length}, ${labels.length})`);

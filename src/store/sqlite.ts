@@ -397,8 +397,10 @@ export class SqliteStore implements Store {
     if (item && !empty) this.s.setItem.run(traceId, JSON.stringify(item));
   }
 
-  /** See Store.ensureRollout. The row is serialized only if it is to be written. */
-  /** Creates the rollout if absent (true), or fills its empty row (see Store.ensureRollout). */
+  /**
+   * Creates the rollout if absent (true), or fills its empty row (see Store.ensureRollout). The row is
+   * serialized only if it is to be written.
+   */
   private ensure(traceId: string, item: Record<string, unknown> | null, limit: number, now: number): boolean {
     const r = this.s.hasItem.get(traceId);
     if (!r) {

@@ -5,7 +5,7 @@ import { rmdir } from 'node:fs/promises';
 import { spawnOps, type HostOps } from './host-ops.js';
 import { LocalSandbox, type CommandRunner } from './local-sandbox.js';
 import { createWorkdir, prepareRoot, reapWorkdirs, removeWorkdir, tmpfsCaps, writeMeta, INSTANCE_LABEL, type Workdir } from './workdir.js';
-import { WarmPool, type PoolSizing } from './workdir-pool.js';
+import { WarmPool, type PoolSizing } from '../pool/warm-pool.js';
 import { populateWorkspace } from '../workspace/workspace.js';
 import { canSwitchUid } from './uids.js';
 import type { Sandbox, SandboxDriver, SandboxSpec, WarmPoolStats } from '../types.js';
@@ -18,7 +18,7 @@ export interface LocalDriverOptions {
   /** Sandboxes kept prepared for new rollouts (default 0); the server uses 2. */
   warmPool?: number;
   /**
-   * Let the pool learn the trainer's step (workdir-pool.ts): it grows beyond `warmPool` to the
+   * Let the pool learn the trainer's step (../pool/warm-pool.ts): it grows beyond `warmPool` to the
    * expected burst, within `maxMb` (at the driver's measured cost of a prepared sandbox) and `cap`,
    * and shrinks back after `idleMs` without a new rollout. Absent: the floor only.
    */

@@ -1,5 +1,5 @@
 // The settings the host-bound drivers (bwrap, process) share: the warm pool of workdirs kept
-// prepared ahead (workdir-pool.ts), its floor, and how far it may grow when it learns the step.
+// prepared ahead (../pool/warm-pool.ts), its floor, and how far it may grow when it learns the step.
 import { z } from 'zod';
 import type { LocalDriverOptions } from './local-driver.js';
 

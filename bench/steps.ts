@@ -1,4 +1,4 @@
-// Training steps over real HTTP against a server in its own process, on bwrap: each step starts M new
+// Training steps over real HTTP against a server in its own process, on bwrap or Docker: each step starts M new
 // rollouts at once, each making K `shell` calls with the model's think time between them (every call
 // checks its own output, bench/lib/burst.ts), then a pause before the next step. Run twice against
 // the same load: with the default settings (the warm pool learns the step) and with the learning
@@ -7,7 +7,7 @@
 // the pool's hits and what it held when the step started; then the baseline's p99 over the learned.
 // A rollout's sandbox goes when its TTL (10 s) passes after its last call, as a graded one would
 // after its grace period, so a step never waits for the previous step's sandboxes at the cap.
-// Run: node --conditions=rft-source --import tsx bench/steps.ts [rollouts=500] [calls=5] [think-ms=2000] [pause-ms=30000] [steps=3]
+// Run: node --conditions=rft-source --import tsx bench/steps.ts [rollouts=500] [calls=5] [think-ms=2000] [pause-ms=30000] [steps=3] [--driver=bwrap|docker] [--learned-only]
 import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -17,11 +17,13 @@ import { metrics, rss, sumOf } from './lib/server-stats.js';
 import { spawnServer } from '../test/helpers/child-server.js';
 import { repoRoot } from '../test/helpers/server.js';
 
-const rollouts = Number(process.argv[2] ?? 500);
-const calls = Number(process.argv[3] ?? 5);
-const thinkMs = Number(process.argv[4] ?? 2_000);
-const pauseMs = Number(process.argv[5] ?? 30_000);
-const steps = Number(process.argv[6] ?? 3);
+const args = process.argv.slice(2).filter((a) => !a.startsWith('--'));
+const rollouts = Number(args[0] ?? 500);
+const calls = Number(args[1] ?? 5);
+const thinkMs = Number(args[2] ?? 2_000);
+const pauseMs = Number(args[3] ?? 30_000);
+const steps = Number(args[4] ?? 3);
+const driver = /^--driver=(\w+)$/.exec(process.argv.find((a) => a.startsWith('--driver=')) ?? '')?.[1] ?? 'bwrap';
 /** --learned-only: skip the baseline run (trying a change to the learning). */
 const learnedOnly = process.argv.includes('--learned-only');
 const KEY = 'bench-steps-key-0123456789abcdef';
@@ -45,7 +47,7 @@ async function run(label: string, env: Record<string, string>): Promise<{ steps:
   const dataDir = await mkdtemp(join(tmpdir(), 'rft-bench-steps-'));
   const srv = await spawnServer(
     {
-      RFT_DATA_DIR: dataDir, RFT_API_KEYS: `b:${KEY}`, RFT_RATE_LIMIT: '0', RFT_SANDBOX: 'bwrap', RFT_SANDBOX_TTL_MS: String(TTL_MS),
+      RFT_DATA_DIR: dataDir, RFT_API_KEYS: `b:${KEY}`, RFT_RATE_LIMIT: '0', RFT_SANDBOX: driver, RFT_SANDBOX_TTL_MS: String(TTL_MS),
       RFT_TOOLS_DIR: join(repoRoot, 'tools'), RFT_GRADERS_DIR: join(repoRoot, 'graders'), RFT_LOG_LEVEL: 'error', ...env,
     },
     120_000,
@@ -104,7 +106,7 @@ function line(s: Step): string {
 
 const load = (await readFile('/proc/loadavg', 'utf8')).split(' ').slice(0, 3).join(' ');
 console.log(
-  `steps bench: ${steps} steps of ${rollouts} new rollouts x ${calls} shell calls, think ${thinkMs} ms, pause ${pauseMs} ms, bwrap; load average before ${load}`,
+  `steps bench: ${steps} steps of ${rollouts} new rollouts x ${calls} shell calls, think ${thinkMs} ms, pause ${pauseMs} ms, ${driver}; load average before ${load}`,
 );
 const learned = await run('learned', {});
 if (learnedOnly) process.exit(0);

@@ -43,7 +43,7 @@ export const poolSchema = z
       .describe('per kind of sandbox the pool learns for, the latest first'),
   })
   .nullable()
-  .describe("the driver's warm pool (bwrap, process); null when the driver keeps none");
+  .describe("the driver's warm pool (bwrap, process, docker); null when the driver keeps none");
 
 const iso = (ms: number) => new Date(ms).toISOString();
 

@@ -5,7 +5,8 @@ import { rmdir } from 'node:fs/promises';
 import { spawnOps, type HostOps } from './host-ops.js';
 import { LocalSandbox, type CommandRunner } from './local-sandbox.js';
 import { createWorkdir, prepareRoot, reapWorkdirs, removeWorkdir, tmpfsCaps, writeMeta, INSTANCE_LABEL, type Workdir } from './workdir.js';
-import { WarmPool, type PoolSizing } from './workdir-pool.js';
+import { WarmPool } from '../pool/warm-pool.js';
+import { poolSizing, type WarmLearning } from '../pool/settings.js';
 import { populateWorkspace } from '../workspace/workspace.js';
 import { canSwitchUid } from './uids.js';
 import type { Sandbox, SandboxDriver, SandboxSpec, WarmPoolStats } from '../types.js';
@@ -18,24 +19,17 @@ export interface LocalDriverOptions {
   /** Sandboxes kept prepared for new rollouts (default 0); the server uses 2. */
   warmPool?: number;
   /**
-   * Let the pool learn the trainer's step (workdir-pool.ts): it grows beyond `warmPool` to the
+   * Let the pool learn the trainer's step (../pool/warm-pool.ts): it grows beyond `warmPool` to the
    * expected burst, within `maxMb` (at the driver's measured cost of a prepared sandbox) and `cap`,
    * and shrinks back after `idleMs` without a new rollout. Absent: the floor only.
    */
-  warmLearning?: { maxMb: number; idleMs: number; cap: number; gapMs?: number };
+  warmLearning?: WarmLearning;
   /**
    * Host directories no sandbox may see, wherever they are (the templates root with the hidden
    * tests, the data dir, this package): bwrap hides any that lies inside a directory it binds.
    */
   hiddenPaths?: string[];
 }
-
-/**
- * Arrivals further apart than this are separate bursts: a step's new rollouts reach the driver all
- * at once (bench/steps.ts: each 500-rollout step was one burst of 500 on a loaded machine), while
- * steps are tens of seconds apart.
- */
-const BURST_GAP_MS = 2_000;
 
 /** A pool key for people: the workspace's tmpfs caps (none: the process driver's plain directory) and read-only mounts. */
 function describeKind(fs: Workdir['fs'], mounts: string[]): string {
@@ -76,7 +70,7 @@ export abstract class LocalDriver implements SandboxDriver {
 
   // Lazy: `name` is a subclass field, not set yet while this constructor runs.
   private get pool(): WarmPool<Prepared> {
-    this.poolInstance ??= new WarmPool(this.poolSizing(), {
+    this.poolInstance ??= new WarmPool(poolSizing(this.opts.warmPool ?? 0, this.opts.warmLearning, this.preparedKb), {
       make: (spec) => this.prepare(spec),
       discard: (p) => this.discard(p),
       key: (spec) => JSON.stringify([canSwitchUid() ? tmpfsCaps(spec.limits) : null, spec.readOnlyMounts ?? []]),
@@ -84,18 +78,6 @@ export abstract class LocalDriver implements SandboxDriver {
       describe: (spec) => describeKind(canSwitchUid() ? tmpfsCaps(spec.limits) : undefined, spec.readOnlyMounts ?? []),
     });
     return this.poolInstance;
-  }
-
-  /** The floor, and how far the learned size may grow: the cap, and the budget at a prepared sandbox's cost. */
-  private poolSizing(): PoolSizing {
-    const learn = this.opts.warmLearning;
-    return {
-      floor: this.opts.warmPool ?? 0,
-      max: learn ? Math.min(learn.cap, Math.floor((learn.maxMb * 1024) / this.preparedKb)) : 0,
-      gapMs: learn?.gapMs ?? BURST_GAP_MS,
-      idleMs: learn?.idleMs ?? 0,
-      shown: { budgetMb: learn?.maxMb ?? null, preparedKb: learn ? this.preparedKb : null, cap: learn?.cap ?? null },
-    };
   }
 
   private async prepare(spec: SandboxSpec, populate = false): Promise<Prepared> {

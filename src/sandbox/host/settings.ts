@@ -1,7 +1,9 @@
 // The settings the host-bound drivers (bwrap, process) share: the warm pool of workdirs kept
-// prepared ahead (workdir-pool.ts), its floor, and how far it may grow when it learns the step.
+// prepared ahead (../pool/warm-pool.ts) and its floor; how far it may grow when it learns the step is
+// every pool's (../pool/settings.ts).
 import { z } from 'zod';
 import type { LocalDriverOptions } from './local-driver.js';
+import { learnSettings } from '../pool/settings.js';
 
 export const localSettings = {
   /**
@@ -9,14 +11,7 @@ export const localSettings = {
    * the pool's floor (an idle prepared bwrap sandbox costs about 0.75 MB and 2 processes).
    */
   RFT_SANDBOX_WARM: z.coerce.number().int().min(0).max(10_000).default(2),
-  /**
-   * Memory the warm pool may hold beyond its floor when it learns the trainer's step (it grows to the
-   * step's burst of new rollouts between steps, bounded by this and the sandbox cap); 0 turns the
-   * learning off (the floor only).
-   */
-  RFT_SANDBOX_WARM_MAX_MB: z.coerce.number().int().min(0).max(1_000_000).default(512),
-  /** No new rollout for this long: training has stopped, and the pool shrinks back to its floor. */
-  RFT_SANDBOX_WARM_IDLE_MS: z.coerce.number().int().min(1_000).default(30 * 60_000),
+  ...learnSettings,
 };
 
 export interface LocalOptions {

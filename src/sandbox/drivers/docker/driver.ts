@@ -17,7 +17,9 @@ import { packWorkspace } from './tar.js';
 import { SANDBOX_PATH } from '../../host/local-sandbox.js';
 import { WORKSPACE_MOUNT } from '../../workspace/paths.js';
 import { INSTANCE_LABEL } from '../../host/workdir.js';
-import type { Sandbox, SandboxDriver, SandboxLimits, SandboxRef, SandboxSpec } from '../../types.js';
+import type { Sandbox, SandboxDriver, SandboxLimits, SandboxRef, SandboxSpec, WarmPoolStats } from '../../types.js';
+import { WarmPool } from '../../pool/warm-pool.js';
+import { poolSizing, type WarmLearning } from '../../pool/settings.js';
 
 export interface DockerDriverOptions {
   /** Owner label of every container this process creates: its replica id, the same after restarts. */
@@ -28,8 +30,10 @@ export interface DockerDriverOptions {
   socketPath?: string;
   /** OCI runtime the engines know by this name (runsc for gVisor); the engine's default otherwise. */
   runtime?: string;
-  /** Started, empty containers kept per engine for new rollouts (0: none). */
+  /** Started, empty containers kept per engine for new rollouts whatever the arrivals: the pool's floor (0: none). */
   warmPool?: number;
+  /** Let the pool learn the trainer's step (../../pool/warm-pool.ts); absent: the floor only. */
+  warmLearning?: WarmLearning;
   /** Extra labels of every container and volume (RFT_DOCKER_LABELS); never in place of this driver's own. */
   labels?: Record<string, string>;
   /** Inodes of the workspace and /tmp tmpfs (default: one per 16 KiB of their size). */
@@ -57,16 +61,55 @@ const GVISOR_THREADS = 4096;
 const GVISOR_MEMORY = 256 * 1024 * 1024;
 const UID_SPAN = 1_000_000;
 
-interface Warm {
+/**
+ * What an idle, started sandbox container costs its engine's host, KB (the warm pool's memory budget is
+ * divided by it): 30 idle containers, bench/idle-cost.ts (bench/README.md): 3.4 MB of the three
+ * processes' PSS (containerd-shim, docker-init, sleep), 0.7 MB of dockerd and containerd, 0.9 MB of
+ * kernel memory; 8.5 MB by the host's available memory, page cache included, counted here.
+ */
+const PREPARED_KB = 8_704;
+
+interface Container {
   id: string;
   name: string;
   uid: number;
-  poolKey: string;
+}
+
+/** A started, empty container kept for a new rollout, on the engine it was placed on. */
+interface Warm extends Container {
+  engine: DockerEngine;
 }
 
 /** What a warm container must match to serve a spec: what is fixed at container creation. */
 const poolKey = (s: Pick<SandboxSpec, 'limits' | 'readOnlyMounts'>): string =>
   JSON.stringify([s.limits.memoryBytes, s.limits.maxProcesses, s.limits.maxFileBytes, s.limits.cpuSeconds, s.limits.diskBytes, s.limits.inodes, s.readOnlyMounts ?? []]);
+
+/** A pool key for people. */
+const describeKind = (s: Pick<SandboxSpec, 'limits' | 'readOnlyMounts'>): string => {
+  const l = s.limits;
+  const mb = (b: number | undefined) => (b === undefined ? 'default' : `${Math.round(b / 2 ** 20)} MB`);
+  const kind = `memory ${mb(l.memoryBytes)}, ${l.maxProcesses} processes, workspace ${mb(l.diskBytes)}`;
+  return s.readOnlyMounts?.length ? `${kind}; read-only ${s.readOnlyMounts.join(', ')}` : kind;
+};
+
+/**
+ * The engine a new container goes to: of those answering with room under their cap, the one that would
+ * finish it first at its measured creation rate (an engine slowed by its host or its queue gets fewer);
+ * with equal prospects, the one with the most room. Undefined when none has room.
+ */
+export function placeCreation<E extends Pick<DockerEngine, 'up' | 'free' | 'expectedCreateMs'>>(engines: readonly E[]): E | undefined {
+  let best: E | undefined;
+  let bestMs = Infinity;
+  for (const e of engines) {
+    if (!e.up || e.free <= 0) continue;
+    const ms = e.expectedCreateMs();
+    if (!best || ms < bestMs || (ms === bestMs && e.free > best.free)) {
+      best = e;
+      bestMs = ms;
+    }
+  }
+  return best;
+}
 
 /**
  * The socket this process may not open (EACCES, EPERM), as a coded error that says how to get in:
@@ -103,9 +146,7 @@ export class DockerDriver implements SandboxDriver {
   readonly engines: DockerEngine[];
   /** Containers of live sandboxes and warm ones that this process owns (never reaped). */
   private readonly mine = new Set<string>();
-  private readonly warm = new Map<DockerEngine, Warm[]>();
-  private readonly filling = new Set<DockerEngine>();
-  private closed = false;
+  private poolInstance: WarmPool<Warm> | null = null;
 
   constructor(private readonly o: DockerDriverOptions) {
     const specs = o.hosts ?? [{ url: `unix://${o.socketPath ?? '/var/run/docker.sock'}`, name: 'local', cap: Number.MAX_SAFE_INTEGER, socketPath: o.socketPath ?? '/var/run/docker.sock' }];
@@ -147,12 +188,43 @@ export class DockerDriver implements SandboxDriver {
     return true;
   }
 
-  /** The answering engine with the most room under its cap. */
+  /** Where a new container goes (placeCreation); full or silent everywhere: 503. */
   private pick(): DockerEngine {
-    let best: DockerEngine | undefined;
-    for (const e of this.engines) if (e.up && e.free > 0 && (!best || e.free > best.free)) best = e;
+    const best = placeCreation(this.engines);
     if (!best) throw errors.sandboxUnavailable(`every Docker engine is full or not answering (${this.engines.length} configured)`);
     return best;
+  }
+
+  /**
+   * The warm pool: started containers for new rollouts, at least `warmPool` per engine, and the next
+   * training step once it has seen one (learned from the arrivals, bounded by the engines' caps and the
+   * memory budget at PREPARED_KB each). As bwrap's prepared sandboxes, they are on top of the cap, which
+   * counts what rollouts hold: a rollout's container is never refused for warm ones, and the budget
+   * bounds what they cost. Lazy: the engines are known once the driver is built.
+   */
+  private get pool(): WarmPool<Warm> {
+    this.poolInstance ??= new WarmPool(poolSizing((this.o.warmPool ?? 0) * this.engines.length, this.o.warmLearning, PREPARED_KB), {
+      make: (spec) => this.makeWarm(spec),
+      discard: (w) => this.discardWarm(w),
+      key: poolKey,
+      id: (w) => w.name,
+      describe: describeKind,
+    });
+    return this.poolInstance;
+  }
+
+  private async makeWarm(spec: SandboxSpec): Promise<Warm> {
+    const engine = this.pick();
+    return { ...(await this.createContainer(engine, spec.limits, { [PURPOSE_LABEL]: 'warm' }, spec.readOnlyMounts)), engine };
+  }
+
+  private async discardWarm(w: Warm): Promise<void> {
+    await this.removeContainer(w.engine, w.name);
+  }
+
+  /** The warm pool's state (empty before the first sandbox). */
+  poolStats(): WarmPoolStats {
+    return this.pool.stats();
   }
 
   private engineNamed(name: string): DockerEngine {
@@ -225,7 +297,7 @@ export class DockerDriver implements SandboxDriver {
   }
 
   /** Creates and starts a container on `engine`; removed again if it cannot start. */
-  private async createContainer(engine: DockerEngine, limits: SandboxLimits, labels: Record<string, string>, readOnlyMounts: string[] = []): Promise<Warm> {
+  private async createContainer(engine: DockerEngine, limits: SandboxLimits, labels: Record<string, string>, readOnlyMounts: string[] = []): Promise<Container> {
     const id = `sb_${randomUUID().replace(/-/g, '').slice(0, 16)}`;
     const name = `rft-${id}`;
     const uid = UID_BASE + randomInt(UID_SPAN);
@@ -239,7 +311,7 @@ export class DockerDriver implements SandboxDriver {
       await this.removeContainer(engine, name).catch(() => {});
       throw e;
     }
-    return { id, name, uid, poolKey: poolKey({ limits, readOnlyMounts }) };
+    return { id, name, uid };
   }
 
   private async removeContainer(engine: DockerEngine, name: string): Promise<void> {
@@ -252,15 +324,24 @@ export class DockerDriver implements SandboxDriver {
 
   async create(spec: SandboxSpec): Promise<Sandbox> {
     const packed = await packWorkspace(spec); // a bad template or inline file fails before any container exists
-    const engine = this.pick();
-    engine.live++;
-    let c: Warm | undefined;
+    const pool = this.pool;
+    let warm = pool.take(spec);
+    if (warm && (!warm.engine.up || warm.engine.free <= 0)) {
+      // its engine is silent, or full of rollouts since it was made: another engine's new one instead
+      const gone = warm;
+      void this.removeContainer(gone.engine, gone.name).catch(() => {});
+      warm = null;
+    }
+    let c: Container | undefined = warm ?? undefined;
+    let engine: DockerEngine;
     try {
-      const key = poolKey(spec);
-      const pool = this.warm.get(engine) ?? [];
-      const i = pool.findIndex((w) => w.poolKey === key);
-      c = i >= 0 ? pool.splice(i, 1)[0] : undefined;
-      this.refill(engine, spec);
+      engine = warm?.engine ?? this.pick();
+    } catch (e) {
+      pool.release(spec);
+      throw e;
+    }
+    engine.live++;
+    try {
       if (spec.readOnlyMounts?.length && !engine.local) {
         this.o.log?.warn({ engine: engine.name }, 'read-only host mounts are skipped on a remote engine: put what they hold in the sandbox image');
       }
@@ -284,44 +365,15 @@ export class DockerDriver implements SandboxDriver {
         onDestroy: () => {
           engine.live--;
           this.mine.delete(w.name);
+          pool.release(spec);
         },
       });
     } catch (e) {
       engine.live--;
+      pool.release(spec);
       if (c) await this.removeContainer(engine, c.name).catch(() => {});
       throw e;
     }
-  }
-
-  /** Keeps `warmPool` started containers on `engine` for the next rollouts, in the background. */
-  private refill(engine: DockerEngine, like: Pick<SandboxSpec, 'limits' | 'readOnlyMounts'>): void {
-    const size = this.o.warmPool ?? 0;
-    if (size <= 0 || this.closed || this.filling.has(engine)) return;
-    this.filling.add(engine);
-    void (async () => {
-      const pool = this.warm.get(engine) ?? [];
-      this.warm.set(engine, pool);
-      while (!this.closed && pool.length < size && engine.up && engine.free > 0) {
-        engine.live++;
-        try {
-          pool.push(await this.createContainer(engine, like.limits, { [PURPOSE_LABEL]: 'warm' }, like.readOnlyMounts));
-        } catch {
-          engine.live--;
-          break; // a failed refill only costs the next rollout the on-demand path
-        }
-        if (this.closed) await this.drainWarm(engine);
-      }
-    })().finally(() => this.filling.delete(engine));
-  }
-
-  private async drainWarm(engine: DockerEngine): Promise<void> {
-    const pool = this.warm.get(engine) ?? [];
-    await Promise.all(
-      pool.splice(0).map(async (w) => {
-        engine.live--;
-        await this.removeContainer(engine, w.name).catch(() => {});
-      }),
-    );
   }
 
   async attach(traceId: string, ref: SandboxRef, limits: SandboxLimits): Promise<Sandbox> {
@@ -385,8 +437,7 @@ export class DockerDriver implements SandboxDriver {
   }
 
   async close(): Promise<void> {
-    this.closed = true;
-    await Promise.all(this.engines.map((e) => this.drainWarm(e)));
+    await this.poolInstance?.close();
     await Promise.all(this.engines.map((e) => e.close()));
   }
 }

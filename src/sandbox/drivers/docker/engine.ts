@@ -12,6 +12,10 @@ import { ExecDeaths } from './events.js';
 const PROBE_EVERY_MS = 2_000;
 const PROBE_TIMEOUT_MS = 3_000;
 const HEALTH_EVERY_MS = 10_000;
+/** A creation's time before the engine has made one (about what create + start took on 2 cores, quiet). */
+const FIRST_CREATE_MS = 500;
+/** Weight of the latest creation in the engine's average (an exponential moving average). */
+const CREATE_EWMA = 0.2;
 /** Container creations at once per engine (hosts.ts: starts=N). */
 export const DEFAULT_STARTS = 8;
 
@@ -46,6 +50,10 @@ export class DockerEngine {
   private health: NodeJS.Timeout | undefined;
   private closed = false;
   private readonly startSlots: Slots;
+  /** Creations asked of this engine and not finished (queued for a slot or running). */
+  private pendingCreations = 0;
+  /** What a creation (create + start) has taken here lately, ms: the engine's measured rate. */
+  private createMs = FIRST_CREATE_MS;
   /** Calls running against the engine, each failed with ENGINE_DOWN when a probe after markDown finds it silent. */
   private readonly inUse = new Set<() => void>();
 
@@ -54,7 +62,7 @@ export class DockerEngine {
     readonly cap: number,
     endpoint: DockerEndpoint,
     private readonly log?: Logger,
-    starts = DEFAULT_STARTS,
+    private readonly starts = DEFAULT_STARTS,
   ) {
     this.api = new DockerApi(endpoint);
     this.startSlots = new Slots(starts);
@@ -81,8 +89,26 @@ export class DockerEngine {
    * hundreds at once saturate it and every exec waits behind them. Removals are not queued: they free
    * room, and a removal waiting behind a burst's creations kept a graded rollout's processes alive.
    */
-  creating<T>(fn: (api: DockerApi) => Promise<T>): Promise<T> {
-    return this.startSlots.run(() => this.use(fn));
+  async creating<T>(fn: (api: DockerApi) => Promise<T>): Promise<T> {
+    this.pendingCreations++;
+    try {
+      return await this.startSlots.run(async () => {
+        const t0 = performance.now();
+        const out = await this.use(fn);
+        this.createMs += CREATE_EWMA * (performance.now() - t0 - this.createMs);
+        return out;
+      });
+    } finally {
+      this.pendingCreations--;
+    }
+  }
+
+  /**
+   * When a creation asked now would be done, ms, at the engine's measured rate: the creations ahead of
+   * it, `starts` at a time, then its own. What placement compares engines by.
+   */
+  expectedCreateMs(): number {
+    return Math.ceil((this.pendingCreations + 1) / this.starts) * this.createMs;
   }
 
   /**

@@ -3,6 +3,7 @@
 import { z } from 'zod';
 import { defineDriver } from '../../driver-module.js';
 import { parseDockerHosts, type DockerHostSpec } from './hosts.js';
+import { learnSettings } from '../../pool/settings.js';
 
 const DEFAULT_IMAGE = 'rft-endpoints-sandbox:latest';
 // Measured, 30 idle containers on one engine (bench/idle-cost.ts, bench/README.md): 3 processes
@@ -25,8 +26,13 @@ const settings = {
   DOCKER_CERT_PATH: z.string().optional(),
   /** OCI runtime the engines know by this name, e.g. runsc (gVisor); the engine's default otherwise. */
   RFT_DOCKER_RUNTIME: z.string().regex(/^[\w.-]{1,64}$/, 'a runtime name as registered with the engine').optional(),
-  /** Started, empty containers kept ready per engine for new rollouts (0: none). */
+  /**
+   * Started, empty containers kept ready per engine for new rollouts whatever the arrivals: the warm
+   * pool's floor (0: none). Beyond it the pool learns the training step (RFT_SANDBOX_WARM_MAX_MB, at
+   * 8.5 MB per idle container, and RFT_SANDBOX_WARM_IDLE_MS, shared with bwrap).
+   */
   RFT_DOCKER_WARM: z.coerce.number().int().min(0).max(1000).default(0),
+  ...learnSettings,
   /** Labels put on every container and volume this server creates, `key=value,...` (e.g. a deployment's or a test run's name, to find them with docker ps --filter). */
   RFT_DOCKER_LABELS: z
     .string()
@@ -39,6 +45,9 @@ export interface DockerOptions {
   dockerHosts: DockerHostSpec[];
   dockerRuntime: string | undefined;
   dockerWarm: number;
+  /** The learned pool's memory budget, MB (RFT_SANDBOX_WARM_MAX_MB; 0: no learning), and when it shrinks back. */
+  dockerWarmMaxMb: number;
+  dockerWarmIdleMs: number;
   /** RFT_DOCKER_LABELS. */
   dockerLabels: Record<string, string>;
 }
@@ -60,6 +69,8 @@ export const docker = defineDriver({
     }),
     dockerRuntime: s.RFT_DOCKER_RUNTIME,
     dockerWarm: s.RFT_DOCKER_WARM,
+    dockerWarmMaxMb: s.RFT_SANDBOX_WARM_MAX_MB,
+    dockerWarmIdleMs: s.RFT_SANDBOX_WARM_IDLE_MS,
     dockerLabels: Object.fromEntries((s.RFT_DOCKER_LABELS ?? '').split(',').filter(Boolean).map((kv) => kv.split('=') as [string, string])),
   }),
   shared: true,
@@ -72,6 +83,10 @@ export const docker = defineDriver({
       ...(opts.dockerHosts ? { hosts: opts.dockerHosts } : {}),
       ...(opts.dockerRuntime ? { runtime: opts.dockerRuntime } : {}),
       ...(opts.dockerWarm !== undefined ? { warmPool: opts.dockerWarm } : {}),
+      // learning within the engines' caps (each engine's, summed) and the memory budget
+      ...(opts.dockerWarmMaxMb
+        ? { warmLearning: { maxMb: opts.dockerWarmMaxMb, idleMs: opts.dockerWarmIdleMs ?? 30 * 60_000, cap: (opts.dockerHosts ?? []).reduce((n, h) => n + h.cap, 0) || DEFAULT_CAP } }
+        : {}),
       ...(opts.dockerLabels ? { labels: opts.dockerLabels } : {}),
       ...(opts.log ? { log: opts.log } : {}),
     });

@@ -77,6 +77,9 @@ describe('Docker engines from the configuration', () => {
     expect(c.sandbox.dockerHosts.map((h) => h.cap)).toEqual([4]);
     expect(c.sandbox.dockerRuntime).toBe('runsc');
     expect(c.sandbox.dockerWarm).toBe(2);
+    // the pool learns the step by default (the budget shared with bwrap), off with a zero budget
+    expect([c.sandbox.dockerWarmMaxMb, c.sandbox.dockerWarmIdleMs]).toEqual([512, 30 * 60_000]);
+    expect(loadConfig({ RFT_SANDBOX_WARM_MAX_MB: '0', RFT_SANDBOX_WARM_IDLE_MS: '5000' }).sandbox).toMatchObject({ dockerWarmMaxMb: 0, dockerWarmIdleMs: 5000, localWarmMaxMb: 0 });
   });
 
   it('takes extra container labels as key=value pairs, and refuses anything else at boot', () => {

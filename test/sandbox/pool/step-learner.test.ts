@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { StepLearner } from '../../../src/sandbox/host/step-learner.js';
+import { StepLearner } from '../../../src/sandbox/pool/step-learner.js';
 
 /** `n` arrivals 10 ms apart from `t0`; returns the time of the last. */
 function burst(l: StepLearner, t0: number, n: number): number {

@@ -114,6 +114,9 @@ export class WarmPool<T> {
   release(spec: SandboxSpec): void {
     const slot = this.slots.get(this.ops.key(spec));
     if (slot && slot.inUse > 0) slot.inUse--;
+    // Room was freed: a refill that stopped at the driver's cap (Docker places warm containers only
+    // where rollouts left room) goes on.
+    this.fill();
   }
 
   stats(): WarmPoolStats {

@@ -2,11 +2,12 @@
 // bridged tools), `tools/call` runs the tool through the ledger, exactly as POST /tools does. One
 // definition serves both protocol generations: a fresh instance per request (2026-07-28, stateless
 // 2025 clients) or one per session (2025 clients with sessions).
-import { createHash, randomUUID } from 'node:crypto';
+import { createHash } from 'node:crypto';
 import { ProtocolError, ProtocolErrorCode, Server, type CallToolResult, type ServerContext } from '@modelcontextprotocol/server';
 import { errors, isRftError } from '../../errors.js';
 import type { Ledger, ToolCallOutcome } from '../../ledger/ledger.js';
 import { canonicalJson } from '../../protocol/canonical.js';
+import { timeOrderedId } from '../../rollout/ids.js';
 import { ID_MAX_LENGTH, isId, traceIdSchema, type Item } from '../../protocol/wire.js';
 import type { Registry } from '../../registry/loader.js';
 
@@ -60,7 +61,7 @@ function scope(ctx: ServerContext): { traceId: string; stateless: boolean; callP
     return { traceId: t.data, stateless: false, callPrefix: ctx.sessionId !== undefined ? `mcp:${ctx.sessionId}:` : 'mcp:' };
   }
   if (ctx.sessionId !== undefined) return { traceId: sessionTraceId(ctx.sessionId), stateless: false, callPrefix: 'mcp:' };
-  return { traceId: `mcp-call-${randomUUID()}`, stateless: true, callPrefix: 'mcp:' };
+  return { traceId: timeOrderedId('mcp-call-'), stateless: true, callPrefix: 'mcp:' };
 }
 
 function unknownTool(name: string, offered: Iterable<string>): ProtocolError {
@@ -125,7 +126,7 @@ export function createToolServer(deps: McpServerDeps): Server {
     const { traceId, stateless, callPrefix } = scope(ctx);
     // A retry runs once: the client's idempotency key is the call id; without one, within a
     // rollout, the JSON-RPC request id is (a stateless call has nothing to match a retry against).
-    const callId = key ?? (stateless ? `mcp:${randomUUID()}` : `${callPrefix}${String(ctx.mcpReq.id)}`);
+    const callId = key ?? (stateless ? timeOrderedId('mcp:') : `${callPrefix}${String(ctx.mcpReq.id)}`);
     if (!isId(callId)) {
       throw new ProtocolError(ProtocolErrorCode.InvalidParams, `the call id made of the request id, "${callPrefix}<id>", ${ID_RULES}: send a plain request id or _meta["${META.idempotencyKey}"]`);
     }

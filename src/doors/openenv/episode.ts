@@ -5,12 +5,12 @@
 // of ours is thrown as a coded RftError (the socket answers an `error` frame, HTTP a 5xx) and marks the
 // episode broken: its submit then answers RFT_ERR_OPENENV_ROLLOUT_LOST, never a reward for an episode the
 // model did not play.
-import { randomBytes } from 'node:crypto';
 import { errors, isRftError, type RftError } from '../../errors.js';
 import type { DoorCore, Rollout } from '../core.js';
 import type { Sample } from '../../protocol/wire.js';
 import { graderItem, promptOf, rowToolSpecs, SUBMIT_SPEC, SUBMIT_TOOL, type PickedRow, type ToolSpec } from './rows.js';
 import { jsonOrNull } from '../../protocol/json-or-null.js';
+import { timeOrderedId } from '../../rollout/ids.js';
 
 export const OPENENV_DOOR = 'openenv';
 
@@ -72,7 +72,7 @@ export class Episode {
   static async start(core: DoorCore, environment: string, picked: PickedRow, episodeId: string | undefined): Promise<Episode> {
     const specs = rowToolSpecs(picked.row);
     const rollout = await core.start({
-      traceId: `oe_${randomBytes(16).toString('base64url')}`,
+      traceId: timeOrderedId('oe_'),
       door: OPENENV_DOOR,
       row: { ...graderItem(picked.row), ...(episodeId === undefined ? {} : { _openenv_episode_id: episodeId }) },
       tools: specs.map((t) => t.name),

@@ -4,7 +4,7 @@
 // key in the ledger; the session also keeps each task's result in memory, so a client reconnecting
 // with the task_id gets the same result, a running call included. Sessions live in this process
 // (a restart ends them: their calls answer 503) and are deleted after RFT_ORS_IDLE_MS unused.
-import { randomBytes } from 'node:crypto';
+import { timeOrderedId } from '../../rollout/ids.js';
 import type { Rollout } from '../core.js';
 
 /** What /create asked for: a row by split and index, maybe with its environment. */
@@ -52,7 +52,7 @@ export class Sessions {
   }
 
   create(): Session {
-    const sid = `ors_${randomBytes(18).toString('base64url')}`;
+    const sid = timeOrderedId('ors_', 18);
     const s: Session = { sid, row: undefined, rollout: undefined, tasks: new Map(), finished: false, finishedBy: undefined, lastUsed: Date.now() };
     this.bySid.set(sid, s);
     return s;
@@ -71,7 +71,7 @@ export class Sessions {
   }
 
   static mintTaskId(): string {
-    return randomBytes(16).toString('hex');
+    return timeOrderedId('', 16, 'hex');
   }
 
   private expire(now: number): void {

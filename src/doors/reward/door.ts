@@ -3,30 +3,21 @@
 // OpenRLHF's remote reward URL (docs/reward-endpoints.md). Each sample is a rollout of its own (door
 // `reward`) graded once through the core, so the dashboard's learning curve counts it.
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import { randomBytes } from 'node:crypto';
 import { errors } from '../../errors.js';
 import { defaultGrader, type LoadedGrader } from '../../registry/loader.js';
 import type { Grade } from '../core.js';
 import type { PrivateDoor, PrivateDoorContext } from '../private/door.js';
 import { parseRewardRequest, type RewardRequest } from './shapes.js';
+import { timeOrderedId } from '../../rollout/ids.js';
 
 export const REWARD_DOOR = 'reward';
-
-/**
- * A new reward rollout's id: the time first (fixed width, so ids sort by time), then 64 random bits.
- * Ids in time order are inserted at the end of the record's trace_id indexes; random UUIDs landed
- * anywhere in them and cost each grade's commit about 80 us (measured in-process, SQLite).
- */
-export function rewardTraceId(now = Date.now()): string {
-  return `rw_${now.toString(36).padStart(9, '0')}${randomBytes(8).toString('hex')}`;
-}
 
 /** Grades every sample of the request, in parallel; the first failure fails the request (the client retries it whole). */
 async function gradeAll(ctx: PrivateDoorContext, grader: LoadedGrader, req: RewardRequest): Promise<Grade[]> {
   return Promise.all(
     req.samples.map(async ({ answer, item }) => {
       // A rollout of its own, created with its door in the grade's commit (one write).
-      const traceId = rewardTraceId();
+      const traceId = timeOrderedId('rw_', 8, 'hex');
       const g = await ctx.core.grade({ traceId, door: REWARD_DOOR, row: item, environment: undefined, tools: new Set(), grader }, answer);
       ctx.log.info({ trace_id: traceId, client: req.client, grader: g.grader, score: g.score }, 'reward graded');
       return g;

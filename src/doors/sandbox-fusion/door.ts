@@ -2,12 +2,12 @@
 // for verl's code reward (verl/utils/reward_score/sandbox_fusion) and anything else that calls a
 // SandboxFusion service (docs/sandbox-fusion.md). Each run is a rollout of its own (door
 // `sandbox-fusion`) holding one `run_code` call: the request and the reply, in the record.
-import { randomUUID } from 'node:crypto';
 import { errors, isRftError } from '../../errors.js';
 import { canonicalJson, sha256 } from '../../protocol/canonical.js';
 import type { PrivateDoor, PrivateDoorContext } from '../private/door.js';
 import { runCodeRequestSchema, type RunCodeRequest } from './request.js';
 import { runCode, type RunOutcome } from './run.js';
+import { timeOrderedId } from '../../rollout/ids.js';
 
 export const SANDBOX_FUSION_DOOR = 'sandbox-fusion';
 const TOOL = 'run_code';
@@ -49,7 +49,7 @@ export const sandboxFusionDoor: PrivateDoor = {
       const parsed = runCodeRequestSchema.safeParse(req.body);
       if (!parsed.success) throw errors.badRequest(`not a SandboxFusion run_code request: ${parsed.error.issues.slice(0, 3).map((i) => `${i.path.join('.') || '(body)'}: ${i.message}`).join('; ')}`);
       if (!sandboxes) throw errors.sandboxUnavailable('sandboxes are disabled on this server (RFT_SANDBOX=none)');
-      const traceId = `sf_${randomUUID()}`;
+      const traceId = timeOrderedId('sf_');
       const limits = config.sandbox.limits;
       let out: RunOutcome;
       try {

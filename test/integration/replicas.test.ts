@@ -233,10 +233,18 @@ describeIf(unavailable === undefined, 'Postgres and two extra Docker engines', u
       expect(ok.filter((x) => x.call_id !== `call_${rollouts.indexOf(trace)}_6`)).toHaveLength(6);
       for (const x of ok) if (!x.call_id.endsWith('_6')) expect(logs.get(trace)).toContain(x.call_id);
     }
-    // Idle past the TTL: every sandbox of both replicas is gone, and so are their records.
+    // Idle past the TTL: every rollout's sandbox of both replicas is gone, and so are their records. What is
+    // left is each replica's warm pool (started containers for the next step, never a rollout's: the pool
+    // learned this run's bursts and keeps them until its idle timeout), as many as the replicas report.
+    const poolWarm = async (url: string): Promise<number> => {
+      const res = await request(`${url}/v1/stats?since=15m&include=rollouts`, { headers: { authorization: `Bearer ${KEY}` } });
+      const body = (await res.body.json()) as { this_replica: { sandboxes?: { pool?: { warm: number } | null } } };
+      return body.this_replica.sandboxes?.pool?.warm ?? 0;
+    };
     await vi.waitFor(
       async () => {
-        expect([...(await containers(`rft-endpoints.instance=${owner('rep-f')}`)), ...(await containers(`rft-endpoints.instance=${owner('rep-g')}`))]).toEqual([]);
+        const left = [...(await containers(`rft-endpoints.instance=${owner('rep-f')}`)), ...(await containers(`rft-endpoints.instance=${owner('rep-g')}`))];
+        expect(left).toHaveLength((await poolWarm(a.url)) + (await poolWarm(b.url)));
         expect(await placements()).toBe(0);
       },
       { timeout: 60_000, interval: 500 },

@@ -3,7 +3,7 @@
 // every pool's (../pool/settings.ts).
 import { z } from 'zod';
 import type { LocalDriverOptions } from './local-driver.js';
-import { learnSettings } from '../pool/settings.js';
+import { learningOption, learnSettings } from '../pool/settings.js';
 
 export const localSettings = {
   /**
@@ -33,6 +33,6 @@ export function localOptions(s: { RFT_SANDBOX_WARM: number; RFT_SANDBOX_WARM_MAX
 export function warmPoolOptions(o: Partial<LocalOptions>, defaultCap: number): Pick<LocalDriverOptions, 'warmPool' | 'warmLearning'> {
   return {
     ...(o.localWarm !== undefined ? { warmPool: o.localWarm } : {}),
-    ...(o.localWarmMaxMb ? { warmLearning: { maxMb: o.localWarmMaxMb, idleMs: o.localWarmIdleMs ?? 30 * 60_000, cap: o.localCap ?? defaultCap } } : {}),
+    ...learningOption(o.localWarmMaxMb, o.localWarmIdleMs, o.localCap ?? defaultCap),
   };
 }

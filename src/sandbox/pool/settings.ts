@@ -22,6 +22,11 @@ export interface WarmLearning {
   gapMs?: number;
 }
 
+/** A driver's `warmLearning` option from the settings: none with a zero (or unset) budget. */
+export function learningOption(maxMb: number | undefined, idleMs: number | undefined, cap: number): { warmLearning?: WarmLearning } {
+  return maxMb ? { warmLearning: { maxMb, idleMs: idleMs ?? learnSettings.RFT_SANDBOX_WARM_IDLE_MS.parse(undefined), cap } } : {};
+}
+
 /**
  * Arrivals further apart than this are separate bursts: a step's new rollouts reach the driver all
  * at once (bench/steps.ts: each 500-rollout step was one burst of 500 on a loaded machine), while

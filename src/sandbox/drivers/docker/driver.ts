@@ -328,8 +328,7 @@ export class DockerDriver implements SandboxDriver {
     let warm = pool.take(spec);
     if (warm && (!warm.engine.up || warm.engine.free <= 0)) {
       // its engine is silent, or full of rollouts since it was made: another engine's new one instead
-      const gone = warm;
-      void this.removeContainer(gone.engine, gone.name).catch(() => {});
+      void this.removeContainer(warm.engine, warm.name).catch(() => {});
       warm = null;
     }
     let c: Container | undefined = warm ?? undefined;

@@ -3,7 +3,7 @@
 import { z } from 'zod';
 import { defineDriver } from '../../driver-module.js';
 import { parseDockerHosts, type DockerHostSpec } from './hosts.js';
-import { learnSettings } from '../../pool/settings.js';
+import { learningOption, learnSettings } from '../../pool/settings.js';
 
 const DEFAULT_IMAGE = 'rft-endpoints-sandbox:latest';
 // Measured, 30 idle containers on one engine (bench/idle-cost.ts, bench/README.md): 3 processes
@@ -84,9 +84,7 @@ export const docker = defineDriver({
       ...(opts.dockerRuntime ? { runtime: opts.dockerRuntime } : {}),
       ...(opts.dockerWarm !== undefined ? { warmPool: opts.dockerWarm } : {}),
       // learning within the engines' caps (each engine's, summed) and the memory budget
-      ...(opts.dockerWarmMaxMb
-        ? { warmLearning: { maxMb: opts.dockerWarmMaxMb, idleMs: opts.dockerWarmIdleMs ?? 30 * 60_000, cap: (opts.dockerHosts ?? []).reduce((n, h) => n + h.cap, 0) || DEFAULT_CAP } }
-        : {}),
+      ...learningOption(opts.dockerWarmMaxMb, opts.dockerWarmIdleMs, (opts.dockerHosts ?? []).reduce((n, h) => n + h.cap, 0) || DEFAULT_CAP),
       ...(opts.dockerLabels ? { labels: opts.dockerLabels } : {}),
       ...(opts.log ? { log: opts.log } : {}),
     });

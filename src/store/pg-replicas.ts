@@ -10,7 +10,7 @@
 //   rollout's row lock). Waits poll; they only happen when a rollout's calls overlap across replicas.
 import pg from 'pg';
 import type { Logger } from 'pino';
-import { quoteIdent } from './pg-schema.js';
+import { applySchemaPart, quoteIdent } from './pg-schema.js';
 import { retryOnce } from './pg-retry.js';
 import { closeRunningSql } from './pg-interrupt.js';
 import { encodeText } from './pg-text.js';
@@ -83,18 +83,10 @@ interface PlacementRow {
 
 const toPlacement = (r: PlacementRow): Placement => ({ traceId: r.trace_id, owner: r.owner, engine: r.engine, container: r.container, lastUsed: r.last_used });
 
-/** Creates the replicas' tables and functions, under the same advisory lock as the store's own schema. */
+/** Creates the replicas' tables and functions, as the store's own schema part (applySchemaPart). */
 export async function ensureReplicaSchema(client: pg.ClientBase, schema: string): Promise<void> {
-  await client.query('BEGIN');
-  try {
-    await client.query("SELECT pg_advisory_xact_lock(hashtext('rft-endpoints schema ' || $1))", [schema]);
-    // The schema name is checked by quoteIdent ([A-Za-z0-9_]), so it is safe inside a string literal.
-    await client.query(ddl(quoteIdent(schema), `'rft-endpoints replica ${schema} '`));
-    await client.query('COMMIT');
-  } catch (e) {
-    await client.query('ROLLBACK').catch(() => undefined);
-    throw e;
-  }
+  // The schema name is checked by quoteIdent ([A-Za-z0-9_]), so it is safe inside a string literal.
+  await applySchemaPart(client, schema, 'replicas', ddl(quoteIdent(schema), `'rft-endpoints replica ${schema} '`));
 }
 
 class PgPlacements implements PlacementStore {

@@ -1,6 +1,7 @@
 // Postgres tables of the store: the same columns and meaning as SQLite's (src/store/sqlite.ts), plus
 // calls.owner (the replica that started a call), and begin_call(), which does a call's whole
 // admission (rollout insert, replay check, budget charge, seq) in one round trip under a row lock.
+import { createHash } from 'node:crypto';
 import type pg from 'pg';
 import { insightsDdl, postgresDialect } from '../stats/insights.js';
 import { DEFAULT_DOOR, gradesDdl } from './rows.js';
@@ -147,20 +148,56 @@ END
 $fn$;
 `;
 
+/** Creates the schema, or brings it up to this version's statements (ddl above). */
+export async function ensureSchema(client: pg.ClientBase, schema: string): Promise<void> {
+  await applySchemaPart(client, schema, 'store', ddl(quoteIdent(schema)));
+}
+
+const DEADLOCK = '40P01';
+const DDL_ATTEMPTS = 5;
+
 /**
- * Creates the schema if needed. Replicas booting together would race on CREATE ... IF NOT EXISTS
- * (it is not safe against concurrent creators) and CREATE OR REPLACE FUNCTION, so creation runs
- * under a transaction-scoped advisory lock keyed by the schema name.
+ * Runs one part's schema statements (CREATE ... IF NOT EXISTS, ALTER ... IF NOT EXISTS, CREATE OR
+ * REPLACE FUNCTION) unless the schema already has exactly these statements applied: the digest of
+ * the text is kept in `schema_parts`. Those statements lock tables even when they change nothing
+ * (CREATE INDEX IF NOT EXISTS takes a share lock, ALTER TABLE an exclusive one), so a replica booting
+ * beside live ones deadlocked with their calls and boot-time interrupts, and failed its boot (a CI
+ * run); a boot on an up-to-date schema now takes no table lock at all. Replicas booting together
+ * are serialised by a transaction-scoped advisory lock keyed by the schema name (CREATE ... IF NOT
+ * EXISTS is not safe against concurrent creators). A real change (a new version beside older
+ * replicas) still locks, and a deadlock there is retried.
  */
-export async function ensureSchema(client: pg.PoolClient, schema: string): Promise<void> {
+export async function applySchemaPart(client: pg.ClientBase, schema: string, part: string, statements: string): Promise<void> {
   const s = quoteIdent(schema);
-  await client.query('BEGIN');
-  try {
-    await client.query("SELECT pg_advisory_xact_lock(hashtext('rft-endpoints schema ' || $1))", [schema]);
-    await client.query(ddl(s));
-    await client.query('COMMIT');
-  } catch (e) {
-    await client.query('ROLLBACK').catch(() => undefined);
-    throw e;
+  const digest = createHash('sha256').update(statements).digest('hex');
+  for (let attempt = 1; ; attempt++) {
+    await client.query('BEGIN');
+    try {
+      await client.query("SELECT pg_advisory_xact_lock(hashtext('rft-endpoints schema ' || $1))", [schema]);
+      if ((await appliedDigest(client, s, part)) !== digest) {
+        await client.query(statements);
+        await client.query(`CREATE TABLE IF NOT EXISTS ${s}.schema_parts (part text PRIMARY KEY, digest text NOT NULL, applied_at bigint NOT NULL)`);
+        await client.query(
+          `INSERT INTO ${s}.schema_parts (part, digest, applied_at) VALUES ($1, $2, $3)
+           ON CONFLICT (part) DO UPDATE SET digest = excluded.digest, applied_at = excluded.applied_at`,
+          [part, digest, Date.now()],
+        );
+      }
+      await client.query('COMMIT');
+      return;
+    } catch (e) {
+      await client.query('ROLLBACK').catch(() => undefined);
+      if ((e as { code?: unknown }).code !== DEADLOCK || attempt >= DDL_ATTEMPTS) throw e;
+      await new Promise((r) => setTimeout(r, 20 * attempt + Math.random() * 50));
+    }
   }
+}
+
+/** The digest of the statements last applied for this part, if the schema records one. */
+async function appliedDigest(client: pg.ClientBase, s: string, part: string): Promise<string | undefined> {
+  const table = `${s}.schema_parts`;
+  const { rows: found } = await client.query<{ t: string | null }>('SELECT to_regclass($1)::text AS t', [table]);
+  if (found[0]?.t == null) return undefined;
+  const { rows } = await client.query<{ digest: string }>(`SELECT digest FROM ${table} WHERE part = $1`, [part]);
+  return rows[0]?.digest;
 }

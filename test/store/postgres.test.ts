@@ -74,6 +74,47 @@ describePg('PostgresStore across replicas (two pools on one database)', () => {
     expect(await stores[0]!.listCalls('trace_boot_race')).toHaveLength(4);
   });
 
+  it('boots a replica while others admit, finish and interrupt calls: no deadlock, no failed call (CI: "deadlock detected" at a third replica\'s boot)', async () => {
+    // The CI failure: a booting replica's schema statements took the rollouts table, then waited for
+    // calls, while another replica's boot-time interrupt (markInterrupted) held calls and waited for
+    // rollouts. Here one replica serves calls and another runs that interrupt in a loop.
+    const schema = testSchema();
+    const serving = await openStore(schema, { instanceId: 'pod-serving' });
+    const interrupting = await openStore(schema, { instanceId: 'pod-interrupting' });
+    let stop = false;
+    let admitted = 0;
+    let interrupts = 0;
+    const work = Promise.all([
+      ...Array.from({ length: 4 }, async (_, w) => {
+        for (let i = 0; !stop; i++) {
+          const trace = `trace_busy_${(w + i) % 4}`;
+          const r = await serving.beginCall(begin(trace, `w${w}_c${i}`, { budgetLimit: 1_000_000 }));
+          expect(r.kind).toBe('started');
+          await serving.finishCall(trace, `w${w}_c${i}`, { status: 'ok', output: 'out', finishedAt: Date.now(), durationMs: 1, outputBytes: 3, truncated: false });
+          admitted++;
+        }
+      }),
+      ...Array.from({ length: 2 }, async () => {
+        for (; !stop; interrupts++) await interrupting.markInterrupted('interrupted', Date.now());
+      }),
+    ]);
+    try {
+      for (let i = 0; i < 30; i++) {
+        const booted = await PostgresStore.open({ url: databaseUrl, schema, instanceId: `pod-boot-${i}`, poolSize: 2 });
+        try {
+          expect(await booted.getBudget('trace_busy_0', 0)).toMatchObject({ limit: 1_000_000 });
+        } finally {
+          await booted.close();
+        }
+      }
+    } finally {
+      stop = true;
+      await work;
+    }
+    expect(admitted).toBeGreaterThan(0);
+    expect(interrupts).toBeGreaterThan(0);
+  });
+
   it('keeps its tables in its own schema, invisible to a store on another schema', async () => {
     const own = testSchema();
     const [a, b] = [await openStore(own), await openStore(testSchema())];
@@ -95,10 +136,11 @@ describePg('PostgresStore across replicas (two pools on one database)', () => {
     await first.unbeginCall('trace_old', 'ours', b.call.seq, 1);
     for (const id of ['c1', 'c2']) await first.beginCall(begin('trace_old', id));
     await first.ensureRollout('trace_none', null, 5, 1);
-    // What an older version's schema looks like: no call_count column (next_seq says 4, 2 calls recorded).
+    // What an older version's schema looks like: no call_count column (next_seq says 4, 2 calls
+    // recorded), and no record of the statements applied (schema_parts came later still).
     const client = new pg.Client({ connectionString: databaseUrl });
     await client.connect();
-    await client.query(`ALTER TABLE "${schema}".rollouts DROP COLUMN call_count`);
+    await client.query(`ALTER TABLE "${schema}".rollouts DROP COLUMN call_count; DROP TABLE "${schema}".schema_parts`);
     await client.end();
     const store = await openStore(schema);
     expect(await store.rolloutTally('trace_old')).toEqual({ calls: 2, budgetExceeded: false });
@@ -108,14 +150,14 @@ describePg('PostgresStore across replicas (two pools on one database)', () => {
   });
 });
 
-/** A store booted on a schema with one rollout (trace_old) whose rollouts table lost a column, as one made before it. */
+/** A store booted on a schema with one rollout (trace_old) whose rollouts table lost a column, as one made before it (whose statements schema_parts records with another digest). */
 async function storeWithout(column: string): Promise<PostgresStore> {
   const schema = testSchema();
   const first = await openStore(schema);
   await first.beginCall(begin('trace_old', 'c1'));
   const client = new pg.Client({ connectionString: databaseUrl });
   await client.connect();
-  await client.query(`ALTER TABLE "${schema}".rollouts DROP COLUMN ${column}`);
+  await client.query(`ALTER TABLE "${schema}".rollouts DROP COLUMN ${column}; UPDATE "${schema}".schema_parts SET digest = 'an older version''s'`);
   await client.end();
   return openStore(schema);
 }

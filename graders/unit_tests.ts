@@ -13,7 +13,8 @@ import { defineGrader, errors, isRftError, z, type GraderContext, type GraderRes
 import { budgetPenalty } from 'rft-endpoints/grading';
 import { copyNote, workspaceSource, type CopyReport } from 'rft-endpoints/sandbox';
 import { readCases } from './_unit_tests/cases.js';
-import { baselinePassing, runHiddenOn, withTempDir } from './_unit_tests/grade-dir.js';
+import { BaselineStarved, baselinePassing, runHiddenOn, withTempDir } from './_unit_tests/grade-dir.js';
+import { RolloutLoad, settleStarved } from './_unit_tests/starved.js';
 import type { CaseResult } from './_unit_tests/run.js';
 import type { RecordedCall } from 'rft-endpoints';
 
@@ -101,10 +102,12 @@ export default defineGrader({
     const penalty = budgetPenalty(budget, { target: opts.target, floor: opts.floor });
     let outcome: Awaited<ReturnType<typeof runHiddenOn>>;
     let copied: CopyReport | undefined;
+    let load: RolloutLoad | undefined;
     try {
       const calls = await ctx.rollout.calls();
       const rolloutSandbox = await ctx.sandbox();
       assertWorkspaceSurvived(calls, rolloutSandbox);
+      load = await RolloutLoad.watch(rolloutSandbox);
       // The copy leaves out what a fresh sandbox could not hold (special files, too deep paths, what
       // is past its disk and inode budget) and says so: what the rollout broke scores the cases that
       // still pass, never a failed grade the trainer would discard.
@@ -123,6 +126,7 @@ export default defineGrader({
       };
     }
     const note = copied ? copyNote(copied) : '';
+    if (outcome.cases !== null) outcome = { ...outcome, cases: await settleStarved(outcome.cases, load) };
     if (outcome.cases === null) {
       return { score: 0, subscores: { tests_passed: 0, budget: penalty }, explanation: [outcome.failure ?? 'no result', note].filter(Boolean).join('\n') };
     }
@@ -133,7 +137,19 @@ export default defineGrader({
     const subscores: Record<string, number> = { tests_passed: fraction, budget: penalty };
     let base = fraction;
     if (opts.mode === 'improvement') {
-      const baseline = await baselinePassing(ctx, source.templateDir as string, hiddenDir, cases);
+      let baseline: Set<string>;
+      try {
+        baseline = await baselinePassing(ctx, source.templateDir as string, hiddenDir, cases);
+      } catch (e) {
+        if (!(e instanceof BaselineStarved)) throw e;
+        // The template's run was kept off the CPU: by the rollout's leftovers (its zero), else by the machine (ours).
+        if (!(await load?.busy())) throw errors.graderFailed('unit_tests', `the machine was too loaded to measure the template's baseline (${e.message})`);
+        return {
+          score: 0,
+          subscores: { tests_passed: fraction, improvement: 0, budget: penalty },
+          explanation: `${explanation}; the template's baseline could not be measured: the rollout's own processes, still running in its sandbox, kept the machine busy`,
+        };
+      }
       base = improvement(outcome.cases, baseline);
       subscores.improvement = base;
       explanation += ` (the untouched template passes ${baseline.size}); improvement ${base.toFixed(2)}`;

@@ -30,6 +30,9 @@ export async function withTempDir<T>(fn: (dir: string) => Promise<T>): Promise<T
 
 const baselines = new Map<string, Promise<Set<string>>>();
 
+/** The template's run had a case kept off the CPU (runner.py, "Time"): no baseline, and nothing cached. */
+export class BaselineStarved extends Error {}
+
 /**
  * Names of the cases the untouched template already passes, measured once per task and cases
  * file for the life of the process (every rollout of a task starts from the same template).
@@ -44,6 +47,8 @@ export function baselinePassing(ctx: GraderContext, templateDir: string, hiddenD
       await cp(templateDir, ws, { recursive: true, verbatimSymlinks: true, filter: (src) => src !== hidden && !src.startsWith(hidden + sep) });
       const outcome = await runHiddenOn(ctx, ws, hiddenDir, cases);
       if (outcome.cases === null) throw new Error(`baseline run on the template failed: ${outcome.failure}`);
+      const starved = outcome.cases.find((c) => c.starved);
+      if (starved) throw new BaselineStarved(`case "${starved.name}": ${starved.detail}`);
       return new Set(outcome.cases.filter((c) => c.passed).map((c) => c.name));
     });
     baselines.set(key, p);

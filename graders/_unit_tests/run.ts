@@ -5,6 +5,7 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { errors, type Sandbox } from 'rft-endpoints';
+import { driverModule } from 'rft-endpoints/sandbox';
 import type { CasesFile } from './cases.js';
 
 const RUNNER = readFileSync(join(import.meta.dirname, 'runner.py'), 'utf8');
@@ -13,7 +14,12 @@ export interface CaseResult {
   name: string;
   passed: boolean;
   detail: string;
+  /** Kept off the CPU by something outside its sandbox (runner.py, "Time"): the grader decides whose. */
+  starved?: boolean;
 }
+
+/** How many times its time limit a case may go without getting that far before it counts as starved (runner.py). */
+export const STARVE_FACTOR = 6;
 
 export interface RunOutcome {
   cases: CaseResult[] | null;
@@ -22,8 +28,9 @@ export interface RunOutcome {
 }
 
 /** The runner's program: runner.py and the call that hands it the cases. */
-export function runnerProgram(cases: CasesFile): string {
-  return `${RUNNER}\nmain("${Buffer.from(JSON.stringify(cases)).toString('base64')}")\n`;
+export function runnerProgram(cases: CasesFile, starveFactor = STARVE_FACTOR, isolated = true): string {
+  const spec = { ...cases, starve_factor: starveFactor, isolated };
+  return `${RUNNER}\nmain("${Buffer.from(JSON.stringify(spec)).toString('base64')}")\n`;
 }
 
 /**
@@ -35,15 +42,22 @@ export function caseResults(reported: unknown, cases: CasesFile): CaseResult[] {
   for (const r of Array.isArray(reported) ? (reported as unknown[]) : []) {
     const c = r as Partial<CaseResult> | null;
     if (!c || typeof c.name !== 'string' || byName.has(c.name)) continue;
-    byName.set(c.name, { name: c.name, passed: c.passed === true, detail: typeof c.detail === 'string' ? c.detail : '' });
+    byName.set(c.name, {
+      name: c.name,
+      passed: c.passed === true,
+      detail: typeof c.detail === 'string' ? c.detail : '',
+      ...(c.starved === true && c.passed !== true ? { starved: true } : {}),
+    });
   }
   return cases.cases.map((c) => byName.get(c.name) ?? { name: c.name, passed: false, detail: 'no result' });
 }
 
-export async function runCases(sandbox: Sandbox, cases: CasesFile, signal: AbortSignal): Promise<RunOutcome> {
-  const budgetMs = Math.ceil(cases.cases.length * (cases.timeout_s + 2) * 1000) + 10_000;
+export async function runCases(sandbox: Sandbox, cases: CasesFile, signal: AbortSignal, starveFactor = STARVE_FACTOR): Promise<RunOutcome> {
+  const budgetMs = Math.ceil(cases.cases.length * (cases.timeout_s * starveFactor + 2) * 1000) + 10_000;
   const r = await sandbox.exec(['python3', '-I', '-'], {
-    stdin: runnerProgram(cases),
+    // Outside a sandbox of its own (the process driver) the runner's uid may be the server's: it
+    // then kills only what came to it as subreaper, never every new process of the uid.
+    stdin: runnerProgram(cases, starveFactor, driverModule(sandbox.driver)?.isolates === true),
     timeoutMs: budgetMs,
     maxOutputBytes: 1024 * 1024,
     signal,

@@ -12,6 +12,16 @@
 # itself. So sys.exit(0) in a module, printed "PASS" lines, objects whose __eq__ always says yes,
 # edited test files, writes to this process's stdout or invented case names all count for nothing.
 # Nothing secret is in any command line or environment: there is nothing to steal but the channel.
+#
+# Time: a case's limit (timeout_s) is on its own time, never on the machine's load. It times out
+# when its process's wall time minus the time it waited for a CPU (/proc/<pid>/schedstat, field 2)
+# passes the limit, so sleeping or blocked code still times out and a correct solution on a loaded
+# machine does not (a CI run at load 20 paid 0.8 for a full solution); or when the CPU its session
+# used (every process the case started) passes it. gVisor has no schedstat: there wall time counts.
+# A case that gets neither far in starve_factor x timeout_s of wall time was kept off the CPU: by
+# other processes of this sandbox (the model's code: what cases left running, or started in
+# bulk), when it got less than half its fair share of the CPU they all used, and then it timed out;
+# else by the machine, and it is reported "starved" for the grader to decide (see run.ts).
 import base64
 import concurrent.futures
 import json
@@ -123,6 +133,52 @@ def not_dumpable():
     libc = ctypes.CDLL(None, use_errno=True)
     if libc.prctl(4, 0, 0, 0, 0) != 0:
         raise OSError(ctypes.get_errno(), "prctl(PR_SET_DUMPABLE, 0) failed")
+    # PR_SET_CHILD_SUBREAPER: what the cases leave running stays under this process when its parent
+    # exits, so the CPU it uses is seen (and it is reaped here). Not fatal where refused.
+    libc.prctl(36, 1, 0, 0, 0)
+
+CLK = os.sysconf("SC_CLK_TCK")
+POLL_S = 0.2
+
+def read_stat(pid):
+    """(ppid, session, own CPU s, reaped children's CPU s) of a process, or None once it is gone."""
+    try:
+        with open("/proc/%d/stat" % pid, "rb") as f:
+            rest = f.read().rsplit(b")", 1)[1].split()
+        return int(rest[1]), int(rest[3]), (int(rest[11]) + int(rest[12])) / CLK, (int(rest[13]) + int(rest[14])) / CLK
+    except (OSError, IndexError, ValueError):
+        return None
+
+def waited_s(pid):
+    """How long the process has waited for a CPU while runnable, or None where the kernel does not say."""
+    try:
+        with open("/proc/%d/schedstat" % pid) as f:
+            return int(f.read().split()[1]) / 1e9
+    except (OSError, IndexError, ValueError):
+        return None
+
+def processes():
+    out = {}
+    for name in os.listdir("/proc"):
+        if name.isdigit():
+            st = read_stat(int(name))
+            if st is not None:
+                out[int(name)] = st
+    return out
+
+def descendants_cpu(procs):
+    """CPU used by every process under this one: those reaped here, and those alive (with what they reaped)."""
+    kids = {}
+    for pid, st in procs.items():
+        kids.setdefault(st[0], []).append(pid)
+    total = 0.0
+    todo = list(kids.get(os.getpid(), []))
+    while todo:
+        pid = todo.pop()
+        total += procs[pid][2] + procs[pid][3]
+        todo.extend(kids.get(pid, []))
+    t = os.times()
+    return total + t.children_user + t.children_system
 
 def same(expect, got, tol):
     if isinstance(expect, bool) or isinstance(got, bool):
@@ -137,6 +193,32 @@ def same(expect, got, tol):
 
 reap_lock = threading.Lock()
 running = set()
+before_cases = set()
+isolated = True
+
+def sweep_leftovers(procs):
+    # What a case left running once out of its own tree (double-forked, setsid: it came to this
+    # process, its subreaper, or to init where there is none, as under gVisor) belongs to no case:
+    # a process of this uid that is neither from before the first case (the driver's, this one's
+    # ancestors) nor under a case still running is killed. A case's own children are left to it.
+    # Not isolated (the process driver: this uid may be the server's), only what came to this process.
+    kids = {}
+    for pid, st in procs.items():
+        kids.setdefault(st[0], []).append(pid)
+    keep = set(before_cases)
+    todo = list(running)
+    while todo:
+        pid = todo.pop()
+        keep.add(pid)
+        todo.extend(kids.get(pid, []))
+    for pid, st in procs.items():
+        if pid in keep or not (isolated or st[0] == os.getpid()):
+            continue
+        try:
+            if os.stat("/proc/%d" % pid).st_uid == os.getuid():
+                os.kill(pid, signal.SIGKILL)
+        except (OSError, ProcessLookupError):
+            pass
 
 def reap_orphans():
     # As PID 1 of the sandbox (bwrap) this process inherits what a case left behind; reap those that
@@ -154,11 +236,12 @@ def reap_orphans():
             except ChildProcessError:
                 return
 
-def run_case(spec, case, timeout_s):
+def run_case(spec, case, timeout_s, starve_s, workers):
     r, w = os.pipe()
     payload = {k: v for k, v in case.items() if k in ("code", "expr")}
     payload["setup"] = spec.get("setup", "")
     payload["sys_path"] = spec.get("sys_path", ["."])
+    sandbox_cpu_at_start = descendants_cpu(processes())
     started = time.monotonic()
     try:
         with reap_lock:
@@ -180,13 +263,10 @@ def run_case(spec, case, timeout_s):
         pass
     data = b""
     out = b""
-    deadline = started + timeout_s
     streams = [r, child.stdout.fileno()]
+    ended = None   # why the case was stopped, if it was
     while streams:
-        left = deadline - time.monotonic()
-        if left <= 0:
-            break
-        ready, _, _ = select.select(streams, [], [], left)
+        ready, _, _ = select.select(streams, [], [], POLL_S)
         for s in ready:
             chunk = os.read(s, 65536)
             if not chunk:
@@ -195,7 +275,27 @@ def run_case(spec, case, timeout_s):
                 data = (data + chunk)[:1_000_000]
             else:
                 out = (out + chunk)[-2000:]
-    timed_out = bool(streams)
+        if not streams:
+            break
+        wall = time.monotonic() - started
+        procs = processes()
+        with reap_lock:
+            sweep_leftovers(procs)
+        waited = waited_s(child.pid)
+        own = wall - (waited or 0.0)
+        session = sum(st[2] + st[3] for st in procs.values() if st[1] == child.pid)
+        if own > timeout_s or session > timeout_s:
+            ended = "timed out after %gs" % timeout_s
+        elif wall > starve_s:
+            main = procs.get(child.pid)
+            got = main[2] if main else 0.0
+            used = descendants_cpu(procs) - sandbox_cpu_at_start
+            if got * 2 * workers < used:
+                ended = "timed out after %gs: other processes in its sandbox (left by the cases or started by them) kept it off the CPU" % timeout_s
+            else:
+                ended = "starved: %.1fs of CPU in %.0fs, the machine too loaded to run it" % (got, wall)
+        if ended:
+            break
     try:
         os.killpg(child.pid, signal.SIGKILL)   # also whatever the case left running
     except ProcessLookupError:
@@ -205,8 +305,8 @@ def run_case(spec, case, timeout_s):
         running.discard(child.pid)
     os.close(r)
     reap_orphans()
-    if timed_out:
-        return False, "timed out after %ss" % timeout_s
+    if ended:
+        return False, ended
     lines = data.decode("utf-8", "replace").splitlines()
     if len(lines) != 1:
         return False, "no result (the process exited with %s)" % child.returncode
@@ -241,12 +341,18 @@ def main(encoded):
     except Exception as e:
         send_verdict({"error": "runner setup: %s" % e})
         return
+    global isolated
+    isolated = spec.get("isolated", True) is True
+    before_cases.update(processes())
+    before_cases.add(os.getpid())
     timeout_s = float(spec.get("timeout_s", 10))
+    starve_s = timeout_s * float(spec.get("starve_factor", 6))
     # Cases are independent processes, so a few run at once (interpreter start-up dominates).
     workers = max(1, min(int(spec.get("parallel", 4)), os.cpu_count() or 1, len(spec["cases"])))
     with concurrent.futures.ThreadPoolExecutor(max_workers=workers) as pool:
-        outcomes = list(pool.map(lambda c: run_case(spec, c, timeout_s), spec["cases"]))
-    results = [{"name": c["name"], "passed": ok, "detail": detail[:300]} for c, (ok, detail) in zip(spec["cases"], outcomes)]
+        outcomes = list(pool.map(lambda c: run_case(spec, c, timeout_s, starve_s, workers), spec["cases"]))
+    results = [{"name": c["name"], "passed": ok, "detail": detail[:300], **({"starved": True} if detail.startswith("starved:") else {})}
+               for c, (ok, detail) in zip(spec["cases"], outcomes)]
     send_verdict({"cases": results})
 
 # The grader appends the call: main("<base64 of the cases JSON>")

@@ -149,6 +149,12 @@ export interface Sandbox {
    * are left out and listed in the report (see copy-out.ts).
    */
   copyOut(hostDir: string, bounds?: CopyBounds): Promise<CopyReport>;
+  /**
+   * CPU seconds the sandbox's processes have used so far, measured from outside it (the engine's
+   * cgroup, the host's /proc for the sandbox's uid), so nothing it runs can hide from it; null where
+   * the driver cannot tell (no uid of its own). Not activity: the TTL does not move.
+   */
+  cpuSeconds?(): Promise<number | null>;
   destroy(): Promise<void>;
 }
 

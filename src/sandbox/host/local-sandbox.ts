@@ -5,6 +5,7 @@ import { errors } from '../../errors.js';
 import { copyBoundsFor, copyTree, CopyBudget, type CopyBounds, type CopyReport } from '../workspace/copy-out.js';
 import { HostWorkspace } from '../workspace/host-fs.js';
 import { workspaceComponents } from '../workspace/paths.js';
+import { cpuSecondsOfUid } from './cpu.js';
 import { RESULT_FD } from './spawn.js';
 import type { Workdir } from './workdir.js';
 import type { ExecOptions, ExecResult, FileEntry, Sandbox, SandboxLimits, SandboxProcess, SpawnOptions } from '../types.js';
@@ -95,6 +96,11 @@ export class LocalSandbox implements Sandbox {
   async copyOut(hostDir: string, bounds: CopyBounds = copyBoundsFor(this.limits)): Promise<CopyReport> {
     await mkdir(hostDir, { recursive: true });
     return copyTree(this.workdir.ws, hostDir, new CopyBudget(bounds));
+  }
+
+  async cpuSeconds(): Promise<number | null> {
+    const uid = this.workdir.meta.uid;
+    return uid === null || this.destroying ? null : cpuSecondsOfUid(uid);
   }
 
   destroy(): Promise<void> {

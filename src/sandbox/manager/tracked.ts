@@ -70,6 +70,9 @@ export class TrackedSandbox implements Sandbox {
   copyOut(hostDir: string, bounds?: CopyBounds): Promise<CopyReport> {
     return this.use(() => this.inner.copyOut(hostDir, bounds));
   }
+  async cpuSeconds(): Promise<number | null> {
+    return (await this.inner.cpuSeconds?.()) ?? null;
+  }
 
   destroy(): Promise<void> {
     this.destroyed ??= this.inner.destroy().then(

@@ -518,6 +518,16 @@ export class DockerSandbox implements Sandbox {
     return extractArchive(res.body, hostDir, bounds);
   }
 
+  /** The container cgroup's CPU time (under gVisor: its kernel's, which runs all the sandbox does). */
+  async cpuSeconds(): Promise<number | null> {
+    if (this.gone || this.destroying) return null;
+    const res = await this.o.engine.use((api) =>
+      api.call<{ cpu_stats?: { cpu_usage?: { total_usage?: number } } }>('GET', `/containers/${this.o.container}/stats?stream=false&one-shot=true`, undefined, { ok: [404] }),
+    );
+    const ns = res.status === 404 ? undefined : res.body.cpu_stats?.cpu_usage?.total_usage;
+    return typeof ns === 'number' ? ns / 1e9 : null;
+  }
+
   /** Removes the container, and with it every process in it (spawned ones included) and the workspace. */
   destroy(): Promise<void> {
     this.destroying ??= this.o.engine

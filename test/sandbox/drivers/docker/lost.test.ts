@@ -67,7 +67,7 @@ for (const name of ['docker', 'gvisor'] as const) {
             expect(e).toMatchObject({ exitCode: 0 });
             await expect(sb.readFile('anything')).rejects.toMatchObject({ code: 'RFT_ERR_NOT_FOUND' });
           } else {
-            expect(e).toMatchObject({ code: 'RFT_ERR_SANDBOX_ENDED_BY_ROLLOUT', statusCode: 410 });
+            expect(e, JSON.stringify({ ...(e as object), message: (e as Error).message })).toMatchObject({ code: 'RFT_ERR_SANDBOX_ENDED_BY_ROLLOUT', statusCode: 410 });
             expect(failureOfToolError(e).kind).toBe('model');
             await expect(sb.readFile('anything')).rejects.toMatchObject({ code: 'RFT_ERR_SANDBOX_ENDED_BY_ROLLOUT' });
           }

@@ -1,0 +1,156 @@
+// The unit_tests runner's clock (graders/_unit_tests/runner.py, "Time"), on every driver: a case's
+// time limit is on its own time, so the machine's load neither fails a correct solution (a CI run at
+// load 20 paid 0.8 for a full one) nor, the other way, lets a policy make its grade a discarded
+// 5xx: sleeping code, work spread over many processes, and what a case leaves running are still
+// the case's; a case the machine kept off the CPU fails the grade as ours, unless the rollout's own
+// leftovers were what kept the machine busy.
+import { spawn, type ChildProcess } from 'node:child_process';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { runCases } from '../../graders/_unit_tests/run.js';
+import { casesSchema, type CasesFile } from '../../graders/_unit_tests/cases.js';
+import { RolloutLoad, settleStarved } from '../../graders/_unit_tests/starved.js';
+import type { Sandbox, SandboxDriver } from '../../src/sandbox/types.js';
+import { describeIf } from '../helpers/require.js';
+import { driverMatrix, driversPresent, makeTestDriver, spec, tempRoot, testLimits, type TestDriver } from '../sandbox/helpers.js';
+
+const present = await driversPresent();
+const never = new AbortController().signal;
+
+/** CPU-bound Python that needs about `s` seconds of one CPU on this machine (measured once, below). */
+let loopsPerSecond = 0;
+const burn = (s: number) => `n = 0\nfor i in range(${Math.round(loopsPerSecond * s)}): n += i`;
+
+const cases = (c: Partial<CasesFile> & Pick<CasesFile, 'cases'>): CasesFile => casesSchema.parse({ parallel: 1, ...c });
+
+/**
+ * `n` busy processes on the host (outside every sandbox), until stopped. Each in a session of its
+ * own, as unrelated load is: with autogroup scheduling (Linux's default) one session's processes
+ * share one CPU's worth of weight against the sandbox's session, however many they are.
+ */
+async function hostLoad(n: number): Promise<{ stop(): Promise<void> }> {
+  const procs: ChildProcess[] = Array.from({ length: n }, () => spawn(process.execPath, ['-e', 'for(;;){}'], { stdio: 'ignore', detached: true }));
+  await new Promise((r) => setTimeout(r, 500)); // past Node's start-up: burning
+  return {
+    async stop() {
+      await Promise.all(procs.map((p) => new Promise((r) => (p.exitCode !== null || p.signalCode !== null ? r(null) : (p.once('exit', r), p.kill('SIGKILL'))))));
+    },
+  };
+}
+
+/** Whether the driver's /proc tells a process's waits for a CPU (gVisor's does not: there a case's time is its wall time). */
+const schedstat = (name: TestDriver) => name !== 'gvisor';
+
+beforeAll(async () => {
+  // Loop iterations a second on this machine, measured in a quiet moment of this process.
+  const { execFileSync } = await import('node:child_process');
+  const out = execFileSync('python3', ['-c', 'import time\nt=time.process_time()\nn=0\nfor i in range(3_000_000): n += i\nprint(3_000_000/(time.process_time()-t))']);
+  loopsPerSecond = Number(out.toString().trim());
+});
+
+for (const name of driverMatrix()) {
+  describeIf(present[name], `${name} sandbox driver`, `${name} sandbox driver not available`)(`unit_tests case time (${name})`, () => {
+    const ctx = {} as { driver: SandboxDriver; tmp: Awaited<ReturnType<typeof tempRoot>> };
+    beforeAll(async () => {
+      ctx.tmp = await tempRoot();
+      ctx.driver = await makeTestDriver(name, { sandboxesRoot: ctx.tmp.root, instanceId: `time-${name}-${process.pid}` });
+    });
+    afterAll(async () => {
+      await ctx.driver?.close?.();
+      await ctx.tmp?.cleanup();
+    });
+    async function inSandbox<T>(fn: (sb: Sandbox) => Promise<T>): Promise<T> {
+      const sb = await ctx.driver.create(spec(`trace_time_${name}_${Date.now()}`, { limits: { ...testLimits, wallTimeoutMs: 120_000 } }));
+      try {
+        return await fn(sb);
+      } finally {
+        await sb.destroy();
+      }
+    }
+
+    it.runIf(schedstat(name))('passes a correct case that needs most of its limit in CPU while the machine is loaded (the old wall clock failed it)', async () => {
+      const load = await hostLoad(8);
+      try {
+        const r = await inSandbox((sb) => runCases(sb, cases({ timeout_s: 2, cases: [{ name: 'heavy', code: burn(0.8), expr: 'n > 0', expect: true }] }), never));
+        expect(r.cases, JSON.stringify(r)).toEqual([{ name: 'heavy', passed: true, detail: '' }]);
+      } finally {
+        await load.stop();
+      }
+    }, 120_000);
+
+    it('times out sleeping code at its limit, loaded or not', async () => {
+      const started = Date.now();
+      const r = await inSandbox((sb) => runCases(sb, cases({ timeout_s: 1, cases: [{ name: 'sleeps', code: 'import time\ntime.sleep(60)', expr: '1', expect: 1 }] }), never));
+      expect(r.cases).toEqual([{ name: 'sleeps', passed: false, detail: 'timed out after 1s' }]);
+      expect(Date.now() - started).toBeLessThan(50_000);
+    }, 120_000);
+
+    it("times out work spread over many processes on its session's CPU, before it could starve its own main process", async () => {
+      const code = 'import os\nfor _ in range(12):\n    if os.fork() == 0:\n        while True: pass\nwhile True: pass';
+      const r = await inSandbox((sb) => runCases(sb, cases({ timeout_s: 2, cases: [{ name: 'forks', code, expr: '1', expect: 1 }] }), never));
+      expect(r.cases).toEqual([{ name: 'forks', passed: false, detail: 'timed out after 2s' }]);
+    }, 120_000);
+
+    it('kills what a case leaves running, so it cannot starve the next case into a failed grade of ours', async () => {
+      // Detached (double fork, own session) CPU burners: out of the case's process group and session,
+      // burning from half a second on, while the next cases run.
+      const leave = 'import os, time\nfor _ in range(8):\n    if os.fork() == 0:\n        os.setsid()\n        if os.fork() == 0:\n            time.sleep(0.5)\n            while True: pass\n        os._exit(0)\n    else:\n        os.wait()';
+      // A later case counts the processes running in its sandbox (the burners are always running).
+      const count = 'import os, time\ntime.sleep(0.5)\nn = 0\nfor p in os.listdir("/proc"):\n    if p.isdigit() and int(p) != os.getpid():\n        try:\n            n += open("/proc/%s/stat" % p).read().rsplit(")", 1)[1].split()[0] == "R"\n        except OSError:\n            pass';
+      const r = await inSandbox((sb) =>
+        runCases(
+          sb,
+          cases({
+            timeout_s: 3,
+            cases: [
+              { name: 'leaves', code: leave, expr: '1', expect: 1 },
+              // gVisor times a case by the wall clock: with the burners left it would take 4.5 s and more
+              { name: 'next', code: burn(0.5), expr: 'n > 0', expect: true },
+              { name: 'after', code: count, expr: 'n < 3', expect: true },
+            ],
+          }),
+          never,
+        ),
+      );
+      expect(r.cases).toEqual([
+        { name: 'leaves', passed: true, detail: '' },
+        { name: 'next', passed: true, detail: '' },
+        { name: 'after', passed: true, detail: '' },
+      ]);
+    }, 120_000);
+
+    it.runIf(schedstat(name))('reports a case the machine kept off the CPU as starved, and the grade fails as ours (RFT_ERR_GRADER_FAILED) when the rollout was idle', async () => {
+      const load = await hostLoad(8);
+      try {
+        // Its limit 0.4 s, starved past 0.8 s: 0.2 s of CPU takes over a second with a ninth of two CPUs.
+        const r = await inSandbox((sb) => runCases(sb, cases({ timeout_s: 0.4, cases: [{ name: 'starved', code: burn(0.2), expr: 'n > 0', expect: true }] }), never, 2));
+        expect(r.cases, JSON.stringify(r)).toMatchObject([{ name: 'starved', passed: false, starved: true }]);
+        await inSandbox(async (rollout) => {
+          const watch = await RolloutLoad.watch(rollout);
+          await expect(settleStarved(r.cases!, watch)).rejects.toMatchObject({ code: 'RFT_ERR_GRADER_FAILED', statusCode: 500 });
+        });
+      } finally {
+        await load.stop();
+      }
+    }, 120_000);
+
+    it("charges the starved cases to the rollout when its own leftover processes kept the machine busy, whatever they do when looked at", async () => {
+      const starved = [{ name: 'starved', passed: false, detail: 'starved: 0.1s of CPU in 1s', starved: true }, { name: 'fine', passed: true, detail: '' }];
+      await inSandbox(async (rollout) => {
+        for (let i = 0; i < 2; i++) await rollout.spawn(['python3', '-c', 'while True: pass']);
+        const watch = await RolloutLoad.watch(rollout);
+        await new Promise((r) => setTimeout(r, 1_500));
+        expect(await settleStarved(starved, watch)).toEqual([
+          { name: 'starved', passed: false, detail: "timed out: the rollout's own processes, still running in its sandbox, kept the machine busy" },
+          { name: 'fine', passed: true, detail: '' },
+        ]);
+      });
+    }, 120_000);
+  });
+}
+
+describe('settling starved cases', () => {
+  it('leaves results without a starved case as they are, without measuring anything', async () => {
+    const results = [{ name: 'a', passed: false, detail: 'timed out after 1s' }];
+    expect(await settleStarved(results, undefined)).toBe(results);
+  });
+});

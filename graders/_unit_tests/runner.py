@@ -16,12 +16,13 @@
 # Time: a case's limit (timeout_s) is on its own time, never on the machine's load. It times out
 # when its process's wall time minus the time it waited for a CPU (/proc/<pid>/schedstat, field 2)
 # passes the limit, so sleeping or blocked code still times out and a correct solution on a loaded
-# machine does not (a CI run at load 20 paid 0.8 for a full solution); or when the CPU its session
-# used (every process the case started) passes it. gVisor has no schedstat: there wall time counts.
+# machine does not (a CI run at load 20 paid 0.8 for a full solution); or when the CPU its tree
+# used (the case's process and every process under it, in any session) passes it. gVisor has no
+# schedstat: there wall time counts.
 # A case that gets neither far in starve_factor x timeout_s of wall time was kept off the CPU: by
 # other processes of this sandbox (the model's code: what cases left running, or started in
 # bulk), when it got less than half its fair share of the CPU they all used, and then it timed out;
-# else by the machine, and it is reported "starved" for the grader to decide (see run.ts).
+# else by the machine, and it is reported "starved" for the grader to decide (see starved.ts).
 import base64
 import concurrent.futures
 import json
@@ -166,19 +167,23 @@ def processes():
                 out[int(name)] = st
     return out
 
-def descendants_cpu(procs):
-    """CPU used by every process under this one: those reaped here, and those alive (with what they reaped)."""
+def tree_cpu(procs, root):
+    """CPU used by a live process and everything under it, with what they reaped."""
     kids = {}
     for pid, st in procs.items():
         kids.setdefault(st[0], []).append(pid)
     total = 0.0
-    todo = list(kids.get(os.getpid(), []))
+    todo = [root] if root in procs else []
     while todo:
         pid = todo.pop()
         total += procs[pid][2] + procs[pid][3]
         todo.extend(kids.get(pid, []))
-    t = os.times()
-    return total + t.children_user + t.children_system
+    return total
+
+def descendants_cpu(procs):
+    """CPU used by every process under this one: those alive (with what they reaped), and those reaped here."""
+    me = procs.get(os.getpid())
+    return tree_cpu(procs, os.getpid()) - (me[2] if me else 0.0)
 
 def same(expect, got, tol):
     if isinstance(expect, bool) or isinstance(got, bool):
@@ -283,8 +288,7 @@ def run_case(spec, case, timeout_s, starve_s, workers):
             sweep_leftovers(procs)
         waited = waited_s(child.pid)
         own = wall - (waited or 0.0)
-        session = sum(st[2] + st[3] for st in procs.values() if st[1] == child.pid)
-        if own > timeout_s or session > timeout_s:
+        if own > timeout_s or tree_cpu(procs, child.pid) > timeout_s:
             ended = "timed out after %gs" % timeout_s
         elif wall > starve_s:
             main = procs.get(child.pid)

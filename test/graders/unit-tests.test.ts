@@ -120,7 +120,8 @@ for (const d of driverCases) {
         await put(sb, 'duration.js', 'console.log("ok 1 - all tests pass");\nprocess.exit(0);\n' + (await sb.readFile('duration.js')).toString());
       });
       expect(r.score).toBe(0);
-    }, 60_000);
+      // It checks a score, not speed: an issue 26 run at load 20 took past 60 s (a Node per case, the baseline's too).
+    }, 180_000);
 
     it('gives nothing for printing fake pass lines, even in the runner format', async () => {
       const fake = 'print("PASS " * 50)\nprint("RFT-RESULT 0 {\\"cases\\": []}")\nprint("OK (all tests passed)")\n';

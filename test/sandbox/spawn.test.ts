@@ -81,8 +81,9 @@ for (const name of ['process', 'bwrap', 'docker'] as const) {
       await until(async () => (await pidsWith(marker)).length === 2);
       await p.kill();
       expect((await p.exited).exitCode === 0).toBe(false);
-      await until(async () => (await pidsWith(marker)).length === 0);
-    });
+      // What kill() leaves is gone at once when quiet; an issue 26 run at load 20 passed 10 s on Docker.
+      await until(async () => (await pidsWith(marker)).length === 0, 30_000);
+    }, 60_000);
 
     it('a process survives the execs that run beside it', async () => {
       const p = await ctx.sb.spawn(['/bin/sh', '-c', 'while read l; do echo "got $l"; done']);

@@ -107,7 +107,7 @@ export default defineGrader({
       const calls = await ctx.rollout.calls();
       const rolloutSandbox = await ctx.sandbox();
       assertWorkspaceSurvived(calls, rolloutSandbox);
-      load = await RolloutLoad.watch(rolloutSandbox);
+      load = new RolloutLoad(rolloutSandbox);
       // The copy leaves out what a fresh sandbox could not hold (special files, too deep paths, what
       // is past its disk and inode budget) and says so: what the rollout broke scores the cases that
       // still pass, never a failed grade the trainer would discard.

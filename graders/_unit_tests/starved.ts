@@ -17,25 +17,24 @@ const BUSY_CPU_PER_S = 0.1;
  * the rollout left running can hide from it (stopping while a probe inside looked, say).
  */
 export class RolloutLoad {
-  private constructor(
-    private readonly sandbox: Sandbox,
-    private readonly from: number | null,
-    private readonly since: number,
-  ) {}
+  private readonly from: Promise<number | null>;
+  private readonly since = performance.now();
 
-  static async watch(sandbox: Sandbox): Promise<RolloutLoad> {
-    return new RolloutLoad(sandbox, await cpuOf(sandbox), performance.now());
+  /** Starts at once; the first reading is not waited for (an engine's stats may take a second). */
+  constructor(private readonly sandbox: Sandbox) {
+    this.from = cpuOf(sandbox);
   }
 
   /** Whether the rollout's processes used the CPU since the watch began; false where it cannot be told. */
   async busy(): Promise<boolean> {
-    const to = await cpuOf(this.sandbox);
-    if (this.from === null || to === null) return false;
+    const [from, to] = [await this.from, await cpuOf(this.sandbox)];
+    if (from === null || to === null) return false;
     const seconds = Math.max(1, (performance.now() - this.since) / 1000);
-    return (to - this.from) / seconds >= BUSY_CPU_PER_S;
+    return (to - from) / seconds >= BUSY_CPU_PER_S;
   }
 }
 
+/** Never rejects. Docker's stats come from a collector that samples each second: up to a second's wait. */
 async function cpuOf(sandbox: Sandbox): Promise<number | null> {
   // Gone (ended by its own commands, or expired): nothing of it runs to have starved the cases.
   return (await sandbox.cpuSeconds?.().catch(() => null)) ?? null;

@@ -139,7 +139,7 @@ for (const name of driverMatrix()) {
         const r = await inSandbox((sb) => runCases(sb, cases({ timeout_s: 1, cases: [{ name: 'starved', code: burn(0.5), expr: 'n > 0', expect: true }] }), never, 2));
         expect(r.cases, JSON.stringify(r)).toMatchObject([{ name: 'starved', passed: false, starved: true }]);
         await inSandbox(async (rollout) => {
-          const watch = await RolloutLoad.watch(rollout);
+          const watch = new RolloutLoad(rollout);
           await expect(settleStarved(r.cases!, watch)).rejects.toMatchObject({ code: 'RFT_ERR_GRADER_FAILED', statusCode: 500 });
         });
       } finally {
@@ -151,7 +151,7 @@ for (const name of driverMatrix()) {
       const starved = [{ name: 'starved', passed: false, detail: 'starved: 0.1s of CPU in 1s', starved: true }, { name: 'fine', passed: true, detail: '' }];
       await inSandbox(async (rollout) => {
         for (let i = 0; i < 2; i++) await rollout.spawn(['python3', '-c', 'while True: pass']);
-        const watch = await RolloutLoad.watch(rollout);
+        const watch = new RolloutLoad(rollout);
         await new Promise((r) => setTimeout(r, 1_500));
         expect(await settleStarved(starved, watch)).toEqual([
           { name: 'starved', passed: false, detail: "timed out: the rollout's own processes, still running in its sandbox, kept the machine busy" },

@@ -53,7 +53,11 @@ export function caseResults(reported: unknown, cases: CasesFile): CaseResult[] {
 }
 
 export async function runCases(sandbox: Sandbox, cases: CasesFile, signal: AbortSignal, starveFactor = STARVE_FACTOR): Promise<RunOutcome> {
-  const budgetMs = Math.ceil(cases.cases.length * (cases.timeout_s * starveFactor + 2) * 1000) + 10_000;
+  // Each case to its limit (a starved one to its cap within the others' unused time), and the runner's
+  // own start on a loaded machine. Past it the runner gave no result, which scores no case: the cases
+  // can stop or kill it (same uid), so running on until the grader's own timeout (a 5xx, ours) would
+  // let them have their rollout discarded. Under that timeout: the examples' largest, 15 cases, 210 s of 300.
+  const budgetMs = Math.ceil((cases.cases.length * (cases.timeout_s + 2) + 30) * 1000);
   const r = await sandbox.exec(['python3', '-I', '-'], {
     // Outside a sandbox of its own (the process driver) the runner's uid may be the server's: it
     // then kills only what came to it as subreaper, never every new process of the uid.

@@ -5,6 +5,7 @@
 // the case's; a case the machine kept off the CPU fails the grade as ours, unless the rollout's own
 // leftovers were what kept the machine busy.
 import { spawn, type ChildProcess } from 'node:child_process';
+import { readFile } from 'node:fs/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runCases } from '../../graders/_unit_tests/run.js';
 import { casesSchema, type CasesFile } from '../../graders/_unit_tests/cases.js';
@@ -29,7 +30,9 @@ const cases = (c: Partial<CasesFile> & Pick<CasesFile, 'cases'>): CasesFile => c
  */
 async function hostLoad(n: number): Promise<{ stop(): Promise<void> }> {
   const procs: ChildProcess[] = Array.from({ length: n }, () => spawn(process.execPath, ['-e', 'for(;;){}'], { stdio: 'ignore', detached: true }));
-  await new Promise((r) => setTimeout(r, 500)); // past Node's start-up: burning
+  // Past Node's start-up, each burning (a loaded machine may start them slowly).
+  const burning = async () => (await Promise.all(procs.map((p) => readFile(`/proc/${p.pid}/stat`, 'utf8').catch(() => '')))).every((st) => Number(st.slice(st.lastIndexOf(')') + 2).split(' ')[11]) >= 10);
+  for (const end = Date.now() + 30_000; !(await burning()) && Date.now() < end; ) await new Promise((r) => setTimeout(r, 50));
   return {
     async stop() {
       await Promise.all(procs.map((p) => new Promise((r) => (p.exitCode !== null || p.signalCode !== null ? r(null) : (p.once('exit', r), p.kill('SIGKILL'))))));
@@ -105,6 +108,8 @@ for (const name of driverMatrix()) {
         'for p in os.listdir("/proc"):',
         '    if p.isdigit() and int(p) != os.getpid():',
         '        try:',
+        // the process driver shares the host's /proc: other sandboxes' cases run as other uids
+        '            if os.stat("/proc/%s" % p).st_uid != os.getuid(): continue',
         '            alive = open("/proc/%s/stat" % p).read().rsplit(")", 1)[1].split()[0] != "Z"',
         '            if alive and open("/proc/%s/cmdline" % p, "rb").read() == mine: n.append(int(p))',
         '        except OSError:',
@@ -140,12 +145,21 @@ for (const name of driverMatrix()) {
         expect(r.cases, JSON.stringify(r)).toMatchObject([{ name: 'starved', passed: false, starved: true }]);
         await inSandbox(async (rollout) => {
           const watch = new RolloutLoad(rollout);
-          await expect(settleStarved(r.cases!, watch)).rejects.toMatchObject({ code: 'RFT_ERR_GRADER_FAILED', statusCode: 500 });
+          const settled = await settleStarved(r.cases!, watch).catch((e: unknown) => e);
+          expect(settled, JSON.stringify(settled)).toMatchObject({ code: 'RFT_ERR_GRADER_FAILED', statusCode: 500 });
         });
       } finally {
         await load.stop();
       }
     }, 120_000);
+
+    it("scores no case when a case stops the runner, well before the grader's own timeout (a 5xx that would discard the rollout)", async () => {
+      const started = Date.now();
+      const r = await inSandbox((sb) => runCases(sb, cases({ timeout_s: 1, cases: [{ name: 'stops', code: 'import os, signal\nos.kill(os.getppid(), signal.SIGSTOP)', expr: '1', expect: 1 }] }), never));
+      expect(r.cases).toBeNull();
+      expect(r.failure).toMatch(/^the test runner gave no result \(timed out after 33000 ms\)/);
+      expect(Date.now() - started).toBeLessThan(100_000);
+    }, 150_000);
 
     it("charges the starved cases to the rollout when its own leftover processes kept the machine busy, whatever they do when looked at", async () => {
       const starved = [{ name: 'starved', passed: false, detail: 'starved: 0.1s of CPU in 1s', starved: true }, { name: 'fine', passed: true, detail: '' }];

@@ -20,16 +20,19 @@ const never = new AbortController().signal;
 /** CPU-bound Python that needs about `s` seconds of one CPU on this machine (measured once, below). */
 let loopsPerSecond = 0;
 const burn = (s: number) => `n = 0\nfor i in range(${Math.round(loopsPerSecond * s)}): n += i`;
+/** Case code run on the CPU hostLoad() loads. */
+const onLoadedCpu = (code: string) => `import os\nos.sched_setaffinity(0, {0})\n${code}`;
 
 const cases = (c: Partial<CasesFile> & Pick<CasesFile, 'cases'>): CasesFile => casesSchema.parse({ parallel: 1, ...c });
 
 /**
- * `n` busy processes on the host (outside every sandbox), until stopped. Each in a session of its
- * own, as unrelated load is: with autogroup scheduling (Linux's default) one session's processes
- * share one CPU's worth of weight against the sandbox's session, however many they are.
+ * `n` busy processes on the host's first CPU (outside every sandbox), until stopped; a case that
+ * runs `onLoadedCpu` first competes with them there, and the other CPUs stay free for the suites
+ * running beside this one. Each in a session of its own, as unrelated load is: with autogroup
+ * scheduling (Linux's default) one session's processes weigh as one against the sandbox's session.
  */
 async function hostLoad(n: number): Promise<{ stop(): Promise<void> }> {
-  const procs: ChildProcess[] = Array.from({ length: n }, () => spawn(process.execPath, ['-e', 'for(;;){}'], { stdio: 'ignore', detached: true }));
+  const procs: ChildProcess[] = Array.from({ length: n }, () => spawn('taskset', ['-c', '0', process.execPath, '-e', 'for(;;){}'], { stdio: 'ignore', detached: true }));
   // Past Node's start-up, each burning (a loaded machine may start them slowly).
   const burning = async () => (await Promise.all(procs.map((p) => readFile(`/proc/${p.pid}/stat`, 'utf8').catch(() => '')))).every((st) => Number(st.slice(st.lastIndexOf(')') + 2).split(' ')[11]) >= 10);
   for (const end = Date.now() + 30_000; !(await burning()) && Date.now() < end; ) await new Promise((r) => setTimeout(r, 50));
@@ -71,9 +74,9 @@ for (const name of driverMatrix()) {
     }
 
     it.runIf(schedstat(name))('passes a correct case that needs most of its limit in CPU while the machine is loaded (the old wall clock failed it)', async () => {
-      const load = await hostLoad(8);
+      const load = await hostLoad(4);
       try {
-        const r = await inSandbox((sb) => runCases(sb, cases({ timeout_s: 2, cases: [{ name: 'heavy', code: burn(0.8), expr: 'n > 0', expect: true }] }), never));
+        const r = await inSandbox((sb) => runCases(sb, cases({ timeout_s: 2, cases: [{ name: 'heavy', code: onLoadedCpu(burn(0.8)), expr: 'n > 0', expect: true }] }), never));
         expect(r.cases, JSON.stringify(r)).toEqual([{ name: 'heavy', passed: true, detail: '' }]);
       } finally {
         await load.stop();
@@ -137,11 +140,11 @@ for (const name of driverMatrix()) {
     }, 120_000);
 
     it.runIf(schedstat(name))('reports a case the machine kept off the CPU as starved, and the grade fails as ours (RFT_ERR_GRADER_FAILED) when the rollout was idle', async () => {
-      const load = await hostLoad(12);
+      const load = await hostLoad(6);
       try {
         // Its limit 1 s, starved past 2 s: its 0.5 s of CPU would need over a quarter of a CPU, and it gets
-        // about a thirteenth of two.
-        const r = await inSandbox((sb) => runCases(sb, cases({ timeout_s: 1, cases: [{ name: 'starved', code: burn(0.5), expr: 'n > 0', expect: true }] }), never, 2));
+        // a seventh of one.
+        const r = await inSandbox((sb) => runCases(sb, cases({ timeout_s: 1, cases: [{ name: 'starved', code: onLoadedCpu(burn(0.5)), expr: 'n > 0', expect: true }] }), never, 2));
         expect(r.cases, JSON.stringify(r)).toMatchObject([{ name: 'starved', passed: false, starved: true }]);
         await inSandbox(async (rollout) => {
           const watch = new RolloutLoad(rollout);

@@ -899,6 +899,9 @@ static void start_exec(uint32_t id, struct fields *f) {
     exec_fail(id, "setup fork: out of memory");
     goto close_all;
   }
+  /* The child makes its own process group too (enter.c), but an 'S' read before it did would signal
+     no group and be lost: the command would run on. Made here as well, the group exists from now. */
+  setpgid(pid, pid);
   p = calloc(1, sizeof *p);
   if (!p) abort();
   p->index = slots_add(&procs, p);

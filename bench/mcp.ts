@@ -7,7 +7,11 @@
 // With --seeded, only this instead: rollouts announced through the NeMo Gym door's /seed_session (the
 // sandbox, and the rollout instance with it, started ahead), the first bridged call after a think
 // time of each --think-ms against the rollout's later calls (issue 24: the first at most 3x a later one).
-// Run: node --import tsx bench/mcp.ts [--driver bwrap|docker] [--calls 300] [--rollouts 30] [--seeded [--think-ms 0,2000]]
+// With --pooled, only this instead: new rollouts through POST /tools, which announces nothing (Agent
+// RFT), one at a time, each first calling the sandboxed echo after a think time of each --think-ms: the
+// warm pool's sandboxes have started the server (SandboxSpec.prestarts), so the first call adopts it
+// (issue 24: the first at most 3x a later one when the pool is warm).
+// Run: node --import tsx bench/mcp.ts [--driver bwrap|docker] [--calls 300] [--rollouts 30] [--seeded|--pooled [--think-ms 0,2000]]
 import { spawn } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -29,6 +33,7 @@ const { values } = parseArgs({
     calls: { type: 'string', default: '300' },
     rollouts: { type: 'string', default: '30' },
     seeded: { type: 'boolean', default: false },
+    pooled: { type: 'boolean', default: false },
     'think-ms': { type: 'string', default: '0,2000' },
   },
 });
@@ -111,6 +116,36 @@ async function seeded(srv: TestServer, thinkMs: number): Promise<{ first: number
   return { first, later };
 }
 
+/**
+ * New rollouts through POST /tools, one at a time: after `thinkMs`, the first call to the sandboxed
+ * echo, then 10 later ones; and how many first calls adopted a server the pool had started.
+ */
+async function pooled(srv: TestServer, thinkMs: number): Promise<{ first: number[]; later: number[]; adopted: number; nativeFirst: number[]; nativeLater: number[] }> {
+  const prestarted = async () => {
+    const res = await request(`${srv.url}/readyz`);
+    return ((await res.body.json()) as { mcp: { prestarted: number } }).mcp.prestarted;
+  };
+  const before = await prestarted();
+  const first: number[] = [];
+  const later: number[] = [];
+  // For scale: a rollout whose calls are a native tool that only takes the sandbox (its first call
+  // pays for the sandbox's hand-over and the rollout's first records, as the bridged one does).
+  const nativeFirst: number[] = [];
+  const nativeLater: number[] = [];
+  const rollout = async (tool: string, firsts: number[], laters: number[]): Promise<void> => {
+    const trace = `trace_pooled_${randomUUID()}`;
+    if (thinkMs > 0) await new Promise((resolve) => setTimeout(resolve, thinkMs));
+    firsts.push(await call(srv, trace, tool, { message: 'first' }));
+    for (let i = 0; i < 10; i++) laters.push(await call(srv, trace, tool, { message: 'later' }));
+    await endRollout(srv, trace);
+  };
+  for (let r = 0; r < rollouts; r++) {
+    await rollout('sb_echo', first, later);
+    await rollout('sandbox_noop', nativeFirst, nativeLater);
+  }
+  return { first, later, adopted: (await prestarted()) - before, nativeFirst, nativeLater };
+}
+
 const echo = { command: 'node', args: [serverEntry('server-everything')], tools: ['echo'] };
 // The door's rows need no environment: none is loaded for --seeded.
 const noEnvironments = values.seeded ? mkdtempSync(join(tmpdir(), 'rft-bench-no-env-')) : undefined;
@@ -135,6 +170,18 @@ try {
       table(`[rollout seeded through NeMo Gym's /seed_session, instance in its ${driver} sandbox: first call ${thinkMs} ms after the seed vs later calls]`, [
         { label: 'later calls of the rollout', xs: later },
         { label: "rollout's first call", xs: first, base: later },
+      ]);
+    }
+  } else if (values.pooled) {
+    for (const thinkMs of values['think-ms'].split(',').map(Number)) {
+      const { first, later, adopted, nativeFirst, nativeLater } = await pooled(srv, thinkMs);
+      table(`[new rollout through POST /tools, instance in its ${driver} sandbox: first call ${thinkMs} ms after the previous rollout vs later calls; ${adopted} of ${first.length} first calls adopted a server the warm pool started]`, [
+        { label: 'later calls of the rollout', xs: later },
+        { label: "rollout's first call", xs: first, base: later },
+      ]);
+      table(`[for scale, the same with a native tool that only takes the sandbox]`, [
+        { label: 'later calls of the rollout', xs: nativeLater },
+        { label: "rollout's first call", xs: nativeFirst, base: nativeLater },
       ]);
     }
   } else {

@@ -191,6 +191,7 @@ export async function buildApp(config: AppConfig, opts: BuildOptions = {}): Prom
     sandboxes = await createSandboxProvider(config, log, {
       observer: sandboxObserver(metrics, integrity),
       readOnlyMounts: McpBridge.readOnlyMounts(mcpConfig),
+      prestarts: McpBridge.prestarts(mcpConfig, config.maxOutputBytes),
       ...(store.replicas ? { placements: store.replicas.placements } : {}),
       history: store,
     });

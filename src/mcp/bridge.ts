@@ -16,10 +16,10 @@ import { cutOutput } from '../ledger/output.js';
 import type { SandboxProvider } from '../sandbox/provider.js';
 import type { ToolContext, ToolDefinition } from '../registry/define.js';
 import type { LoadedTool, Registry } from '../registry/loader.js';
-import type { Sandbox } from '../sandbox/types.js';
+import type { PrestartSpec, Sandbox, SandboxProcess } from '../sandbox/types.js';
 import type { McpConfig, McpServerSpec } from './config.js';
 import { reapHostProcesses } from './host-processes.js';
-import { McpInstance, type Placement } from './instance.js';
+import { McpInstance, prestartKey, prestartOf, type Placement } from './instance.js';
 import { resultText } from './results.js';
 import { CUT_META } from './stdio-transport.js';
 
@@ -86,6 +86,8 @@ export class McpBridge {
   /** Each server's bridged tool names (what a rollout offers decides which instances it starts ahead). */
   private readonly toolsOf = new Map<string, string[]>();
   private closed = false;
+  /** Rollout instances taken over from the warm pool's sandboxes (started there before the rollout). */
+  private adopted = 0;
 
   private constructor(
     private readonly config: McpConfig,
@@ -95,6 +97,19 @@ export class McpBridge {
   /** Host directories sandboxed servers need inside every sandbox (see SandboxSpec.readOnlyMounts). */
   static readOnlyMounts(config: McpConfig | null): string[] {
     return [...new Set((config?.servers ?? []).flatMap((s) => s.mounts))];
+  }
+
+  /**
+   * The rollout servers the warm pool's sandboxes start ahead (SandboxSpec.prestarts): stdio servers
+   * inside the sandbox whose command names no rollout. A rollout that takes such a sandbox adopts the
+   * running process (startEntry), so its first call costs the MCP handshake, not the server's start.
+   */
+  static prestarts(config: McpConfig | null, defaultMaxOutputBytes: number): PrestartSpec[] {
+    return (config?.servers ?? []).flatMap((s) => {
+      const p = prestartOf(s);
+      // The handshake too, in the pool: the instance is handed over connected.
+      return p ? [{ ...p, ready: (proc: SandboxProcess) => McpInstance.adopt(s, proc, readLimit(s.maxOutputBytes ?? defaultMaxOutputBytes)) }] : [];
+    });
   }
 
   /** Starts each server once, lists its tools, builds them; a server that cannot start stops the boot. */
@@ -131,9 +146,9 @@ export class McpBridge {
     for (const entry of byServer.values()) void this.stopEntry(entry);
   }
 
-  /** What /readyz reports: servers bridged, instances running now. */
-  stats(): { servers: number; tools: number; instances: number } {
-    return { servers: this.config.servers.length, tools: this.tools.length, instances: this.running.size };
+  /** What /readyz reports: servers bridged, instances running now, and how many rollouts' instances were started in the warm pool. */
+  stats(): { servers: number; tools: number; instances: number; prestarted: number } {
+    return { servers: this.config.servers.length, tools: this.tools.length, instances: this.running.size, prestarted: this.adopted };
   }
 
   /** The rollout servers with an instance (running or starting) for this rollout. */
@@ -143,7 +158,10 @@ export class McpBridge {
 
   /** Starts an instance and keeps count of it while it runs. */
   private async launch(s: McpServerSpec, where: Placement): Promise<McpInstance> {
-    const instance = await McpInstance.start(s, where, readLimit(this.maxOutputBytes(s)));
+    return this.track(await McpInstance.start(s, where, readLimit(this.maxOutputBytes(s))));
+  }
+
+  private track(instance: McpInstance): McpInstance {
     this.running.add(instance);
     instance.onEnd(() => this.running.delete(instance));
     return instance;
@@ -335,6 +353,16 @@ export class McpBridge {
     const workspace = s.sandbox ? null : this.privateDir(s, traceId);
     const instance = (async () => {
       if (workspace) await mkdir(workspace, { recursive: true, mode: 0o700 });
+      const prestarted = s.sandbox ? sandbox.claimPrestarted?.(prestartKey(s)) : null;
+      if (prestarted) {
+        const instance = prestarted.ready;
+        if (instance instanceof McpInstance && instance.alive) {
+          this.adopted++;
+          return this.track(instance);
+        }
+        // It ended in the pool since its handshake: the rollout gets a fresh one.
+        await prestarted.process.kill();
+      }
       return this.launch(s, this.placement(s, traceId, s.sandbox ? sandbox : null, workspace));
     })();
     return { sandbox, instance, workspace, ahead };

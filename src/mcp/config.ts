@@ -81,9 +81,9 @@ function templates(s: ServerConfig): [string, string][] {
   ];
 }
 
-/** Whether any of the server's strings names a per-rollout variable. */
-export function usesVariables(s: ServerConfig): boolean {
-  return templates(s).some(([, v]) => [...v.matchAll(VAR)].length > 0);
+/** Whether any of the server's strings names a per-rollout variable (or this one). */
+export function usesVariables(s: ServerConfig, only?: Variable): boolean {
+  return templates(s).some(([, v]) => [...v.matchAll(VAR)].some((m) => only === undefined || m[1] === only));
 }
 
 /** Replaces `${RFT_TRACE_ID}` and `${RFT_WORKSPACE}` (checked at load: no other name occurs). */

@@ -7,8 +7,8 @@ import { SANDBOX_PATH } from '../sandbox/host/local-sandbox.js';
 import { WORKSPACE_MOUNT } from '../sandbox/workspace/paths.js';
 import { startProgram } from '../sandbox/host/spawn.js';
 import { recordHostProcess, withDeathSignal } from './host-processes.js';
-import type { Sandbox, SandboxProcess } from '../sandbox/types.js';
-import { expand, type McpServerSpec, type Variable } from './config.js';
+import type { PrestartSpec, Sandbox, SandboxProcess } from '../sandbox/types.js';
+import { expand, usesVariables, type McpServerSpec, type Variable } from './config.js';
 import { ProcessTransport } from './stdio-transport.js';
 
 const CLIENT_INFO = { name: 'rft-endpoints', version: '1' };
@@ -44,17 +44,23 @@ export class McpInstance {
    * `readLimit`: a stdio server's largest message kept whole (past it, see stdio-transport.ts).
    */
   static async start(server: McpServerSpec, where: Placement, readLimit: number): Promise<McpInstance> {
-    const vars: Record<Variable, string> = {
-      RFT_TRACE_ID: where.traceId ?? '',
-      RFT_WORKSPACE: where.kind === 'sandbox' ? WORKSPACE_MOUNT : (where.workspace ?? ''),
-    };
-    let transport: Transport;
+    const vars = variables(where);
     if (server.url !== undefined) {
       const headers = Object.fromEntries(Object.entries(server.headers).map(([k, v]) => [k, expand(v, vars)]));
-      transport = new StreamableHTTPClientTransport(new URL(expand(server.url, vars)), { requestInit: { headers } });
-    } else {
-      transport = new ProcessTransport(await spawnServer(server, where, vars), readLimit);
+      return McpInstance.connect(server, new StreamableHTTPClientTransport(new URL(expand(server.url, vars)), { requestInit: { headers } }));
     }
+    return McpInstance.connect(server, new ProcessTransport(await spawnServer(server, where, vars), readLimit));
+  }
+
+  /**
+   * An instance over a stdio server process already running (started by a pooled sandbox before its
+   * rollout took it: prestartOf): only the MCP handshake is left.
+   */
+  static adopt(server: McpServerSpec, proc: SandboxProcess, readLimit: number): Promise<McpInstance> {
+    return McpInstance.connect(server, new ProcessTransport(proc, readLimit));
+  }
+
+  private static async connect(server: McpServerSpec, transport: Transport): Promise<McpInstance> {
     const client = new Client(CLIENT_INFO, { capabilities: {} });
     try {
       await client.connect(transport, { timeout: server.startTimeoutMs });
@@ -114,10 +120,39 @@ export class McpInstance {
   }
 }
 
+function variables(where: Placement): Record<Variable, string> {
+  return {
+    RFT_TRACE_ID: where.traceId ?? '',
+    RFT_WORKSPACE: where.kind === 'sandbox' ? WORKSPACE_MOUNT : (where.workspace ?? ''),
+  };
+}
+
+/** What a stdio server runs: its argv, working directory and environment, the variables expanded. */
+function commandOf(server: McpServerSpec, vars: Record<Variable, string>): { argv: string[]; cwd: string | undefined; env: Record<string, string> } {
+  return {
+    argv: [server.command ?? '', ...server.args.map((a) => expand(a, vars))],
+    env: Object.fromEntries(Object.entries(server.env).map(([k, v]) => [k, expand(v, vars)])),
+    cwd: server.cwd !== undefined ? expand(server.cwd, vars) : undefined,
+  };
+}
+
+/**
+ * What a pooled sandbox may start ahead for a rollout server (SandboxSpec.prestarts): a stdio server
+ * run inside the sandbox whose command names no rollout (no `${RFT_TRACE_ID}`), so the process it
+ * starts is the one the rollout would have started. Null for any other server.
+ */
+export function prestartOf(server: McpServerSpec): PrestartSpec | null {
+  if (server.scope !== 'rollout' || !server.sandbox || server.command === undefined || usesVariables(server, 'RFT_TRACE_ID')) return null;
+  const { argv, env, cwd } = commandOf(server, { RFT_TRACE_ID: '', RFT_WORKSPACE: WORKSPACE_MOUNT });
+  return { key: prestartKey(server), argv, env, ...(cwd !== undefined ? { cwd } : {}) };
+}
+
+export function prestartKey(server: McpServerSpec): string {
+  return `mcp:${server.name}`;
+}
+
 async function spawnServer(server: McpServerSpec, where: Placement, vars: Record<Variable, string>): Promise<SandboxProcess> {
-  const argv = [server.command ?? '', ...server.args.map((a) => expand(a, vars))];
-  const env = Object.fromEntries(Object.entries(server.env).map(([k, v]) => [k, expand(v, vars)]));
-  const cwd = server.cwd !== undefined ? expand(server.cwd, vars) : undefined;
+  const { argv, env, cwd } = commandOf(server, vars);
   if (where.kind === 'sandbox') return where.sandbox.spawn(argv, { ...(cwd !== undefined ? { cwd } : {}), env });
   const dir = cwd !== undefined ? (isAbsolute(cwd) ? cwd : resolve(where.baseDir, cwd)) : (where.workspace ?? where.baseDir);
   const proc = startProgram({ argv: withDeathSignal(argv), cwd: dir, env: { PATH: SANDBOX_PATH, ...where.inheritedEnv, ...env } });

@@ -16,7 +16,7 @@ import { SandboxManager, type SandboxManagerOptions } from './manager/manager.js
 import type { PlacementStore } from './placements.js';
 import { driverModule, selectDriver } from './select.js';
 import type { SandboxServerConfig } from './settings.js';
-import type { SandboxObserver } from './types.js';
+import type { PrestartSpec, SandboxObserver } from './types.js';
 
 /** This package's root (src/sandbox/.. or dist/sandbox/..). */
 const PACKAGE_ROOT = resolve(import.meta.dirname, '..', '..');
@@ -24,6 +24,8 @@ const PACKAGE_ROOT = resolve(import.meta.dirname, '..', '..');
 /** What other parts of the server need from every sandbox (the MCP bridge: its servers' install dirs). */
 export interface SandboxExtras {
   readOnlyMounts?: string[];
+  /** Processes pooled sandboxes start ahead for rollouts (the MCP bridge's rollout servers). */
+  prestarts?: PrestartSpec[];
   /** Metrics and integrity flags. */
   observer?: SandboxObserver;
   /** Sandbox placements shared by replicas (the Postgres store's). */
@@ -73,6 +75,7 @@ export async function createManagerFromConfig(config: SandboxServerConfig, log: 
     templatesRoot: s.templatesRoot,
     log: log.child({ component: 'sandbox', driver: driver.name }),
     ...(extra.readOnlyMounts ? { readOnlyMounts: extra.readOnlyMounts } : {}),
+    ...(extra.prestarts?.length ? { prestarts: extra.prestarts } : {}),
     ...(extra.observer ? { observer: extra.observer } : {}),
     ...(module?.shared && extra.placements ? { placements: extra.placements } : {}),
     ...(extra.history ? { history: extra.history } : {}),

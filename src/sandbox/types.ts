@@ -155,6 +155,11 @@ export interface Sandbox {
    * the driver cannot tell (no uid of its own). Not activity: the TTL does not move.
    */
   cpuSeconds?(): Promise<number | null>;
+  /**
+   * The process started for `key` before this sandbox was handed over (SandboxSpec.prestarts), once:
+   * null when there is none or it has exited since. What is never claimed runs until the sandbox goes.
+   */
+  claimPrestarted?(key: string): PrestartedProcess | null;
   destroy(): Promise<void>;
 }
 
@@ -171,6 +176,35 @@ export interface SandboxSpec {
   labels: Record<string, string>;
   /** Absolute host directories visible read-only at the same path inside (e.g. stdio servers' install dirs). */
   readOnlyMounts?: string[];
+  /**
+   * A rollout's sandbox: the processes the warm pool's sandboxes of its kind start while they wait
+   * (the rollout MCP servers'), so the rollout that takes one finds them running
+   * (Sandbox.claimPrestarted). Only the pool's floor of sandboxes per kind carries them; a spec
+   * without them (a grading sandbox) is handed a sandbox with none running. Drivers without a pool
+   * ignore them.
+   */
+  prestarts?: PrestartSpec[];
+}
+
+/** A long-running process a pooled sandbox starts before any rollout takes it (see SandboxSpec.prestarts). */
+export interface PrestartSpec {
+  /** What the taker claims it by. */
+  key: string;
+  argv: string[];
+  /** As Sandbox.spawn takes them. */
+  cwd?: string;
+  env?: Record<string, string>;
+  /**
+   * What is done with the process once it runs, still in the pool (the MCP handshake); what it gives
+   * is handed over with the process. A failure stops the process: the taker starts its own.
+   */
+  ready?(proc: SandboxProcess): Promise<unknown>;
+}
+
+/** A prestarted process as its taker claims it: the process and what PrestartSpec.ready gave. */
+export interface PrestartedProcess {
+  process: SandboxProcess;
+  ready: unknown;
 }
 
 export interface SandboxDriver {

@@ -5,10 +5,12 @@ import { rmdir } from 'node:fs/promises';
 import { spawnOps, type HostOps } from './host-ops.js';
 import { LocalSandbox, type CommandRunner } from './local-sandbox.js';
 import { createWorkdir, prepareRoot, reapWorkdirs, removeWorkdir, tmpfsCaps, writeMeta, INSTANCE_LABEL, type Workdir } from './workdir.js';
+import { Prestarted } from '../pool/prestarted.js';
 import { WarmPool } from '../pool/warm-pool.js';
 import { poolSizing, type WarmLearning } from '../pool/settings.js';
 import { populateWorkspace } from '../workspace/workspace.js';
 import { canSwitchUid } from './uids.js';
+import { workspaceComponents } from '../workspace/paths.js';
 import type { Sandbox, SandboxDriver, SandboxSpec, WarmPoolStats } from '../types.js';
 
 export interface LocalDriverOptions {
@@ -40,6 +42,10 @@ function describeKind(fs: Workdir['fs'], mounts: string[]): string {
 interface Prepared {
   w: Workdir;
   runner: CommandRunner;
+  /** What it started while in the pool (SandboxSpec.prestarts); only the floor's worth of items per key has any. */
+  prestarted?: Prestarted;
+  /** Its pool key, with `prestarted`. */
+  key?: string;
 }
 
 export abstract class LocalDriver implements SandboxDriver {
@@ -47,6 +53,8 @@ export abstract class LocalDriver implements SandboxDriver {
   protected readonly live = new Set<string>();
   private poolInstance: WarmPool<Prepared> | null = null;
   private rootReady: Promise<void> | null = null;
+  /** Per pool key, its items with prestarted processes or being prepared with them (at most the floor). */
+  private readonly prestartedReady = new Map<string, number>();
 
   constructor(protected readonly opts: LocalDriverOptions) {}
 
@@ -72,23 +80,53 @@ export abstract class LocalDriver implements SandboxDriver {
   private get pool(): WarmPool<Prepared> {
     this.poolInstance ??= new WarmPool(poolSizing(this.opts.warmPool ?? 0, this.opts.warmLearning, this.preparedKb), {
       make: (spec) => this.prepare(spec),
-      discard: (p) => this.discard(p),
-      key: (spec) => JSON.stringify([canSwitchUid() ? tmpfsCaps(spec.limits) : null, spec.readOnlyMounts ?? []]),
+      discard: (p) => {
+        this.countPrestarted(p, -1);
+        return this.discard(p);
+      },
+      // A rollout takes one whose prestarts run first; anything else takes one without, if there is one.
+      rank: (p, spec) => (p.prestarted ? 1 : 0) * (spec.prestarts?.length ? 1 : -1),
+      taken: (p) => this.countPrestarted(p, -1),
+      key: (spec) => this.poolKey(spec),
       id: (p) => p.w.meta.id,
       describe: (spec) => describeKind(canSwitchUid() ? tmpfsCaps(spec.limits) : undefined, spec.readOnlyMounts ?? []),
     });
     return this.poolInstance;
   }
 
+  private poolKey(spec: SandboxSpec): string {
+    return JSON.stringify([canSwitchUid() ? tmpfsCaps(spec.limits) : null, spec.readOnlyMounts ?? []]);
+  }
+
+  /** Counts a pooled item with prestarted processes out of its key's (taken or discarded). */
+  private countPrestarted(p: Prepared, by: -1): void {
+    if (p.prestarted && p.key !== undefined) this.bumpPrestarted(p.key, by);
+  }
+
+  private bumpPrestarted(key: string, by: 1 | -1): void {
+    this.prestartedReady.set(key, (this.prestartedReady.get(key) ?? 0) + by);
+  }
+
   private async prepare(spec: SandboxSpec, populate = false): Promise<Prepared> {
-    const w = await createWorkdir(this.opts.sandboxesRoot, this.name, spec, this.ops);
+    // A pooled item of a rollout's kind starts the prestarts while fewer than the floor's worth of
+    // that kind have them: what they cost (a server process each) stays bounded whatever the pool learns.
+    const key = this.poolKey(spec);
+    const prestarts = !populate && spec.prestarts?.length && (this.prestartedReady.get(key) ?? 0) < (this.opts.warmPool ?? 0) ? spec.prestarts : null;
+    if (prestarts) this.bumpPrestarted(key, 1);
+    let w: Workdir | undefined;
     try {
+      w = await createWorkdir(this.opts.sandboxesRoot, this.name, spec, this.ops);
       const uid = w.meta.uid;
       // The workspace is filled while the driver builds the sandbox around it.
       const [runner] = await Promise.all([this.runnerFor(w, spec), populate ? populateWorkspace(w.ws, spec, uid !== null ? { uid, gid: uid } : null) : null]);
+      if (!prestarts) return { w, runner };
+      const prestarted = await Prestarted.start(prestarts, (p) => runner.spawn(p.argv, workspaceComponents(p.cwd ?? ''), p.env ?? {}, spec.limits));
+      if (prestarted.size > 0) return { w, runner, prestarted, key };
+      this.bumpPrestarted(key, -1);
       return { w, runner };
     } catch (e) {
-      await removeWorkdir(w, this.ops);
+      if (prestarts) this.bumpPrestarted(key, -1);
+      if (w) await removeWorkdir(w, this.ops);
       throw e;
     }
   }
@@ -111,6 +149,8 @@ export abstract class LocalDriver implements SandboxDriver {
       const w = p.w;
       this.live.add(w.meta.id);
       try {
+        // A taker that claims none (a grading sandbox) gets none running.
+        if (p.prestarted && !spec.prestarts?.length) await p.prestarted.stop();
         w.meta = { ...w.meta, traceId: spec.traceId, createdAt: new Date().toISOString() };
         await writeMeta(w);
         await populateWorkspace(w.ws, spec, w.meta.uid !== null ? { uid: w.meta.uid, gid: w.meta.uid } : null);
@@ -128,14 +168,21 @@ export abstract class LocalDriver implements SandboxDriver {
       this.live.add(p.w.meta.id);
     }
     const id = p.w.meta.id;
-    return new LocalSandbox(this.name, p.w, spec.limits, p.runner, async (w) => {
-      try {
-        await removeWorkdir(w, this.ops);
-      } finally {
-        this.live.delete(id);
-        pool.release(labeled);
-      }
-    });
+    return new LocalSandbox(
+      this.name,
+      p.w,
+      spec.limits,
+      p.runner,
+      async (w) => {
+        try {
+          await removeWorkdir(w, this.ops);
+        } finally {
+          this.live.delete(id);
+          pool.release(labeled);
+        }
+      },
+      spec.prestarts?.length ? p.prestarted : undefined,
+    );
   }
 
   /** The warm pool's state (empty before the first sandbox). */

@@ -6,9 +6,10 @@ import { copyBoundsFor, copyTree, CopyBudget, type CopyBounds, type CopyReport }
 import { HostWorkspace } from '../workspace/host-fs.js';
 import { workspaceComponents } from '../workspace/paths.js';
 import { cpuSecondsOfUid } from './cpu.js';
+import type { Prestarted } from '../pool/prestarted.js';
 import { RESULT_FD } from './spawn.js';
 import type { Workdir } from './workdir.js';
-import type { ExecOptions, ExecResult, FileEntry, Sandbox, SandboxLimits, SandboxProcess, SpawnOptions } from '../types.js';
+import type { ExecOptions, ExecResult, FileEntry, PrestartedProcess, Sandbox, SandboxLimits, SandboxProcess, SpawnOptions } from '../types.js';
 
 export const SANDBOX_PATH = '/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin';
 
@@ -44,6 +45,8 @@ export class LocalSandbox implements Sandbox {
     private readonly runner: CommandRunner,
     /** Removes the workdir (kills the uid's processes, unmounts, deletes) and forgets the sandbox. */
     private readonly remove: (w: Workdir) => Promise<void>,
+    /** What it started in the warm pool, for the taker to claim. */
+    private readonly prestarted?: Prestarted,
   ) {
     this.id = workdir.meta.id;
     this.traceId = workdir.meta.traceId;
@@ -101,6 +104,10 @@ export class LocalSandbox implements Sandbox {
   async cpuSeconds(): Promise<number | null> {
     const uid = this.workdir.meta.uid;
     return uid === null || this.destroying ? null : cpuSecondsOfUid(uid);
+  }
+
+  claimPrestarted(key: string): PrestartedProcess | null {
+    return this.destroying ? null : (this.prestarted?.claim(key) ?? null);
   }
 
   destroy(): Promise<void> {

@@ -14,7 +14,7 @@ import { gradingLimits } from '../workspace/limits.js';
 import { TrackedSandbox } from './tracked.js';
 import { INSTANCE_LABEL } from '../host/workdir.js';
 import { workspaceSource } from '../workspace/workspace.js';
-import type { Sandbox, SandboxDriver, SandboxHistory, SandboxItem, SandboxLimits, SandboxObserver, SandboxRef, SandboxSpec, SandboxStats } from '../types.js';
+import type { PrestartSpec, Sandbox, SandboxDriver, SandboxHistory, SandboxItem, SandboxLimits, SandboxObserver, SandboxRef, SandboxSpec, SandboxStats } from '../types.js';
 
 export interface SandboxManagerOptions {
   driver: SandboxDriver;
@@ -36,6 +36,8 @@ export interface SandboxManagerOptions {
   sweepIntervalMs?: number;
   /** Host directories every sandbox sees read-only (stdio servers' install dirs, see src/mcp). */
   readOnlyMounts?: string[];
+  /** Processes the warm pool's floor starts ahead for rollouts (rollout MCP servers', see src/mcp): SandboxSpec.prestarts. */
+  prestarts?: PrestartSpec[];
   /** Metrics and integrity flags. */
   observer?: SandboxObserver;
   /**
@@ -367,7 +369,8 @@ export class SandboxManager {
   }
 
   private rolloutSource(item: SandboxItem): () => Promise<Omit<SandboxSpec, 'traceId' | 'limits'>> {
-    return async () => ({ ...(await workspaceSource(item, this.opts.templatesRoot)), labels: { [PURPOSE_LABEL]: ROLLOUT } });
+    const prestarts = this.opts.prestarts?.length ? { prestarts: this.opts.prestarts } : {};
+    return async () => ({ ...(await workspaceSource(item, this.opts.templatesRoot)), labels: { [PURPOSE_LABEL]: ROLLOUT }, ...prestarts });
   }
 
   /**

@@ -3,7 +3,7 @@
 // whoever destroys it (told whether the removal succeeded: a record of a sandbox that is still there
 // must stay, so that it is removed later).
 import type { CopyBounds, CopyReport } from '../workspace/copy-out.js';
-import type { ExecOptions, ExecResult, FileEntry, Sandbox, SandboxProcess, SandboxRef, SpawnOptions } from '../types.js';
+import type { ExecOptions, ExecResult, FileEntry, PrestartedProcess, Sandbox, SandboxProcess, SandboxRef, SpawnOptions } from '../types.js';
 
 export class TrackedSandbox implements Sandbox {
   lastUsed = Date.now();
@@ -72,6 +72,9 @@ export class TrackedSandbox implements Sandbox {
   }
   async cpuSeconds(): Promise<number | null> {
     return (await this.inner.cpuSeconds?.()) ?? null;
+  }
+  claimPrestarted(key: string): PrestartedProcess | null {
+    return this.inner.claimPrestarted?.(key) ?? null;
   }
 
   destroy(): Promise<void> {

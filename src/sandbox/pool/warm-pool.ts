@@ -22,6 +22,10 @@ export interface PoolOps<T> {
   id(item: T): string;
   /** The key, for people (default: the key itself). */
   describe?(spec: SandboxSpec): string;
+  /** How well an item suits `spec` among those of its key (the highest is taken first; default: all alike, oldest first). */
+  rank?(item: T, spec: SandboxSpec): number;
+  /** The item leaves the pool for a rollout (called before the refill this take starts). */
+  taken?(item: T): void;
 }
 
 export interface PoolSizing {
@@ -90,11 +94,12 @@ export class WarmPool<T> {
       if (slot.steps.length > POOL_STEPS_KEPT) slot.steps.shift();
     }
     this.latest = slot;
-    const item = slot.ready.shift() ?? null;
+    const item = this.pick(slot.ready, spec);
     const step = slot.steps[slot.steps.length - 1]!;
     step.size++;
     step.lastAt = now;
     if (item) {
+      this.ops.taken?.(item);
       this.hits++;
       step.hits++;
     } else {
@@ -105,6 +110,22 @@ export class WarmPool<T> {
     this.arm();
     this.fill();
     return item;
+  }
+
+  /** Removes and returns the ready item that suits `spec` best (the oldest among equals), or null. */
+  private pick(ready: T[], spec: SandboxSpec): T | null {
+    const rank = this.ops.rank;
+    if (!rank || ready.length < 2) return ready.shift() ?? null;
+    let best = 0;
+    let bestRank = rank(ready[0]!, spec);
+    for (let i = 1; i < ready.length; i++) {
+      const r = rank(ready[i]!, spec);
+      if (r > bestRank) {
+        best = i;
+        bestRank = r;
+      }
+    }
+    return ready.splice(best, 1)[0]!;
   }
 
   /**

@@ -62,6 +62,8 @@ export class WarmPool<T> {
   private readonly slots = new Map<string, Slot<T>>();
   private latest: Slot<T> | null = null;
   private filling: Promise<void> | null = null;
+  /** A refill was asked for while one ran: the running one may end on a failure without meeting it. */
+  private refillAsked = false;
   private readonly discarding = new Set<Promise<void>>();
   private closed = false;
   private hits = 0;
@@ -213,7 +215,13 @@ export class WarmPool<T> {
   }
 
   private fill(): void {
-    if (this.filling || !this.next()) return;
+    if (this.filling) {
+      this.refillAsked = true;
+      return;
+    }
+    if (!this.next()) return;
+    this.refillAsked = false;
+    let failed = false;
     this.filling = (async () => {
       for (let slot = this.next(); slot; slot = this.next()) {
         const item = await this.ops.make({ ...slot.spec, traceId: '(pooled)', files: {} });
@@ -221,9 +229,14 @@ export class WarmPool<T> {
         else slot.ready.push(item);
       }
     })()
-      .catch(() => {}) // a failed refill only costs the next rollouts the on-demand path
+      .catch(() => {
+        failed = true; // a failed refill only costs the next rollouts the on-demand path
+      })
       .finally(() => {
         this.filling = null;
+        // What changed while it failed (a rollout's sandbox released room) gets one more try; a
+        // refill that failed with nothing asked meanwhile waits for the next take or release.
+        if (failed && this.refillAsked) this.fill();
       });
   }
 

@@ -114,6 +114,30 @@ describe('warm pool learning the step (fake clock)', () => {
     await close(pool);
   });
 
+  // Docker's pool test saw it at load 7 (60 s without its floor): a refill that fails (the engines full
+  // of rollouts) while a rollout's release asks for another ended, and the release's ask was dropped.
+  it('refills after a failed refill when a release asked for one meanwhile', async () => {
+    let full = true;
+    let made = 0;
+    const ops: PoolOps<number> = {
+      make: () => {
+        const fails = full; // as the engines were when the creation was placed
+        return new Promise((resolve, reject) => setTimeout(() => (fails ? reject(new Error('engines full')) : resolve(++made)), 20));
+      },
+      discard: async () => {},
+      key: () => 'k',
+      id: (n) => String(n),
+    };
+    const pool = new WarmPool({ floor: 2, max: 0, gapMs: GAP, idleMs: IDLE }, ops);
+    pools.push(pool);
+    expect(pool.take(spec('trace_a'))).toBeNull(); // a miss: the refill to the floor starts, and fails
+    await vi.advanceTimersByTimeAsync(10);
+    full = false; // the rollout's container goes while that refill is still trying
+    pool.release(spec('trace_a'));
+    await vi.advanceTimersByTimeAsync(200);
+    expect(pool.stats().warm).toBe(2);
+  });
+
   it('keeps the last POOL_STEPS_KEPT steps with their hits and misses, and counts what rollouts hold until released', async () => {
     const { pool, step } = fakePool(2, 1_000);
     const sizes = Array.from({ length: POOL_STEPS_KEPT + 3 }, (_, i) => 3 + i);

@@ -406,7 +406,10 @@ export class DockerSandbox implements Sandbox {
       user: this.user,
     };
     const kill = async (pre: PidPreamble): Promise<void> => {
-      if (pre.pid !== null) await this.kill('tree', pre.pid);
+      // A kill right after the start may come before the pid line: it waits for it, or the process
+      // would run on in the container once kill() closes its stream.
+      const pid = pre.pid ?? (await Promise.race([pre.wait(), new Promise<null>((r) => setTimeout(() => r(null), QUICK_TIMEOUT_MS).unref())]));
+      if (pid !== null) await this.kill('tree', pid);
     };
     let preamble: PidPreamble | undefined;
     const proc = await this.o.engine.use((api) => dockerSpawn(api, this.o.engine.deaths, req, kill, (pre) => (preamble = pre)));

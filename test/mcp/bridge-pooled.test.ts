@@ -2,13 +2,14 @@
 // sandbox whose command names no rollout is started by the pool's floor of sandboxes while they wait,
 // and a rollout that takes one adopts the running process (its first bridged call costs the MCP
 // handshake, not the server's start), through /tools, where nothing announces a rollout (Agent RFT).
-// On bubblewrap, with @modelcontextprotocol/server-memory inside the sandbox: each rollout's memory is
-// its own file in its own workspace, whoever started the process.
+// On bubblewrap and Docker (runc: its processes are in the host's /proc), with
+// @modelcontextprotocol/server-memory inside the sandbox: each rollout's memory is its own file in its
+// own workspace, whoever started the process.
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { describeIf } from '../helpers/require.js';
 import { repoRoot, startTestServer, type TestServer } from '../helpers/server.js';
-import { driversPresent } from '../sandbox/helpers.js';
+import { driversPresent, GVISOR_ENGINE } from '../sandbox/helpers.js';
 import { join } from 'node:path';
 import { loadMcpConfig } from '../../src/mcp/config.js';
 import { prestartOf } from '../../src/mcp/instance.js';
@@ -52,15 +53,20 @@ describe('which rollout servers the pool may start ahead', () => {
   });
 });
 
-describeIf(present.bwrap, 'MCP instances started in the warm pool', 'bwrap sandbox driver not available')('MCP instances started in the warm pool (bwrap)', () => {
+for (const driver of ['bwrap', 'docker'] as const) describeIf(present[driver], `MCP instances started in the warm pool on ${driver}`, `${driver} sandbox driver not available`)(`MCP instances started in the warm pool (${driver})`, () => {
   let srv: TestServer;
   const prestarted = async () => ((await getJson(srv, '/readyz')) as { mcp: { prestarted: number } }).mcp.prestarted;
   const running = (n: number, what: string) => until(async () => (await pidsWith(marker)).length === n, 60_000, what, 100);
+  /** Pooled sandboxes ready for the rollouts' kind (the latest one taken). */
+  const rolloutKindWarm = async () => {
+    const stats = (await getJson(srv, '/v1/stats')) as { this_replica: { sandboxes: { pool: { kinds: { latest: boolean; warm: number }[] } } } };
+    return stats.this_replica.sandboxes.pool.kinds.find((k) => k.latest)?.warm ?? 0;
+  };
 
   beforeAll(async () => {
     srv = await startTestServer({
       toolsDir: join(repoRoot, 'test/fixtures/units/tools'),
-      env: { RFT_SANDBOX: 'bwrap', RFT_SANDBOX_WARM: '2', RFT_MCP_CONFIG: writeMcpJson({ memory: pooledMemory([marker]) }), RFT_TOOL_TIMEOUT_MS: '60000' },
+      env: { RFT_SANDBOX: driver, RFT_SANDBOX_WARM: '2', RFT_DOCKER_WARM: '2', RFT_MCP_CONFIG: writeMcpJson({ memory: pooledMemory([marker]) }), RFT_TOOL_TIMEOUT_MS: '60000' },
     });
   });
   afterAll(async () => {
@@ -76,6 +82,8 @@ describeIf(present.bwrap, 'MCP instances started in the warm pool', 'bwrap sandb
     expect(created.status, created.output).toBe(200);
     expect(await prestarted()).toBe(0);
     await running(3, "the first rollout's server and the floor's two pooled ones");
+    // Ready, not only running: a pooled sandbox joins the pool once its server's handshake is done.
+    await until(async () => (await rolloutKindWarm()) === 2, 60_000, 'the two pooled sandboxes ready', 100);
     const pooled = new Set(await pidsWith(marker));
 
     const b = `trace_${randomUUID()}`;
@@ -102,3 +110,41 @@ describeIf(present.bwrap, 'MCP instances started in the warm pool', 'bwrap sandb
     await running(2, "the floor's two after every rollout ended");
   });
 });
+
+// On Docker the adopted process was spawned through the warm container's own sandbox object; the
+// rollout's takes its spawned processes over, so an exec's sweep knows it as this replica's server and
+// still ends what a command leaves running (gVisor has no child subreaper: the sweep is what ends a
+// `setsid` leftover there). Seen from inside the sandbox: gVisor's processes are not in the host's /proc.
+for (const driver of ['docker', 'gvisor'] as const) {
+  const engine = driver === 'gvisor' ? { RFT_DOCKER_HOSTS: GVISOR_ENGINE, RFT_DOCKER_RUNTIME: 'runsc' } : {};
+  describeIf(present[driver], `an adopted instance beside the exec sweep on ${driver}`, `${driver} sandbox driver not available`)(`MCP instance adopted from the warm pool, exec sweep (${driver})`, () => {
+    let srv: TestServer;
+    const readyz = async () => (await getJson(srv, '/readyz')) as { mcp: { prestarted: number }; sandboxes: { pool: { warm: number } } };
+    beforeAll(async () => {
+      srv = await startTestServer({
+        toolsDir: join(repoRoot, 'tools'),
+        env: { RFT_SANDBOX: 'docker', ...engine, RFT_DOCKER_WARM: '2', RFT_MCP_CONFIG: writeMcpJson({ memory: pooledMemory([`${marker}-${driver}`]) }), RFT_TOOL_TIMEOUT_MS: '60000' },
+      });
+    });
+    afterAll(async () => {
+      await srv?.close();
+    });
+
+    it("ends what a command left running with its exec while the rollout's adopted instance runs", { timeout: 180_000 }, async () => {
+      expect((await callTool(srv, `trace_${randomUUID()}`, 'mem_read_graph', {})).status).toBe(200);
+      await until(async () => (await readyz()).sandboxes.pool.warm >= 2, 120_000, 'the pool prepared', 250);
+      const before = (await readyz()).mcp.prestarted;
+      const b = `trace_${randomUUID()}`;
+      expect(graph((await callTool(srv, b, 'mem_read_graph', {})).output).entities).toEqual([]);
+      expect((await readyz()).mcp.prestarted).toBe(before + 1);
+      const loop = `loop${randomUUID().slice(0, 8)}`;
+      await callTool(srv, b, 'shell', { command: `setsid sh -c 'while :; do date > loop.txt; sleep 0.1; done' ${loop} >/dev/null 2>&1 </dev/null &` });
+      // The bracket keeps the probe out of its own match.
+      const probe = `grep -l '${loop.slice(0, 4)}[${loop[4]}]${loop.slice(5)}' /proc/[0-9]*/cmdline 2>/dev/null | wc -l`;
+      await until(async () => /--- stdout ---\n\s*0\b/.test((await callTool(srv, b, 'shell', { command: probe })).output), 15_000, 'the left loop to end', 250);
+      // The adopted instance still serves the rollout.
+      expect((await callTool(srv, b, 'mem_create_entities', { entities: [{ name: 'bob', entityType: 'person', observations: [] }] })).status).toBe(200);
+      expect(graph((await callTool(srv, b, 'mem_read_graph', {})).output).entities.map((e) => e.name)).toEqual(['bob']);
+    });
+  });
+}

@@ -5,7 +5,7 @@ import { rmdir } from 'node:fs/promises';
 import { spawnOps, type HostOps } from './host-ops.js';
 import { LocalSandbox, type CommandRunner } from './local-sandbox.js';
 import { createWorkdir, prepareRoot, reapWorkdirs, removeWorkdir, tmpfsCaps, writeMeta, INSTANCE_LABEL, type Workdir } from './workdir.js';
-import { Prestarted } from '../pool/prestarted.js';
+import { Prestarted, PrestartQuota, prestartRank } from '../pool/prestarted.js';
 import { WarmPool } from '../pool/warm-pool.js';
 import { poolSizing, type WarmLearning } from '../pool/settings.js';
 import { populateWorkspace } from '../workspace/workspace.js';
@@ -53,10 +53,12 @@ export abstract class LocalDriver implements SandboxDriver {
   protected readonly live = new Set<string>();
   private poolInstance: WarmPool<Prepared> | null = null;
   private rootReady: Promise<void> | null = null;
-  /** Per pool key, its items with prestarted processes or being prepared with them (at most the floor). */
-  private readonly prestartedReady = new Map<string, number>();
+  /** Which pooled items start the prestarts: the floor's worth per kind. */
+  private readonly quota: PrestartQuota;
 
-  constructor(protected readonly opts: LocalDriverOptions) {}
+  constructor(protected readonly opts: LocalDriverOptions) {
+    this.quota = new PrestartQuota(opts.warmPool ?? 0);
+  }
 
   abstract available(): Promise<boolean>;
 
@@ -81,12 +83,11 @@ export abstract class LocalDriver implements SandboxDriver {
     this.poolInstance ??= new WarmPool(poolSizing(this.opts.warmPool ?? 0, this.opts.warmLearning, this.preparedKb), {
       make: (spec) => this.prepare(spec),
       discard: (p) => {
-        this.countPrestarted(p, -1);
+        this.leaveQuota(p);
         return this.discard(p);
       },
-      // A rollout takes one whose prestarts run first; anything else takes one without, if there is one.
-      rank: (p, spec) => (p.prestarted ? 1 : 0) * (spec.prestarts?.length ? 1 : -1),
-      taken: (p) => this.countPrestarted(p, -1),
+      rank: (p, spec) => prestartRank(p, spec),
+      taken: (p) => this.leaveQuota(p),
       key: (spec) => this.poolKey(spec),
       id: (p) => p.w.meta.id,
       describe: (spec) => describeKind(canSwitchUid() ? tmpfsCaps(spec.limits) : undefined, spec.readOnlyMounts ?? []),
@@ -98,21 +99,14 @@ export abstract class LocalDriver implements SandboxDriver {
     return JSON.stringify([canSwitchUid() ? tmpfsCaps(spec.limits) : null, spec.readOnlyMounts ?? []]);
   }
 
-  /** Counts a pooled item with prestarted processes out of its key's (taken or discarded). */
-  private countPrestarted(p: Prepared, by: -1): void {
-    if (p.prestarted && p.key !== undefined) this.bumpPrestarted(p.key, by);
-  }
-
-  private bumpPrestarted(key: string, by: 1 | -1): void {
-    this.prestartedReady.set(key, (this.prestartedReady.get(key) ?? 0) + by);
+  private leaveQuota(p: Prepared): void {
+    if (p.prestarted && p.key !== undefined) this.quota.release(p.key);
   }
 
   private async prepare(spec: SandboxSpec, populate = false): Promise<Prepared> {
-    // A pooled item of a rollout's kind starts the prestarts while fewer than the floor's worth of
-    // that kind have them: what they cost (a server process each) stays bounded whatever the pool learns.
+    // A pooled item of a rollout's kind starts the prestarts while fewer than the floor's worth of that kind have them.
     const key = this.poolKey(spec);
-    const prestarts = !populate && spec.prestarts?.length && (this.prestartedReady.get(key) ?? 0) < (this.opts.warmPool ?? 0) ? spec.prestarts : null;
-    if (prestarts) this.bumpPrestarted(key, 1);
+    const prestarts = !populate && this.quota.reserve(key, spec) ? spec.prestarts! : null;
     let w: Workdir | undefined;
     try {
       w = await createWorkdir(this.opts.sandboxesRoot, this.name, spec, this.ops);
@@ -122,10 +116,10 @@ export abstract class LocalDriver implements SandboxDriver {
       if (!prestarts) return { w, runner };
       const prestarted = await Prestarted.start(prestarts, (p) => runner.spawn(p.argv, workspaceComponents(p.cwd ?? ''), p.env ?? {}, spec.limits));
       if (prestarted.size > 0) return { w, runner, prestarted, key };
-      this.bumpPrestarted(key, -1);
+      this.quota.release(key);
       return { w, runner };
     } catch (e) {
-      if (prestarts) this.bumpPrestarted(key, -1);
+      if (prestarts) this.quota.release(key);
       if (w) await removeWorkdir(w, this.ops);
       throw e;
     }

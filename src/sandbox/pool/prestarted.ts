@@ -3,7 +3,7 @@
 // Each is claimed once, by its key; one that exited meanwhile is not handed out (the taker starts its
 // own, as it would without a pool). What is never claimed runs until its sandbox goes. A spec's
 // `ready` (the MCP handshake) runs in the pool too, so the taker gets the process ready to use.
-import type { PrestartedProcess, PrestartSpec, SandboxProcess } from '../types.js';
+import type { PrestartedProcess, PrestartSpec, SandboxProcess, SandboxSpec } from '../types.js';
 
 interface Entry {
   proc: SandboxProcess;
@@ -59,4 +59,32 @@ export class Prestarted {
     this.procs.clear();
     await Promise.all(all.map((e) => e.proc.kill().catch(() => {})));
   }
+}
+
+/**
+ * How many pooled items of each kind (pool key) carry prestarts, or are being prepared with them: at
+ * most `floor` each, so what they cost stays bounded whatever size the pool learns.
+ */
+export class PrestartQuota {
+  private readonly counts = new Map<string, number>();
+
+  constructor(private readonly floor: number) {}
+
+  /** A place for an item of `key` about to start `spec`'s prestarts; false when there are none or the kind has its floor's worth. */
+  reserve(key: string, spec: SandboxSpec): boolean {
+    const n = this.counts.get(key) ?? 0;
+    if (!spec.prestarts?.length || n >= this.floor) return false;
+    this.counts.set(key, n + 1);
+    return true;
+  }
+
+  /** The item left the pool (taken, discarded) or started none. */
+  release(key: string): void {
+    this.counts.set(key, Math.max(0, (this.counts.get(key) ?? 0) - 1));
+  }
+}
+
+/** PoolOps.rank for items that may carry prestarts: a rollout (a spec with prestarts) takes those first, anything else those without. */
+export function prestartRank(item: { prestarted?: Prestarted | undefined }, spec: SandboxSpec): number {
+  return (item.prestarted ? 1 : 0) * (spec.prestarts?.length ? 1 : -1);
 }

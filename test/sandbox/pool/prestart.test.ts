@@ -1,5 +1,6 @@
 // Processes the warm pool's sandboxes start before a rollout takes them (SandboxSpec.prestarts: the
-// rollout MCP servers', issue 24), on the real local drivers: a rollout that takes one finds its
+// rollout MCP servers', issue 24), on every driver with a pool (bwrap, process, Docker under runc, whose
+// processes the host's /proc shows): a rollout that takes one finds its
 // process running and talks to it; only the floor's worth of pooled sandboxes carries one, whatever
 // size the pool learns; a sandbox taken by anything but a rollout (a grading sandbox) has none running;
 // one that exited while pooled is not handed out; nothing is left once the sandboxes and the driver go.
@@ -7,30 +8,39 @@ import { once } from 'node:events';
 import { afterEach, beforeEach, expect, it } from 'vitest';
 import { ProcessDriver } from '../../../src/sandbox/drivers/process/driver.js';
 import { BwrapDriver } from '../../../src/sandbox/drivers/bwrap/driver.js';
-import type { LocalDriver } from '../../../src/sandbox/host/local-driver.js';
-import type { PrestartSpec, Sandbox } from '../../../src/sandbox/types.js';
+import { DockerDriver } from '../../../src/sandbox/drivers/docker/driver.js';
+import { parseDockerHosts } from '../../../src/sandbox/drivers/docker/hosts.js';
+import type { PrestartSpec, Sandbox, SandboxDriver } from '../../../src/sandbox/types.js';
 import { describeIf } from '../../helpers/require.js';
+import { runLabels } from '../../helpers/run-label.js';
 import { waitFor } from '../../helpers/wait.js';
 import { pidsWith, until } from '../../mcp/helpers.js';
-import { driversPresent, spec, tempRoot } from '../helpers.js';
+import { DOCKER_IMAGE, driversPresent, spec, tempRoot } from '../helpers.js';
 
 const present = await driversPresent();
 
-for (const name of ['bwrap', 'process'] as const) {
+for (const name of ['bwrap', 'process', 'docker'] as const) {
   describeIf(present[name], `prestarted processes on ${name}`, `${name} sandbox driver not available`)(`warm pool prestarts (${name})`, () => {
     let tmp: Awaited<ReturnType<typeof tempRoot>>;
-    let driver: LocalDriver;
+    let driver: SandboxDriver;
     let marker: string;
     const made: Sandbox[] = [];
     beforeEach(async () => {
       tmp = await tempRoot();
       marker = `prestart-${name}-${process.pid}-${Math.random().toString(36).slice(2)}`;
-      const opts = { sandboxesRoot: tmp.root, instanceId: `prestart-${name}-${process.pid}`, warmPool: 2, warmLearning: { maxMb: 100, cap: 100, idleMs: 600_000, gapMs: 300 } };
-      driver = name === 'bwrap' ? new BwrapDriver(opts) : new ProcessDriver(opts);
+      const warmLearning = { maxMb: 100, cap: 100, idleMs: 600_000, gapMs: 300 };
+      const opts = { sandboxesRoot: tmp.root, instanceId: `prestart-${name}-${process.pid}`, warmPool: 2, warmLearning };
+      driver =
+        name === 'docker'
+          ? new DockerDriver({ instanceId: opts.instanceId, image: DOCKER_IMAGE, labels: runLabels, hosts: parseDockerHosts({ cap: 100 }), warmPool: 2, warmLearning })
+          : name === 'bwrap'
+            ? new BwrapDriver(opts)
+            : new ProcessDriver(opts);
+      expect(await driver.available()).toBe(true);
     });
     afterEach(async () => {
       await Promise.all(made.splice(0).map((s) => s.destroy().catch(() => {})));
-      await driver.close();
+      await driver.close?.();
       await tmp.cleanup();
       expect(await pidsWith(marker)).toEqual([]);
     });
@@ -56,7 +66,7 @@ for (const name of ['bwrap', 'process'] as const) {
     const running = async (n: number, what: string) => {
       let seen: number[] = [];
       await until(async () => (seen = await pidsWith(marker)).length === n, 30_000, what).catch((e: Error) => {
-        throw new Error(`${e.message}: ${seen.length} running, pool ${JSON.stringify(driver.poolStats())}`);
+        throw new Error(`${e.message}: ${seen.length} running, pool ${JSON.stringify(driver.poolStats!())}`);
       });
     };
 
@@ -81,11 +91,11 @@ for (const name of ['bwrap', 'process'] as const) {
       const step = await Promise.all(Array.from({ length: 6 }, (_, i) => rollout(`trace_step_${i}`)));
       expect(step.filter((sb) => sb.claimPrestarted!('srv') !== null)).toHaveLength(2);
       const settled = () => {
-        const st = driver.poolStats();
+        const st = driver.poolStats!();
         return st && st.target > 2 && st.warm === st.target ? st : undefined;
       };
       await waitFor('the pool to fill to the step it learned', settled).catch((e: Error) => {
-        throw new Error(`${e.message}: ${JSON.stringify(driver.poolStats())}`);
+        throw new Error(`${e.message}: ${JSON.stringify(driver.poolStats!())}`);
       });
       await running(1 + 2 + 2, 'the claimed one, the two taken by the step, the floor');
       await new Promise((r) => setTimeout(r, 500));
@@ -110,7 +120,7 @@ for (const name of ['bwrap', 'process'] as const) {
     it('stops a process that could not be made ready, and hands out none', async () => {
       const unready: PrestartSpec[] = [{ key: 'srv', argv: ['node', '-e', 'setInterval(() => {}, 1e6)', marker], ready: () => Promise.reject(new Error('no handshake')) }];
       await rollout('trace_1', unready);
-      await waitFor('the floor prepared', () => (driver.poolStats()?.warm === 2 ? true : undefined));
+      await waitFor('the floor prepared', () => (driver.poolStats!()?.warm === 2 ? true : undefined));
       expect(await pidsWith(marker)).toEqual([]);
       const second = await rollout('trace_2', unready);
       expect(second.claimPrestarted!('srv')).toBeNull();
@@ -119,7 +129,7 @@ for (const name of ['bwrap', 'process'] as const) {
     it('hands out no process that exited while its sandbox was pooled', async () => {
       const brief: PrestartSpec[] = [{ key: 'srv', argv: ['node', '-e', 'setTimeout(() => {}, 200)', marker] }];
       await rollout('trace_1', brief);
-      await waitFor('the floor prepared', () => (driver.poolStats()?.warm === 2 ? true : undefined));
+      await waitFor('the floor prepared', () => (driver.poolStats!()?.warm === 2 ? true : undefined));
       await running(0, 'the pooled processes to exit');
       const second = await rollout('trace_2', brief);
       expect(second.claimPrestarted!('srv')).toBeNull();

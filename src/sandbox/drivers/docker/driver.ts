@@ -19,6 +19,7 @@ import { WORKSPACE_MOUNT } from '../../workspace/paths.js';
 import { INSTANCE_LABEL } from '../../host/workdir.js';
 import type { Sandbox, SandboxDriver, SandboxLimits, SandboxRef, SandboxSpec, WarmPoolStats } from '../../types.js';
 import { WarmPool } from '../../pool/warm-pool.js';
+import { Prestarted, PrestartQuota, prestartRank } from '../../pool/prestarted.js';
 import { poolSizing, type WarmLearning } from '../../pool/settings.js';
 
 export interface DockerDriverOptions {
@@ -78,6 +79,10 @@ interface Container {
 /** A started, empty container kept for a new rollout, on the engine it was placed on. */
 interface Warm extends Container {
   engine: DockerEngine;
+  /** What it started while pooled (SandboxSpec.prestarts; the floor's worth per kind), through `host`. */
+  prestarted?: Prestarted;
+  host?: DockerSandbox;
+  key?: string;
 }
 
 /** What a warm container must match to serve a spec: what is fixed at container creation. */
@@ -147,10 +152,13 @@ export class DockerDriver implements SandboxDriver {
   /** Containers of live sandboxes and warm ones that this process owns (never reaped). */
   private readonly mine = new Set<string>();
   private poolInstance: WarmPool<Warm> | null = null;
+  /** Which warm containers start the prestarts: the floor's worth per kind. */
+  private readonly quota: PrestartQuota;
 
   constructor(private readonly o: DockerDriverOptions) {
     const specs = o.hosts ?? [{ url: `unix://${o.socketPath ?? '/var/run/docker.sock'}`, name: 'local', cap: Number.MAX_SAFE_INTEGER, socketPath: o.socketPath ?? '/var/run/docker.sock' }];
     this.engines = specs.map((s) => new DockerEngine(s.name, s.cap, endpointFor(s), o.log, s.starts));
+    this.quota = new PrestartQuota((o.warmPool ?? 0) * this.engines.length);
   }
 
   /** True when at least one engine answers and has the image; engines that do not are left out of placement. */
@@ -205,7 +213,12 @@ export class DockerDriver implements SandboxDriver {
   private get pool(): WarmPool<Warm> {
     this.poolInstance ??= new WarmPool(poolSizing((this.o.warmPool ?? 0) * this.engines.length, this.o.warmLearning, PREPARED_KB), {
       make: (spec) => this.makeWarm(spec),
-      discard: (w) => this.discardWarm(w),
+      discard: (w) => {
+        this.leaveQuota(w);
+        return this.discardWarm(w);
+      },
+      rank: (w, spec) => prestartRank(w, spec),
+      taken: (w) => this.leaveQuota(w),
       key: poolKey,
       id: (w) => w.name,
       describe: describeKind,
@@ -215,7 +228,19 @@ export class DockerDriver implements SandboxDriver {
 
   private async makeWarm(spec: SandboxSpec): Promise<Warm> {
     const engine = this.pick();
-    return { ...(await this.createContainer(engine, spec.limits, { [PURPOSE_LABEL]: 'warm' }, spec.readOnlyMounts)), engine };
+    const c = await this.createContainer(engine, spec.limits, { [PURPOSE_LABEL]: 'warm' }, spec.readOnlyMounts);
+    const key = poolKey(spec);
+    if (!this.quota.reserve(key, spec)) return { ...c, engine };
+    // Started through the container's own sandbox, which the rollout's takes over (its spawned processes).
+    const host = new DockerSandbox({ id: c.id, traceId: '(pooled)', engine, container: c.name, uid: c.uid, limits: spec.limits });
+    const prestarted = await Prestarted.start(spec.prestarts!, (p) => host.spawn(p.argv, { ...(p.cwd !== undefined ? { cwd: p.cwd } : {}), ...(p.env ? { env: p.env } : {}) }));
+    if (prestarted.size > 0) return { ...c, engine, prestarted, host, key };
+    this.quota.release(key);
+    return { ...c, engine };
+  }
+
+  private leaveQuota(w: Warm): void {
+    if (w.prestarted && w.key !== undefined) this.quota.release(w.key);
   }
 
   private async discardWarm(w: Warm): Promise<void> {
@@ -326,6 +351,8 @@ export class DockerDriver implements SandboxDriver {
     const packed = await packWorkspace(spec); // a bad template or inline file fails before any container exists
     const pool = this.pool;
     let warm = pool.take(spec);
+    // A taker that claims none (a grading sandbox) gets none running.
+    if (warm?.prestarted && !spec.prestarts?.length) await warm.prestarted.stop();
     if (warm && (!warm.engine.up || warm.engine.free <= 0)) {
       // its engine is silent, or full of rollouts since it was made: another engine's new one instead
       void this.removeContainer(warm.engine, warm.name).catch(() => {});
@@ -366,6 +393,7 @@ export class DockerDriver implements SandboxDriver {
           this.mine.delete(w.name);
           pool.release(spec);
         },
+        ...(warm?.host && spec.prestarts?.length ? { from: warm.host, ...(warm.prestarted ? { prestarted: warm.prestarted } : {}) } : {}),
       });
     } catch (e) {
       engine.live--;

@@ -14,7 +14,8 @@ import { extractArchive } from './tar.js';
 import { PERL_SUBREAPER } from '../../host/reaper.js';
 import { SANDBOX_PATH } from '../../host/local-sandbox.js';
 import { WORKSPACE_MOUNT, workspaceComponents } from '../../workspace/paths.js';
-import type { ExecOptions, ExecResult, FileEntry, Sandbox, SandboxLimits, SandboxProcess, SandboxRef, SpawnOptions } from '../../types.js';
+import type { ExecOptions, ExecResult, FileEntry, PrestartedProcess, Sandbox, SandboxLimits, SandboxProcess, SandboxRef, SpawnOptions } from '../../types.js';
+import type { Prestarted } from '../../pool/prestarted.js';
 
 /**
  * `other_exec [path]`: true when another exec or spawned process of this container is running,
@@ -157,6 +158,13 @@ export interface DockerSandboxInit {
   limits: SandboxLimits;
   /** Called once the container is removed (or its removal was attempted). */
   onDestroy?: () => void;
+  /**
+   * The warm container's own sandbox, which started `prestarted` while pooled: its spawned processes
+   * become this one's (an exec's sweep knows them as this replica's servers, destroy() waits for them).
+   */
+  from?: DockerSandbox;
+  /** What the warm container started for its rollout (SandboxSpec.prestarts). */
+  prestarted?: Prestarted;
 }
 
 export class DockerSandbox implements Sandbox {
@@ -166,9 +174,9 @@ export class DockerSandbox implements Sandbox {
   readonly ref: SandboxRef;
   private inflight = 0;
   /** Live spawned processes (destroy() waits for them to be gone). */
-  private readonly processes = new Set<SandboxProcess>();
+  private readonly processes: Set<SandboxProcess>;
   /** This replica's spawned processes (stdio MCP servers) and their pid lines. */
-  private readonly spawned = new Map<SandboxProcess, PidPreamble>();
+  private readonly spawned: Map<SandboxProcess, PidPreamble>;
   /**
    * The container stopped or vanished: every further call answers RFT_ERR_SANDBOX_LOST (ours), or
    * RFT_ERR_SANDBOX_ENDED_BY_ROLLOUT when the rollout's own commands took it down (see lost()).
@@ -182,6 +190,9 @@ export class DockerSandbox implements Sandbox {
     this.id = o.id;
     this.traceId = o.traceId;
     this.ref = { engine: o.engine.name, container: o.container };
+    // Shared, not copied: a process the pooled one spawned drops out of both when it exits.
+    this.processes = o.from?.processes ?? new Set();
+    this.spawned = o.from?.spawned ?? new Map();
   }
 
   get container(): string {
@@ -529,6 +540,10 @@ export class DockerSandbox implements Sandbox {
     );
     const ns = res.status === 404 ? undefined : res.body.cpu_stats?.cpu_usage?.total_usage;
     return typeof ns === 'number' ? ns / 1e9 : null;
+  }
+
+  claimPrestarted(key: string): PrestartedProcess | null {
+    return this.gone || this.destroying ? null : (this.o.prestarted?.claim(key) ?? null);
   }
 
   /** Removes the container, and with it every process in it (spawned ones included) and the workspace. */

@@ -6,7 +6,8 @@
 // p99 per call, the first calls' p99, errors, 5xx, empty and wrong outputs, the server's peak RSS,
 // the pool's hits and what it held when the step started; then the baseline's p99 over the learned.
 // A rollout's sandbox goes when its TTL (10 s) passes after its last call, as a graded one would
-// after its grace period, so a step never waits for the previous step's sandboxes at the cap.
+// after its grace period, so a step never waits for the previous step's sandboxes at the cap; after the
+// last step it prints how many rollouts' sandboxes were still live once the TTL had passed (0 expected).
 // Run: node --conditions=rft-source --import tsx bench/steps.ts [rollouts=500] [calls=5] [think-ms=2000] [pause-ms=30000] [steps=3] [--driver=bwrap|docker] [--learned-only]
 import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -43,7 +44,7 @@ interface Step {
 
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 
-async function run(label: string, env: Record<string, string>): Promise<{ steps: Step[]; idleRss: number; predicted: number }> {
+async function run(label: string, env: Record<string, string>): Promise<{ steps: Step[]; idleRss: number; predicted: number; leftAfterTtl: number }> {
   const dataDir = await mkdtemp(join(tmpdir(), 'rft-bench-steps-'));
   const srv = await spawnServer(
     {
@@ -57,6 +58,7 @@ async function run(label: string, env: Record<string, string>): Promise<{ steps:
   const out: Step[] = [];
   let idleRss = 0;
   let predicted = 0;
+  let leftAfterTtl = -1;
   try {
     // The supervisor starts with the first sandbox (a warm-up rollout, not counted).
     await request(`${srv.url}/tools`, {
@@ -85,12 +87,16 @@ async function run(label: string, env: Record<string, string>): Promise<{ steps:
     await sleep(Math.min(pauseMs, 10_000));
     idleRss = await rss(pid);
     predicted = sumOf(await metrics(srv.url, KEY), 'rft_sandbox_pool_predicted_step');
+    // Every rollout's sandbox gone once its TTL passed (the sweeper runs every TTL/4): live ones hold
+    // a slot; the pool's prepared ones do not and are not counted.
+    await sleep(Math.max(0, TTL_MS + TTL_MS / 4 + 2_000 - Math.min(pauseMs, 10_000)));
+    leftAfterTtl = sumOf(await metrics(srv.url, KEY), 'rft_sandboxes{state="live"}');
   } finally {
     await srv.stop();
     await dispatcher.close();
     await rm(dataDir, { recursive: true, force: true });
   }
-  return { steps: out, idleRss, predicted };
+  return { steps: out, idleRss, predicted, leftAfterTtl };
 }
 
 const all = (b: BurstResult): number[] => [...b.first, ...b.later];
@@ -109,10 +115,14 @@ console.log(
   `steps bench: ${steps} steps of ${rollouts} new rollouts x ${calls} shell calls, think ${thinkMs} ms, pause ${pauseMs} ms, ${driver}; load average before ${load}`,
 );
 const learned = await run('learned', {});
-if (learnedOnly) process.exit(0);
+if (learnedOnly) {
+  console.log(`rollouts' sandboxes left after the TTL: ${learned.leftAfterTtl}`);
+  process.exit(0);
+}
 const baseline = await run('floor only', { RFT_SANDBOX_WARM_MAX_MB: '0' });
 console.log('');
 console.log(`learned pool: predicted step ${learned.predicted}; server RSS with the pool full, idle ${(learned.idleRss / 2 ** 20).toFixed(0)} MB (floor only: ${(baseline.idleRss / 2 ** 20).toFixed(0)} MB)`);
+console.log(`rollouts' sandboxes left after the TTL: ${learned.leftAfterTtl} (floor only: ${baseline.leftAfterTtl})`);
 console.log('step | learned p50 / p99 / first p99 | floor only p50 / p99 / first p99 | p99 floor/learned');
 for (let i = 0; i < steps; i++) {
   const a = learned.steps[i]!.burst;

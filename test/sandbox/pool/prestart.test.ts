@@ -63,6 +63,8 @@ for (const name of ['bwrap', 'process', 'docker'] as const) {
       return sb;
     };
     const rollout = (traceId: string, prestarts = echo()) => create(traceId, { prestarts });
+    /** Running is not ready: a pooled sandbox joins the pool once its processes' ready step is done. */
+    const pooledReady = (n: number) => waitFor(`${n} pooled sandboxes ready`, () => (driver.poolStats!()?.warm === n ? true : undefined), 60_000, 100);
     const running = async (n: number, what: string) => {
       let seen: number[] = [];
       await until(async () => (seen = await pidsWith(marker)).length === n, 30_000, what).catch((e: Error) => {
@@ -74,6 +76,7 @@ for (const name of ['bwrap', 'process', 'docker'] as const) {
       const first = await rollout('trace_1');
       expect(first.claimPrestarted?.('srv')).toBeNull(); // made on demand: nothing started ahead
       await running(2, 'the floor of two pooled sandboxes with their process');
+      await pooledReady(2);
       const second = await rollout('trace_2');
       const claimed = second.claimPrestarted!('srv');
       expect(claimed).not.toBeNull();
@@ -85,6 +88,7 @@ for (const name of ['bwrap', 'process', 'docker'] as const) {
       proc.stdin.write('ping\n');
       expect(String((await echoed)[0])).toBe('ping\n');
       await running(3, 'the refill: the claimed one and the floor again');
+      await pooledReady(2);
 
       // A step of 6: the pool learns it, and still only two of what it prepares start a process. The
       // step takes the two that had one first (what a rollout prefers) and leaves them running.
@@ -109,6 +113,7 @@ for (const name of ['bwrap', 'process', 'docker'] as const) {
     it('stops the process of a pooled sandbox taken by anything but a rollout (a grading sandbox)', async () => {
       await rollout('trace_1');
       await running(2, 'the floor of two pooled sandboxes with their process');
+      await pooledReady(2);
       const pooled = await pidsWith(marker);
       const grading = await create('grade_1', {});
       expect(grading.claimPrestarted?.('srv') ?? null).toBeNull();

@@ -13,22 +13,13 @@ import { driversPresent, GVISOR_ENGINE } from '../sandbox/helpers.js';
 import { join } from 'node:path';
 import { loadMcpConfig } from '../../src/mcp/config.js';
 import { prestartOf } from '../../src/mcp/instance.js';
-import { callTool, getJson, NODE_MODULES, pidsWith, serverEntry, until, writeMcpJson } from './helpers.js';
+import { callTool, getJson, pidsWith, sandboxedMemoryServer, serverEntry, until, writeMcpJson } from './helpers.js';
 
 const present = await driversPresent();
 const marker = `pooled-memory-${process.pid}-${randomUUID()}`;
 
-/** The memory server inside the sandbox, marked by an argument that names no rollout. */
-const pooledMemory = (args: string[]) => ({
-  command: 'node',
-  args: [serverEntry('server-memory'), ...args],
-  env: { MEMORY_FILE_PATH: '${RFT_WORKSPACE}/memory.jsonl' },
-  prefix: 'mem_',
-  tools: ['create_entities', 'read_graph'],
-  serial: true,
-  sandbox: true,
-  mounts: [NODE_MODULES],
-});
+/** The memory server inside the sandbox, marked by an argument (`marker`: none names a rollout). */
+const pooledMemory = (marker: string) => sandboxedMemoryServer(['create_entities', 'read_graph'], marker);
 
 const graph = (output: string) => JSON.parse(output) as { entities: { name: string }[] };
 
@@ -45,10 +36,10 @@ describe('which rollout servers the pool may start ahead', () => {
   it('only stdio servers inside the sandbox whose command names no rollout', () => {
     const config = loadMcpConfig(
       writeMcpJson({
-        pooled: pooledMemory([marker]),
-        named: pooledMemory(['rollout:${RFT_TRACE_ID}']),
-        namedInEnv: { ...pooledMemory([]), env: { MEMORY_FILE_PATH: '/workspace/${RFT_TRACE_ID}.jsonl' } },
-        host: { ...pooledMemory([]), sandbox: false, mounts: [] },
+        pooled: pooledMemory(marker),
+        named: pooledMemory('rollout:${RFT_TRACE_ID}'),
+        namedInEnv: { ...pooledMemory(marker), env: { MEMORY_FILE_PATH: '/workspace/${RFT_TRACE_ID}.jsonl' } },
+        host: { ...pooledMemory(marker), sandbox: false, mounts: [] },
         shared: { command: 'node', args: [serverEntry('server-memory')], scope: 'shared' },
       }),
       true,
@@ -71,7 +62,7 @@ for (const driver of ['bwrap', 'docker'] as const) describeIf(present[driver], `
   beforeAll(async () => {
     srv = await startTestServer({
       toolsDir: join(repoRoot, 'test/fixtures/units/tools'),
-      env: { RFT_SANDBOX: driver, RFT_SANDBOX_WARM: '2', RFT_DOCKER_WARM: '2', RFT_MCP_CONFIG: writeMcpJson({ memory: pooledMemory([marker]) }), RFT_TOOL_TIMEOUT_MS: '60000' },
+      env: { RFT_SANDBOX: driver, RFT_SANDBOX_WARM: '2', RFT_DOCKER_WARM: '2', RFT_MCP_CONFIG: writeMcpJson({ memory: pooledMemory(marker) }), RFT_TOOL_TIMEOUT_MS: '60000' },
     });
   });
   afterAll(async () => {
@@ -128,7 +119,7 @@ for (const driver of ['docker', 'gvisor'] as const) {
     beforeAll(async () => {
       srv = await startTestServer({
         toolsDir: join(repoRoot, 'tools'),
-        env: { RFT_SANDBOX: 'docker', ...engine, RFT_DOCKER_WARM: '2', RFT_MCP_CONFIG: writeMcpJson({ memory: pooledMemory([`${marker}-${driver}`]) }), RFT_TOOL_TIMEOUT_MS: '60000' },
+        env: { RFT_SANDBOX: 'docker', ...engine, RFT_DOCKER_WARM: '2', RFT_MCP_CONFIG: writeMcpJson({ memory: pooledMemory(`${marker}-${driver}`) }), RFT_TOOL_TIMEOUT_MS: '60000' },
       });
     });
     afterAll(async () => {

@@ -20,10 +20,10 @@ export const rolloutMarker = (traceId: string): string => `rollout:${traceId}`;
  * @modelcontextprotocol/server-memory as a rollout server inside the rollout's sandbox, its memory
  * file in the workspace, offering `tools` with the prefix `mem_`.
  */
-export function sandboxedMemoryServer(tools: string[]): Record<string, unknown> {
+export function sandboxedMemoryServer(tools: string[], marker = 'rollout:${RFT_TRACE_ID}'): Record<string, unknown> {
   return {
     command: 'node',
-    args: [serverEntry('server-memory'), 'rollout:${RFT_TRACE_ID}'],
+    args: [serverEntry('server-memory'), marker],
     env: { MEMORY_FILE_PATH: '${RFT_WORKSPACE}/memory.jsonl' },
     prefix: 'mem_',
     tools,

@@ -367,6 +367,7 @@ export class DockerDriver implements SandboxDriver {
       throw e;
     }
     engine.live++;
+    const unhold = engine.events.hold(); // its oom, if any, is seen as it happens (events.ts)
     try {
       if (spec.readOnlyMounts?.length && !engine.local) {
         this.o.log?.warn({ engine: engine.name }, 'read-only host mounts are skipped on a remote engine: put what they hold in the sandbox image');
@@ -390,6 +391,7 @@ export class DockerDriver implements SandboxDriver {
         limits: spec.limits,
         onDestroy: () => {
           engine.live--;
+          unhold();
           this.mine.delete(w.name);
           pool.release(spec);
         },
@@ -397,6 +399,7 @@ export class DockerDriver implements SandboxDriver {
       });
     } catch (e) {
       engine.live--;
+      unhold();
       pool.release(spec);
       if (c) await this.removeContainer(engine, c.name).catch(() => {});
       throw e;
@@ -411,7 +414,7 @@ export class DockerDriver implements SandboxDriver {
     const labels = info.body.Config?.Labels ?? {};
     const uid = Number(labels[UID_LABEL]);
     if (info.status === 404 || !Number.isInteger(uid) || labels[SANDBOX_LABEL] === undefined) throw errors.notFound(`sandbox ${ref.container}`);
-    return new DockerSandbox({ id: labels[SANDBOX_LABEL], traceId, engine, container: ref.container, uid, limits });
+    return new DockerSandbox({ id: labels[SANDBOX_LABEL], traceId, engine, container: ref.container, uid, limits, onDestroy: engine.events.hold() });
   }
 
   async remove(ref: SandboxRef): Promise<void> {

@@ -7,7 +7,7 @@
 import type { Logger } from 'pino';
 import { errors } from '../../../errors.js';
 import { DockerApi, EngineUnreachable, type DockerEndpoint } from './api.js';
-import { ExecDeaths } from './events.js';
+import { EngineEvents } from './events.js';
 
 const PROBE_EVERY_MS = 2_000;
 const PROBE_TIMEOUT_MS = 3_000;
@@ -42,7 +42,7 @@ export class Slots {
 export class DockerEngine {
   readonly api: DockerApi;
   /** Deaths of spawned processes in any sandbox container on this engine (whichever replica made it). */
-  readonly deaths: ExecDeaths;
+  readonly events: EngineEvents;
   /** Sandboxes (and warm containers) this replica holds on the engine. */
   live = 0;
   private down: string | null = null;
@@ -66,7 +66,7 @@ export class DockerEngine {
   ) {
     this.api = new DockerApi(endpoint);
     this.startSlots = new Slots(starts);
-    this.deaths = new ExecDeaths(this.api, 'rft-endpoints.sandbox');
+    this.events = new EngineEvents(this.api, 'rft-endpoints.sandbox');
   }
 
   /** The engine is this machine's (a unix socket): host paths mean the same thing on both sides. */
@@ -195,7 +195,7 @@ export class DockerEngine {
     this.closed = true;
     clearTimeout(this.probe);
     clearInterval(this.health);
-    this.deaths.close();
+    this.events.close();
     await this.api.close().catch(() => {});
   }
 }

@@ -1,18 +1,31 @@
-// Tells when a long-running Docker exec has exited. An exec started with stdin attached keeps its
-// hijacked connection open after its process is gone (until the client closes stdin), so the
-// connection cannot say it; the engine's event stream can (`exec_die`, with the exit code). One
-// stream per engine, filtered to this owner's containers, open only while someone waits.
+// What the engine's event stream tells the driver, one stream per engine, filtered to sandbox
+// containers (any replica's):
+// - when a long-running exec has exited. An exec started with stdin attached keeps its hijacked
+//   connection open after its process is gone (until the client closes stdin), so the connection
+//   cannot say it; `exec_die` does, with the exit code;
+// - when a container's memory cgroup ran out (`oom`), which is what makes a stopped gVisor sandbox
+//   the rollout's doing (DockerSandbox.endedByRollout). The engine replays past events from a bounded
+//   log only (the last 256 in moby's daemon/events), and every exec adds three, so the oom is kept
+//   here as it happens: the stream stays open while a sandbox of this process lives on the engine.
 import type { Readable } from 'node:stream';
 import type { DockerApi } from './api.js';
 
 interface DockerEvent {
   Action?: string;
   time?: number;
+  timeNano?: number;
   Actor?: { Attributes?: Record<string, string> };
 }
 
-export class ExecDeaths {
+/** Containers whose last oom is remembered (the oldest are dropped first; a sandbox's is dropped when it goes). */
+const OOMS_KEPT = 4096;
+
+export class EngineEvents {
   private readonly waiters = new Map<string, (exitCode: number | null) => void>();
+  /** Container name -> when its memory cgroup last ran out (ms since the epoch, the engine's clock). */
+  private readonly ooms = new Map<string, number>();
+  /** Sandboxes of this process that keep the stream open. */
+  private holders = 0;
   private current: Readable | null = null;
   private ready: Promise<void> | null = null;
   private since = 0;
@@ -41,7 +54,38 @@ export class ExecDeaths {
   /** Stops waiting for `execId` (its connection closed some other way). */
   forget(execId: string): void {
     this.waiters.delete(execId);
-    if (this.waiters.size === 0) this.close();
+    this.closeIfUnused();
+  }
+
+  /**
+   * Keeps the stream open for a sandbox (ooms are seen as they happen) until the returned release
+   * is called. Opening fails quietly: the stream is tried again at the next hold or watch, and
+   * endedByRollout falls back to the engine's own log.
+   */
+  hold(): () => void {
+    this.holders++;
+    void this.open().catch(() => {});
+    let released = false;
+    return () => {
+      if (released) return;
+      released = true;
+      this.holders--;
+      this.closeIfUnused();
+    };
+  }
+
+  /** When container `name`'s memory cgroup last ran out, as seen on the stream (ms), if it did. */
+  oomAt(name: string): number | undefined {
+    return this.ooms.get(name);
+  }
+
+  /** Drops what is remembered of container `name` (it is being removed). */
+  forgetContainer(name: string): void {
+    this.ooms.delete(name);
+  }
+
+  private closeIfUnused(): void {
+    if (this.waiters.size === 0 && this.holders === 0) this.close();
   }
 
   close(): void {
@@ -53,7 +97,7 @@ export class ExecDeaths {
 
   private open(): Promise<void> {
     this.ready ??= (async () => {
-      const filters = encodeURIComponent(JSON.stringify({ type: ['container'], event: ['exec_die'], label: [this.label] }));
+      const filters = encodeURIComponent(JSON.stringify({ type: ['container'], event: ['exec_die', 'oom'], label: [this.label] }));
       const since = this.since ? `&since=${this.since}` : '';
       let body: Readable;
       try {
@@ -79,12 +123,12 @@ export class ExecDeaths {
     return this.ready;
   }
 
-  /** The stream ended under us (an engine restart): open it again from where it stopped, if anyone waits. */
+  /** The stream ended under us (an engine restart): open it again from where it stopped, if anyone needs it. */
   private lost(body: Readable): void {
     if (this.current !== body) return;
     this.current = null;
     this.ready = null;
-    if (this.waiters.size > 0) setTimeout(() => void this.open().catch(() => {}), 500).unref();
+    if (this.waiters.size > 0 || this.holders > 0) setTimeout(() => void this.open().catch(() => {}), 500).unref();
   }
 
   private dispatch(line: string): void {
@@ -96,6 +140,13 @@ export class ExecDeaths {
     }
     if (typeof ev.time === 'number') this.since = Math.max(this.since, ev.time - 1);
     const attrs = ev.Actor?.Attributes ?? {};
+    if (ev.Action === 'oom' && attrs.name !== undefined) {
+      const at = typeof ev.timeNano === 'number' ? ev.timeNano / 1e6 : (ev.time ?? 0) * 1000;
+      this.ooms.delete(attrs.name); // re-inserted last: the map's order is the drop order
+      this.ooms.set(attrs.name, at);
+      if (this.ooms.size > OOMS_KEPT) this.ooms.delete(this.ooms.keys().next().value as string);
+      return;
+    }
     const id = attrs.execID;
     if (ev.Action !== 'exec_die' || id === undefined) return;
     const resolve = this.waiters.get(id);

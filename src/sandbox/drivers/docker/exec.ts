@@ -8,7 +8,7 @@ import type { Socket } from 'node:net';
 import { PassThrough, Writable } from 'node:stream';
 import { errors } from '../../../errors.js';
 import { DOCKER_API, type DockerApi } from './api.js';
-import type { ExecDeaths } from './events.js';
+import type { EngineEvents } from './events.js';
 import type { SandboxProcess } from '../../types.js';
 
 export interface DockerProcessRequest {
@@ -247,25 +247,25 @@ export async function dockerExec(api: DockerApi, req: DockerExecRequest, hooks: 
 /**
  * Starts a long-running exec with streaming stdio (Sandbox.spawn). Frames are demultiplexed into
  * stdout and stderr with backpressure (the socket pauses while a reader is behind); ending stdin
- * half-closes the connection. The exec's death comes from the engine's events (`deaths`), since the
+ * half-closes the connection. The exec's death comes from the engine.s event stream, since the
  * connection stays open while stdin is. `kill` takes the process tree (the caller knows how: inside
  * the container, from the pid the wrapper printed, `preamble`).
  */
 export async function dockerSpawn(
   api: DockerApi,
-  deaths: ExecDeaths,
+  events: EngineEvents,
   req: DockerProcessRequest,
   kill: (preamble: PidPreamble) => Promise<void>,
   /** Gets the process's preamble as soon as its stream is read (its pid, once the line came). */
   onPreamble?: (preamble: PidPreamble) => void,
 ): Promise<SandboxProcess> {
   const execId = await createExec(api, req);
-  const { died } = await deaths.watch(execId);
+  const { died } = await events.watch(execId);
   let started: { sock: Socket; rest: Buffer };
   try {
     started = await startExec(api, execId);
   } catch (e) {
-    deaths.forget(execId);
+    events.forget(execId);
     throw e;
   }
   const { sock, rest } = started;
@@ -297,7 +297,7 @@ export async function dockerSpawn(
     let timer: NodeJS.Timeout | undefined;
     const code = await Promise.race([died, new Promise<null>((r) => (timer = setTimeout(() => r(null), 2_000)))]);
     clearTimeout(timer);
-    deaths.forget(execId);
+    events.forget(execId);
     return { exitCode: code === 137 ? null : code, signal: code === 137 ? 'SIGKILL' : null };
   });
   const stdin = new Writable({

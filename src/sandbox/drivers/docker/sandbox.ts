@@ -271,8 +271,9 @@ export class DockerSandbox implements Sandbox {
   }
 
   /**
-   * Whether the stopped container was taken down by the rollout's own commands: the engine logged
-   * an \`oom\` event for it within seconds of its \`die\`. Only the rollout's commands allocate in the
+   * Whether the stopped container was taken down by the rollout's own commands: the engine reported
+   * an \`oom\` for it within seconds of its \`die\` (seen on the engine's event stream as it happened,
+   * or, when this process was not watching then, still in the engine's bounded event log). Only the rollout's commands allocate in the
    * container's memory cgroup (its init and \`sleep\` are a few hundred KB): under runc the kernel
    * then kills the biggest of them and the container lives on; under gVisor the sandbox's kernel is
    * killed, and the container with it. A container removed (404) or killed from outside, or
@@ -294,14 +295,22 @@ export class DockerSandbox implements Sandbox {
       // the rollout ran. Nothing else runs in it: the load was the rollout's.
       const code = info.body.State.ExitCode ?? 0;
       if (info.body.HostConfig?.Runtime === 'runsc' && code > 0 && code < 128 && this.busyAt(died)) return true;
-      // The oom event follows the die by milliseconds: the window ends a few seconds after it (the
-      // engine answers once it has passed).
+      // The oom event follows the die by milliseconds. Classified tens of seconds later (a gVisor
+      // hog's call stays open until its timeout and the give-up), the engine's log may have dropped
+      // it under other rollouts' execs: the stream kept it.
+      const oomNear = (): boolean => {
+        const at = this.o.engine.events.oomAt(this.o.container);
+        return at !== undefined && Math.abs(at - died) <= OOM_WINDOW_S * 1000;
+      };
+      if (oomNear()) return true;
+      // Not seen (yet, or not watching then): the engine's log, whose window ends a few seconds after
+      // the death (the engine answers once it has passed).
       const since = Math.floor(died / 1000) - OOM_WINDOW_S;
       const until = Math.floor(died / 1000) + OOM_WINDOW_S;
       const filters = encodeURIComponent(JSON.stringify({ type: ['container'], event: ['oom'], container: [this.o.container] }));
       const res = await api.call<unknown>('GET', `/events?since=${since}&until=${until}&filters=${filters}`, undefined, { timeoutMs: QUICK_TIMEOUT_MS + OOM_WINDOW_S * 1000 });
       const text = typeof res.body === 'string' ? res.body : JSON.stringify(res.body ?? '');
-      return /"(Action|status)":"oom"/.test(text);
+      return /"(Action|status)":"oom"/.test(text) || oomNear();
     });
   }
 
@@ -423,7 +432,7 @@ export class DockerSandbox implements Sandbox {
       if (pid !== null) await this.kill('tree', pid);
     };
     let preamble: PidPreamble | undefined;
-    const proc = await this.o.engine.use((api) => dockerSpawn(api, this.o.engine.deaths, req, kill, (pre) => (preamble = pre)));
+    const proc = await this.o.engine.use((api) => dockerSpawn(api, this.o.engine.events, req, kill, (pre) => (preamble = pre)));
     this.processes.add(proc);
     if (preamble) this.spawned.set(proc, preamble);
     void proc.exited.then(() => {
@@ -553,7 +562,10 @@ export class DockerSandbox implements Sandbox {
       .then(async () => {
         await Promise.all([...this.processes].map((p) => p.exited));
       })
-      .finally(() => this.o.onDestroy?.());
+      .finally(() => {
+        this.o.engine.events.forgetContainer(this.o.container);
+        this.o.onDestroy?.();
+      });
     return this.destroying;
   }
 }

@@ -76,6 +76,43 @@ for (const name of ['docker', 'gvisor'] as const) {
         }
       }, 60_000);
 
+      it("is still the model's when the engine's event log has moved past the oom by the time it is classified", async () => {
+        // The engine replays past events from a bounded log (the last 256 on this engine's version),
+        // and every exec adds three (create, start, die). Under gVisor the hog's own call stays open
+        // until its timeout and the give-up after it, so the death is classified tens of seconds
+        // later: other rollouts' calls meanwhile must not turn this zero into a discarded rollout.
+        const sb = await fresh('trace_lost_hog_later');
+        try {
+          const hog = sb.exec(HOG, { timeoutMs: 40_000 }).catch((err: unknown) => err);
+          let died = false;
+          await onEngine(sb, async (api, c) => {
+            const end = Date.now() + 30_000;
+            while (!died && Date.now() < end) {
+              const info = await api.call<{ State?: { Running?: boolean } }>('GET', `/containers/${c}/json`, undefined, { ok: [404] });
+              died = info.status === 404 || info.body.State?.Running === false;
+              if (!died) await new Promise((r) => setTimeout(r, 200));
+            }
+          });
+          if (!died) {
+            await hog; // it survived (see above): nothing to classify
+            return;
+          }
+          // 150 execs in another sandbox on the same engine: 450 events, the oom's long gone from the log.
+          await onEngine(ctx.sb, async (api, c) => {
+            const one = async (): Promise<void> => {
+              const made = await api.call<{ Id: string }>('POST', `/containers/${c}/exec`, { Cmd: ['true'] });
+              await api.call('POST', `/exec/${made.body.Id}/start`, { Detach: true });
+            };
+            for (let round = 0; round < 25; round++) await Promise.all(Array.from({ length: 6 }, one));
+          });
+          const e = await hog;
+          expect(e, JSON.stringify({ ...(e as object), message: (e as Error).message })).toMatchObject({ code: 'RFT_ERR_SANDBOX_ENDED_BY_ROLLOUT', statusCode: 410 });
+          await expect(sb.exec('echo after')).rejects.toMatchObject({ code: 'RFT_ERR_SANDBOX_ENDED_BY_ROLLOUT' });
+        } finally {
+          await sb.destroy();
+        }
+      }, 120_000);
+
       it("is the model's when its own fork bomb makes the sandbox's kernel fail (runsc exits by itself, no oom event)", async () => {
         const sb = await fresh('trace_lost_bomb');
         try {

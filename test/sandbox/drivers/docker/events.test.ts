@@ -1,0 +1,79 @@
+// The engine's event stream as the driver keeps it (src/sandbox/drivers/docker/events.ts): open while
+// a sandbox holds it or an exec waits, reopened from where it stopped, each container's last oom kept
+// (bounded, dropped with its container). A fake stream here; the real engine's replay bound that makes
+// this necessary is exercised in lost.test.ts.
+import { PassThrough } from 'node:stream';
+import { expect, it, vi } from 'vitest';
+import type { DockerApi } from '../../../../src/sandbox/drivers/docker/api.js';
+import { EngineEvents } from '../../../../src/sandbox/drivers/docker/events.js';
+
+function fakeApi(): { api: DockerApi; opened: string[]; body: (i: number) => PassThrough } {
+  const opened: string[] = [];
+  const bodies: PassThrough[] = [];
+  const api = {
+    stream: (path: string) => {
+      opened.push(path);
+      const body = new PassThrough();
+      bodies.push(body);
+      return Promise.resolve({ status: 200, body, headers: {} });
+    },
+  } as unknown as DockerApi;
+  const body = (i: number): PassThrough => {
+    const b = bodies[i];
+    if (!b) throw new Error(`no stream ${i} was opened`);
+    return b;
+  };
+  return { api, opened, body };
+}
+
+const oom = (name: string, s: number): string => `${JSON.stringify({ Action: 'oom', time: s, timeNano: s * 1e9 + 5e8, Actor: { Attributes: { name } } })}\n`;
+
+it("keeps each container's last oom while a sandbox holds the stream, bounded, and forgets it with its container", async () => {
+  const { api, opened, body } = fakeApi();
+  const ev = new EngineEvents(api, 'rft-endpoints.sandbox');
+  const release = ev.hold();
+  await vi.waitFor(() => expect(opened).toHaveLength(1));
+  expect(decodeURIComponent(opened.join())).toContain('"event":["exec_die","oom"]');
+  body(0).write(oom('rft-a', 100));
+  body(0).write(oom('rft-a', 200).slice(0, 20)); // a line split across chunks
+  body(0).write(oom('rft-a', 200).slice(20));
+  await vi.waitFor(() => expect(ev.oomAt('rft-a')).toBe(200_500));
+  ev.forgetContainer('rft-a');
+  expect(ev.oomAt('rft-a')).toBeUndefined();
+  for (let i = 0; i < 4100; i++) body(0).write(oom(`rft-${i}`, 300));
+  await vi.waitFor(() => expect(ev.oomAt('rft-4099')).toBe(300_500));
+  expect(ev.oomAt('rft-0')).toBeUndefined(); // the oldest went first
+  expect(ev.oomAt('rft-4')).toBe(300_500);
+  release();
+  release(); // once only
+  expect(body(0).destroyed).toBe(true);
+});
+
+it('reopens a held stream that ended from just before its last event, and not one nobody holds', async () => {
+  const { api, opened, body } = fakeApi();
+  const ev = new EngineEvents(api, 'rft-endpoints.sandbox');
+  const release = ev.hold();
+  await vi.waitFor(() => expect(opened).toHaveLength(1));
+  body(0).write(oom('rft-b', 500));
+  await vi.waitFor(() => expect(ev.oomAt('rft-b')).toBeDefined());
+  body(0).end(); // the engine restarted
+  await vi.waitFor(() => expect(opened).toHaveLength(2), { timeout: 3_000 });
+  expect(opened.at(-1)).toMatch(/&since=499$/);
+  release();
+  expect(body(1).destroyed).toBe(true);
+  await new Promise((r) => setTimeout(r, 700));
+  expect(opened).toHaveLength(2);
+});
+
+it('stays open while an exec waits after the last holder went, and closes when neither needs it', async () => {
+  const { api, opened, body } = fakeApi();
+  const ev = new EngineEvents(api, 'rft-endpoints.sandbox');
+  const release = ev.hold();
+  const { died } = await ev.watch('exec1');
+  release();
+  expect(body(0).destroyed).toBe(false);
+  body(0).write(`${JSON.stringify({ Action: 'exec_die', time: 1, Actor: { Attributes: { execID: 'exec1', exitCode: '3' } } })}\n`);
+  await expect(died).resolves.toBe(3);
+  expect(body(0).destroyed).toBe(true);
+  expect(opened).toHaveLength(1);
+});

@@ -185,6 +185,8 @@ export class DockerSandbox implements Sandbox {
   /** The last spans during which a command of this sandbox ran ([start, end or null while running]), newest last. */
   private readonly busy: [number, number | null][] = [];
   private destroying: Promise<void> | null = null;
+  /** The classification of a container found gone (lost()), once. */
+  private losing: Promise<void> | null = null;
 
   constructor(private readonly o: DockerSandboxInit) {
     this.id = o.id;
@@ -251,13 +253,17 @@ export class DockerSandbox implements Sandbox {
    * empty workspace would train on a broken episode. The container is removed and every call of the
    * rollout answers RFT_ERR_SANDBOX_LOST (503), which makes the trainer drop the rollout.
    */
-  private async lost(): Promise<Error> {
-    const byRollout = await this.endedByRollout().catch(() => false);
-    await this.o.engine
-      .use((api) => api.removeContainer(this.o.container))
-      .catch(() => {});
-    this.gone = byRollout ? 'rollout' : 'ours';
-    return this.goneError();
+  private lost(): Promise<Error> {
+    // Once per sandbox: parallel calls that find it gone share the first one's classification (a
+    // second one read after the removal would find no container and call it ours).
+    this.losing ??= (async () => {
+      const byRollout = await this.endedByRollout().catch(() => false);
+      await this.o.engine
+        .use((api) => api.removeContainer(this.o.container))
+        .catch(() => {});
+      this.gone = byRollout ? 'rollout' : 'ours';
+    })();
+    return this.losing.then(() => this.goneError());
   }
 
   /** Whether a command or spawned process of this sandbox was running at time t (ms), per the recent busy spans. */

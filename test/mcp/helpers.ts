@@ -20,7 +20,7 @@ export const rolloutMarker = (traceId: string): string => `rollout:${traceId}`;
  * @modelcontextprotocol/server-memory as a rollout server inside the rollout's sandbox, its memory
  * file in the workspace, offering `tools` with the prefix `mem_`.
  */
-export function sandboxedMemoryServer(tools: string[], marker = 'rollout:${RFT_TRACE_ID}'): Record<string, unknown> {
+export function sandboxedMemoryServer(tools: string[], marker = rolloutMarker('${RFT_TRACE_ID}')): Record<string, unknown> {
   return {
     command: 'node',
     args: [serverEntry('server-memory'), marker],

@@ -41,7 +41,7 @@ export class Slots {
 
 export class DockerEngine {
   readonly api: DockerApi;
-  /** Deaths of spawned processes in any sandbox container on this engine (whichever replica made it). */
+  /** The engine's event stream: deaths of spawned processes and ooms in any sandbox container on it (whichever replica made it). */
   readonly events: EngineEvents;
   /** Sandboxes (and warm containers) this replica holds on the engine. */
   live = 0;

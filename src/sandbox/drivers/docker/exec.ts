@@ -247,7 +247,7 @@ export async function dockerExec(api: DockerApi, req: DockerExecRequest, hooks: 
 /**
  * Starts a long-running exec with streaming stdio (Sandbox.spawn). Frames are demultiplexed into
  * stdout and stderr with backpressure (the socket pauses while a reader is behind); ending stdin
- * half-closes the connection. The exec's death comes from the engine.s event stream, since the
+ * half-closes the connection. The exec's death comes from the engine's event stream, since the
  * connection stays open while stdin is. `kill` takes the process tree (the caller knows how: inside
  * the container, from the pid the wrapper printed, `preamble`).
  */

@@ -279,10 +279,10 @@ export class DockerSandbox implements Sandbox {
   /**
    * Whether the stopped container was taken down by the rollout's own commands: the engine reported
    * an \`oom\` for it within seconds of its \`die\` (seen on the engine's event stream as it happened,
-   * or, when this process was not watching then, still in the engine's bounded event log). Only the rollout's commands allocate in the
-   * container's memory cgroup (its init and \`sleep\` are a few hundred KB): under runc the kernel
-   * then kills the biggest of them and the container lives on; under gVisor the sandbox's kernel is
-   * killed, and the container with it. A container removed (404) or killed from outside, or
+   * or, when this process was not watching then, still in the engine's bounded event log). Only the
+   * rollout's commands allocate in the container's memory cgroup (its init and \`sleep\` are a few
+   * hundred KB): under runc the kernel then kills the biggest of them and the container lives on;
+   * under gVisor the sandbox's kernel is killed, and the container with it. A container removed (404) or killed from outside, or
    * stopped by an engine restart, has no such event: ours (RFT_ERR_SANDBOX_LOST, 503, uncharged).
    */
   private async endedByRollout(): Promise<boolean> {

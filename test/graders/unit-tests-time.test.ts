@@ -17,9 +17,12 @@ import { driverMatrix, driversPresent, makeTestDriver, spec, tempRoot, testLimit
 const present = await driversPresent();
 const never = new AbortController().signal;
 
-/** CPU-bound Python that needs about `s` seconds of one CPU on this machine (measured once, below). */
-let loopsPerSecond = 0;
-const burn = (s: number) => `n = 0\nfor i in range(${Math.round(loopsPerSecond * s)}): n += i`;
+/**
+ * Python that runs until its process has used `s` seconds of CPU: the case's demand in CPU time
+ * itself, not in loop iterations calibrated once (a calibration taken while other suites loaded
+ * the machine was off by enough for a "starved" case to finish in time: series run 5 of stop 34).
+ */
+const burn = (s: number) => `import time\nn = 0\nwhile time.process_time() < ${s}: n += 1`;
 /** Case code run on the CPU hostLoad() loads. */
 const onLoadedCpu = (code: string) => `import os\nos.sched_setaffinity(0, {0})\n${code}`;
 
@@ -31,12 +34,18 @@ const cases = (c: Partial<CasesFile> & Pick<CasesFile, 'cases'>): CasesFile => c
  * running beside this one. Each in a session of its own, as unrelated load is: with autogroup
  * scheduling (Linux's default) one session's processes weigh as one against the sandbox's session.
  */
-async function hostLoad(n: number): Promise<{ stop(): Promise<void> }> {
+async function hostLoad(n: number): Promise<{ stop(): Promise<void>; cpu(): Promise<number> }> {
   const procs: ChildProcess[] = Array.from({ length: n }, () => spawn('taskset', ['-c', '0', process.execPath, '-e', 'for(;;){}'], { stdio: 'ignore', detached: true }));
+  // utime and stime of each, in clock ticks (100 a second).
+  const ticks = async () => (await Promise.all(procs.map((p) => readFile(`/proc/${p.pid}/stat`, 'utf8').catch(() => '')))).map((st) => st.slice(st.lastIndexOf(')') + 2).split(' ')).map((f) => Number(f[11] ?? 0) + Number(f[12] ?? 0));
   // Past Node's start-up, each burning (a loaded machine may start them slowly).
-  const burning = async () => (await Promise.all(procs.map((p) => readFile(`/proc/${p.pid}/stat`, 'utf8').catch(() => '')))).every((st) => Number(st.slice(st.lastIndexOf(')') + 2).split(' ')[11]) >= 10);
+  const burning = async () => (await ticks()).every((t) => t >= 10);
   for (const end = Date.now() + 30_000; !(await burning()) && Date.now() < end; ) await new Promise((r) => setTimeout(r, 50));
   return {
+    /** Seconds of CPU the burners have used so far, together. */
+    async cpu() {
+      return (await ticks()).reduce((a, b) => a + b, 0) / 100;
+    },
     async stop() {
       await Promise.all(procs.map((p) => new Promise((r) => (p.exitCode !== null || p.signalCode !== null ? r(null) : (p.once('exit', r), p.kill('SIGKILL'))))));
     },
@@ -45,13 +54,6 @@ async function hostLoad(n: number): Promise<{ stop(): Promise<void> }> {
 
 /** Whether the driver's /proc tells a process's waits for a CPU (gVisor's does not: there a case's time is its wall time). */
 const schedstat = (name: TestDriver) => name !== 'gvisor';
-
-beforeAll(async () => {
-  // Loop iterations a second on this machine, measured in a quiet moment of this process.
-  const { execFileSync } = await import('node:child_process');
-  const out = execFileSync('python3', ['-c', 'import time\nt=time.process_time()\nn=0\nfor i in range(3_000_000): n += i\nprint(3_000_000/(time.process_time()-t))']);
-  loopsPerSecond = Number(out.toString().trim());
-});
 
 for (const name of driverMatrix()) {
   describeIf(present[name], `${name} sandbox driver`, `${name} sandbox driver not available`)(`unit_tests case time (${name})`, () => {
@@ -144,8 +146,11 @@ for (const name of driverMatrix()) {
       try {
         // Its limit 1 s, starved past 2 s: its 0.5 s of CPU would need over a quarter of a CPU, and it gets
         // a seventh of one.
+        const [t0, cpu0] = [Date.now(), await load.cpu()];
         const r = await inSandbox((sb) => runCases(sb, cases({ timeout_s: 1, cases: [{ name: 'starved', code: onLoadedCpu(burn(0.5)), expr: 'n > 0', expect: true }] }), never, 2));
-        expect(r.cases, JSON.stringify(r)).toMatchObject([{ name: 'starved', passed: false, starved: true }]);
+        // Should it fail again: whether the burners really held CPU 0 meanwhile.
+        const held = `${JSON.stringify(r)}; the burners used ${((await load.cpu()) - cpu0).toFixed(2)} s of CPU in ${((Date.now() - t0) / 1000).toFixed(2)} s`;
+        expect(r.cases, held).toMatchObject([{ name: 'starved', passed: false, starved: true }]);
         await inSandbox(async (rollout) => {
           const watch = new RolloutLoad(rollout);
           const settled = await settleStarved(r.cases!, watch).catch((e: unknown) => e);

@@ -1,6 +1,6 @@
 // One Docker engine the driver places sandboxes on: its API client, its cap, how many sandboxes this
 // replica keeps there, and whether it answers. An engine that stops answering (refused, reset, a
-// request past its timeout, a failed health ping) is taken out of placement: new calls that need it
+// request past its timeout, two missed health pings) is taken out of placement: new calls that need it
 // fail at once with RFT_ERR_SANDBOX_ENGINE_DOWN (503) instead of hanging. A probe every couple of
 // seconds puts it back when it answers again; calls already running on it are failed the same way
 // only when that first probe fails too (a busy engine that missed one ping goes on running them).
@@ -12,6 +12,8 @@ import { EngineEvents } from './events.js';
 const PROBE_EVERY_MS = 2_000;
 const PROBE_TIMEOUT_MS = 3_000;
 const HEALTH_EVERY_MS = 10_000;
+/** Between the two pings of check(). */
+const RECHECK_MS = 1_000;
 /** A creation's time before the engine has made one (about what create + start took on 2 cores, quiet). */
 const FIRST_CREATE_MS = 500;
 /** Weight of the latest creation in the engine's average (an exponential moving average). */
@@ -56,6 +58,8 @@ export class DockerEngine {
   private createMs = FIRST_CREATE_MS;
   /** Calls running against the engine, each failed with ENGINE_DOWN when a probe after markDown finds it silent. */
   private readonly inUse = new Set<() => void>();
+  /** Waiting in settled() for the next probe. */
+  private probed: (() => void)[] = [];
 
   constructor(
     readonly name: string,
@@ -147,6 +151,31 @@ export class DockerEngine {
   }
 
   /**
+   * Whether the engine answers, taking it out of placement (markDown) when it does not. Silent means
+   * two missed pings a second apart: a loaded engine can miss one (series run 5 of stop 34: a gVisor
+   * sandbox dying under its fork bomb, on a loaded machine, held the engine past one ping's 3 s), and
+   * one missed ping used to take it down, every other rollout's calls there answering 503 (discarded)
+   * meanwhile: a policy could have other rollouts discarded that way.
+   */
+  async check(why: string): Promise<boolean> {
+    if (await this.ping()) return true;
+    await new Promise((resolve) => setTimeout(resolve, RECHECK_MS).unref());
+    if (await this.ping()) return true;
+    this.markDown(why);
+    return false;
+  }
+
+  /**
+   * Resolves at once while the engine is up, else when its next probe has answered or not (then `up`
+   * says which). For work that should not be refused because the engine was slow a
+   * moment ago (removing a container: refused, it stays until a reaper finds it).
+   */
+  async settled(): Promise<void> {
+    if (this.down === null || this.closed) return;
+    await new Promise<void>((resolve) => this.probed.push(resolve));
+  }
+
+  /**
    * Takes the engine out of placement: calls that start now fail at once. Calls already running go on
    * until the first probe: if it fails too, the engine is not answering and they fail with
    * ENGINE_DOWN; if it answers, the engine was only slow (a burst of container starts can make it
@@ -161,12 +190,12 @@ export class DockerEngine {
       this.probe = setTimeout(() => {
         void this.ping().then((ok) => {
           if (this.closed) return;
-          if (!ok) {
-            if (first) this.leaveAll();
-            return again(false);
-          }
-          this.down = null;
-          this.log?.warn({ engine: this.name }, 'docker engine answers again: back in placement');
+          if (ok) {
+            this.down = null;
+            this.log?.warn({ engine: this.name }, 'docker engine answers again: back in placement');
+          } else if (first) this.leaveAll();
+          for (const resolve of this.probed.splice(0)) resolve();
+          if (!ok) again(false);
         });
       }, PROBE_EVERY_MS);
       this.probe.unref();
@@ -183,16 +212,14 @@ export class DockerEngine {
   /** Pings the engine now and then, so one that stopped answering leaves placement before a call hits it. */
   watch(): void {
     this.health ??= setInterval(() => {
-      if (this.down !== null) return;
-      void this.ping().then((ok) => {
-        if (!ok) this.markDown('health ping failed');
-      });
+      if (this.down === null) void this.check('health pings failed');
     }, HEALTH_EVERY_MS);
     this.health.unref();
   }
 
   async close(): Promise<void> {
     this.closed = true;
+    for (const resolve of this.probed.splice(0)) resolve();
     clearTimeout(this.probe);
     clearInterval(this.health);
     this.events.close();

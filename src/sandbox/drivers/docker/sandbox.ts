@@ -230,10 +230,7 @@ export class DockerSandbox implements Sandbox {
    * (the command is reported killed, with what it printed lost).
    */
   private async givenUp(): Promise<void> {
-    if (!(await this.o.engine.ping())) {
-      this.o.engine.markDown('a killed command never ended');
-      throw errors.sandboxEngineDown();
-    }
+    if (!(await this.o.engine.check('a killed command never ended'))) throw errors.sandboxEngineDown();
     if (!(await this.running())) throw await this.lost();
   }
 
@@ -564,7 +561,8 @@ export class DockerSandbox implements Sandbox {
   /** Removes the container, and with it every process in it (spawned ones included) and the workspace. */
   destroy(): Promise<void> {
     this.destroying ??= this.o.engine
-      .use((api) => api.removeContainer(this.o.container))
+      .settled()
+      .then(() => this.o.engine.use((api) => api.removeContainer(this.o.container)))
       .then(async () => {
         await Promise.all([...this.processes].map((p) => p.exited));
       })

@@ -13,13 +13,22 @@ import { waitFor } from '../../../helpers/wait.js';
 
 const OK = 'HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: 2\r\n\r\nOK';
 
-/** An engine that holds every request unanswered until `answer()`; from then on it answers each 200 OK. */
-async function silentEngine(): Promise<DockerEngine & { answer(): void }> {
+/**
+ * An engine that holds every request unanswered until `answer()`; from then on it answers each 200 OK.
+ * With `holdFirstMs`, it answers from the start, the first request only after that long.
+ */
+async function silentEngine(holdFirstMs?: number): Promise<DockerEngine & { answer(): void }> {
   const dir = mkdtempSync(join(tmpdir(), 'rft-engine-'));
   const socketPath = join(dir, 'docker.sock');
   const held: Socket[] = [];
-  let answering = false;
-  const server = createServer((sock) => void held.push(sock.on('data', () => answering && sock.write(OK))));
+  let answering = holdFirstMs !== undefined;
+  let requests = 0;
+  const answer = (sock: Socket): void => {
+    if (!answering) return;
+    if (requests++ === 0 && holdFirstMs) setTimeout(() => sock.write(OK), holdFirstMs);
+    else sock.write(OK);
+  };
+  const server = createServer((sock) => void held.push(sock.on('data', () => answer(sock))));
   await new Promise<void>((resolve) => server.listen(socketPath, resolve));
   const engine = new DockerEngine('silent', 10, { url: `unix://${socketPath}`, socketPath });
   onTestFinished(async () => {
@@ -78,5 +87,33 @@ describe('a Docker engine that stops answering', () => {
     expect(engine.up).toBe(true);
     engine.markDown('later');
     expect(engine.up).toBe(false);
+  });
+
+  it('stays in placement when it misses one ping and answers the next: a busy engine, not a dead one', async () => {
+    // Series run 5 (stop 34): a gVisor sandbox dying under its fork bomb held a loaded machine's engine
+    // past one ping's 3 s; marked down on that, it answered 503 to every rollout's calls there.
+    const engine = await silentEngine(3_500);
+    expect(await engine.check('a killed command never ended')).toBe(true);
+    expect(engine.up).toBe(true);
+  });
+
+  it('is taken out of placement when it misses two pings a second apart', async () => {
+    const engine = await silentEngine();
+    expect(await engine.check('a killed command never ended')).toBe(false);
+    expect(engine.up).toBe(false);
+  });
+
+  it("lets work that must not be refused wait for a marked-down engine's probe: answered, the engine is back", async () => {
+    const engine = await silentEngine();
+    engine.markDown('health pings failed');
+    engine.answer();
+    await engine.settled();
+    expect(engine.up).toBe(true);
+    const silent = await silentEngine();
+    silent.markDown('health pings failed');
+    const t = Date.now();
+    await silent.settled();
+    expect(silent.up).toBe(false);
+    expect(Date.now() - t).toBeLessThan(10_000);
   });
 });

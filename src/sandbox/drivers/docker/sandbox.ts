@@ -377,6 +377,11 @@ export class DockerSandbox implements Sandbox {
         out = { exitCode: 137, stdout: Buffer.alloc(0), stderr: Buffer.alloc(0), stdoutTruncated: false, stderrTruncated: false };
       }
       if (kill) await kill;
+      // Cut by a signal, or by the runtime itself (runsc: 128, its own words), and not by this call:
+      // the container may have died under the command (killed from outside, or gVisor's kernel taken
+      // down by the rollout's hog). Then it is a lost sandbox, classified like the next call's, never
+      // an outcome: "exit 137" for a kill of ours would be an infrastructure failure shown to the model.
+      if (kill === null && out.exitCode !== null && out.exitCode >= 128 && !(await this.answers()) && (await this.stops())) throw await this.lost();
       const killed = kill !== null && out.exitCode === 137;
       return {
         exitCode: killed ? null : out.exitCode,
@@ -488,6 +493,17 @@ export class DockerSandbox implements Sandbox {
       if (Date.now() >= end) return false;
       await new Promise((r) => setTimeout(r, 100));
     }
+  }
+
+  /**
+   * Whether the container runs a command now (a bare `true`). Quick where the engine's state may lag:
+   * a command's stream can end at its container's death before the engine records the container
+   * stopped; a container that runs one more command was alive after the command ended.
+   */
+  private async answers(): Promise<boolean> {
+    const req = { container: this.o.container, argv: ['true'], env: [], workingDir: '/', user: this.user, stdin: '', maxOutputBytes: 1024 };
+    const out = await this.o.engine.use((api) => dockerExec(api, req, { stop: () => {}, abandon: AbortSignal.timeout(KILL_TIMEOUT_MS) })).catch(() => null);
+    return out?.exitCode === 0;
   }
 
   /** Whether the engine says the container runs (false when it is gone; true when the engine cannot say). */

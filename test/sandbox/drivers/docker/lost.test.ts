@@ -43,6 +43,29 @@ for (const name of ['docker', 'gvisor'] as const) {
       }
     });
 
+    it('is ours, not an outcome shown to the model, when its container is killed from outside while a command runs', async () => {
+      const sb = await fresh('trace_lost_killed_running');
+      try {
+        const running = sb.exec('echo started; sleep 30', { timeoutMs: 40_000 }).catch((err: unknown) => err);
+        await new Promise((r) => setTimeout(r, 1_500));
+        await onEngine(sb, (api, c) => api.call('POST', `/containers/${c}/kill`));
+        const e = await running;
+        expect(e, JSON.stringify(e)).toMatchObject({ code: 'RFT_ERR_SANDBOX_LOST', statusCode: 503 });
+      } finally {
+        await sb.destroy();
+      }
+    }, 60_000);
+
+    it("is the model's outcome when its command dies of a signal in a container that lives on", async () => {
+      const sb = await fresh('trace_lost_signalled');
+      try {
+        expect(await sb.exec('echo before; kill -9 $$')).toMatchObject({ exitCode: 137, stdout: 'before\n', timedOut: false });
+        expect(await sb.exec(['python3', '-c', 'import os, signal; os.kill(os.getpid(), signal.SIGSEGV)'])).toMatchObject({ exitCode: 139 });
+      } finally {
+        await sb.destroy();
+      }
+    });
+
     it('is ours when its container is removed from outside', async () => {
       const sb = await fresh('trace_lost_removed');
       try {

@@ -255,6 +255,8 @@ export class McpBridge {
     } catch (e) {
       if (ctx.signal.aborted) throw e; // the ledger answers the timeout (or the shutdown)
       if (!instance.alive) {
+        // Its sandbox ended under it (lost, or taken down by the rollout): that answers, not its end.
+        if (instance.lost) throw instance.lost;
         const end = instance.describeEnd(e);
         ctx.log.warn({ server: s.name, ...end }, 'MCP server instance ended during a call');
         throw new Error(`MCP server "${s.name}" ${end.how} during this call; it is restarted on the next call.${end.stderr ? ` Its stderr ends with:\n${end.stderr}` : ''}`);

@@ -66,6 +66,7 @@ export class McpInstance {
       await client.connect(transport, { timeout: server.startTimeoutMs });
     } catch (e) {
       await transport.close().catch(() => {});
+      if (transport instanceof ProcessTransport && transport.exit?.lost) throw transport.exit.lost;
       const end = transport instanceof ProcessTransport ? describeEnd(transport, e) : { how: (e as Error).message, stderr: '' };
       throw errors.mcpStart(server.name, end.stderr ? `${end.how}; its stderr ends with:\n${end.stderr}` : end.how);
     }
@@ -89,6 +90,14 @@ export class McpInstance {
     if (this.stopped && this.endListeners.length === 0) return;
     this.stopped = true;
     for (const l of this.endListeners.splice(0)) l();
+  }
+
+  /**
+   * Set when the server ended because its sandbox did (SandboxProcess.exited's `lost`): the error to
+   * answer instead of its end, which was not its own doing.
+   */
+  get lost(): Error | undefined {
+    return this.transport instanceof ProcessTransport ? this.transport.exit?.lost : undefined;
   }
 
   /** Why the instance is gone, for the model and the logs: exit status and the tail of its stderr. */

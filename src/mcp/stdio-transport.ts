@@ -3,7 +3,7 @@
 // sandbox and one on the host, since both are a SandboxProcess. Messages are read up to a limit
 // (line-reader.ts); an answer past it is not kept but answered here from its head (oversizeAnswer).
 import { deserializeMessage, serializeMessage, type JSONRPCMessage, type Transport } from '@modelcontextprotocol/client';
-import type { SandboxProcess } from '../sandbox/types.js';
+import type { ProcessExit, SandboxProcess } from '../sandbox/types.js';
 import { LineReader, type CutLine } from './line-reader.js';
 
 const STDERR_TAIL_BYTES = 4096;
@@ -34,7 +34,7 @@ export class ProcessTransport implements Transport {
   private stderrTail = '';
   private closed = false;
   /** How the process ended, once it has. */
-  exit: { exitCode: number | null; signal: string | null } | null = null;
+  exit: ProcessExit | null = null;
 
   /** `readLimit`: the largest message kept whole, in bytes (bridge.ts derives it from the tool's output cap). */
   constructor(

@@ -101,12 +101,24 @@ export interface SpawnOptions {
  * rlimits, no network) but has no wall-clock timeout: it lives until it exits, `kill()` is called,
  * or its sandbox is destroyed, whichever comes first.
  */
+/** How a spawned process ended. */
+export interface ProcessExit {
+  exitCode: number | null;
+  signal: string | null;
+  /**
+   * Set when it ended because its sandbox did, not by its own doing or a kill(): the error a call on
+   * the sandbox answers now (RFT_ERR_SANDBOX_LOST or _INTERRUPTED, 503: ours; _ENDED_BY_ROLLOUT, 410:
+   * the rollout's). A caller that reports the process's end to the model reports this instead.
+   */
+  lost?: Error;
+}
+
 export interface SandboxProcess {
   readonly stdin: Writable;
   readonly stdout: Readable;
   readonly stderr: Readable;
   /** Settles once the process has exited (never rejects). */
-  readonly exited: Promise<{ exitCode: number | null; signal: string | null }>;
+  readonly exited: Promise<ProcessExit>;
   /** Kills the process and every process it started; resolves once it has exited. */
   kill(): Promise<void>;
 }

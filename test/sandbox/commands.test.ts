@@ -195,6 +195,30 @@ describeIf(present.bwrap, 'the bwrap supervisor', 'bwrap sandbox driver not avai
     expect(await holder()).not.toBe(pid);
   });
 
+  // A spawned process (a sandboxed MCP server) ended that way ends with the sandbox's error, which a
+  // bridged call answers, not "the server was killed" shown to the model (it used to end as exit 127).
+  it("a holder killed from the host: a spawned process ends with the sandbox's error, not an exit of its own", async () => {
+    const marker = aMinute();
+    const server = await sb.spawn(['sleep', marker]);
+    const pid = await holder();
+    await until(async () => (await pidsWith(marker)).length === 1, 10_000);
+    process.kill(pid, 'SIGKILL');
+    expect((await server.exited).lost).toMatchObject({ code: 'RFT_ERR_SANDBOX_INTERRUPTED', statusCode: 503 });
+    const own = await sb.spawn(['sh', '-c', 'exit 3']);
+    expect(await own.exited).toEqual({ exitCode: 3, signal: null });
+  });
+
+  it("a supervisor killed: a spawned process ends with the sandbox's error", async () => {
+    const marker = aMinute();
+    const server = await sb.spawn(['sleep', marker]);
+    await until(async () => (await pidsWith(marker)).length === 1, 10_000);
+    const sups = (await processesRunning(['rft-supervisor'])).filter((p) => p.ppid === process.pid);
+    expect(sups).toHaveLength(1);
+    process.kill(sups[0]!.pid, 'SIGKILL');
+    expect((await server.exited).lost).toMatchObject({ code: 'RFT_ERR_SANDBOX_INTERRUPTED', statusCode: 503 });
+    await until(async () => (await pidsWith(marker)).length === 0, 10_000);
+  });
+
   it('a supervisor killed: running commands answer RFT_ERR_SANDBOX_INTERRUPTED, the next one runs with the workspace kept', async () => {
     const marker = aMinute();
     const running = sb.exec(`sleep ${marker}; echo never`);

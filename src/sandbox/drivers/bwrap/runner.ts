@@ -6,7 +6,7 @@
 // only the commands running at that moment are lost, with RFT_ERR_SANDBOX_INTERRUPTED (503).
 import { dirname } from 'node:path';
 import { PassThrough, Writable } from 'node:stream';
-import { errors } from '../../../errors.js';
+import { errors, RftError } from '../../../errors.js';
 import { argsPayload, BWRAP_FDS, bwrapArgs, passwdFiles, type HideArgs } from './args.js';
 import { rlimitSpec } from '../../workspace/limits.js';
 import type { CommandRunner, RunRequest } from '../../host/local-sandbox.js';
@@ -14,7 +14,7 @@ import { SANDBOX_PATH } from '../../host/local-sandbox.js';
 import { WORKSPACE_MOUNT } from '../../workspace/paths.js';
 import type { Command, Supervisor } from './supervisor/client.js';
 import type { Workdir } from '../../host/workdir.js';
-import type { ExecResult, SandboxLimits, SandboxProcess } from '../../types.js';
+import type { ExecResult, ProcessExit, SandboxLimits, SandboxProcess } from '../../types.js';
 
 export const BWRAP = '/usr/bin/bwrap';
 /** The holder: PID 1 of the sandbox's PID namespace, echoes one line (the sandbox is built), then waits. */
@@ -171,7 +171,7 @@ export class BwrapRunner implements CommandRunner {
   }
 
   async spawn(argv: string[], cwd: string[], env: Record<string, string>, limits: SandboxLimits): Promise<SandboxProcess> {
-    const { cmd } = await this.run(argv, cwd, env, { limits, streamed: true, cap: 0 });
+    const { cmd, sandbox } = await this.run(argv, cwd, env, { limits, streamed: true, cap: 0 });
     const stdout = new PassThrough();
     const stderr = new PassThrough();
     cmd.onData((stream, data) => (stream === 'stderr' ? stderr : stdout).write(data));
@@ -185,9 +185,11 @@ export class BwrapRunner implements CommandRunner {
         cb();
       },
     });
+    // A failure of the sandbox (its holder gone, the supervisor dead) is not the process's end: it
+    // carries the error the sandbox's calls answer (ours: interrupted, the workspace kept).
     const exited = cmd.exited.then(
-      (e) => ({ exitCode: e.failure ? 127 : e.exitCode, signal: e.signal }),
-      () => ({ exitCode: null, signal: 'SIGKILL' as NodeJS.Signals }),
+      (e): ProcessExit => (e.failure ? { exitCode: null, signal: 'SIGKILL', lost: this.failure(e.failure, sandbox) } : { exitCode: e.exitCode, signal: e.signal }),
+      (e: unknown): ProcessExit => ({ exitCode: null, signal: 'SIGKILL', lost: e instanceof RftError ? e : errors.sandboxInterrupted() }),
     );
     void exited.then(() => {
       stdout.end();

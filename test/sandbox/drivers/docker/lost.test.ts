@@ -66,6 +66,25 @@ for (const name of ['docker', 'gvisor'] as const) {
       }
     });
 
+    it("ends a spawned process (an MCP server's) with the sandbox's error when its container is killed from outside, and with its own end otherwise", async () => {
+      const sb = await fresh('trace_lost_spawned');
+      try {
+        const own = await sb.spawn(['sh', '-c', 'echo $$ > own.pid; exec sleep 60']);
+        for (let i = 0; i < 100 && (await sb.exec('test -s own.pid')).exitCode !== 0; i++) await new Promise((r) => setTimeout(r, 50));
+        expect(await sb.exec('kill -KILL $(cat own.pid)')).toMatchObject({ exitCode: 0 });
+        expect(await own.exited).toEqual({ exitCode: null, signal: 'SIGKILL' });
+        const server = await sb.spawn(['sh', '-c', 'echo up; exec sleep 60']);
+        const stopped = await sb.spawn(['sh', '-c', 'exec sleep 60']);
+        await stopped.kill();
+        expect((await stopped.exited).lost).toBeUndefined();
+        await onEngine(sb, (api, c) => api.call('POST', `/containers/${c}/kill`));
+        const end = await server.exited;
+        expect(end.lost, JSON.stringify(end)).toMatchObject({ code: 'RFT_ERR_SANDBOX_LOST', statusCode: 503 });
+      } finally {
+        await sb.destroy();
+      }
+    }, 60_000);
+
     it('is ours when its container is removed from outside', async () => {
       const sb = await fresh('trace_lost_removed');
       try {

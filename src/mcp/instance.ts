@@ -93,7 +93,7 @@ export class McpInstance {
   }
 
   /**
-   * Set when the server ended because its sandbox did (SandboxProcess.exited's `lost`): the error to
+   * Set when the server ended because its sandbox did (SandboxProcess.endedBySandbox): the error to
    * answer instead of its end, which was not its own doing.
    */
   get lost(): Error | undefined {

@@ -34,7 +34,7 @@ export class ProcessTransport implements Transport {
   private stderrTail = '';
   private closed = false;
   /** How the process ended, once it has. */
-  exit: ProcessExit | null = null;
+  exit: (ProcessExit & { lost?: Error }) | null = null;
 
   /** `readLimit`: the largest message kept whole, in bytes (bridge.ts derives it from the tool's output cap). */
   constructor(
@@ -67,8 +67,10 @@ export class ProcessTransport implements Transport {
       this.stderrTail = (this.stderrTail + chunk.subarray(-STDERR_TAIL_BYTES).toString('utf8')).slice(-STDERR_TAIL_BYTES);
     });
     this.proc.stderr.on('error', () => {});
-    void this.proc.exited.then((exit) => {
-      this.exit = exit;
+    // Its end is known before the transport closes: the call waiting on it reads why (bridge.ts).
+    void this.proc.exited.then(async (exit) => {
+      const lost = await this.proc.endedBySandbox?.().catch(() => undefined);
+      this.exit = { ...exit, ...(lost ? { lost } : {}) };
       this.finish();
     });
   }

@@ -105,12 +105,6 @@ export interface SpawnOptions {
 export interface ProcessExit {
   exitCode: number | null;
   signal: string | null;
-  /**
-   * Set when it ended because its sandbox did, not by its own doing or a kill(): the error a call on
-   * the sandbox answers now (RFT_ERR_SANDBOX_LOST or _INTERRUPTED, 503: ours; _ENDED_BY_ROLLOUT, 410:
-   * the rollout's). A caller that reports the process's end to the model reports this instead.
-   */
-  lost?: Error;
 }
 
 export interface SandboxProcess {
@@ -119,6 +113,13 @@ export interface SandboxProcess {
   readonly stderr: Readable;
   /** Settles once the process has exited (never rejects). */
   readonly exited: Promise<ProcessExit>;
+  /**
+   * Once it has exited: the error a call on its sandbox answers when it ended because its sandbox did,
+   * not by its own doing or a kill() (RFT_ERR_SANDBOX_LOST or _INTERRUPTED, 503: ours;
+   * _ENDED_BY_ROLLOUT, 410: the rollout's), else undefined. For whoever reports its end to the model,
+   * which reports this instead. Apart from `exited`, which stays prompt: telling may take an exec.
+   */
+  endedBySandbox?(): Promise<Error | undefined>;
   /** Kills the process and every process it started; resolves once it has exited. */
   kill(): Promise<void>;
 }

@@ -203,9 +203,10 @@ describeIf(present.bwrap, 'the bwrap supervisor', 'bwrap sandbox driver not avai
     const pid = await holder();
     await until(async () => (await pidsWith(marker)).length === 1, 10_000);
     process.kill(pid, 'SIGKILL');
-    expect((await server.exited).lost).toMatchObject({ code: 'RFT_ERR_SANDBOX_INTERRUPTED', statusCode: 503 });
+    expect(await server.endedBySandbox!()).toMatchObject({ code: 'RFT_ERR_SANDBOX_INTERRUPTED', statusCode: 503 });
     const own = await sb.spawn(['sh', '-c', 'exit 3']);
     expect(await own.exited).toEqual({ exitCode: 3, signal: null });
+    expect(await own.endedBySandbox!()).toBeUndefined();
   });
 
   it("a supervisor killed: a spawned process ends with the sandbox's error", async () => {
@@ -215,7 +216,7 @@ describeIf(present.bwrap, 'the bwrap supervisor', 'bwrap sandbox driver not avai
     const sups = (await processesRunning(['rft-supervisor'])).filter((p) => p.ppid === process.pid);
     expect(sups).toHaveLength(1);
     process.kill(sups[0]!.pid, 'SIGKILL');
-    expect((await server.exited).lost).toMatchObject({ code: 'RFT_ERR_SANDBOX_INTERRUPTED', statusCode: 503 });
+    expect(await server.endedBySandbox!()).toMatchObject({ code: 'RFT_ERR_SANDBOX_INTERRUPTED', statusCode: 503 });
     await until(async () => (await pidsWith(marker)).length === 0, 10_000);
   });
 

@@ -185,11 +185,19 @@ export class BwrapRunner implements CommandRunner {
         cb();
       },
     });
-    // A failure of the sandbox (its holder gone, the supervisor dead) is not the process's end: it
-    // carries the error the sandbox's calls answer (ours: interrupted, the workspace kept).
+    // A failure of the sandbox (its holder gone, the supervisor dead) is not the process's end: the
+    // error the sandbox's calls answer (ours: interrupted, the workspace kept) is kept for endedBySandbox.
+    let lost: Error | undefined;
     const exited = cmd.exited.then(
-      (e): ProcessExit => (e.failure ? { exitCode: null, signal: 'SIGKILL', lost: this.failure(e.failure, sandbox) } : { exitCode: e.exitCode, signal: e.signal }),
-      (e: unknown): ProcessExit => ({ exitCode: null, signal: 'SIGKILL', lost: e instanceof RftError ? e : errors.sandboxInterrupted() }),
+      (e): ProcessExit => {
+        if (!e.failure) return { exitCode: e.exitCode, signal: e.signal };
+        lost = this.failure(e.failure, sandbox);
+        return { exitCode: null, signal: 'SIGKILL' };
+      },
+      (e: unknown): ProcessExit => {
+        lost = e instanceof RftError ? e : errors.sandboxInterrupted();
+        return { exitCode: null, signal: 'SIGKILL' };
+      },
     );
     void exited.then(() => {
       stdout.end();
@@ -201,6 +209,10 @@ export class BwrapRunner implements CommandRunner {
       stdout,
       stderr,
       exited,
+      endedBySandbox: async () => {
+        await exited;
+        return lost;
+      },
       kill: async () => {
         cmd.kill();
         await exited;

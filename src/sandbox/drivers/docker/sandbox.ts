@@ -14,7 +14,7 @@ import { extractArchive } from './tar.js';
 import { PERL_SUBREAPER } from '../../host/reaper.js';
 import { SANDBOX_PATH } from '../../host/local-sandbox.js';
 import { WORKSPACE_MOUNT, workspaceComponents } from '../../workspace/paths.js';
-import type { ExecOptions, ExecResult, FileEntry, PrestartedProcess, ProcessExit, Sandbox, SandboxLimits, SandboxProcess, SandboxRef, SpawnOptions } from '../../types.js';
+import type { ExecOptions, ExecResult, FileEntry, PrestartedProcess, Sandbox, SandboxLimits, SandboxProcess, SandboxRef, SpawnOptions } from '../../types.js';
 import type { Prestarted } from '../../pool/prestarted.js';
 
 /**
@@ -443,15 +443,17 @@ export class DockerSandbox implements Sandbox {
     const spawned = await this.o.engine.use((api) => dockerSpawn(api, this.o.engine.events, req, kill, (pre) => (preamble = pre)));
     // Ended when nobody here killed it: its container may have died under it (runsc then ends it with
     // 127, runc with a signal), and then its end is the sandbox's, classified as an exec's would be
-    // (see exec()). A server's own exit is rare enough to check each one.
+    // (see exec()). Asked only by who reports the end (a server's own exit is rare).
     let killed = false;
+    let why: Promise<Error | undefined> | undefined;
     const proc: SandboxProcess = {
       ...spawned,
-      exited: spawned.exited.then(async (e): Promise<ProcessExit> => {
-        if (killed || this.destroying) return e;
-        if (!this.gone && ((await this.answers()) || !(await this.stops()))) return e;
-        return { ...e, lost: await this.lost() };
-      }),
+      endedBySandbox: () =>
+        (why ??= spawned.exited.then(async () => {
+          if (killed || this.destroying) return undefined;
+          if (!this.gone && ((await this.answers()) || !(await this.stops()))) return undefined;
+          return this.lost();
+        })),
       kill: () => {
         killed = true;
         return spawned.kill();

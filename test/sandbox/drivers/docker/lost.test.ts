@@ -73,13 +73,14 @@ for (const name of ['docker', 'gvisor'] as const) {
         for (let i = 0; i < 100 && (await sb.exec('test -s own.pid')).exitCode !== 0; i++) await new Promise((r) => setTimeout(r, 50));
         expect(await sb.exec('kill -KILL $(cat own.pid)')).toMatchObject({ exitCode: 0 });
         expect(await own.exited).toEqual({ exitCode: null, signal: 'SIGKILL' });
+        expect(await own.endedBySandbox!()).toBeUndefined();
         const server = await sb.spawn(['sh', '-c', 'echo up; exec sleep 60']);
         const stopped = await sb.spawn(['sh', '-c', 'exec sleep 60']);
         await stopped.kill();
-        expect((await stopped.exited).lost).toBeUndefined();
+        expect(await stopped.endedBySandbox!()).toBeUndefined();
         await onEngine(sb, (api, c) => api.call('POST', `/containers/${c}/kill`));
-        const end = await server.exited;
-        expect(end.lost, JSON.stringify(end)).toMatchObject({ code: 'RFT_ERR_SANDBOX_LOST', statusCode: 503 });
+        const end = await server.endedBySandbox!();
+        expect(end, JSON.stringify(await server.exited)).toMatchObject({ code: 'RFT_ERR_SANDBOX_LOST', statusCode: 503 });
       } finally {
         await sb.destroy();
       }

@@ -216,12 +216,13 @@ export class DockerSandbox implements Sandbox {
 
   /** Kills processes of the sandbox uid (see KILL_SCRIPT); never throws. */
   private async kill(mode: 'tree' | 'under' | 'all', pid?: number): Promise<void> {
-    const argv = ['/bin/sh', '-c', KILL_SCRIPT, 'rft-kill', String(this.o.uid), mode, ...(pid !== undefined ? [String(pid)] : [])];
-    await this.o.engine
-      .use((api) =>
-        dockerExec(api, { container: this.o.container, argv, env: [], workingDir: '/', user: this.user, stdin: '', maxOutputBytes: 1024 }, { stop: () => {}, abandon: AbortSignal.timeout(KILL_TIMEOUT_MS) }),
-      )
-      .catch(() => {});
+    await this.driverExec(['/bin/sh', '-c', KILL_SCRIPT, 'rft-kill', String(this.o.uid), mode, ...(pid !== undefined ? [String(pid)] : [])]);
+  }
+
+  /** A short command of the driver's own in the container, as the sandbox uid, from `/`; null when it could not run. */
+  private driverExec(argv: string[]): Promise<DockerExecOutcome | null> {
+    const req = { container: this.o.container, argv, env: [], workingDir: '/', user: this.user, stdin: '', maxOutputBytes: 1024 };
+    return this.o.engine.use((api) => dockerExec(api, req, { stop: () => {}, abandon: AbortSignal.timeout(KILL_TIMEOUT_MS) })).catch(() => null);
   }
 
   /**
@@ -279,8 +280,9 @@ export class DockerSandbox implements Sandbox {
    * or, when this process was not watching then, still in the engine's bounded event log). Only the
    * rollout's commands allocate in the container's memory cgroup (its init and \`sleep\` are a few
    * hundred KB): under runc the kernel then kills the biggest of them and the container lives on;
-   * under gVisor the sandbox's kernel is killed, and the container with it. A container removed (404) or killed from outside, or
-   * stopped by an engine restart, has no such event: ours (RFT_ERR_SANDBOX_LOST, 503, uncharged).
+   * under gVisor the sandbox's kernel is killed, and the container with it. A container removed
+   * (404) or killed from outside, or stopped by an engine restart, has no such event: ours
+   * (RFT_ERR_SANDBOX_LOST, 503, uncharged).
    */
   private async endedByRollout(): Promise<boolean> {
     return this.o.engine.use(async (api) => {
@@ -381,7 +383,7 @@ export class DockerSandbox implements Sandbox {
       // the container may have died under the command (killed from outside, or gVisor's kernel taken
       // down by the rollout's hog). Then it is a lost sandbox, classified like the next call's, never
       // an outcome: "exit 137" for a kill of ours would be an infrastructure failure shown to the model.
-      if (kill === null && out.exitCode !== null && out.exitCode >= 128 && !(await this.answers()) && (await this.stops())) throw await this.lost();
+      if (kill === null && out.exitCode !== null && out.exitCode >= 128 && (await this.diedUnder())) throw await this.lost();
       const killed = kill !== null && out.exitCode === 137;
       return {
         exitCode: killed ? null : out.exitCode,
@@ -449,11 +451,7 @@ export class DockerSandbox implements Sandbox {
     const proc: SandboxProcess = {
       ...spawned,
       endedBySandbox: () =>
-        (why ??= spawned.exited.then(async () => {
-          if (killed || this.destroying) return undefined;
-          if (!this.gone && ((await this.answers()) || !(await this.stops()))) return undefined;
-          return this.lost();
-        })),
+        (why ??= spawned.exited.then(async () => (killed || this.destroying || !(await this.diedUnder()) ? undefined : this.lost()))),
       kill: () => {
         killed = true;
         return spawned.kill();
@@ -519,9 +517,15 @@ export class DockerSandbox implements Sandbox {
    * stopped; a container that runs one more command was alive after the command ended.
    */
   private async answers(): Promise<boolean> {
-    const req = { container: this.o.container, argv: ['true'], env: [], workingDir: '/', user: this.user, stdin: '', maxOutputBytes: 1024 };
-    const out = await this.o.engine.use((api) => dockerExec(api, req, { stop: () => {}, abandon: AbortSignal.timeout(KILL_TIMEOUT_MS) })).catch(() => null);
-    return out?.exitCode === 0;
+    return (await this.driverExec(['true']))?.exitCode === 0;
+  }
+
+  /**
+   * Whether a process that ended without a kill of ours ended because its container died: already
+   * found gone, or it runs no `true` and the engine then reports it stopped.
+   */
+  private async diedUnder(): Promise<boolean> {
+    return this.gone !== false || (!(await this.answers()) && (await this.stops()));
   }
 
   /** Whether the engine says the container runs (false when it is gone; true when the engine cannot say). */

@@ -190,16 +190,18 @@ for (const name of ['docker', 'gvisor'] as const) {
           // wrapper then sweep what it started). An exec that gets in first can only fail to fork.
           const fill = 'import os, time\nend = time.time() + 20\nwhile time.time() < end:\n  try:\n    if os.fork() == 0:\n      time.sleep(max(0, end - time.time())); os._exit(0)\n  except OSError:\n    time.sleep(0.01)';
           const filling = sb.exec(['python3', '-c', fill], { timeoutMs: 25_000 }).catch((e: unknown) => e);
-          let ran: { exitCode: number | null; stdout: string; stderr: string } | undefined;
+          let ran: { exitCode: number | null; stdout: string; stderr: string; durationMs: number } | undefined;
+          const tries: string[] = [];
           await vi.waitFor(
             async () => {
               ran = await sb.exec('echo after');
+              tries.push(`${ran.exitCode} in ${ran.durationMs} ms: ${JSON.stringify((ran.stdout + ran.stderr).slice(0, 100))}`);
               if (ran.exitCode !== 126) expect(ran.stdout === 'after\n' || /Cannot fork/.test(ran.stderr), JSON.stringify(ran)).toBe(true);
               expect(ran.exitCode, JSON.stringify(ran)).toBe(126);
             },
             { timeout: 15_000, interval: 200 },
           ).catch(async (e: unknown) => {
-            throw new Error(`${String(e)}; the filling command: ${JSON.stringify(await filling)}`);
+            throw new Error(`${String(e)}; tries: ${tries.join('; ')}; the filling command: ${JSON.stringify(await filling)}`);
           });
           expect(ran).toMatchObject({ stdout: '', stderr: PROCESS_LIMIT_MESSAGE });
           await filling;

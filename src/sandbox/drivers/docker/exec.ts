@@ -7,7 +7,7 @@
 import type { Socket } from 'node:net';
 import { PassThrough, Writable } from 'node:stream';
 import { errors } from '../../../errors.js';
-import { DOCKER_API, type DockerApi } from './api.js';
+import { DOCKER_API, DockerStatusError, type DockerApi } from './api.js';
 import type { EngineEvents } from './events.js';
 import type { SandboxProcess } from '../../types.js';
 
@@ -136,7 +136,7 @@ async function hijack(api: DockerApi, path: string, body: string): Promise<{ soc
       const status = Number(head.subarray(0, end).toString('latin1').split(' ')[1]);
       if (status !== 101 && status !== 200) {
         sock.destroy();
-        reject(errors.sandboxFailed(`docker exec start: ${status} ${head.subarray(end + 4).toString('utf8').slice(0, 300)}`));
+        reject(new DockerStatusError(status, path, `docker exec start: ${status} ${head.subarray(end + 4).toString('utf8').slice(0, 300)}`));
         return;
       }
       resolve({ sock, rest: head.subarray(end + 4) });

@@ -442,7 +442,11 @@ export class DockerSandbox implements Sandbox {
       if (pid !== null) await this.kill('tree', pid);
     };
     let preamble: PidPreamble | undefined;
-    const spawned = await this.o.engine.use((api) => dockerSpawn(api, this.o.engine.events, req, kill, (pre) => (preamble = pre)));
+    const spawned = await this.o.engine
+      .use((api) => dockerSpawn(api, this.o.engine.events, req, kill, (pre) => (preamble = pre)))
+      .catch(async (e: unknown) => {
+        throw await this.refusal(e);
+      });
     // Ended when nobody here killed it: its container may have died under it (runsc then ends it with
     // 127, runc with a signal), and then its end is the sandbox's, classified as an exec's would be
     // (see exec()). Asked only by who reports the end (a server's own exit is rare).
@@ -485,8 +489,7 @@ export class DockerSandbox implements Sandbox {
     try {
       out = await this.o.engine.use((api) => dockerExec(api, req, hooks));
     } catch (err) {
-      const refused = err instanceof DockerStatusError && err.path === `/containers/${this.o.container}/exec` && (err.dockerStatus === 404 || err.dockerStatus === 409);
-      throw refused ? await this.lost() : err;
+      throw await this.refusal(err);
     }
     if (out.exitCode !== 126) return out;
     const said = `${out.stdout.toString('latin1')}${out.stderr.toString('latin1')}`;
@@ -495,6 +498,20 @@ export class DockerSandbox implements Sandbox {
       return { ...out, stdout: Buffer.alloc(0), stderr: Buffer.from(PROCESS_LIMIT_MESSAGE), stdoutTruncated: false, stderrTruncated: false };
     }
     return out;
+  }
+
+  /**
+   * What an engine's refusal of an exec means: the sandbox's error (lost()) when it is the container's
+   * absence: the exec's creation refused (404 gone, 409 stopped), or its start or the reading of its
+   * end once its stream closed refused while the container is found stopped (the engine drops the
+   * execs of a container that stopped or was removed, "No such exec instance": seen under gVisor after
+   * a fork bomb took the sandbox down and the read came late). Any other error as it is.
+   */
+  private async refusal(err: unknown): Promise<unknown> {
+    if (!(err instanceof DockerStatusError) || (err.dockerStatus !== 404 && err.dockerStatus !== 409)) return err;
+    if (err.path === `/containers/${this.o.container}/exec`) return this.lost();
+    if (err.path.startsWith('/exec/') && (await this.stops())) return this.lost();
+    return err;
   }
 
   /**

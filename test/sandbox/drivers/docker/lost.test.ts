@@ -56,6 +56,41 @@ for (const name of ['docker', 'gvisor'] as const) {
       }
     }, 60_000);
 
+    it('is ours, not a failure of the driver, when the engine dropped the exec of a command whose container went before its end was read', async () => {
+      const sb = await fresh('trace_lost_exec_dropped');
+      const api = (sb as unknown as DockerSandbox).engine.api;
+      const call = api.call.bind(api);
+      let removed: Promise<unknown> | undefined;
+      // A loaded server reads the exec's end only after the container is removed, and its execs with
+      // it (the engine then answers "No such exec instance", as it did under gVisor after a fork bomb).
+      const late = vi.spyOn(api, 'call').mockImplementation(async (...args: Parameters<typeof api.call>) => {
+        if (args[0] === 'GET' && /^\/exec\/[^/]+\/json$/.test(args[1])) await removed;
+        return call(...args);
+      });
+      try {
+        // gVisor keeps the stream of a removed container's exec open: the call ends at its timeout, as lost too.
+        const running = sb.exec('echo started; sleep 30', { timeoutMs: 10_000 }).catch((err: unknown) => err);
+        await new Promise((r) => setTimeout(r, 1_500));
+        removed = onEngine(sb, (a, c) => a.call('DELETE', `/containers/${c}?force=true`));
+        const e = await running;
+        expect(e, JSON.stringify(e)).toMatchObject({ code: 'RFT_ERR_SANDBOX_LOST', statusCode: 503 });
+      } finally {
+        late.mockRestore();
+        await sb.destroy();
+      }
+    }, 60_000);
+
+    it('is ours when a process (an MCP server) is started in a container killed from outside', async () => {
+      const sb = await fresh('trace_lost_spawn_refused');
+      try {
+        await onEngine(sb, (api, c) => api.call('POST', `/containers/${c}/kill`));
+        const e = await sb.spawn(['sleep', '60']).catch((err: unknown) => err);
+        expect(e, JSON.stringify(e)).toMatchObject({ code: 'RFT_ERR_SANDBOX_LOST', statusCode: 503 });
+      } finally {
+        await sb.destroy();
+      }
+    });
+
     it("is the model's outcome when its command dies of a signal in a container that lives on", async () => {
       const sb = await fresh('trace_lost_signalled');
       try {

@@ -5,7 +5,7 @@
 // or for Docker nothing: the engine's processes are not ours), the supervisor's reaped children (the
 // commands: bubblewrap's enter chain, the shell, the command), this client, and the whole machine.
 // Baseline, same run: the same command spawned directly by this process (`sh -c`, no sandbox, no HTTP).
-// Run: node --conditions=rft-source --import tsx bench/call-cost.ts [calls=300] [--driver=bwrap|docker] [--command='echo hi']
+// Run: node --conditions=rft-source --import tsx bench/call-cost.ts [calls=300] [--driver=bwrap|docker] [--command='echo hi'] [--cpu-prof=DIR]
 import { spawn } from 'node:child_process';
 import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -20,6 +20,8 @@ const calls = Number(args[0] ?? 300);
 const flag = (name: string): string | undefined => process.argv.find((a) => a.startsWith(`--${name}=`))?.slice(name.length + 3);
 const driver = flag('driver') ?? 'bwrap';
 const command = flag('command') ?? 'echo hi';
+/** --cpu-prof=DIR: the server writes a V8 CPU profile of its run there (node --cpu-prof). */
+const cpuProf = flag('cpu-prof');
 const KEY = 'bench-call-cost-key-0123456789abcdef';
 const TICK_MS = 10; // clock ticks (USER_HZ 100)
 
@@ -75,14 +77,18 @@ async function measure(label: string, n: number, one: () => Promise<void>, pids:
 const load = (await readFile('/proc/loadavg', 'utf8')).split(' ').slice(0, 3).join(' ');
 console.log(`call-cost bench: ${calls} \`shell\` calls one at a time (${JSON.stringify(command)}), ${driver}; load average before ${load}`);
 
+// The baseline's commands run in a directory of their own, as the sandbox's run in its workspace.
+const baseDir = await mkdtemp(join(tmpdir(), 'rft-bench-call-cost-base-'));
 const base = await measure('spawn sh -c (baseline)', calls, () => new Promise<void>((resolve, reject) => {
-  const p = spawn('/bin/sh', ['-c', command], { stdio: 'ignore' });
+  const p = spawn('/bin/sh', ['-c', command], { stdio: 'ignore', cwd: baseDir });
   p.once('error', reject).once('exit', () => resolve());
 }), {});
+await rm(baseDir, { recursive: true, force: true });
 
 const dataDir = await mkdtemp(join(tmpdir(), 'rft-bench-call-cost-'));
 const srv = await spawnServer(
-  { RFT_DATA_DIR: dataDir, RFT_API_KEYS: `b:${KEY}`, RFT_RATE_LIMIT: '0', RFT_SANDBOX: driver, RFT_TOOLS_DIR: join(repoRoot, 'tools'), RFT_GRADERS_DIR: join(repoRoot, 'graders'), RFT_LOG_LEVEL: 'error' },
+  { RFT_DATA_DIR: dataDir, RFT_API_KEYS: `b:${KEY}`, RFT_RATE_LIMIT: '0', RFT_SANDBOX: driver, RFT_TOOLS_DIR: join(repoRoot, 'tools'), RFT_GRADERS_DIR: join(repoRoot, 'graders'), RFT_LOG_LEVEL: 'error',
+    ...(cpuProf ? { NODE_OPTIONS: `--cpu-prof --cpu-prof-dir=${cpuProf}` } : {}) },
   120_000,
 );
 const dispatcher = new Agent({ connections: 1 });

@@ -107,8 +107,13 @@ export class McpBridge {
   static prestarts(config: McpConfig | null, defaultMaxOutputBytes: number): PrestartSpec[] {
     return (config?.servers ?? []).flatMap((s) => {
       const p = prestartOf(s);
-      // The handshake too, in the pool: the instance is handed over connected.
-      return p ? [{ ...p, ready: (proc: SandboxProcess) => McpInstance.adopt(s, proc, readLimit(s.maxOutputBytes ?? defaultMaxOutputBytes)) }] : [];
+      // The handshake too, in the pool, and one warm-up call: the instance is handed over connected, its call path compiled.
+      const ready = async (proc: SandboxProcess): Promise<McpInstance> => {
+        const instance = await McpInstance.adopt(s, proc, readLimit(s.maxOutputBytes ?? defaultMaxOutputBytes));
+        await instance.warm(s.startTimeoutMs);
+        return instance;
+      };
+      return p ? [{ ...p, ready }] : [];
     });
   }
 

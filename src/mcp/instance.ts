@@ -13,6 +13,9 @@ import { ProcessTransport } from './stdio-transport.js';
 
 const CLIENT_INFO = { name: 'rft-endpoints', version: '1' };
 
+/** The tool a warm-up call names (McpInstance.warm): none of a server's, so none of its tools runs. */
+export const WARM_UP_TOOL = 'rft-endpoints-warm-up-no-such-tool';
+
 /** Where an instance runs: inside a rollout's sandbox, or on the host. */
 export type Placement =
   | { kind: 'sandbox'; sandbox: Sandbox; traceId: string }
@@ -116,6 +119,17 @@ export class McpInstance {
       cursor = page.nextCursor;
     } while (cursor !== undefined);
     return tools;
+  }
+
+  /**
+   * One `tools/call` naming a tool the server does not have (WARM_UP_TOOL), its answer ignored: a
+   * server's first call compiles its call path (a fresh `server-everything` answered its first `echo`
+   * in about 4 ms, later ones in 0.5; after this warm-up the first took 2 ms), so a pooled instance
+   * pays that before a rollout takes it, and no tool of the server runs. A server that ends on it is
+   * no longer `alive`, and is not handed over.
+   */
+  async warm(timeoutMs: number): Promise<void> {
+    await this.client.callTool({ name: WARM_UP_TOOL, arguments: {} }, { timeout: timeoutMs }).catch(() => {});
   }
 
   callTool(name: string, args: Record<string, unknown>, opts: { signal: AbortSignal; timeoutMs: number }): Promise<CallToolResult> {

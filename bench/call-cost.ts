@@ -5,10 +5,10 @@
 // or for Docker nothing: the engine's processes are not ours), the supervisor's reaped children (the
 // commands: bubblewrap's enter chain, the shell, the command), this client, and the whole machine.
 // Baseline, same run: the same command spawned directly by this process (`sh -c`, no sandbox, no HTTP).
-// Run: node --conditions=rft-source --import tsx bench/call-cost.ts [calls=300] [--driver=bwrap|docker] [--command='echo hi'] [--cpu-prof=DIR]
+// Run: node --conditions=rft-source --import tsx bench/call-cost.ts [calls=300] [--driver=bwrap|docker] [--command='echo hi'] [--cpu-prof=DIR] [--burst=500]
 import { spawn } from 'node:child_process';
 import { mkdtemp, readFile, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { availableParallelism, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Agent, request } from 'undici';
 import { childrenOf } from './lib/server-stats.js';
@@ -22,6 +22,8 @@ const driver = flag('driver') ?? 'bwrap';
 const command = flag('command') ?? 'echo hi';
 /** --cpu-prof=DIR: the server writes a V8 CPU profile of its run there (node --cpu-prof). */
 const cpuProf = flag('cpu-prof');
+/** --burst=N: what N such calls arriving at once need of the machine (a training step's first calls). */
+const burst = Number(flag('burst') ?? 500);
 const KEY = 'bench-call-cost-key-0123456789abcdef';
 const TICK_MS = 10; // clock ticks (USER_HZ 100)
 
@@ -111,7 +113,12 @@ try {
   const x = (a: number, b: number): string => `x${(a / b).toFixed(1)}`;
   console.log('');
   console.log(`a call against the baseline: wall ${x(srvParts.wallMs, base.wallMs)}, machine CPU ${x(srvParts.machine, base.machine)}`);
-  console.log(`machine CPU per call ${srvParts.machine.toFixed(2)} ms: at 2 cores, ${Math.floor(2_000 / srvParts.machine)} calls a second at most`);
+  const cores = availableParallelism();
+  console.log(`machine CPU per call ${srvParts.machine.toFixed(2)} ms: at ${cores} cores, ${Math.floor((cores * 1_000) / srvParts.machine)} calls a second at most`);
+  // A training step's first calls arrive at once (bench/steps.ts): the last of them ends no sooner than
+  // the machine has done them all, whatever the order; the same for the bare spawn.
+  const drain = (perCall: number): string => `${((burst * perCall) / cores / 1000).toFixed(2)} s`;
+  console.log(`${burst} such calls at once take at least ${drain(srvParts.machine)} of the ${cores} cores; the same commands spawned bare, ${drain(base.machine)}`);
 } finally {
   await srv.stop();
   await dispatcher.close();

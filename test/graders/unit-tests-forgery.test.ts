@@ -11,7 +11,7 @@ import { canSwitchUid } from '../../src/sandbox/host/uids.js';
 import { describeIf } from '../helpers/require.js';
 import { repoRoot } from '../helpers/server.js';
 import { grade } from './unit-tests-helpers.js';
-import { driverCases, sandboxSpec, useDriver } from '../helpers/sandboxes.js';
+import { driverCases, pooledDriverCases, sandboxSpec, useDriver } from '../helpers/sandboxes.js';
 
 const fixtures = join(repoRoot, 'test/sandbox/fixtures');
 const FORGE = readFileSync(join(fixtures, 'forge.py'), 'utf8');
@@ -52,7 +52,8 @@ function secretsIn(text: string, hostRoot: string): string[] {
   return found;
 }
 
-for (const d of driverCases) {
+// Also with pooled sandboxes (issue 24): a grading or rollout sandbox handed over prepared.
+for (const d of [...driverCases, ...pooledDriverCases]) {
   const why = d.name === 'process' && !canSwitchUid() ? 'the process driver runs as the server user without root: nothing separates it from the runner' : d.reason;
   const available = d.available && !(d.name === 'process' && !canSwitchUid());
   describeIf(available, `grade forgery on the ${d.name} driver`, why)(`grade forgery (${d.name})`, () => {

@@ -41,8 +41,8 @@ export function isolates(name: TestDriver): boolean {
   return name === 'gvisor' || driverModule(name)?.isolates === true;
 }
 
-function gvisorDriver(instanceId: string): SandboxDriver {
-  return new DockerDriver({ instanceId, labels: runLabels, image: DOCKER_IMAGE, hosts: parseDockerHosts({ cap: 1000, hosts: GVISOR_ENGINE }), runtime: 'runsc' });
+function gvisorDriver(instanceId: string, warmPool = 0): SandboxDriver {
+  return new DockerDriver({ instanceId, labels: runLabels, image: DOCKER_IMAGE, hosts: parseDockerHosts({ cap: 1000, hosts: GVISOR_ENGINE }), runtime: 'runsc', ...(warmPool ? { warmPool } : {}) });
 }
 
 /** Which drivers work on this machine (each of the list probed for real by its own check, and gvisor). */
@@ -60,10 +60,12 @@ export async function driversPresent(): Promise<Record<TestDriver, boolean>> {
   return present as Record<TestDriver, boolean>;
 }
 
-/** A driver by test name (gvisor: the Docker driver with runtime runsc on GVISOR_ENGINE). */
-export async function makeTestDriver(name: TestDriver, opts: { sandboxesRoot: string; instanceId: string }): Promise<SandboxDriver> {
-  if (name !== 'gvisor') return selectDriver(name, { ...opts, dockerImage: DOCKER_IMAGE, dockerLabels: runLabels });
-  const d = gvisorDriver(opts.instanceId);
+/** A driver by test name (gvisor: the Docker driver with runtime runsc on GVISOR_ENGINE); `warmPool`: its pool's floor. */
+export async function makeTestDriver(name: TestDriver, opts: { sandboxesRoot: string; instanceId: string; warmPool?: number }): Promise<SandboxDriver> {
+  const { warmPool, ...o } = opts;
+  const warm = warmPool ? { localWarm: warmPool, dockerWarm: warmPool } : {};
+  if (name !== 'gvisor') return selectDriver(name, { ...o, dockerImage: DOCKER_IMAGE, dockerLabels: runLabels, ...warm });
+  const d = gvisorDriver(o.instanceId, warmPool);
   await d.available();
   return d;
 }
@@ -102,13 +104,23 @@ export async function until(cond: () => Promise<boolean>, timeoutMs = 10_000): P
 }
 
 /** Inside a describe: a driver and one sandbox made from `sandboxSpec`, set up before and removed after the suite. */
-export function driverWithSandbox(name: TestDriver, sandboxSpec: SandboxSpec): { driver: SandboxDriver; sb: Sandbox } {
+/**
+ * A driver and one sandbox of it for a suite. `pooled`: the driver keeps a warm pool (issue 24), and
+ * the suite's sandbox is one it hands over prepared: a first sandbox starts the pool, and the suite's
+ * is made once the pool has one ready (checked: a pool hit).
+ */
+export function driverWithSandbox(name: TestDriver, sandboxSpec: SandboxSpec, o: { pooled?: boolean } = {}): { driver: SandboxDriver; sb: Sandbox } {
   const ctx = {} as { driver: SandboxDriver; sb: Sandbox; tmp: Awaited<ReturnType<typeof tempRoot>> };
   beforeAll(async () => {
     ctx.tmp = await tempRoot();
-    ctx.driver = await makeTestDriver(name, { sandboxesRoot: ctx.tmp.root, instanceId: `${name}-${process.pid}` });
+    ctx.driver = await makeTestDriver(name, { sandboxesRoot: ctx.tmp.root, instanceId: `${name}-${process.pid}`, ...(o.pooled ? { warmPool: 2 } : {}) });
+    if (o.pooled) {
+      await (await ctx.driver.create({ ...sandboxSpec, traceId: `${sandboxSpec.traceId}_first` })).destroy();
+      await until(async () => (ctx.driver.poolStats?.()?.warm ?? 0) > 0, 120_000);
+    }
     ctx.sb = await ctx.driver.create(sandboxSpec);
-  });
+    if (o.pooled && (ctx.driver.poolStats?.()?.hits ?? 0) === 0) throw new Error(`the ${name} pool did not hand over the suite's sandbox`);
+  }, 180_000);
   afterAll(async () => {
     await ctx.sb?.destroy();
     await ctx.driver?.close?.();

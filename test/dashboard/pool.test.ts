@@ -55,7 +55,7 @@ describeIf(executablePath !== undefined && present.bwrap, 'Chromium and bubblewr
     await srv?.close();
   });
 
-  it("shows the pool's figures and the last steps as GET /v1/stats has them", async () => {
+  it("shows the pool's figures and the last steps as GET /v1/stats has them", { timeout: 120_000 }, async () => {
     await step(srv, 'trace_dash1', STEP);
     await poolWarm(srv, STEP);
     await step(srv, 'trace_dash2', STEP);
@@ -78,15 +78,23 @@ describeIf(executablePath !== undefined && present.bwrap, 'Chromium and bubblewr
     expect(shown.bounds).toContain(`cap of ${api.bounds.cap}`);
   });
 
-  it('says plainly that sandboxes are off on a server without them', async () => {
+  // Its own time, above the sum of its waits (a series run at load 20-50 passed the 30 s default while
+  // still in one of them, and said no more): a slow step fails with its name and time.
+  it('says plainly that sandboxes are off on a server without them', { timeout: 120_000 }, async () => {
+    const t0 = Date.now();
+    let phase = 'starting a server without sandboxes';
     const off = await startTestServer();
     try {
       const { page } = browser;
+      phase = 'signing in';
       await signIn(page, off);
+      phase = 'waiting for the panel to say sandboxes are off';
       const off_ = page.locator('#pool [data-pool="off"]');
-      await off_.waitFor({ timeout: 20_000 });
+      await off_.waitFor({ timeout: 30_000 });
       expect(await off_.textContent()).toContain('Sandboxes are off');
       expect(await page.locator('#pool-cards').count()).toBe(0);
+    } catch (e) {
+      throw new Error(`${phase}, ${Date.now() - t0} ms in: ${String(e)}`);
     } finally {
       await off.close();
     }

@@ -39,15 +39,28 @@ export function dockerContainers(labels: string[]): Promise<string[]> {
   );
 }
 
-/** Removes this run's containers and volumes on every engine; returns the containers' `engine:name`. */
-export function removeRunContainers(): Promise<string[]> {
-  const mine = `${RUN_LABEL}=${runId}`;
+/**
+ * Removes the containers (running or not) carrying every one of `labels`, on every engine: what a
+ * test left by killing the server that made them, when no later server of that owner reaps them.
+ * Returns their `engine:name`.
+ */
+export function removeContainers(labels: string[]): Promise<string[]> {
   return onEngines(async (api, engine) => {
-    const list = await api.call<{ Names: string[] }[]>('GET', `/containers/json?all=true&filters=${filter([mine])}`);
+    const list = await api.call<{ Names: string[] }[]>('GET', `/containers/json?all=true&filters=${filter(labels)}`);
     const names = list.body.map((c) => (c.Names[0] ?? '').replace(/^\//, '')).filter(Boolean);
     for (const name of names) await api.removeContainer(name);
-    const vols = await api.call<{ Volumes: { Name: string }[] | null }>('GET', `/volumes?filters=${filter([mine])}`);
-    for (const v of vols.body.Volumes ?? []) await api.call('DELETE', `/volumes/${v.Name}`, undefined, { ok: [404, 409] });
     return names.map((n) => `${engine}:${n}`);
   });
+}
+
+/** Removes this run's containers and volumes on every engine; returns the containers' `engine:name`. */
+export async function removeRunContainers(): Promise<string[]> {
+  const mine = `${RUN_LABEL}=${runId}`;
+  const names = await removeContainers([mine]);
+  await onEngines(async (api) => {
+    const vols = await api.call<{ Volumes: { Name: string }[] | null }>('GET', `/volumes?filters=${filter([mine])}`);
+    for (const v of vols.body.Volumes ?? []) await api.call('DELETE', `/volumes/${v.Name}`, undefined, { ok: [404, 409] });
+    return [];
+  });
+  return names;
 }

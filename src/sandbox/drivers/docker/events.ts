@@ -6,7 +6,10 @@
 // - when a container's memory cgroup ran out (`oom`), which is what makes a stopped gVisor sandbox
 //   the rollout's doing (DockerSandbox.endedByRollout). The engine replays past events from a bounded
 //   log only (the last 256 in moby's daemon/events), and every exec adds three, so the oom is kept
-//   here as it happens: the stream stays open while a sandbox of this process lives on the engine.
+//   here as it happens: the stream stays open while a sandbox of this process lives on the engine;
+// - when a container died (`die`): gVisor keeps a command's stream open after a memory hog got the
+//   sandbox's kernel killed, so the call in flight learns of the death here rather than at its
+//   timeout.
 import type { Readable } from 'node:stream';
 import type { DockerApi } from './api.js';
 
@@ -24,6 +27,8 @@ export class EngineEvents {
   private readonly waiters = new Map<string, (exitCode: number | null) => void>();
   /** Container name -> when its memory cgroup last ran out (ms since the epoch, the engine's clock). */
   private readonly ooms = new Map<string, number>();
+  /** Container name -> what to do when it dies (calls in flight in it). */
+  private readonly deaths = new Map<string, Set<() => void>>();
   /** Sandboxes of this process that keep the stream open. */
   private holders = 0;
   private current: Readable | null = null;
@@ -74,6 +79,21 @@ export class EngineEvents {
     };
   }
 
+  /**
+   * Calls `then` when container `name` dies, as seen on the stream (kept open by hold(): a death
+   * while the stream is down is not seen, and the caller ends as it would have without this).
+   * Returns the cancellation.
+   */
+  onDeath(name: string, then: () => void): () => void {
+    let set = this.deaths.get(name);
+    if (!set) this.deaths.set(name, (set = new Set()));
+    set.add(then);
+    return () => {
+      set.delete(then);
+      if (set.size === 0 && this.deaths.get(name) === set) this.deaths.delete(name);
+    };
+  }
+
   /** When container `name`'s memory cgroup last ran out, as seen on the stream (ms), if it did. */
   oomAt(name: string): number | undefined {
     return this.ooms.get(name);
@@ -97,7 +117,7 @@ export class EngineEvents {
 
   private open(): Promise<void> {
     this.ready ??= (async () => {
-      const filters = encodeURIComponent(JSON.stringify({ type: ['container'], event: ['exec_die', 'oom'], label: [this.label] }));
+      const filters = encodeURIComponent(JSON.stringify({ type: ['container'], event: ['exec_die', 'oom', 'die'], label: [this.label] }));
       const since = this.since ? `&since=${this.since}` : '';
       let body: Readable;
       try {
@@ -145,6 +165,10 @@ export class EngineEvents {
       this.ooms.delete(attrs.name); // re-inserted last: the map's order is the drop order
       this.ooms.set(attrs.name, at);
       if (this.ooms.size > OOMS_KEPT) this.ooms.delete(this.ooms.keys().next().value as string);
+      return;
+    }
+    if (ev.Action === 'die' && attrs.name !== undefined) {
+      for (const then of [...(this.deaths.get(attrs.name) ?? [])]) then();
       return;
     }
     const id = attrs.execID;

@@ -127,6 +127,12 @@ const KILL_TIMEOUT_MS = 10_000;
 const KILL_GRACE_MS = 5_000;
 /** The reason an exec's stream is dropped after a kill that did not end it. */
 const GIVEN_UP = new Error('the killed command did not end');
+/**
+ * The reason an exec's stream is dropped when the engine reports its container dead: gVisor keeps
+ * it open after a memory hog got the sandbox's kernel killed (the call would end only at its timeout
+ * and the give-up); what the death was is then lost()'s to say.
+ */
+const DIED = new Error('the container died under the command');
 /** How close to a container's death the engine's \`oom\` event must be to blame the rollout's commands (s). */
 const OOM_WINDOW_S = 3;
 /** How long the engine may take to report a container stopped after its runtime refused an exec as stopped. */
@@ -346,6 +352,9 @@ export class DockerSandbox implements Sandbox {
     }, timeoutMs);
     opts.signal?.addEventListener('abort', stop, { once: true });
     if (opts.signal?.aborted) stop();
+    const unwatch = this.o.engine.events.onDeath(this.o.container, () => {
+      if (!this.destroying) abandon.abort(DIED);
+    });
     if (this.inflight++ === 0) {
       this.busy.push([Date.now(), null]);
       if (this.busy.length > BUSY_SPANS) this.busy.shift();
@@ -374,6 +383,7 @@ export class DockerSandbox implements Sandbox {
       try {
         out = await this.run(req, hooks);
       } catch (e) {
+        if (e === DIED) throw await this.lost(); // a kill under way, if any, fails quietly (driverExec)
         if (e !== GIVEN_UP) throw e;
         await this.givenUp();
         out = { exitCode: 137, stdout: Buffer.alloc(0), stderr: Buffer.alloc(0), stdoutTruncated: false, stderrTruncated: false };
@@ -403,6 +413,7 @@ export class DockerSandbox implements Sandbox {
       }
       clearTimeout(timer);
       clearTimeout(grace);
+      unwatch();
       opts.signal?.removeEventListener('abort', stop);
     }
   }

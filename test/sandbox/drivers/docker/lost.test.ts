@@ -67,8 +67,10 @@ for (const name of ['docker', 'gvisor'] as const) {
         if (args[0] === 'GET' && /^\/exec\/[^/]+\/json$/.test(args[1])) await removed;
         return call(...args);
       });
+      // Without the engine's die event (the event stream was down then), which would end the call
+      // before the read: the read itself must tell.
+      const unwatched = vi.spyOn((sb as unknown as DockerSandbox).engine.events, 'onDeath').mockReturnValue(() => {});
       try {
-        // gVisor keeps the stream of a removed container's exec open: the call ends at its timeout, as lost too.
         const running = sb.exec('echo started; sleep 30', { timeoutMs: 10_000 }).catch((err: unknown) => err);
         await new Promise((r) => setTimeout(r, 1_500));
         removed = onEngine(sb, (a, c) => a.call('DELETE', `/containers/${c}?force=true`));
@@ -76,6 +78,7 @@ for (const name of ['docker', 'gvisor'] as const) {
         expect(e, JSON.stringify(e)).toMatchObject({ code: 'RFT_ERR_SANDBOX_LOST', statusCode: 503 });
       } finally {
         late.mockRestore();
+        unwatched.mockRestore();
         await sb.destroy();
       }
     }, 60_000);
@@ -135,7 +138,16 @@ for (const name of ['docker', 'gvisor'] as const) {
       it("is the model's (RFT_ERR_SANDBOX_ENDED_BY_ROLLOUT, 410) when its own memory hog got the sandbox killed, on every later call too", async () => {
         const sb = await fresh('trace_lost_hog');
         try {
-          await sb.exec(HOG).catch(() => undefined);
+          // Its own call: an outcome, or, if the sandbox died under it, the same classification, at the
+          // death: gVisor keeps the stream of a command whose sandbox kernel was killed open, and the
+          // call ended only at its timeout and the give-up after it (40 s + 15 s here) before the
+          // container's die event ended it.
+          const t0 = Date.now();
+          const own = await sb.exec(HOG, { timeoutMs: 40_000 }).catch((err: unknown) => err);
+          if (own instanceof Error) {
+            expect(own, JSON.stringify({ ...own, message: own.message })).toMatchObject({ code: 'RFT_ERR_SANDBOX_ENDED_BY_ROLLOUT', statusCode: 410 });
+            expect(Date.now() - t0).toBeLessThan(25_000);
+          }
           // The bomb takes gVisor's kernel down in most runs, not all (a CI run's sandbox survived):
           // either the sandbox answers, or it is gone by the rollout's doing; never ours (a 503 a
           // policy could provoke to have its rollout discarded).
@@ -152,14 +164,16 @@ for (const name of ['docker', 'gvisor'] as const) {
         } finally {
           await sb.destroy();
         }
-      }, 60_000);
+      }, 120_000);
 
       it("is still the model's when the engine's event log has moved past the oom by the time it is classified", async () => {
         // The engine replays past events from a bounded log (the last 256 on this engine's version),
-        // and every exec adds three (create, start, die). Under gVisor the hog's own call stays open
-        // until its timeout and the give-up after it, so the death is classified tens of seconds
+        // and every exec adds three (create, start, die). Under gVisor, its death missed on the event
+        // stream (the stream was down then: here, the watch is turned off), the hog's own call stays
+        // open until its timeout and the give-up after it, so the death is classified tens of seconds
         // later: other rollouts' calls meanwhile must not turn this zero into a discarded rollout.
         const sb = await fresh('trace_lost_hog_later');
+        const unwatched = vi.spyOn((sb as unknown as DockerSandbox).engine.events, 'onDeath').mockReturnValue(() => {});
         try {
           const hog = sb.exec(HOG, { timeoutMs: 40_000 }).catch((err: unknown) => err);
           let died = false;
@@ -193,6 +207,7 @@ for (const name of ['docker', 'gvisor'] as const) {
           const after = await next;
           expect(after, JSON.stringify({ ...(after as object), message: (after as Error).message })).toMatchObject({ code: 'RFT_ERR_SANDBOX_ENDED_BY_ROLLOUT', statusCode: 410 });
         } finally {
+          unwatched.mockRestore();
           await sb.destroy();
         }
       }, 120_000);

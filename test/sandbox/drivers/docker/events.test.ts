@@ -33,7 +33,7 @@ it("keeps each container's last oom while a sandbox holds the stream, bounded, a
   const ev = new EngineEvents(api, 'rft-endpoints.sandbox');
   const release = ev.hold();
   await vi.waitFor(() => expect(opened).toHaveLength(1));
-  expect(decodeURIComponent(opened.join())).toContain('"event":["exec_die","oom"]');
+  expect(decodeURIComponent(opened.join())).toContain('"event":["exec_die","oom","die"]');
   body(0).write(oom('rft-a', 100));
   body(0).write(oom('rft-a', 200).slice(0, 20)); // a line split across chunks
   body(0).write(oom('rft-a', 200).slice(20));
@@ -76,4 +76,24 @@ it('stays open while an exec waits after the last holder went, and closes when n
   await expect(died).resolves.toBe(3);
   expect(body(0).destroyed).toBe(true);
   expect(opened).toHaveLength(1);
+});
+
+it("tells each watcher of its own container's death only, until it stops watching", async () => {
+  const { api, opened, body } = fakeApi();
+  const ev = new EngineEvents(api, 'rft-endpoints.sandbox');
+  const release = ev.hold();
+  await vi.waitFor(() => expect(opened).toHaveLength(1));
+  const seen: string[] = [];
+  const unA1 = ev.onDeath('rft-a', () => seen.push('a1'));
+  ev.onDeath('rft-a', () => seen.push('a2'));
+  ev.onDeath('rft-b', () => seen.push('b'));
+  const die = (name: string): string => `${JSON.stringify({ Action: 'die', time: 7, Actor: { Attributes: { name, exitCode: '137' } } })}\n`;
+  body(0).write(die('rft-c'));
+  body(0).write(oom('rft-a', 7)); // an oom is not a death
+  unA1();
+  body(0).write(die('rft-a'));
+  await vi.waitFor(() => expect(seen).toEqual(['a2']));
+  body(0).write(die('rft-b'));
+  await vi.waitFor(() => expect(seen).toEqual(['a2', 'b']));
+  release();
 });

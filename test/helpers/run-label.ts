@@ -32,11 +32,22 @@ async function onEngines<T>(each: (api: DockerApi, engine: string) => Promise<T[
 
 const filter = (labels: string[], extra: Record<string, string[]> = {}) => encodeURIComponent(JSON.stringify({ label: labels, ...extra }));
 
+/** Names of the containers (running or not) on `api`'s engine carrying every one of `labels` (key=value). */
+async function namesOn(api: DockerApi, labels: string[]): Promise<string[]> {
+  const list = await api.call<{ Names: string[] }[]>('GET', `/containers/json?all=true&filters=${filter(labels)}`);
+  return list.body.map((c) => (c.Names[0] ?? '').replace(/^\//, '')).filter(Boolean);
+}
+
+/** Removes them; their names. */
+async function removeOn(api: DockerApi, labels: string[]): Promise<string[]> {
+  const names = await namesOn(api, labels);
+  for (const name of names) await api.removeContainer(name);
+  return names;
+}
+
 /** `engine:name` of the containers (running or not) carrying every one of `labels` (key=value), on every engine. */
 export function dockerContainers(labels: string[]): Promise<string[]> {
-  return onEngines(async (api, engine) =>
-    (await api.call<{ Names: string[] }[]>('GET', `/containers/json?all=true&filters=${filter(labels)}`)).body.map((c) => `${engine}:${(c.Names[0] ?? '').replace(/^\//, '')}`),
-  );
+  return onEngines(async (api, engine) => (await namesOn(api, labels)).map((n) => `${engine}:${n}`));
 }
 
 /**
@@ -45,22 +56,16 @@ export function dockerContainers(labels: string[]): Promise<string[]> {
  * Returns their `engine:name`.
  */
 export function removeContainers(labels: string[]): Promise<string[]> {
-  return onEngines(async (api, engine) => {
-    const list = await api.call<{ Names: string[] }[]>('GET', `/containers/json?all=true&filters=${filter(labels)}`);
-    const names = list.body.map((c) => (c.Names[0] ?? '').replace(/^\//, '')).filter(Boolean);
-    for (const name of names) await api.removeContainer(name);
-    return names.map((n) => `${engine}:${n}`);
-  });
+  return onEngines(async (api, engine) => (await removeOn(api, labels)).map((n) => `${engine}:${n}`));
 }
 
 /** Removes this run's containers and volumes on every engine; returns the containers' `engine:name`. */
-export async function removeRunContainers(): Promise<string[]> {
+export function removeRunContainers(): Promise<string[]> {
   const mine = `${RUN_LABEL}=${runId}`;
-  const names = await removeContainers([mine]);
-  await onEngines(async (api) => {
+  return onEngines(async (api, engine) => {
+    const names = await removeOn(api, [mine]);
     const vols = await api.call<{ Volumes: { Name: string }[] | null }>('GET', `/volumes?filters=${filter([mine])}`);
     for (const v of vols.body.Volumes ?? []) await api.call('DELETE', `/volumes/${v.Name}`, undefined, { ok: [404, 409] });
-    return [];
+    return names.map((n) => `${engine}:${n}`);
   });
-  return names;
 }

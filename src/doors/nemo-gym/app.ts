@@ -39,6 +39,8 @@ export interface NemoGymDoorOptions {
 
 interface DoorRequest {
   token?: string;
+  /** The token's live session, as read for this request. */
+  session?: Session;
   rolloutId?: string;
 }
 const state = new WeakMap<FastifyRequest['raw'], DoorRequest>();
@@ -79,7 +81,7 @@ export async function buildNemoGymApp(o: NemoGymDoorOptions): Promise<FastifyIns
       return m[2]!;
     },
   }) as unknown as FastifyInstance;
-  const sessions = new Sessions(o.sessionTtlMs);
+  const sessions = new Sessions(o.core, o.sessionTtlMs, NEMO_GYM_DOOR);
   app.addHook('onClose', async () => sessions.close());
 
   // Bodies are kept as bytes: a tool's arguments go to the ledger as sent (its depth and JSON checks),
@@ -89,7 +91,8 @@ export async function buildNemoGymApp(o: NemoGymDoorOptions): Promise<FastifyIns
 
   app.addHook('onRequest', async (req) => {
     const token = cookieToken(req.headers.cookie);
-    if (token !== undefined && sessions.get(token)) of(req).token = token;
+    const s = await sessions.get(token);
+    if (s) Object.assign(of(req), { token, session: s });
   });
   // The session's cookie on every reply, errors included: simple_agent replaces its cookies with
   // each reply's Set-Cookie, and a reply without one leaves its next call cookie-less.
@@ -111,7 +114,7 @@ export async function buildNemoGymApp(o: NemoGymDoorOptions): Promise<FastifyIns
   });
 
   const session = (req: FastifyRequest): Session => {
-    const s = sessions.get(of(req).token);
+    const s = of(req).session;
     if (s) return s;
     if (cookieToken(req.headers.cookie) !== undefined) throw errors.nemoGymSessionLost();
     throw errors.nemoGymSession('no session cookie');
@@ -122,7 +125,7 @@ export async function buildNemoGymApp(o: NemoGymDoorOptions): Promise<FastifyIns
     try {
       return await o.core.callTool(s.rollout, key, name, args);
     } catch (e) {
-      if (isRftError(e) && e.statusCode >= 500) s.broken ??= e;
+      if (isRftError(e) && e.statusCode >= 500) await sessions.markBroken(s, e.code);
       throw e;
     }
   };
@@ -131,11 +134,11 @@ export async function buildNemoGymApp(o: NemoGymDoorOptions): Promise<FastifyIns
     // The token is the session's own (as the cookie): it names the rollout, whose tools alone are listed and callable.
     const tokenOf = (ctx: Parameters<RolloutScope['list']>[0]) => ctx.http?.req?.headers.get(MCP_TOKEN_HEADER) ?? undefined;
     const rollouts: RolloutScope = {
-      list: (ctx) => sessions.get(tokenOf(ctx))?.rollout.tools ?? new Set(),
-      resolve: (ctx) => {
+      list: async (ctx) => (await sessions.get(tokenOf(ctx)))?.rollout.tools ?? new Set(),
+      resolve: async (ctx) => {
         const token = tokenOf(ctx);
         if (token === undefined) throw errors.nemoGymSession(`no ${MCP_TOKEN_HEADER} header`);
-        const s = sessions.get(token);
+        const s = await sessions.get(token);
         // A token we minted and no longer hold, or never minted: our lost session, the rollout is rerun.
         if (!s) throw errors.nemoGymSessionLost();
         return { traceId: s.rollout.traceId, tools: s.rollout.tools, call: (key, name, args) => runTool(s, key, name, args) };
@@ -163,7 +166,7 @@ export async function buildNemoGymApp(o: NemoGymDoorOptions): Promise<FastifyIns
   app.post('/aggregate_metrics', async () => ({ group_level_metrics: [], agent_metrics: {}, key_metrics: {} }));
 
   app.post('/seed_session', async (req) => {
-    const live = sessions.get(of(req).token);
+    const live = of(req).session;
     // A live session that has called tools and not been verified: this is the model calling a tool
     // named seed_session, which must not restart its rollout.
     if (live && live.seq > 0 && !live.verified) throw errors.nemoGymNotATool('seed_session');
@@ -184,7 +187,7 @@ export async function buildNemoGymApp(o: NemoGymDoorOptions): Promise<FastifyIns
       warmSandbox: true,
       run,
     });
-    sessions.add(token, rollout, canonicalJson(parsed.data.responses_create_params));
+    of(req).session = await sessions.add(token, rollout, canonicalJson(parsed.data.responses_create_params), run);
     of(req).token = token;
     req.log.info({ trace_id: rollout.traceId, environment: rollout.environment, ng_rollout_id: rolloutId }, 'nemo-gym session');
     // Gym's MCPServerMetadata (nemo_gym/base_resources_server.py), under the key its agents read.
@@ -202,14 +205,14 @@ export async function buildNemoGymApp(o: NemoGymDoorOptions): Promise<FastifyIns
     const echo = parsed.data as VerifyBody;
     try {
       const g = await o.core.grade(s.rollout, answerOf(echo));
-      s.verified = true;
+      await sessions.markVerified(s);
       req.log.info({ trace_id: s.rollout.traceId, grader: g.grader, score: g.score, replayed: g.replayed }, 'nemo-gym verify');
       return { ...echo, reward: g.score, reward_components: rewardComponents(g.grader, g.score, g.subscores) };
     } catch (e) {
       // Gym's judge convention (nemo_gym/judge.py): a grader that cannot grade is a 0 marked judge_failed, not a 5xx
       // that would abort the whole collection. Our own failures (store, sandbox capacity) stay 5xx: a rerun is right.
       if (!isRftError(e) || (e.code !== errors.graderFailed.code && e.code !== errors.graderBadScore.code)) throw e;
-      s.verified = true;
+      await sessions.markVerified(s);
       req.log.warn({ trace_id: s.rollout.traceId, err: e }, 'nemo-gym verify: grader failed (judge_failed)');
       return { ...echo, reward: 0, reward_components: { [s.rollout.grader.def.name]: 0 }, _ng_failure_class: 'judge_failed', _ng_failure_detail: e.code };
     }
@@ -221,8 +224,9 @@ export async function buildNemoGymApp(o: NemoGymDoorOptions): Promise<FastifyIns
     if (!TOOL_NAME.test(name) || !s.rollout.tools.has(name)) throw errors.unknownTool(name, [...s.rollout.tools]);
     const raw = Buffer.isBuffer(req.body) ? req.body.toString('utf8') : '';
     const fingerprint = createHash('sha256').update(name).update('\0').update(raw).digest('base64url');
-    const { key, replay, delivered } = sessions.keyFor(s, fingerprint);
+    const { key, replay, delivered, abandoned } = await sessions.keyFor(s, fingerprint);
     reply.raw.once('finish', delivered);
+    reply.raw.once('close', () => reply.raw.writableFinished || abandoned());
     const outcome = await runTool(s, key, name, raw);
     req.log.info({ trace_id: s.rollout.traceId, key, tool: name, status: outcome.status, replayed: outcome.replayed || replay }, 'tool call');
     void reply.type('text/plain; charset=utf-8').code(outcome.status === 'invalid_arguments' ? 422 : 200);

@@ -1,6 +1,6 @@
-// Door sessions in the record: a NeMo Gym session whose requests each go to another of three replicas
-// sharing one Postgres schema (no affinity), and one whose server is killed (-9) and started again
-// between two tool calls; each is graded once, with the reward the same answer gets through /grade.
+// Door sessions in the record: NeMo Gym and ORS sessions whose requests each go to another of three
+// replicas sharing one Postgres schema (no affinity), and ones whose server is killed (-9) and started
+// again between two tool calls; each is graded once, with the reward the same answer gets through /grade.
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -11,6 +11,7 @@ import { traceIdOf } from '../../src/doors/nemo-gym/sessions.js';
 import { gradeThroughApi } from '../helpers/agent-rft.js';
 import { spawnServer, type ChildServer } from '../helpers/child-server.js';
 import { gymRequest, simpleAgentRun, type ModelTurn } from '../helpers/nemo-gym-client.js';
+import { OrsClient, OrsSession } from '../helpers/ors-client.js';
 import { describeIf } from '../helpers/require.js';
 import { repoRoot, startTestServer, type TestServer } from '../helpers/server.js';
 import { databaseUrl, dropSchema, postgresUnavailable, randomSchema } from '../store/postgres-db.js';
@@ -34,6 +35,28 @@ const recordOf = async (url: string, key: string, trace: string): Promise<Record
   (await (await fetch(`${url}/v1/rollouts/${trace}`, { headers: { authorization: `Bearer ${key}` } })).json()) as Record_;
 
 let replicas: TestServer[] = [];
+
+/** An ORS episode on finqa's train row `index`: each request through `at(n)`, the n-th client; the submit's reward and the sid. */
+async function orsEpisode(at: (n: number) => Promise<OrsClient>, index: number, answer: string): Promise<{ sid: string; reward: number | null }> {
+  let n = 0;
+  const next = () => at(n++);
+  const res = (await (await next()).sse('/create_session', {}, { maxRetries: 3 })) as { sid: string };
+  await (await next()).request('POST', '/create', { split: 'train', index }, res.sid);
+  const step = async <T>(f: (s: OrsSession) => Promise<T>): Promise<T> => {
+    const session = new OrsSession(await next(), 'finqa', res.sid);
+    try {
+      return await f(session);
+    } finally {
+      session.stopPings();
+    }
+  };
+  expect((await step((s) => s.getPrompt())).map((b) => b.text).join('\n')).toContain(question(finqa[index]!).slice(1, 40));
+  expect((await step((s) => s.callTool('search_docs', { query: question(finqa[index]!) }))).finished).toBe(false);
+  expect((await step((s) => s.callTool('search_docs', { query: '"revenue"' }))).finished).toBe(false);
+  const submitted = await step((s) => s.callTool('submit', { answer }));
+  expect(submitted.finished).toBe(true);
+  return { sid: res.sid, reward: submitted.reward };
+}
 
 describeIf(unavailable === undefined, 'Postgres', unavailable ?? '')('door sessions across replicas and restarts', () => {
   beforeAll(async () => {
@@ -64,6 +87,19 @@ describeIf(unavailable === undefined, 'Postgres', unavailable ?? '')('door sessi
       expect(ep.result!.reward).toBe(expected);
       const rec = await recordOf(replicas[2]!.url, replicas[2]!.key, traceIdOf(ep.seed.cookies[SESSION_COOKIE]!));
       expect(rec.door).toBe('nemo-gym');
+      expect(rec.calls.map((c) => c.status)).toEqual(['ok', 'ok']);
+      expect(rec.grades.map((g) => g.score)).toEqual([expected]);
+    }
+  }, 120_000);
+
+  it('serves an ORS session whose every request goes to the next of three replicas, and grades it once', async () => {
+    const clients = replicas.map((r) => new OrsClient(r.url, { token: r.key }));
+    for (const [index, answer] of [[3, `Answer: ${String(finqa[3]!.reference_answer)}`], [4, 'Answer: 17']] as const) {
+      const { sid, reward } = await orsEpisode(async (n) => clients[n % clients.length]!, index, answer);
+      const expected = await gradeThroughApi(replicas[0]!, itemOf(finqa[index]!), answer);
+      expect(reward).toBe(expected);
+      const rec = await recordOf(replicas[1]!.url, replicas[1]!.key, sid);
+      expect(rec.door).toBe('ors');
       expect(rec.calls.map((c) => c.status)).toEqual(['ok', 'ok']);
       expect(rec.grades.map((g) => g.score)).toEqual([expected]);
     }
@@ -105,6 +141,32 @@ describeIf(unavailable === undefined, 'Postgres', unavailable ?? '')('door sessi
       expect(rec.calls.map((c) => c.status)).toEqual(['ok', 'ok']);
       expect(rec.grades.map((g) => g.score)).toEqual([expected]);
       await current.server.stop();
+    } finally {
+      rmSync(dataDir, { recursive: true, force: true });
+    }
+  }, 240_000);
+
+  it('keeps an ORS session open across a kill -9 and restart of its server between two tool calls', async () => {
+    const dataDir = mkdtempSync(join(tmpdir(), 'rft-sessions-restart-'));
+    const key = 'sessions-restart-key-0123456789abcdef';
+    const boot = () => spawnServer({ RFT_DATA_DIR: dataDir, RFT_API_KEYS: `t:${key}`, RFT_RATE_LIMIT: '0' }, 120_000);
+    try {
+      let server = await boot();
+      const answer = `Answer: ${String(finqa[5]!.reference_answer)}`;
+      // requests: create_session, create, prompt, the first call, then the second after the restart
+      const { sid, reward } = await orsEpisode(async (n) => {
+        if (n === 4) {
+          await server.stop('SIGKILL');
+          server = await boot();
+        }
+        return new OrsClient(server.url, { token: key });
+      }, 5, answer);
+      const expected = await gradeThroughApi(replicas[0]!, itemOf(finqa[5]!), answer);
+      expect(reward).toBe(expected);
+      const rec = await recordOf(server.url, key, sid);
+      expect(rec.calls.map((c) => c.status)).toEqual(['ok', 'ok']);
+      expect(rec.grades.map((g) => g.score)).toEqual([expected]);
+      await server.stop();
     } finally {
       rmSync(dataDir, { recursive: true, force: true });
     }

@@ -8,7 +8,7 @@ import { z } from 'zod';
 import { isRftError } from '../../errors.js';
 import type { Sample } from '../../protocol/wire.js';
 import type { DoorCore, Rollout } from '../core.js';
-import type { Session } from './sessions.js';
+import type { Session, Sessions } from './sessions.js';
 import { jsonOrNull } from '../../protocol/json-or-null.js';
 
 export type CallResult =
@@ -17,7 +17,10 @@ export type CallResult =
 
 export interface CallInput {
   core: DoorCore;
+  sessions: Sessions;
   session: Session;
+  /** A reconnect with a task_id streamed before: its recorded result is answered even after the episode ended. */
+  reconnect: boolean;
   rollout: Rollout;
   taskId: string;
   name: string;
@@ -46,7 +49,7 @@ function asObservation(e: unknown): CallResult {
 export async function runCall(c: CallInput): Promise<CallResult> {
   const s = c.session;
   // (the submit that ended it, run again on a reconnect after our failure, is not refused)
-  if (s.finished && s.finishedBy !== c.taskId) return output('The episode is over: no tool can be called after it ends.', true);
+  if (s.finished && s.finishedBy !== c.taskId && !c.reconnect) return output('The episode is over: no tool can be called after it ends.', true);
   if (c.name === c.submitTool) return submit(c);
   let outcome;
   try {
@@ -56,8 +59,7 @@ export async function runCall(c: CallInput): Promise<CallResult> {
   }
   if (outcome.status === 'invalid_arguments') return { ok: false, error: outcome.output };
   if (outcome.status === 'budget_exceeded') {
-    s.finished = true;
-    s.finishedBy ??= c.taskId;
+    await c.sessions.finish(s, c.taskId, false);
     return output(outcome.output, true);
   }
   return output(outcome.output);
@@ -67,19 +69,15 @@ async function submit(c: CallInput): Promise<CallResult> {
   const parsed = submitInput.safeParse(c.input);
   if (!parsed.success) return { ok: false, error: `invalid input for "${c.submitTool}": send {"answer": "<your final answer>"}` };
   const s = c.session;
-  // Taken before the grade runs: a second submit sent meanwhile finds the episode over.
-  s.finished = true;
-  s.finishedBy = c.taskId;
+  // Taken before the grade runs: a second submit sent meanwhile (on any replica) finds the episode over.
+  if (!(await c.sessions.finish(s, c.taskId, true))) return output('The episode is over: no tool can be called after it ends.', true);
   try {
     const g = await c.core.grade(c.rollout, sampleOf(parsed.data.answer));
     return output('Answer submitted: the episode is over.', true, g.score, { grader: g.grader, subscores: g.subscores });
   } catch (e) {
     // Not graded. Our failure: the episode stays ended by this task, whose rerun on the reconnect grades it (the
     // grading service records a grade once per answer). The model's mistake: it may submit again.
-    if (isRftError(e) && e.statusCode < 500) {
-      s.finished = false;
-      s.finishedBy = undefined;
-    }
+    if (isRftError(e) && e.statusCode < 500) await c.sessions.unfinish(s, c.taskId);
     return asObservation(e);
   }
 }

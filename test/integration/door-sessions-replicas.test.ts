@@ -92,6 +92,20 @@ describeIf(unavailable === undefined, 'Postgres', unavailable ?? '')('door sessi
     }
   }, 120_000);
 
+  it('keys concurrent different calls of one NeMo Gym session on three replicas once each, none taken for another', async () => {
+    const doors = replicas.map((r) => r.app.rft.nemoGym!.url);
+    const seed = await gymRequest(doors[0]!, '/seed_session', toGymRow(finqa[1]!));
+    const replies = await Promise.all(
+      Array.from({ length: 9 }, (_, i) => gymRequest(doors[i % 3]!, '/search_docs', { query: `query ${i}` }, { cookies: seed.cookies })),
+    );
+    expect(replies.map((r) => r.status)).toEqual(Array(9).fill(200));
+    const rec = (await (await fetch(`${replicas[0]!.url}/v1/rollouts/${traceIdOf(seed.cookies[SESSION_COOKIE]!)}`, { headers: { authorization: `Bearer ${replicas[0]!.key}` } })).json()) as {
+      calls: { call_id: string; arguments: string }[];
+    };
+    expect(rec.calls.map((c) => c.call_id).sort()).toEqual(Array.from({ length: 9 }, (_, i) => `ng-${i + 1}`).sort());
+    expect(new Set(rec.calls.map((c) => c.arguments)).size).toBe(9);
+  }, 120_000);
+
   it('serves an ORS session whose every request goes to the next of three replicas, and grades it once', async () => {
     const clients = replicas.map((r) => new OrsClient(r.url, { token: r.key }));
     for (const [index, answer] of [[3, `Answer: ${String(finqa[3]!.reference_answer)}`], [4, 'Answer: 17']] as const) {

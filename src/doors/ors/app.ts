@@ -15,6 +15,8 @@ import { runCall, type CallResult } from './call.js';
 export const ORS_DOOR = 'ors';
 /** Reruns of a call that keeps failing on our side, reconnect after reconnect, before its reconnects get 503. */
 const MAX_CALL_FAILURES = 3;
+/** Calls held by this replica at most (running, or failed on our side and awaiting their reconnect). */
+const MAX_TASKS_HELD = 10_000;
 
 /** A call running (or failed on our side) on this replica: a reconnect here joins it; its result is the ledger's. */
 interface Task {
@@ -212,6 +214,8 @@ export async function registerOrsDoor(app: FastifyInstance): Promise<void> {
     if (!task || task.failed) {
       task ??= { result: Promise.resolve(''), failed: undefined, failures: 0 };
       tasks.set(here, task);
+      // (a failed call whose client never reconnects stays: the oldest go first)
+      if (tasks.size > MAX_TASKS_HELD) tasks.delete(tasks.keys().next().value!);
       start(task, s);
     }
     await stream(req, reply, s, taskId, task);

@@ -15,9 +15,28 @@ import { OrsClient, OrsSession } from '../helpers/ors-client.js';
 import { describeIf } from '../helpers/require.js';
 import { repoRoot, startTestServer, type TestServer } from '../helpers/server.js';
 import { databaseUrl, dropSchema, postgresUnavailable, randomSchema } from '../store/postgres-db.js';
+import { DockerApi } from '../../src/sandbox/drivers/docker/api.js';
+import { endpointFor, parseDockerHosts } from '../../src/sandbox/drivers/docker/hosts.js';
 
 type Row = Record<string, unknown>;
 const unavailable = await postgresUnavailable();
+/** The two extra Docker engines of .ci/setup-engines.sh, as test/integration/replicas.test.ts uses them. */
+const HOSTS = 'unix:///run/rft-engines/1.sock?name=e1&cap=40,tcp://127.0.0.1:21376?name=e2&cap=40&cert_path=/etc/rft-engines/tls/client&tls_verify=1';
+async function enginesMissing(): Promise<string | undefined> {
+  for (const h of parseDockerHosts({ cap: 1, hosts: HOSTS })) {
+    const api = new DockerApi(endpointFor(h));
+    try {
+      await api.call('GET', '/_ping', undefined, { timeoutMs: 3_000 });
+    } catch (e) {
+      return `Docker engine ${h.name} (run .ci/setup-engines.sh): ${(e as Error).message}`;
+    } finally {
+      await api.close();
+    }
+  }
+  return undefined;
+}
+const noEngines = unavailable ?? (await enginesMissing());
+const coding = readFileSync(join(repoRoot, 'examples/coding/train.jsonl'), 'utf8').trim().split('\n').map((l) => JSON.parse(l) as Row);
 const schema = randomSchema();
 const finqa = readFileSync(join(repoRoot, 'examples/finqa/train.jsonl'), 'utf8').trim().split('\n').map((l) => JSON.parse(l) as Row);
 const itemOf = ({ messages: _m, tools: _t, ...item }: Row): Row => item;
@@ -63,7 +82,11 @@ describeIf(unavailable === undefined, 'Postgres', unavailable ?? '')('door sessi
     replicas = await Promise.all(
       ['a', 'b', 'c'].map((id) =>
         startTestServer({
-          env: { RFT_STORE: 'postgres', RFT_DATABASE_URL: databaseUrl, RFT_PG_SCHEMA: schema, RFT_INSTANCE_ID: `sessions-${id}`, RFT_NEMO_GYM_PORT: '0', RFT_RATE_LIMIT: '0' },
+          env: {
+            RFT_STORE: 'postgres', RFT_DATABASE_URL: databaseUrl, RFT_PG_SCHEMA: schema, RFT_INSTANCE_ID: `sessions-${id}-${schema}`, RFT_NEMO_GYM_PORT: '0', RFT_RATE_LIMIT: '0',
+            // sandboxes on the shared engines, when there are some (the coding case)
+            ...(noEngines === undefined ? { RFT_SANDBOX: 'docker', RFT_DOCKER_HOSTS: HOSTS, RFT_SANDBOX_GRACE_MS: '1000' } : {}),
+          },
         }),
       ),
     );
@@ -91,6 +114,26 @@ describeIf(unavailable === undefined, 'Postgres', unavailable ?? '')('door sessi
       expect(rec.grades.map((g) => g.score)).toEqual([expected]);
     }
   }, 120_000);
+
+  it.runIf(noEngines === undefined)('serves a NeMo Gym coding session from three replicas in one workspace, and grades it once', async () => {
+    const doors = replicas.map((r) => r.app.rft.nemoGym!.url);
+    const row = coding[0]!;
+    const patch = readFileSync(join(repoRoot, 'examples/coding/tasks', String(row.task_id), 'solution.patch'), 'utf8');
+    const seed = await gymRequest(doors[0]!, '/seed_session', toGymRow(row));
+    expect(seed.status).toBe(200);
+    const at = (n: number, path: string, body: unknown) => gymRequest(doors[n]!, path, body, { cookies: seed.cookies });
+    expect((await at(1, '/shell', { command: 'echo from-b > note.txt' })).status).toBe(200);
+    expect((await at(2, '/read_file', { path: 'note.txt' })).text).toContain('from-b');
+    expect((await at(0, '/apply_patch', { patch })).text).not.toMatch(/^Error/);
+    const response = { id: 'resp_1', created_at: 0, model: 'policy', object: 'response', output: [], parallel_tool_calls: false, tool_choice: 'auto', tools: [] };
+    const verify = await at(1, '/verify', { ...toGymRow(row), response });
+    expect(verify.status).toBe(200);
+    const reward = (JSON.parse(verify.text) as { reward: number }).reward;
+    expect(reward).toBeGreaterThan(0.9);
+    const rec = await recordOf(replicas[2]!.url, replicas[2]!.key, traceIdOf(seed.cookies[SESSION_COOKIE]!));
+    expect(rec.calls.map((c) => c.status)).toEqual(['ok', 'ok', 'ok']);
+    expect(rec.grades.map((g) => g.score)).toEqual([reward]);
+  }, 300_000);
 
   it('keys concurrent different calls of one NeMo Gym session on three replicas once each, none taken for another', async () => {
     const doors = replicas.map((r) => r.app.rft.nemoGym!.url);

@@ -28,7 +28,6 @@ interface State {
 export interface Session extends Readonly<State> {
   token: string;
   rollout: Rollout;
-  /** As read from the store: its changes go through Sessions. */
   held: Held<State>;
 }
 

@@ -15,27 +15,11 @@ import { OrsClient, OrsSession } from '../helpers/ors-client.js';
 import { describeIf } from '../helpers/require.js';
 import { repoRoot, startTestServer, type TestServer } from '../helpers/server.js';
 import { databaseUrl, dropSchema, postgresUnavailable, randomSchema } from '../store/postgres-db.js';
-import { DockerApi } from '../../src/sandbox/drivers/docker/api.js';
-import { endpointFor, parseDockerHosts } from '../../src/sandbox/drivers/docker/hosts.js';
+import { EXTRA_ENGINE_HOSTS, extraEnginesMissing } from '../helpers/extra-engines.js';
 
 type Row = Record<string, unknown>;
 const unavailable = await postgresUnavailable();
-/** The two extra Docker engines of .ci/setup-engines.sh, as test/integration/replicas.test.ts uses them. */
-const HOSTS = 'unix:///run/rft-engines/1.sock?name=e1&cap=40,tcp://127.0.0.1:21376?name=e2&cap=40&cert_path=/etc/rft-engines/tls/client&tls_verify=1';
-async function enginesMissing(): Promise<string | undefined> {
-  for (const h of parseDockerHosts({ cap: 1, hosts: HOSTS })) {
-    const api = new DockerApi(endpointFor(h));
-    try {
-      await api.call('GET', '/_ping', undefined, { timeoutMs: 3_000 });
-    } catch (e) {
-      return `Docker engine ${h.name} (run .ci/setup-engines.sh): ${(e as Error).message}`;
-    } finally {
-      await api.close();
-    }
-  }
-  return undefined;
-}
-const noEngines = unavailable ?? (await enginesMissing());
+const noEngines = unavailable ?? (await extraEnginesMissing());
 const coding = readFileSync(join(repoRoot, 'examples/coding/train.jsonl'), 'utf8').trim().split('\n').map((l) => JSON.parse(l) as Row);
 const schema = randomSchema();
 const finqa = readFileSync(join(repoRoot, 'examples/finqa/train.jsonl'), 'utf8').trim().split('\n').map((l) => JSON.parse(l) as Row);
@@ -85,7 +69,7 @@ describeIf(unavailable === undefined, 'Postgres', unavailable ?? '')('door sessi
           env: {
             RFT_STORE: 'postgres', RFT_DATABASE_URL: databaseUrl, RFT_PG_SCHEMA: schema, RFT_INSTANCE_ID: `sessions-${id}-${schema}`, RFT_NEMO_GYM_PORT: '0', RFT_RATE_LIMIT: '0',
             // sandboxes on the shared engines, when there are some (the coding case)
-            ...(noEngines === undefined ? { RFT_SANDBOX: 'docker', RFT_DOCKER_HOSTS: HOSTS, RFT_SANDBOX_GRACE_MS: '1000' } : {}),
+            ...(noEngines === undefined ? { RFT_SANDBOX: 'docker', RFT_DOCKER_HOSTS: EXTRA_ENGINE_HOSTS, RFT_SANDBOX_GRACE_MS: '1000' } : {}),
           },
         }),
       ),

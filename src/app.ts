@@ -187,7 +187,7 @@ export async function buildApp(config: AppConfig, opts: BuildOptions = {}): Prom
       metrics.declare([...registry.tools.keys()], [...registry.graders.keys()]);
     }
     integrity = new IntegrityFlags({ store, metrics, log });
-    const mcpConfig = loadMcpConfig(config.mcpConfig.path, config.mcpConfig.required);
+    const mcpConfig = loadMcpConfig(config.mcpConfig.path, config.mcpConfig.required, config.mcpConfig.startTimeoutMs);
     sandboxes = await createSandboxProvider(config, log, {
       observer: sandboxObserver(metrics, integrity),
       readOnlyMounts: McpBridge.readOnlyMounts(mcpConfig),

@@ -244,6 +244,12 @@ export const errors = {
     `MCP server "${server}" could not start: ${why}`,
     { server },
   ]),
+  // Starting what a tool runs on (its MCP server) is ours: its time is not the tool's, and past its
+  // own bound the call is not run (503, not recorded, not charged) rather than timed out on the model.
+  toolStartTimeout: define('RFT_ERR_TOOL_START_TIMEOUT', 503, (what: string, boundMs: number) => [
+    `${what} did not start within ${boundMs} ms; the call was not run and not charged: retry it`,
+    { bound_ms: boundMs },
+  ]),
   noRollout: define('RFT_ERR_NO_ROLLOUT', 400, (tool: string) => [
     `tool "${tool}" keeps state per rollout, and this call names none: send the header "x-rft-trace-id: <rollout id>" ` +
       'with every call of the rollout (or call it within one MCP session), then call it again',

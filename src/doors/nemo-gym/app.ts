@@ -20,6 +20,8 @@ export const NEMO_GYM_DOOR = 'nemo-gym';
 export const SESSION_COOKIE = 'rft_nemo_gym_session';
 const ROLLOUT_PREFIX = /^\/ng-rollout\/([^/?]{1,200})(\/.*)$/;
 const TOOL_NAME = /^[A-Za-z0-9_-]{1,64}$/;
+/** The door's POST routes a model's tool call of the same name reaches (Gym's agent calls POST /{name}). */
+export const CONTROL_ROUTES: ReadonlySet<string> = new Set(['seed_session', 'verify', 'aggregate_metrics', 'mcp']);
 /** Gym's header for an MCP call's session (nemo_gym/base_resources_server.py NEMO_GYM_MCP_SESSION_TOKEN_HEADER). */
 export const MCP_TOKEN_HEADER = 'X-NeMo-Gym-Session-Token';
 /** The seed reply's MCP server name: agents namespace its tools as mcp__<name>__<tool>. */
@@ -129,6 +131,16 @@ export async function buildNemoGymApp(o: NemoGymDoorOptions): Promise<FastifyIns
     throw errors.nemoGymNotATool(name);
   };
 
+  // A row's tool named like a control route is never served here (docs/nemo-gym.md): said once per name.
+  const warned = new Set<string>();
+  const warnControlNamed = (req: FastifyRequest, tools: readonly string[]): void => {
+    for (const name of tools) {
+      if (!CONTROL_ROUTES.has(name) || warned.has(name)) continue;
+      warned.add(name);
+      req.log.warn({ tool: name }, `the row offers a tool named "${name}", a control route of the NeMo Gym door: its calls are tool errors here (rename the tool to train it through NeMo Gym)`);
+    }
+  };
+
   // A tool call's failure of ours breaks the episode (/verify then answers 503), whichever wire it came by.
   const runTool = async (s: Session, key: string, name: string, args: unknown) => {
     try {
@@ -183,6 +195,7 @@ export async function buildNemoGymApp(o: NemoGymDoorOptions): Promise<FastifyIns
     const body = parseJson(req.body);
     const parsed = body.ok ? seedBodySchema.safeParse(body.value) : undefined;
     if (!parsed?.success) throw errors.badRequest('the body is not a NeMo Gym row (responses_create_params with input)');
+    warnControlNamed(req, rowTools(parsed.data));
     const run = sessionRun(req.headers, parsed.data);
     const token = Sessions.mint();
     const row = graderItem(parsed.data);

@@ -122,13 +122,17 @@ export async function buildNemoGymApp(o: NemoGymDoorOptions): Promise<FastifyIns
   // A control route reached with a session's cookie is the model's tool call of that name (Gym's agent
   // sends its tool calls with the episode's cookies; its own control requests before or without them):
   // a tool error, listed as served (/verify's episode lists it), whatever its body.
-  const controlCall = (req: FastifyRequest, name: string): void => {
+  const controlCall = (req: FastifyRequest, reply: FastifyReply, name: string): void => {
     if (cookieToken(req.headers.cookie) === undefined) return;
     const s = sessions.get(of(req).token);
     if (!s) throw errors.nemoGymSessionLost();
+    throw refuse(req, reply, s, name);
+  };
+  /** The model's call to a control route: keyed and listed as served (its retry is not listed twice), a tool error. */
+  const refuse = (req: FastifyRequest, reply: FastifyReply, s: Session, name: string) => {
     const body = parseJson(req.body);
-    sessions.keyFor(s, fingerprintOf(name, body.raw), { name, args: servedArgs(body) });
-    throw errors.nemoGymNotATool(name);
+    reply.raw.once('finish', sessions.keyFor(s, fingerprintOf(name, body.raw), { name, args: servedArgs(body) }).delivered);
+    return errors.nemoGymNotATool(name);
   };
 
   // A row's tool named like a control route is never served here (docs/nemo-gym.md): said once per name.
@@ -174,7 +178,7 @@ export async function buildNemoGymApp(o: NemoGymDoorOptions): Promise<FastifyIns
       url: '/mcp',
       handler: async (req, reply) => {
         // Gym's MCP clients send the token header; a POST with the episode's cookie and no token is the model's tool named mcp.
-        if (req.method === 'POST' && req.headers[MCP_TOKEN_HEADER.toLowerCase()] === undefined) controlCall(req, 'mcp');
+        if (req.method === 'POST' && req.headers[MCP_TOKEN_HEADER.toLowerCase()] === undefined) controlCall(req, reply, 'mcp');
         const body = Buffer.isBuffer(req.body) ? req.body : Buffer.alloc(0);
         const parsed = parseJson(body);
         await mcp.handle(req, reply, body, parsed.ok ? parsed.value : undefined);
@@ -186,12 +190,12 @@ export async function buildNemoGymApp(o: NemoGymDoorOptions): Promise<FastifyIns
   app.get('/', async () => ({ door: NEMO_GYM_DOOR }));
   // FastAPI's JSON string; reverify replays /verify without seed or cookie, which a stateful rollout cannot serve.
   app.get('/reverify_mode', async (_req, reply) => reply.type('application/json').send('"unsupported"'));
-  app.post('/aggregate_metrics', async (req) => (controlCall(req, 'aggregate_metrics'), { group_level_metrics: [], agent_metrics: {}, key_metrics: {} }));
+  app.post('/aggregate_metrics', async (req, reply) => (controlCall(req, reply, 'aggregate_metrics'), { group_level_metrics: [], agent_metrics: {}, key_metrics: {} }));
 
-  app.post('/seed_session', async (req) => {
+  app.post('/seed_session', async (req, reply) => {
     // A session is seeded once, by a request that carries none: with a session's cookie this is the
     // model's tool call named seed_session (Gym's agent sends it the episode's cookies), whatever its body.
-    controlCall(req, 'seed_session');
+    controlCall(req, reply, 'seed_session');
     const body = parseJson(req.body);
     const parsed = body.ok ? seedBodySchema.safeParse(body.value) : undefined;
     if (!parsed?.success) throw errors.badRequest('the body is not a NeMo Gym row (responses_create_params with input)');
@@ -217,7 +221,7 @@ export async function buildNemoGymApp(o: NemoGymDoorOptions): Promise<FastifyIns
     return o.mcp ? { mcp: { server_name: MCP_SERVER_NAME, url_path: '/mcp', transport: 'http', headers: { [MCP_TOKEN_HEADER]: token } } } : {};
   });
 
-  app.post('/verify', async (req) => {
+  app.post('/verify', async (req, reply) => {
     const s = session(req);
     const body = parseJson(req.body);
     const parsed = body.ok ? verifyBodySchema.safeParse(body.value) : undefined;
@@ -226,8 +230,7 @@ export async function buildNemoGymApp(o: NemoGymDoorOptions): Promise<FastifyIns
     // Gym's own /verify carries the seeded row and an episode listing every call the session served, in
     // order; a model's call named verify cannot list itself (docs/nemo-gym.md): it is a tool call, refused.
     if (!parsed?.success || canonicalJson(parsed.data.responses_create_params) !== s.params || !listsServed(parsed.data.response.output, s.served)) {
-      sessions.keyFor(s, fingerprintOf('verify', body.raw), { name: 'verify', args: servedArgs(body) });
-      throw errors.nemoGymNotATool('verify');
+      throw refuse(req, reply, s, 'verify');
     }
     // A failure of ours broke the episode: the trainer reruns the rollout (NeMo RL does, up to 5 times).
     if (s.broken) throw errors.nemoGymRolloutLost(s.broken.code);

@@ -104,14 +104,16 @@ describe('NeMo Gym door: session control is never a tool', () => {
               { name: 'aggregate_metrics', arguments: '{"verify_responses": []}' },
               { name: 'mcp', arguments: '{"jsonrpc": "2.0", "id": 1, "method": "tools/list"}' },
               { name: 'verify', arguments: '{"answer": "x"}' },
+              { name: 'verify', arguments: '{"answer": "x"}' },
               { name: 'seed_session', arguments: 'null' },
               { name: 'list_docs', arguments: '{}' },
             ],
           }
         : { message: right(5) },
     );
-    expect(ep.tools.map((t) => t.reply!.status)).toEqual([422, 422, 422, 422, 200]);
-    expect(ep.tools.slice(0, 4).map((t) => codeOf(t.output))).toEqual(Array(4).fill('RFT_ERR_NEMO_GYM_NOT_A_TOOL'));
+    // (the second verify, a deliberate repeat after a delivered reply, is a call of its own)
+    expect(ep.tools.map((t) => t.reply!.status)).toEqual([422, 422, 422, 422, 422, 200]);
+    expect(ep.tools.slice(0, 5).map((t) => codeOf(t.output))).toEqual(Array(5).fill('RFT_ERR_NEMO_GYM_NOT_A_TOOL'));
     expect(ep.verify.status).toBe(200);
     expect(ep.result!.reward).toBe(1);
   });

@@ -18,8 +18,17 @@ export interface Session {
   /** A failure of ours in a tool call: the episode's observations are not the model's, so /verify answers 503 and the trainer reruns it. */
   broken: RftError | undefined;
   lastUsed: number;
-  /** /verify graded it: the rollout is over (a later /seed_session with its cookie starts another). */
-  verified: boolean;
+  // The control-route rules (docs/nemo-gym.md, "A model's calls to verify and seed_session"):
+  /** Every request the session served as a tool call, in order, as /verify's `response.output` must list them. */
+  served: ServedCall[];
+  /** What /verify recorded (reward and components): a session is graded once, every later /verify gets this. */
+  graded: Record<string, unknown> | undefined;
+}
+
+/** A tool call as served: the name in its path and its body (canonical JSON; '' for none, as Gym sends `null` arguments). */
+export interface ServedCall {
+  name: string;
+  args: string;
 }
 
 /** The record's trace id of a session: derived, so the token (a credential) is never shown in the record. */
@@ -41,7 +50,7 @@ export class Sessions {
   }
 
   add(token: string, rollout: Rollout, params: string): Session {
-    const s: Session = { token, rollout, params, seq: 0, last: undefined, broken: undefined, lastUsed: Date.now(), verified: false };
+    const s: Session = { token, rollout, params, seq: 0, last: undefined, broken: undefined, lastUsed: Date.now(), served: [], graded: undefined };
     this.byToken.set(token, s);
     return s;
   }
@@ -56,11 +65,13 @@ export class Sessions {
    * The exactly-once key of a tool request: the previous one's for its undelivered identical
    * repeat, a new sequence number otherwise. `delivered` is called once its reply is written whole.
    */
-  keyFor(s: Session, fingerprint: string): { key: string; replay: boolean; delivered: () => void } {
+  keyFor(s: Session, fingerprint: string, served?: ServedCall): { key: string; replay: boolean; delivered: () => void } {
     const prev = s.last;
     if (prev && !prev.delivered && prev.fingerprint === fingerprint) return { key: prev.key, replay: true, delivered: () => (prev.delivered = true) };
     const last = { fingerprint, key: `ng-${++s.seq}`, delivered: false };
     s.last = last;
+    // A new call (not the client's retry of the previous one) is one /verify must account for.
+    if (served) s.served.push(served);
     return { key: last.key, replay: false, delivered: () => (last.delivered = true) };
   }
 

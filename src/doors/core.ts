@@ -180,7 +180,8 @@ export class DoorCore {
   /**
    * Refuses a row its grader cannot grade (its itemSchema) or nested too deep, with a coded 400: at the
    * rollout's start, so a rollout is never played for a grade that cannot come (the grading service would
-   * refuse it then with RFT_ERR_BAD_ROW, a 5xx). A door without a start calls it before grading.
+   * refuse it then with RFT_ERR_BAD_ROW, a 5xx). A door without a start (the reward door) checks the depth
+   * alone and lets the grade refuse the rest, where it is recorded and flagged bad_row.
    */
   checkRow(row: Item, grader: LoadedGrader): void {
     this.checkDepth(row, 'the row');

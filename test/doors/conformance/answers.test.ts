@@ -18,6 +18,8 @@ import { HttpStatusError, OrsClient } from '../../helpers/ors-client.js';
 import { EnvClient, ServerError } from '../../helpers/openenv-client.js';
 import { openRlhfFetchRewards, slimeRemoteRm } from '../../helpers/reward-clients.js';
 import { describeIf } from '../../helpers/require.js';
+import { failureClass, graderCouldNotScore } from '../../../src/doors/core.js';
+import { errors } from '../../../src/errors.js';
 import { driverCases } from '../../helpers/sandboxes.js';
 
 type Row = Record<string, unknown>;
@@ -270,5 +272,28 @@ describe('an environment row its grader cannot read is refused at the start of i
     const r = await post(`${d.priv}/finqa/step`, JSON.stringify({ action: { type: 'call_tool', tool_name: 'submit', arguments: { answer: '1' } }, split: 'train', index: 0 }));
     expect(r.status).toBe(400);
     expect(codeOf(r.text)).toBe('RFT_ERR_ROW_UNREADABLE');
+  });
+});
+
+describe('failureClass: whose failure an error is, for every door', () => {
+  it.each([
+    ['a tool the rollout does not offer, in a call', errors.unknownTool('x', []), 'call', 'model'],
+    ['a malformed request at the start', errors.badRequest('x'), 'start', 'row'],
+    ['a row the grader cannot read', errors.rowUnreadable('g', 'x'), 'start', 'row'],
+    ['a row nested too deep, whatever the step', errors.rowTooDeep('the row', 64), 'call', 'row'],
+    ['the grading service refusing the row (a 500)', errors.badRow('g', 'x'), 'grade', 'row'],
+    ['the store', errors.store('x'), 'call', 'ours'],
+    ['a sandbox slot not found in time', errors.sandboxQueueTimeout(1), 'call', 'ours'],
+    ['a grader that could not score', errors.graderFailed('g', 'x'), 'grade', 'ours'],
+    ['anything uncoded', new Error('x'), 'grade', 'ours'],
+  ] as const)('%s: %s', (_what, e, step, expected) => {
+    expect(failureClass(e, step)).toBe(expected);
+  });
+
+  it("tells a grader's failure (NeMo Gym's judge_failed) from the rest of ours", () => {
+    expect(graderCouldNotScore(errors.graderFailed('g', 'x'))).toBe(true);
+    expect(graderCouldNotScore(errors.graderBadScore('g', 'x'))).toBe(true);
+    expect(graderCouldNotScore(errors.store('x'))).toBe(false);
+    expect(graderCouldNotScore(errors.badRow('g', 'x'))).toBe(false);
   });
 });

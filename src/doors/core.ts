@@ -129,7 +129,13 @@ export class DoorCore {
     const graderName = env?.grader ?? defaultGrader(registry, this.s.defaultGrader);
     const grader = graderName === undefined ? undefined : registry.graders.get(graderName);
     if (!grader) throw errors.unknownGrader(graderName ?? '(default)', [...registry.graders.keys()]);
-    this.checkRow(input.row, grader);
+    try {
+      this.checkRow(input.row, grader);
+    } catch (e) {
+      // The dataset's to fix, and no record holds it: the log is where an operator sees which row.
+      this.s.log.warn({ err: e, trace_id: input.traceId, door: input.door, environment: env?.name }, 'row refused at the rollout\'s start');
+      throw e;
+    }
     try {
       await this.s.store.openRollout(input.traceId, input.door, input.row, budgetFromItem(input.row, this.s.defaultBudget), Date.now(), input.run);
     } catch (e) {

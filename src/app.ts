@@ -248,6 +248,7 @@ export async function buildApp(config: AppConfig, opts: BuildOptions = {}): Prom
   if (config.private.port !== undefined) checkShadowing(environments);
   const core = new DoorCore({
     registry, ledger, grading, store, sandboxes, environments, defaultBudget: config.toolBudget, defaultGrader: config.defaultGrader, log,
+    limits: { maxBytes: config.bodyLimitBytes, maxDepth: config.maxJsonDepth },
   });
   // A door that announces its rollouts starts their sandboxes ahead; their MCP instances start with them.
   if (mcp) {

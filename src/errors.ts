@@ -205,6 +205,18 @@ export const errors = {
     `the row does not match grader "${grader}"'s itemSchema (${problems}): not graded; check the dataset with \`rft-endpoints dataset check\``,
     { grader },
   ]),
+  // The same row refused where its rollout starts (a NeMo Gym seed, an ORS /create, an OpenEnv reset): the
+  // protocol's bad-input reply, before anything runs or is recorded (docs/door-failures.md).
+  rowUnreadable: define('RFT_ERR_ROW_UNREADABLE', 400, (grader: string, problems: string) => [
+    `the row does not match grader "${grader}"'s itemSchema (${problems}): refused before its rollout starts; check the dataset with \`rft-endpoints dataset check\``,
+    { grader },
+  ]),
+  // A row (or a label standing for one) nested deeper than RFT_MAX_JSON_DEPTH, on a door whose body
+  // the main listener's depth check does not see: the trainer's input, a 400 as there.
+  rowTooDeep: define('RFT_ERR_ROW_TOO_DEEP', 400, (where: string, limit: number) => [
+    `${where} nests arrays and objects more than ${limit} levels deep (RFT_MAX_JSON_DEPTH)`,
+    { where, max_depth: limit },
+  ]),
   graderBadScore: define('RFT_ERR_GRADER_BAD_SCORE', 500, (grader: string, why: string) => [
     `grader "${grader}" returned an invalid score: ${why}`,
     { grader },

@@ -5,7 +5,7 @@ import { createHash } from 'node:crypto';
 import type { Logger } from 'pino';
 import { errors, isRftError } from '../../errors.js';
 import { canonicalJson } from '../../protocol/canonical.js';
-import type { DoorCore } from '../core.js';
+import { graderCouldNotScore, type DoorCore } from '../core.js';
 import { answerOf, graderItem, rowTools, seedBodySchema, verifyBodySchema, type SeedBody, type VerifyBody } from './rows.js';
 import { parseRunLabel, runOfHeaders, RUN_METADATA_KEY } from '../../protocol/run-label.js';
 import { rewardComponents } from './reward.js';
@@ -199,6 +199,7 @@ export async function buildNemoGymApp(o: NemoGymDoorOptions): Promise<FastifyIns
     const body = parseJson(req.body);
     const parsed = body.ok ? seedBodySchema.safeParse(body.value) : undefined;
     if (!parsed?.success) throw errors.badRequest('the body is not a NeMo Gym row (responses_create_params with input)');
+    o.core.checkDepth(parsed.data, 'the row');
     warnControlNamed(req, rowTools(parsed.data));
     const run = sessionRun(req.headers, parsed.data);
     const token = Sessions.mint();
@@ -234,6 +235,8 @@ export async function buildNemoGymApp(o: NemoGymDoorOptions): Promise<FastifyIns
     }
     // A failure of ours broke the episode: the trainer reruns the rollout (NeMo RL does, up to 5 times).
     if (s.broken) throw errors.nemoGymRolloutLost(s.broken.code);
+    // The seeded row was checked; what else the trainer sent is echoed, so it is checked too.
+    o.core.checkDepth(parsed.data, 'the /verify body');
     const echo = parsed.data as VerifyBody;
     try {
       const g = await o.core.grade(s.rollout, answerOf(echo));
@@ -243,7 +246,7 @@ export async function buildNemoGymApp(o: NemoGymDoorOptions): Promise<FastifyIns
     } catch (e) {
       // Gym's judge convention (nemo_gym/judge.py): a grader that cannot grade is a 0 marked judge_failed, not a 5xx
       // that would abort the whole collection. Our own failures (store, sandbox capacity) stay 5xx: a rerun is right.
-      if (!isRftError(e) || (e.code !== errors.graderFailed.code && e.code !== errors.graderBadScore.code)) throw e;
+      if (!graderCouldNotScore(e)) throw e;
       s.graded = { reward: 0, reward_components: { [s.rollout.grader.def.name]: 0 }, _ng_failure_class: 'judge_failed', _ng_failure_detail: e.code };
       req.log.warn({ trace_id: s.rollout.traceId, err: e }, 'nemo-gym verify: grader failed (judge_failed)');
       return { ...echo, ...s.graded };

@@ -89,8 +89,8 @@ export const configSchema = z.object({
   RFT_MAX_OUTPUT_BYTES: int(256, 1_000_000).default(16_384),
   RFT_GRADER_TIMEOUT_MS: int(1, 600_000).default(300_000),
   RFT_BODY_LIMIT_BYTES: int(1024).default(1_048_576),
-  /** Deepest nesting of arrays and objects in a request body. */
-  RFT_MAX_JSON_DEPTH: int(8, 10_000).default(64),
+  /** Deepest nesting of arrays and objects in a request body; at most 1,000 (past ~3,000 levels the store's JSON.stringify fails: ours). */
+  RFT_MAX_JSON_DEPTH: int(8, 1_000).default(64),
   /** Time to receive a request's headers, and its whole request (headers and body); the handler's time is not counted. */
   RFT_HEADERS_TIMEOUT_MS: int(1000).default(10_000),
   RFT_BODY_TIMEOUT_MS: int(1000).default(30_000),

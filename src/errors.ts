@@ -365,8 +365,9 @@ export const errors = {
     `${file}${line > 0 ? `:${line}` : ''}: ${why}`,
     { file, line },
   ]),
-  serverUnreachable: define('RFT_ERR_SERVER_UNREACHABLE', 503, (url: string, why: string) => [
-    `cannot reach the rft-endpoints server at ${url} (${why}): is it running? (--server URL or RFT_SERVER)`,
+  // `option`: where the address came from, so the message names the option to fix (--door-url for a door's listener).
+  serverUnreachable: define('RFT_ERR_SERVER_UNREACHABLE', 503, (url: string, why: string, option = '--server URL or RFT_SERVER') => [
+    `cannot reach the rft-endpoints server at ${url} (${why}): is it running? (${option})`,
     { url },
   ]),
   serverTls: define('RFT_ERR_SERVER_TLS', 503, (url: string, tlsCode: string, hint: string) => [

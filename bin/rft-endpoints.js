@@ -4,6 +4,10 @@
 // unit's `import ... from 'rft-endpoints'` loads these same source modules (package.json "exports").
 import { existsSync } from 'node:fs';
 import { register } from 'node:module';
+import { unsupportedNode } from './node-version.js';
+
+const tooOld = unsupportedNode(process.version);
+if (tooOld) process.stderr.write(`${tooOld}\n`);
 
 const source = new URL('../src/cli/main.ts', import.meta.url);
 if (existsSync(source)) {

@@ -187,7 +187,7 @@ export async function buildApp(config: AppConfig, opts: BuildOptions = {}): Prom
       metrics.declare([...registry.tools.keys()], [...registry.graders.keys()]);
     }
     integrity = new IntegrityFlags({ store, metrics, log });
-    const mcpConfig = loadMcpConfig(config.mcpConfig.path, config.mcpConfig.required);
+    const mcpConfig = loadMcpConfig(config.mcpConfig.path, config.mcpConfig.required, config.mcpConfig.startTimeoutMs);
     sandboxes = await createSandboxProvider(config, log, {
       observer: sandboxObserver(metrics, integrity),
       readOnlyMounts: McpBridge.readOnlyMounts(mcpConfig),
@@ -248,6 +248,7 @@ export async function buildApp(config: AppConfig, opts: BuildOptions = {}): Prom
   if (config.private.port !== undefined) checkShadowing(environments);
   const core = new DoorCore({
     registry, ledger, grading, store, sandboxes, environments, defaultBudget: config.toolBudget, defaultGrader: config.defaultGrader, log,
+    limits: { maxBytes: config.bodyLimitBytes, maxDepth: config.maxJsonDepth },
   });
   // A door that announces its rollouts starts their sandboxes ahead; their MCP instances start with them.
   if (mcp) {

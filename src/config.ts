@@ -6,6 +6,7 @@ import { dirname, join, resolve } from 'node:path';
 import { z } from 'zod';
 import { errors } from './errors.js';
 import { isLoopback } from './loopback.js';
+import { DEFAULT_START_TIMEOUT_MS } from './mcp/config.js';
 import { DRIVERS } from './sandbox/drivers/index.js';
 import type { SandboxSettings } from './sandbox/settings.js';
 
@@ -74,6 +75,12 @@ export const configSchema = z.object({
   RFT_TOOLS_DIR: z.string().default('tools'),
   /** MCP servers to bridge as tools (mcpServers JSON); default mcp.json beside the tools folder, none if absent. */
   RFT_MCP_CONFIG: z.string().min(1).optional(),
+  /**
+   * How long a bridged MCP server's instance may take to start (its process, then the MCP handshake) when its
+   * mcp.json entry sets no `startTimeoutMs`. Not counted in the tool's timeout; past it the call answers 503
+   * RFT_ERR_TOOL_START_TIMEOUT, not run and not charged.
+   */
+  RFT_MCP_START_TIMEOUT_MS: int(100, 600_000).default(DEFAULT_START_TIMEOUT_MS),
   RFT_GRADERS_DIR: z.string().default('graders'),
   RFT_DEFAULT_GRADER: z.string().optional(),
   /** The job body (model, max_episode_steps, hyperparameters); default job.json beside the tools folder, none if absent. */
@@ -82,8 +89,8 @@ export const configSchema = z.object({
   RFT_MAX_OUTPUT_BYTES: int(256, 1_000_000).default(16_384),
   RFT_GRADER_TIMEOUT_MS: int(1, 600_000).default(300_000),
   RFT_BODY_LIMIT_BYTES: int(1024).default(1_048_576),
-  /** Deepest nesting of arrays and objects in a request body. */
-  RFT_MAX_JSON_DEPTH: int(8, 10_000).default(64),
+  /** Deepest nesting of arrays and objects in a request body; at most 1,000 (past ~3,000 levels the store's JSON.stringify fails: ours). */
+  RFT_MAX_JSON_DEPTH: int(8, 1_000).default(64),
   /** Time to receive a request's headers, and its whole request (headers and body); the handler's time is not counted. */
   RFT_HEADERS_TIMEOUT_MS: int(1000).default(10_000),
   RFT_BODY_TIMEOUT_MS: int(1000).default(30_000),
@@ -183,8 +190,11 @@ export interface AppConfig {
   toolBudget: number;
   toolsDir: string;
   gradersDir: string;
-  /** The mcp.json to bridge; `required` when named explicitly (a missing file then stops the boot). */
-  mcpConfig: { path: string; required: boolean };
+  /**
+   * The mcp.json to bridge; `required` when named explicitly (a missing file then stops the boot);
+   * `startTimeoutMs`, a server's start bound when its entry sets none (RFT_MCP_START_TIMEOUT_MS).
+   */
+  mcpConfig: { path: string; required: boolean; startTimeoutMs: number };
   /** What a host (unsandboxed) stdio MCP server inherits from this environment; never the server's secrets. */
   mcpInheritedEnv: Record<string, string>;
   defaultGrader: string | undefined;
@@ -293,9 +303,10 @@ export function loadConfig(
     toolBudget: c.RFT_TOOL_BUDGET,
     toolsDir: resolve(c.RFT_TOOLS_DIR),
     gradersDir: resolve(c.RFT_GRADERS_DIR),
-    mcpConfig: c.RFT_MCP_CONFIG
-      ? { path: resolve(c.RFT_MCP_CONFIG), required: true }
-      : { path: join(dirname(resolve(c.RFT_TOOLS_DIR)), 'mcp.json'), required: false },
+    mcpConfig: {
+      ...(c.RFT_MCP_CONFIG ? { path: resolve(c.RFT_MCP_CONFIG), required: true } : { path: join(dirname(resolve(c.RFT_TOOLS_DIR)), 'mcp.json'), required: false }),
+      startTimeoutMs: c.RFT_MCP_START_TIMEOUT_MS,
+    },
     mcpInheritedEnv: Object.fromEntries(MCP_INHERITED.flatMap((k) => (env[k] ? [[k, env[k]]] : []))),
     defaultGrader: c.RFT_DEFAULT_GRADER,
     jobFile: c.RFT_JOB_FILE

@@ -205,6 +205,18 @@ export const errors = {
     `the row does not match grader "${grader}"'s itemSchema (${problems}): not graded; check the dataset with \`rft-endpoints dataset check\``,
     { grader },
   ]),
+  // The same row refused where its rollout starts (a NeMo Gym seed, an ORS /create, an OpenEnv reset): the
+  // protocol's bad-input reply, before anything runs or is recorded (docs/door-failures.md).
+  rowUnreadable: define('RFT_ERR_ROW_UNREADABLE', 400, (grader: string, problems: string) => [
+    `the row does not match grader "${grader}"'s itemSchema (${problems}): refused before its rollout starts; check the dataset with \`rft-endpoints dataset check\``,
+    { grader },
+  ]),
+  // A row (or a label standing for one) nested deeper than RFT_MAX_JSON_DEPTH, on a door whose body
+  // the main listener's depth check does not see: the trainer's input, a 400 as there.
+  rowTooDeep: define('RFT_ERR_ROW_TOO_DEEP', 400, (where: string, limit: number) => [
+    `${where} nests arrays and objects more than ${limit} levels deep (RFT_MAX_JSON_DEPTH)`,
+    { where, max_depth: limit },
+  ]),
   graderBadScore: define('RFT_ERR_GRADER_BAD_SCORE', 500, (grader: string, why: string) => [
     `grader "${grader}" returned an invalid score: ${why}`,
     { grader },
@@ -243,6 +255,12 @@ export const errors = {
   mcpStart: define('RFT_ERR_MCP_START', 503, (server: string, why: string) => [
     `MCP server "${server}" could not start: ${why}`,
     { server },
+  ]),
+  // Starting what a tool runs on (its MCP server) is ours: its time is not the tool's, and past its
+  // own bound the call is not run (503, not recorded, not charged) rather than timed out on the model.
+  toolStartTimeout: define('RFT_ERR_TOOL_START_TIMEOUT', 503, (what: string, boundMs: number) => [
+    `${what} did not start within ${boundMs} ms; the call was not run and not charged: retry it`,
+    { bound_ms: boundMs },
   ]),
   noRollout: define('RFT_ERR_NO_ROLLOUT', 400, (tool: string) => [
     `tool "${tool}" keeps state per rollout, and this call names none: send the header "x-rft-trace-id: <rollout id>" ` +
@@ -347,8 +365,9 @@ export const errors = {
     `${file}${line > 0 ? `:${line}` : ''}: ${why}`,
     { file, line },
   ]),
-  serverUnreachable: define('RFT_ERR_SERVER_UNREACHABLE', 503, (url: string, why: string) => [
-    `cannot reach the rft-endpoints server at ${url} (${why}): is it running? (--server URL or RFT_SERVER)`,
+  // `option`: where the address came from, so the message names the option to fix (--door-url for a door's listener).
+  serverUnreachable: define('RFT_ERR_SERVER_UNREACHABLE', 503, (url: string, why: string, option = '--server URL or RFT_SERVER') => [
+    `cannot reach the rft-endpoints server at ${url} (${why}): is it running? (${option})`,
     { url },
   ]),
   serverTls: define('RFT_ERR_SERVER_TLS', 503, (url: string, tlsCode: string, hint: string) => [

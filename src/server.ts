@@ -44,9 +44,20 @@ export async function startServer(config: AppConfig): Promise<StartedServer> {
   process.stderr.write(
     `rft-endpoints listening on ${url} (${count(tools.length, 'tool')}, ${count(app.rft.registry.graders.size, 'grader')}, sandbox: ${sandboxDriver ?? 'none'})\n` +
       `  try: ${localKey ? `KEY=$(cat ${localKey.path}); ` : ''}curl -s ${reachable}/tools -H "Authorization: Bearer $KEY" -H 'content-type: application/json' \\\n` +
-      `        -d '{"type":"function_call","call_id":"call_1","name":"${demo.name}","arguments":"${demo.args}","trace_id":"trace_demo","item":{}}'\n`,
+      `        -d '{"type":"function_call","call_id":"call_1","name":"${demo.name}","arguments":"${demo.args}","trace_id":"trace_demo","item":{}}'\n` +
+      doorListeners(app),
   );
   return { app, url, config };
+}
+
+/** The listeners besides the main one (started before listen() returned), one line each: they take no credential. */
+function doorListeners(app: FastifyInstance): string {
+  const { nemoGym, privateDoors, metricsListener } = app.rft;
+  return (
+    (nemoGym ? `  NeMo Gym door: ${nemoGym.url} (no credential: loopback or the trainers' network only)\n` : '') +
+    (privateDoors ? `  private listener (OpenEnv, reward, SandboxFusion doors): ${privateDoors.url} (no credential: loopback or the trainers' network only)\n` : '') +
+    (metricsListener ? `  metrics: ${metricsListener.url} (no credential)\n` : '')
+  );
 }
 
 /** "1 tool", "2 tools". */

@@ -61,6 +61,11 @@ describe('configuration', () => {
     expect(codeOf(() => loadConfig({ PORT: '70000' }))).toBe('RFT_ERR_CONFIG');
   });
 
+  it('refuses a JSON depth past what the store can write (1,000 at most)', () => {
+    expect(loadConfig({ RFT_MAX_JSON_DEPTH: '1000' }).maxJsonDepth).toBe(1000);
+    expect(codeOf(() => loadConfig({ RFT_MAX_JSON_DEPTH: '5000' }))).toBe('RFT_ERR_CONFIG');
+  });
+
   it('reads a config file, and the environment wins over it', () => {
     const p = file({ PORT: 9000, RFT_TOOL_BUDGET: 7, RFT_API_KEYS: ['f:abcdefghijklmnop0'] });
     const c = loadConfig({ RFT_TOOL_BUDGET: '9' }, { configFile: p });

@@ -47,6 +47,7 @@ export interface CheckGraderOptions {
 }
 
 export interface RowReport {
+  /** The dataset row, counted from 0 as every command counts rows. */
   row: number;
   noop: { score: number | null; error?: string; pass: boolean };
   reference: { score: number | null; error?: string; pass: boolean } | null;
@@ -57,6 +58,8 @@ export interface RowReport {
 export interface CheckReport {
   grader: string;
   dataset: string;
+  /** The item field the reference answer is read from; a row without it skips checks (b) and (d). */
+  referenceField: string;
   thresholds: CheckThresholds;
   rows: RowReport[];
   summary: Record<'noop' | 'reference' | 'repeat' | 'continuity', { passed: number; failed: number; skipped: number }>;
@@ -125,7 +128,7 @@ export async function runCheckGrader(opts: CheckGraderOptions): Promise<CheckRep
     const checkRow = async ({ item, record }: (typeof rows)[number], i: number): Promise<RowReport> => {
       const noop = await grade(item, '');
       const report: RowReport = {
-        row: i + 1,
+        row: i,
         noop: { ...noop, pass: noop.score !== null && noop.score <= thresholds.noopMax },
         reference: null,
         repeat: null,
@@ -180,6 +183,7 @@ export async function runCheckGrader(opts: CheckGraderOptions): Promise<CheckRep
     return {
       grader: opts.grader,
       dataset: opts.dataset ?? opts.fromExport!,
+      referenceField: field,
       thresholds,
       rows: reports,
       summary,
@@ -195,6 +199,8 @@ const verdict = (p: { pass: boolean } | null): Cell => (p === null ? 'skipped' :
 
 export function renderCheckReport(r: CheckReport): string {
   const t = r.thresholds;
+  // Only a row without the reference field skips a check: (b) and (d) need the reference answer.
+  const noReference = `no item.${r.referenceField}`;
   const sections = [
     `(a) no-op answer scores <= ${t.noopMax}`,
     renderTable(['row', 'score', 'result'], r.rows.map((x) => [x.row, x.noop.score, verdict(x.noop)])),
@@ -216,11 +222,16 @@ export function renderCheckReport(r: CheckReport): string {
   ];
   const errorsSeen = r.rows.flatMap((x) => [x.noop.error, x.reference?.error].filter((e): e is string => !!e).map((e) => `row ${x.row}: ${e}`));
   const s = r.summary;
-  const line = (k: keyof typeof s) => `${k} ${s[k].passed} ok, ${s[k].failed} failed, ${s[k].skipped} skipped`;
+  const line = (k: keyof typeof s) => `${k} ${s[k].passed} ok, ${s[k].failed} failed, ${s[k].skipped} skipped${s[k].skipped > 0 ? ` (${noReference})` : ''}`;
+  const why =
+    s.reference.skipped > 0
+      ? [`${s.reference.skipped} of ${r.rows.length} rows have no item.${r.referenceField}, so their reference and continuity checks were skipped: --reference-field names the item field that holds the reference answer`]
+      : [];
   return [
     ...sections.flatMap((x, i) => (i % 2 === 0 ? ['', x] : [x])),
     '',
     ...errorsSeen.slice(0, 20),
+    ...why,
     `${r.passed ? 'PASS' : 'FAIL'}: ${line('noop')}; ${line('reference')}; ${line('repeat')}; ${line('continuity')}`,
     '',
   ].join('\n');

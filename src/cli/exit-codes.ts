@@ -12,7 +12,7 @@ export const EXIT = {
   server: 3,
   /** The model API the emulator plays the trainer with. */
   model: 4,
-  /** `serve` could not start: port in use, store in use or unreachable, insecure listen, sandbox driver. */
+  /** `serve` could not start: port in use, store in use or unreachable, insecure listen (main, NeMo Gym or private listener), sandbox driver. */
   serve: 5,
   /** A bug: anything without a code. */
   internal: 70,
@@ -34,6 +34,9 @@ const BY_CODE: Record<string, number> = {
   [errors.unknownTool.code]: EXIT.usage,
   [errors.initTarget.code]: EXIT.usage,
   [errors.graderConfig.code]: EXIT.usage,
+  [errors.environmentLoad.code]: EXIT.usage,
+  [errors.environmentShadowsRoute.code]: EXIT.usage,
+  [errors.orsShadowsRoute.code]: EXIT.usage,
   [errors.serverUnreachable.code]: EXIT.server,
   [errors.serverTls.code]: EXIT.server,
   [errors.serverAuth.code]: EXIT.server,
@@ -45,6 +48,8 @@ const BY_CODE: Record<string, number> = {
   [errors.storeInUse.code]: EXIT.serve,
   [errors.storeConnect.code]: EXIT.serve,
   [errors.insecureListen.code]: EXIT.serve,
+  [errors.nemoGymRemote.code]: EXIT.serve,
+  [errors.privateRemote.code]: EXIT.serve,
   [errors.processDriverNotAllowed.code]: EXIT.serve,
   [errors.sandboxUnavailable.code]: EXIT.serve,
   [errors.dockerRuntimeMissing.code]: EXIT.serve,

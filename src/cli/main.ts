@@ -7,6 +7,7 @@ import { fileURLToPath } from 'node:url';
 import { Command, CommanderError } from 'commander';
 import { isRftError } from '../errors.js';
 import { codedSystemError, EXIT, exitStatusOf } from './exit-codes.js';
+import { unknownOptionError } from './unknown-option.js';
 import { register as registerServe } from './serve.js';
 import { register as registerInit } from './init/command.js';
 import { register as registerDataset } from './dataset/command.js';
@@ -58,7 +59,9 @@ try {
   if (e instanceof CommanderError) {
     // --help and --version end here too, with status 0.
     if (e.exitCode === 0) process.exit(0);
-    fail('RFT_ERR_CLI_USAGE', e.message.replace(/^error: /, ''), EXIT.usage);
+    const usage = e.code === 'commander.missingMandatoryOptionValue' ? (unknownOptionError(program, process.argv.slice(2)) ?? e) : e;
+    // One line: commander puts its "(Did you mean --x?)" on a line of its own.
+    fail('RFT_ERR_CLI_USAGE', usage.message.replace(/^error: /, '').replace(/\s*\n\s*/g, ' '), EXIT.usage);
   }
   // Coded errors (bad config, server down, bad key, a missing file) are the user's to fix: one line, no stack trace.
   const coded = isRftError(e) ? e : codedSystemError(e);

@@ -3,8 +3,11 @@
 // and get a score with subscores, end the rollout. It is the ledger and the grading service as they
 // are (exactly-once, budgets, sandboxes, the record): a door only translates its trainer's wire.
 import type { Logger } from 'pino';
-import { errors } from '../errors.js';
+import { errors, isRftError, type RftError } from '../errors.js';
 import type { Item, Sample } from '../protocol/wire.js';
+import { answerSample, type AnswerLimits } from '../protocol/json-or-null.js';
+import { valueDepthExceeds } from '../protocol/json-depth.js';
+import { rowProblems } from '../grading-service/service.js';
 import type { Environment, Environments } from '../environments/environment.js';
 import type { LoadedGrader, Registry } from '../registry/loader.js';
 import { defaultGrader } from '../registry/loader.js';
@@ -25,6 +28,8 @@ export interface CoreServices {
   defaultBudget: number;
   defaultGrader: string | undefined;
   log: Logger;
+  /** The caps an answer's JSON is parsed under and a row's depth (RFT_BODY_LIMIT_BYTES, RFT_MAX_JSON_DEPTH). */
+  limits: AnswerLimits;
 }
 
 /** A rollout as the core runs it: its record's trace id, the row, what it may call and what grades it. */
@@ -67,6 +72,29 @@ export interface Grade {
   replayed: boolean;
 }
 
+/**
+ * Whose failure a thrown error is, by the step it came from (docs/door-failures.md): the model's (a tool
+ * call it got wrong: an observation it reads; its answer is never a failure, it is scored), the row's (the
+ * dataset or the trainer's input: the protocol's bad-input reply, at the rollout's start where there is
+ * one) or ours (the store, a sandbox, a grader that could not score: the protocol's retry or discard
+ * signal, never a score). Doors translate the class; they do not decide it.
+ */
+export type FailureClass = 'model' | 'row' | 'ours';
+
+const ROW_CODES: ReadonlySet<string> = new Set([errors.rowUnreadable.code, errors.rowTooDeep.code, errors.badRow.code, errors.bodyTooDeep.code]);
+
+export function failureClass(e: unknown, step: 'start' | 'call' | 'grade'): FailureClass {
+  if (!isRftError(e)) return 'ours';
+  if (ROW_CODES.has(e.code)) return 'row';
+  if (e.statusCode >= 500) return 'ours';
+  return step === 'call' ? 'model' : 'row';
+}
+
+/** An error of ours that is the grader's: it ran and could not score (NeMo Gym's doors call it judge_failed). */
+export function graderCouldNotScore(e: unknown): e is RftError {
+  return isRftError(e) && (e.code === errors.graderFailed.code || e.code === errors.graderBadScore.code);
+}
+
 export class DoorCore {
   private readonly sandboxReady: SandboxReadyListener[] = [];
 
@@ -99,6 +127,13 @@ export class DoorCore {
       });
     }
     const grader = this.graderOf(env);
+    try {
+      this.checkRow(input.row, grader);
+    } catch (e) {
+      // The dataset's to fix, and no record holds it: the log is where an operator sees which row.
+      this.s.log.warn({ err: e, trace_id: input.traceId, door: input.door, environment: env?.name }, 'row refused at the rollout\'s start');
+      throw e;
+    }
     try {
       await this.s.store.openRollout(input.traceId, input.door, input.row, budgetFromItem(input.row, this.s.defaultBudget), Date.now(), input.run);
     } catch (e) {
@@ -158,9 +193,40 @@ export class DoorCore {
     return this.s.ledger.call(tool, { traceId: r.traceId, callId: key, arguments: args, item: r.row, credential });
   }
 
-  /** Grades the answer once (a retry of the same answer gets the recorded grade); failures throw coded errors. */
-  async grade(r: Rollout, answer: Sample, credential: string | null = null): Promise<Grade> {
-    const { record, replayed } = await this.s.grading.grade(r.grader, { sample: answer, item: r.row, traceId: r.traceId, credential, source: 'endpoint', door: r.door });
+  /**
+   * Refuses, with the row's coded 400, a trainer's input nested deeper than RFT_MAX_JSON_DEPTH: what a
+   * door's listener does not check itself (the main listener's body parser does), before anything
+   * recursive (the store's JSON, a reply's serializer) walks it.
+   */
+  checkDepth(value: unknown, where: string): void {
+    const max = this.s.limits.maxDepth;
+    if (valueDepthExceeds(value, max)) throw errors.rowTooDeep(where, max);
+  }
+
+  /**
+   * Refuses a row its grader cannot grade (its itemSchema) or nested too deep, with a coded 400: at the
+   * rollout's start, so a rollout is never played for a grade that cannot come (the grading service would
+   * refuse it then with RFT_ERR_BAD_ROW, a 5xx). A door without a start (the reward door) checks the depth
+   * alone and lets the grade refuse the rest, where it is recorded and flagged bad_row.
+   */
+  checkRow(row: Item, grader: LoadedGrader): void {
+    this.checkDepth(row, 'the row');
+    const problems = rowProblems(grader, row);
+    if (problems !== undefined) throw errors.rowUnreadable(grader.def.name, problems);
+  }
+
+  /** The sample of an answer given as text: parsed once, here, under the server's caps (deeper: graded as its text). */
+  answer(text: string): Sample {
+    return answerSample(text, this.s.limits);
+  }
+
+  /**
+   * Grades the answer (its text, or a sample) once (a retry of the same answer gets the recorded grade);
+   * failures throw coded errors. The answer is the model's: however it is nested, it is scored.
+   */
+  async grade(r: Rollout, answer: Sample | string, credential: string | null = null): Promise<Grade> {
+    const sample = typeof answer === 'string' ? this.answer(answer) : answer;
+    const { record, replayed } = await this.s.grading.grade(r.grader, { sample, item: r.row, traceId: r.traceId, credential, source: 'endpoint', door: r.door });
     if (record.score === null) throw errors.graderFailed(r.grader.def.name, 'no score was recorded');
     return { score: record.score, subscores: record.subscores ?? {}, grader: r.grader.def.name, replayed };
   }

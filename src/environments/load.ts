@@ -2,8 +2,10 @@
 // is one, named after the folder; its train.jsonl and valid.jsonl (or validation.jsonl) are its
 // splits. Each configured folder is an environment itself (an init'ed project) or holds them
 // (this repository's examples/). An environment naming a tool or grader the server did not load
-// is left out with a warning (this repository's examples/blank has units of its own), and so is
-// one whose job.json cannot be read or whose name was taken: Agent RFT needs none of them.
+// is left out: quietly when its folder has units of its own (tools/ or graders/, as this
+// repository's examples/blank and examples/python: a project that serves them from its own folder),
+// with a warning otherwise; and so is one whose job.json cannot be read or whose name was taken:
+// Agent RFT needs none of them.
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { basename, join } from 'node:path';
 import type { Logger } from 'pino';
@@ -73,7 +75,10 @@ export function loadEnvironments(dirs: readonly string[], registry: Registry, lo
     }
     const missing = [...env.tools.filter((t) => !registry.tools.has(t)), ...(registry.graders.has(env.grader) ? [] : [env.grader])];
     if (missing.length > 0) {
-      log?.warn({ environment: env.name, dir, missing }, 'environment left out: the server has none of these units');
+      // A project of its own (its units beside its job.json) is served from its folder, not by this server: no warning.
+      const ownUnits = ['tools', 'graders'].some((d) => existsSync(join(dir, d)));
+      if (ownUnits) log?.debug({ environment: env.name, dir, missing }, 'environment left out: its units are its own, not loaded by this server');
+      else log?.warn({ environment: env.name, dir, missing }, 'environment left out: the server has none of these units');
       continue;
     }
     const prev = found.get(env.name);

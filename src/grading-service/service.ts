@@ -215,7 +215,7 @@ export class GradingService {
 }
 
 /** What is wrong with the row for this grader's itemSchema ("answer: expected string, received undefined"), if anything. */
-function rowProblems(g: LoadedGrader, item: Item): string | undefined {
+export function rowProblems(g: LoadedGrader, item: Item): string | undefined {
   const parsed = g.def.itemSchema?.safeParse(item);
   if (!parsed || parsed.success) return undefined;
   return parsed.error.issues

@@ -1,5 +1,9 @@
 # Runner for OpenAI `python` grader configs. Runs inside a fresh sandbox (no network, the grading
 # sandbox's limits) as `python3 -I -`, its input on stdin: one JSON object {source, sample, item}.
+# The sample's output_json comes as its own JSON text (`output_json`), parsed apart: an answer nested
+# deeper than Python's json can read (its recursion limit, about 1,000 levels) is the model's answer
+# all the same, so it reaches grade() as None, as /graders cuts one past RFT_MAX_JSON_DEPTH, and is
+# graded as its text instead of failing the grade.
 # It writes one JSON line, {"reward": <float>} or {"error": ...}, to the result channel: the
 # descriptor named by $RFT_RESULT_FD, which the sandbox gives to this process alone.
 #
@@ -19,6 +23,13 @@ def send(fd, obj):
         data = data[os.write(fd, data):]
 
 
+def parsed_or_none(text):
+    try:
+        return json.loads(text)
+    except RecursionError:
+        return None
+
+
 def main():
     given = int(os.environ.pop("RFT_RESULT_FD"))
     # A private copy of the channel (not inherited by programs the grader runs). Where the channel
@@ -32,6 +43,8 @@ def main():
     try:
         spec = json.loads(sys.stdin.buffer.read())
         sys.stdin.close()
+        if "output_json" in spec:
+            spec["sample"]["output_json"] = parsed_or_none(spec["output_json"])
         ns = {"__name__": "__rft_grader__"}
         exec(compile(spec["source"], "<grader>", "exec"), ns)
         grade = ns.get("grade")

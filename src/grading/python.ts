@@ -4,7 +4,8 @@
 // (ExecOptions.resultChannel, the one graders/_unit_tests/runner.py reports on), so nothing the
 // answer makes the grader print can stand for a score. Anything but one finite number (a loop
 // killed at the time limit, a fork bomb, a refused socket, an exception, NaN) is a grader failure:
-// RFT_ERR_GRADER_FAILED, the trainer's "could not grade", never a 0.
+// RFT_ERR_GRADER_FAILED, the trainer's "could not grade", never a 0. An answer too deep for Python's
+// json is not such a failure: it reaches grade() with output_json None (python-grader.py).
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { errors } from '../errors.js';
@@ -25,11 +26,23 @@ export interface PythonRun {
   timeoutMs?: number;
 }
 
+/** The value's JSON text, or "null" past the depth JSON.stringify can write (about 4,000 levels). */
+function jsonTextOrNull(v: unknown): string {
+  try {
+    return JSON.stringify(v) ?? 'null';
+  } catch (e) {
+    if (e instanceof RangeError) return 'null';
+    throw e;
+  }
+}
+
 export async function runPythonSource(name: string, source: string, sample: Sample, item: Item, run: PythonRun): Promise<number> {
   const sandbox = await run.sandbox();
   const timeoutMs = run.timeoutMs ?? PYTHON_TIMEOUT_MS;
+  // output_json as text of its own: the runner parses it apart, so a depth Python's json cannot read is None (the answer's text is graded).
+  const { output_json: outputJson, ...rest } = sample;
   const r = await sandbox.exec(['python3', '-I', '-c', RUNNER], {
-    stdin: JSON.stringify({ source, sample, item }),
+    stdin: JSON.stringify({ source, sample: rest, ...(outputJson === undefined ? {} : { output_json: jsonTextOrNull(outputJson) }), item }),
     timeoutMs,
     maxOutputBytes: 64 * 1024,
     resultChannel: true,

@@ -314,9 +314,11 @@ export class Ledger {
       if (isThenable(result)) {
         result = await raceTimeout(result, timeoutMs, ctx);
         if (result === TIMED_OUT) {
-          // Gave up still waiting for its sandbox (past WAIT_CAP_MS): the tool never ran, the wait was ours.
+          // Gave up still waiting for its sandbox or its server's start (past WAIT_CAP_MS): the tool
+          // never ran, the wait was ours.
           if (ctx.timedOutWaiting) {
-            const error = errors.sandboxQueueTimeout(Math.round(performance.now() - started));
+            const waited = Math.round(performance.now() - started);
+            const error = ctx.timedOutWaiting === 'sandbox' ? errors.sandboxQueueTimeout(waited) : errors.toolStartTimeout(`the server of tool "${def.name}"`, waited);
             return { ...executed('', 'timeout', started, maxBytes), ours: { error, failure: failureOfToolError(error) } };
           }
           return withSandbox(executed(`Error: tool "${def.name}" timed out after ${timeoutMs} ms.`, 'timeout', started, maxBytes));
@@ -403,21 +405,34 @@ function executed(raw: string, status: Exclude<CallStatus, 'running'>, started: 
 
 const TIMED_OUT = Symbol('timeout');
 
+/**
+ * Runs `work` as the server's own: starting what the tool runs on (a bridged MCP server's instance)
+ * is ours, like creating its sandbox, so its time is not counted in the tool's timeout, which counts
+ * the tool's own run. The work is bounded by its own limit and answers a coded 5xx past it (the
+ * ledger un-begins the call: not recorded, not charged). A ctx that is not the ledger's (a test's
+ * helper) just awaits it.
+ */
+export function serverWork<T>(ctx: ToolContext, work: Promise<T>): Promise<T> {
+  return ctx instanceof CallContext ? ctx.serverWork(work) : work;
+}
+
 function isThenable(v: unknown): v is PromiseLike<unknown> {
   return typeof v === 'object' && v !== null && typeof (v as { then?: unknown }).then === 'function';
 }
 
 /**
- * How long a call may wait for its sandbox beyond its own timeout before it is given up as ours
- * (503). The admission queue's timeout and the engines' request timeouts bound the wait first.
+ * How long a call may wait for its sandbox or its server's start beyond its own timeout before it is
+ * given up as ours (503). The admission queue's timeout, the engines' request timeouts and an MCP
+ * server's start bound (startTimeoutMs, at most 10 minutes) bound the wait first.
  */
 const WAIT_CAP_MS = 10 * 60_000;
 
 /**
  * The handler's promise or TIMED_OUT, whichever settles first; the timeout aborts ctx.signal. The
  * tool's timeout counts the tool's own time: the time it waited for its sandbox (an admission queue,
- * an engine busy creating a burst's containers) is the server's and is not counted, or a slow
- * creation would end in a timeout charged to the model.
+ * an engine busy creating a burst's containers) or for what it runs on to start (serverWork: an MCP
+ * server's instance) is the server's and is not counted, or a slow creation would end in a timeout
+ * charged to the model.
  */
 function raceTimeout(p: PromiseLike<unknown>, timeoutMs: number, ctx: CallContext): Promise<unknown> {
   let timer: NodeJS.Timeout | undefined;
@@ -428,11 +443,11 @@ function raceTimeout(p: PromiseLike<unknown>, timeoutMs: number, ctx: CallContex
       const waited = ctx.waitedMs();
       // (A timer can fire up to a millisecond before performance.now() says its time has passed:
       // libuv's clock is coarser. Re-arming then would let a later timer of the same length fire first.)
-      if (ctx.waitingForSandbox ? waited < timeoutMs + WAIT_CAP_MS : elapsed - waited < timeoutMs - 2) {
-        timer = setTimeout(check, Math.max(1, ctx.waitingForSandbox ? timeoutMs : timeoutMs - (elapsed - waited)));
+      if (ctx.waitingOnServer ? waited < timeoutMs + WAIT_CAP_MS : elapsed - waited < timeoutMs - 2) {
+        timer = setTimeout(check, Math.max(1, ctx.waitingOnServer ? timeoutMs : timeoutMs - (elapsed - waited)));
         return;
       }
-      ctx.timedOutWaiting = ctx.waitingForSandbox; // before the abort ends the wait
+      ctx.timedOutWaiting = ctx.waitingOn(); // before the abort ends the wait
       ctx.abort(new Error(`timed out after ${timeoutMs} ms`));
       resolve(TIMED_OUT);
     };
@@ -457,11 +472,13 @@ class CallContext implements ToolContext {
   private onShutdown: (() => void) | undefined;
   /** Sandbox requests not yet answered (waiting in the admission queue, or being built). */
   private acquiring = 0;
-  /** Time spent with at least one sandbox request unanswered: finished spans, and the start of the current one. */
+  /** Waits on the server not yet over: sandbox requests, and starts of what the tool runs on (serverWork). */
+  private open = 0;
+  /** Time spent with at least one wait on the server open: finished spans, and the start of the current one. */
   private waited = 0;
   private waitingSince = 0;
-  /** The tool's timeout fired while it still waited for its sandbox. */
-  timedOutWaiting = false;
+  /** The tool's timeout fired while it still waited on the server: for its sandbox, or for a start. */
+  timedOutWaiting: 'sandbox' | 'start' | undefined;
   /** Id of the sandbox ctx.sandbox() gave (the last one, if it was replaced during the call): recorded with the call. */
   sandboxId: string | undefined;
 
@@ -506,8 +523,8 @@ class CallContext implements ToolContext {
     // Getting the rollout's sandbox is the server's work: a failure without a code (a host fs error
     // building the workspace, an engine's socket) is ours, a 5xx, never a tool error charged to the
     // model; coded ones keep their status (a template the row names that does not exist is a 4xx).
-    if (this.acquiring++ === 0) this.waitingSince = performance.now();
-    return sandboxes
+    this.acquiring++;
+    const acquired = sandboxes
       .acquire(this.traceId, this.item, this.signal)
       .then((sb) => {
         this.sandboxId = sb.id;
@@ -518,19 +535,32 @@ class CallContext implements ToolContext {
         this.log.error({ err: e }, 'could not get the rollout\'s sandbox');
         throw errors.sandboxUnavailable(`could not create this rollout's sandbox (${(e as { code?: unknown }).code ?? 'failed'})`);
       })
-      .finally(() => {
-        if (--this.acquiring === 0) this.waited += performance.now() - this.waitingSince;
-      });
+      .finally(() => this.acquiring--);
+    return this.serverWork(acquired);
   }
 
-  /** How long this call has waited for its sandbox so far (ms). */
+  /** Waits for `work` as the server's own: the time it takes is not the tool's (see serverWork). */
+  serverWork<T>(work: Promise<T>): Promise<T> {
+    if (this.open++ === 0) this.waitingSince = performance.now();
+    return work.finally(() => {
+      if (--this.open === 0) this.waited += performance.now() - this.waitingSince;
+    });
+  }
+
+  /** How long this call has waited on the server so far (ms). */
   waitedMs(): number {
-    return this.waited + (this.acquiring > 0 ? performance.now() - this.waitingSince : 0);
+    return this.waited + (this.open > 0 ? performance.now() - this.waitingSince : 0);
   }
 
-  /** The handler is still waiting for its sandbox (a timeout now is the server's, not the tool's). */
-  get waitingForSandbox(): boolean {
-    return this.acquiring > 0;
+  /** The handler is still waiting for its sandbox or a start (a timeout now is the server's, not the tool's). */
+  get waitingOnServer(): boolean {
+    return this.open > 0;
+  }
+
+  /** What the handler waits for now, if it waits on the server. */
+  waitingOn(): 'sandbox' | 'start' | undefined {
+    if (this.open === 0) return undefined;
+    return this.acquiring > 0 ? 'sandbox' : 'start';
   }
 
   abort(reason: Error): void {

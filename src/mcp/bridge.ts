@@ -12,6 +12,7 @@ import type { Logger } from 'pino';
 import { z } from 'zod';
 import type { Tool } from '@modelcontextprotocol/client';
 import { errors } from '../errors.js';
+import { serverWork } from '../ledger/ledger.js';
 import { cutOutput } from '../ledger/output.js';
 import type { SandboxProvider } from '../sandbox/provider.js';
 import type { ToolContext, ToolDefinition } from '../registry/define.js';
@@ -242,20 +243,22 @@ export class McpBridge {
   }
 
   private async call(s: McpServerSpec, tool: string, args: Record<string, unknown>, ctx: ToolContext): Promise<string> {
-    if (s.scope === 'shared') return this.callOn(await this.sharedInstance(s), tool, args, ctx);
+    // Starting the instance is ours, like creating the sandbox: its time is not the tool's
+    // (serverWork), and a start past `startTimeoutMs` is a 503 the ledger does not charge.
+    if (s.scope === 'shared') return this.callOn(await serverWork(ctx, this.sharedInstance(s)), tool, args, ctx);
     // Every rollout instance belongs to its rollout's sandbox (whether it runs inside it or not): a
     // call without a rollout is refused here with a tool error saying what to send, and the call
     // counts as the sandbox's activity, so its inactivity TTL cannot end the instance under it.
     const sandbox = await ctx.sandbox();
-    return sandbox.hold(async () => this.callOn(await this.rolloutInstance(s, ctx, sandbox), tool, args, ctx));
+    return sandbox.hold(async () => this.callOn(await serverWork(ctx, this.rolloutInstance(s, ctx, sandbox)), tool, args, ctx));
   }
 
   private async callOn(instance: McpInstance, tool: string, args: Record<string, unknown>, ctx: ToolContext): Promise<string> {
     const s = instance.server;
     let result;
     try {
-      // The ledger's timeout (the same length, started first, not counting a wait for the sandbox)
-      // is the one that answers; the SDK's own, a second later, is only a backstop.
+      // The ledger's timeout (the same length, started first, not counting a wait for the sandbox or
+      // the instance's start) is the one that answers; the SDK's own, a second later, is only a backstop.
       result = await instance.callTool(tool, args, { signal: ctx.signal, timeoutMs: (s.timeoutMs ?? this.o.defaultTimeoutMs) + SDK_TIMEOUT_SLACK_MS });
     } catch (e) {
       if (ctx.signal.aborted) throw e; // the ledger answers the timeout (or the shutdown)

@@ -37,8 +37,11 @@ const serverSchema = z
     serial: z.boolean().default(false),
     timeoutMs: z.number().int().min(1).max(600_000).optional(),
     maxOutputBytes: z.number().int().min(64).optional(),
-    /** How long an instance may take to start and answer `initialize`. */
-    startTimeoutMs: z.number().int().min(100).max(600_000).default(30_000),
+    /**
+     * How long an instance may take to start (its process, then the answer to `initialize`); default
+     * RFT_MCP_START_TIMEOUT_MS. Not the tool's time: past it a call answers RFT_ERR_TOOL_START_TIMEOUT.
+     */
+    startTimeoutMs: z.number().int().min(100).max(600_000).optional(),
   })
   .superRefine((s, ctx) => {
     const fail = (message: string) => ctx.addIssue({ code: 'custom', message });
@@ -59,6 +62,8 @@ const fileSchema = z.strictObject({
 
 export interface McpServerSpec extends ServerConfig {
   name: string;
+  /** Its own `startTimeoutMs`, else the server's default (RFT_MCP_START_TIMEOUT_MS). */
+  startTimeoutMs: number;
   /** Where it was configured, for messages: `mcp.json: mcpServers.memory`. */
   source: string;
 }
@@ -91,8 +96,14 @@ export function expand(value: string, vars: Record<Variable, string>): string {
   return value.replace(VAR, (_, name: Variable) => vars[name]);
 }
 
-/** Loads and checks mcp.json; null when the file is absent and was not asked for. */
-export function loadMcpConfig(path: string, required: boolean): McpConfig | null {
+/** RFT_MCP_START_TIMEOUT_MS's default (src/config.ts): a server's start bound when nothing sets one. */
+export const DEFAULT_START_TIMEOUT_MS = 30_000;
+
+/**
+ * Loads and checks mcp.json; null when the file is absent and was not asked for. `startTimeoutMs`:
+ * the start bound of a server whose entry sets none (RFT_MCP_START_TIMEOUT_MS).
+ */
+export function loadMcpConfig(path: string, required: boolean, startTimeoutMs = DEFAULT_START_TIMEOUT_MS): McpConfig | null {
   if (!existsSync(path)) {
     if (required) throw errors.mcpConfig(path, 'no such file (RFT_MCP_CONFIG names it)');
     return null;
@@ -119,7 +130,7 @@ export function loadMcpConfig(path: string, required: boolean): McpConfig | null
     }
     const mounts = s.mounts.map((m) => resolve(m));
     for (const m of mounts) if (!existsSync(m) || !statSync(m).isDirectory()) throw fail(`mount ${m} is not a directory`);
-    servers.push({ ...s, mounts, name, source });
+    servers.push({ ...s, mounts, name, source, startTimeoutMs: s.startTimeoutMs ?? startTimeoutMs });
   }
   return { file: path, servers };
 }

@@ -43,16 +43,41 @@ export class McpInstance {
   ) {}
 
   /**
-   * Starts the server and completes the MCP handshake; throws RFT_ERR_MCP_START with its stderr.
+   * Starts the server and completes the MCP handshake; throws RFT_ERR_MCP_START with its stderr, or
+   * RFT_ERR_TOOL_START_TIMEOUT when the whole start (its process, then the handshake) outlasts the
+   * server's `startTimeoutMs` (the process is then killed).
    * `readLimit`: a stdio server's largest message kept whole (past it, see stdio-transport.ts).
    */
   static async start(server: McpServerSpec, where: Placement, readLimit: number): Promise<McpInstance> {
     const vars = variables(where);
-    if (server.url !== undefined) {
-      const headers = Object.fromEntries(Object.entries(server.headers).map(([k, v]) => [k, expand(v, vars)]));
-      return McpInstance.connect(server, new StreamableHTTPClientTransport(new URL(expand(server.url, vars)), { requestInit: { headers } }));
+    let transport: Transport | undefined;
+    let late = false;
+    const starting = (async () => {
+      if (server.url !== undefined) {
+        const headers = Object.fromEntries(Object.entries(server.headers).map(([k, v]) => [k, expand(v, vars)]));
+        transport = new StreamableHTTPClientTransport(new URL(expand(server.url, vars)), { requestInit: { headers } });
+      } else {
+        const proc = await spawnServer(server, where, vars);
+        transport = new ProcessTransport(proc, readLimit);
+        if (late) await transport.close(); // the bound passed while it was being spawned: the handshake fails at once
+      }
+      return McpInstance.connect(server, transport);
+    })();
+    let timer: NodeJS.Timeout | undefined;
+    const bound = new Promise<never>((_, reject) => {
+      timer = setTimeout(() => {
+        late = true;
+        void transport?.close().catch(() => {});
+        reject(errors.toolStartTimeout(`MCP server "${server.name}"`, server.startTimeoutMs));
+      }, server.startTimeoutMs);
+    });
+    try {
+      return await Promise.race([starting, bound]);
+    } finally {
+      clearTimeout(timer);
+      // Past the bound, whatever the start still makes is stopped, and its failure is the bound's.
+      starting.then((i) => (late ? i.stop() : undefined), () => {});
     }
-    return McpInstance.connect(server, new ProcessTransport(await spawnServer(server, where, vars), readLimit));
   }
 
   /**

@@ -64,9 +64,12 @@ export function failureOfToolError(e: unknown): Failure {
   return model('tool');
 }
 
+/** The dataset row's failures: refused at the start (unreadable, too deep) or at the grade (bad row). */
+const ROW_CODES = new Set(['RFT_ERR_BAD_ROW', 'RFT_ERR_ROW_UNREADABLE', 'RFT_ERR_ROW_TOO_DEEP']);
+
 /** A reply with this status is a failure of ours (every 5xx is retried, then the rollout is dropped). */
 export function failureOfHttp(status: number, code: string | undefined): Failure | null {
-  if (code === 'RFT_ERR_BAD_ROW') return { kind: 'data', where: 'row' };
+  if (code !== undefined && ROW_CODES.has(code)) return { kind: 'data', where: 'row' };
   return status >= 500 ? infra(whereOfCode(code)) : null;
 }
 

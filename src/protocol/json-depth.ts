@@ -152,3 +152,21 @@ function exceedsString(s: string, max: number): boolean {
   }
   return false;
 }
+
+/**
+ * true when a value (JSON.parse's, or a row built from it) nests arrays and objects deeper than
+ * `max`: the check of a parsed trainer input before anything recursive (JSON.stringify into the
+ * store, zod, a reply's serializer) walks it. Iterative, and it stops at the first level past max.
+ */
+export function valueDepthExceeds(value: unknown, max: number): boolean {
+  if (value === null || typeof value !== 'object') return false;
+  const stack: [object, number][] = [[value, 1]];
+  while (stack.length > 0) {
+    const [v, depth] = stack.pop()!;
+    if (depth > max) return true;
+    for (const child of Array.isArray(v) ? v : Object.values(v)) {
+      if (child !== null && typeof child === 'object') stack.push([child as object, depth + 1]);
+    }
+  }
+  return false;
+}

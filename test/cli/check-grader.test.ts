@@ -35,6 +35,8 @@ describe('check-grader', () => {
   it('passes a partial-credit grader on every check', async () => {
     const r = await runCheckGrader({ dataset: dataset(), grader: 'fuzzy', env, concurrency: 2 });
     expect(r.passed).toBe(true);
+    // Rows count from 0, as the results file and every other command count them.
+    expect(r.rows.map((x) => x.row)).toEqual([0, 1]);
     expect(r.rows.map((x) => x.noop.score)).toEqual([0, 0]);
     expect(r.rows.map((x) => x.reference?.score)).toEqual([1, 1]);
     expect(r.rows.every((x) => x.repeat?.spread === 0)).toBe(true);
@@ -59,6 +61,10 @@ describe('check-grader', () => {
     const r = await runCheckGrader({ dataset: dataset(), grader: 'fuzzy', env, referenceField: 'gold' });
     expect(r.summary.reference).toEqual({ passed: 0, failed: 0, skipped: 2 });
     expect(r.summary.noop.passed).toBe(2);
+    // The report says why they were skipped, and what to change.
+    const text = renderCheckReport(r);
+    expect(text).toContain('reference 0 ok, 0 failed, 2 skipped (no item.gold)');
+    expect(text).toContain('2 of 2 rows have no item.gold, so their reference and continuity checks were skipped: --reference-field');
   });
 
   it('still checks repeatability on the no-op answer for rows without a reference', async () => {

@@ -57,6 +57,14 @@ describe('the CLI fails clearly', () => {
     }
   }, 120_000);
 
+  it('NeMo Gym door unreachable: exit 3, RFT_ERR_SERVER_UNREACHABLE naming --door-url, not --server', async () => {
+    const r = await runCli(['rollout', '--dataset', dataset, '--server', server.url, '--key', server.key, ...model, '--door', 'nemo-gym', '--door-url', closedUrl, '--out', join(tempDir(), 'r.jsonl')]);
+    expectOneCodedLine(r, 'RFT_ERR_SERVER_UNREACHABLE', 3);
+    expect(r.stderr).toContain(`${closedUrl} (connect ECONNREFUSED`);
+    expect(r.stderr).toContain('(--door-url URL: the NeMo Gym listener');
+    expect(r.stderr).not.toContain('--server');
+  }, 60_000);
+
   it('bad key: exit 3, RFT_ERR_SERVER_AUTH naming the server\'s code, before any work', async () => {
     const out = join(tempDir(), 'results.jsonl');
     const runs = await Promise.all([
@@ -91,6 +99,16 @@ describe('the CLI fails clearly', () => {
     expect(r.stderr).toContain(`127.0.0.1:${heldPort} is already in use`);
   }, 60_000);
 
+  it('a door listener refused off loopback: serve exits 5 (configuration), not 70 (a bug)', async () => {
+    const env = { RFT_DATA_DIR: tempDir(), RFT_SANDBOX: 'none', RFT_LOG_LEVEL: 'silent' };
+    const [gym, priv] = await Promise.all([
+      runCli(['serve', '--port', '0', '--host', '127.0.0.1'], { ...env, RFT_NEMO_GYM_PORT: '0', RFT_NEMO_GYM_HOST: '0.0.0.0' }),
+      runCli(['serve', '--port', '0', '--host', '127.0.0.1'], { ...env, RFT_DATA_DIR: tempDir(), RFT_PRIVATE_PORT: '0', RFT_PRIVATE_HOST: '0.0.0.0' }),
+    ]);
+    expectOneCodedLine(gym, 'RFT_ERR_NEMO_GYM_REMOTE', 5);
+    expectOneCodedLine(priv, 'RFT_ERR_PRIVATE_REMOTE', 5);
+  }, 60_000);
+
   it('rollout with no model endpoint named: exit 2, RFT_ERR_MODEL_CONFIG, before the first row (no silent default address)', async () => {
     const out = join(tempDir(), 'results.jsonl');
     const r = await runCli(['rollout', '--dataset', dataset, '--server', server.url, '--key', server.key, '--model', 'm', '--out', out]);
@@ -99,14 +117,22 @@ describe('the CLI fails clearly', () => {
   }, 60_000);
 
   it('bad usage: exit 2, RFT_ERR_CLI_USAGE; --version and --help answer with 0', async () => {
-    const [unknown, missing, version, help] = await Promise.all([
+    const [unknown, missing, version, help, typo, nestedTypo] = await Promise.all([
       runCli(['rollout', '--no-such-option']),
       runCli(['rollout']),
       runCli(['--version']),
       runCli(['--help']),
+      runCli(['rollout', '--datset', dataset, '--model', 'm']),
+      runCli(['dataset', 'check', dataset, '--grder', 'x']),
     ]);
     expectOneCodedLine(unknown, 'RFT_ERR_CLI_USAGE', 2);
     expectOneCodedLine(missing, 'RFT_ERR_CLI_USAGE', 2);
+    // A typo is named as an unknown option (with commander's suggestion), not as the required option it missed.
+    expectOneCodedLine(typo, 'RFT_ERR_CLI_USAGE', 2);
+    expect(typo.stderr).toContain("error RFT_ERR_CLI_USAGE: unknown option '--datset' (Did you mean --dataset?)\n");
+    expect(typo.stderr.match(/add --help for usage/g)).toHaveLength(1);
+    expectOneCodedLine(nestedTypo, 'RFT_ERR_CLI_USAGE', 2);
+    expect(nestedTypo.stderr).toContain("unknown option '--grder' (Did you mean --grader?)");
     expect(version.code).toBe(0);
     expect(version.stdout.trim()).toMatch(/^\d+\.\d+\.\d+$/);
     expect(help.code).toBe(0);

@@ -1,6 +1,7 @@
 // Environments found in this repository's examples/ and in an init'ed project's folder.
 import { describe, expect, it } from 'vitest';
-import { mkdtempSync, rmSync, writeFileSync, cpSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync, cpSync } from 'node:fs';
+import type { Logger } from 'pino';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { loadRegistry } from '../../src/registry/loader.js';
@@ -23,6 +24,24 @@ describe('environments', () => {
     expect(envs.forTools(['shell', 'read_file'])?.name).toBe('coding');
     expect(envs.forTools(['shell', 'search_docs'])).toBeUndefined();
     expect(() => envs.get('nope')).toThrow(expect.objectContaining({ code: 'RFT_ERR_UNKNOWN_ENVIRONMENT' }));
+  });
+
+  it("leaves out the examples with units of their own (blank, python) without a warning, and warns of one whose units are nowhere", () => {
+    const warned: unknown[] = [];
+    const log = { warn: (o: unknown) => warned.push(o), debug: () => {} } as unknown as Logger;
+    expect(loadEnvironments([repoRoot, join(repoRoot, 'examples')], registry, log).list().map((e) => e.name).sort()).toEqual(['coding', 'finqa']);
+    expect(warned).toEqual([]);
+    const dir = mkdtempSync(join(tmpdir(), 'rft-env-'));
+    try {
+      // The blank example's job.json alone: its lookup_price and price_match are nowhere.
+      const orphan = join(dir, 'orphan');
+      mkdirSync(orphan);
+      cpSync(join(repoRoot, 'examples/blank/job.json'), join(orphan, 'job.json'));
+      expect(loadEnvironments([orphan], registry, log).list()).toEqual([]);
+      expect(warned).toEqual([expect.objectContaining({ environment: 'orphan', missing: ['lookup_price', 'price_match'] })]);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 
   it('takes an init\'ed project folder as one environment named after it, and leaves out a job.json it cannot read', () => {

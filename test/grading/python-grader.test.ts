@@ -98,6 +98,23 @@ for (const d of driverCases.filter((c) => c.name !== 'process' && (process.env.P
       }
     });
 
+    it("an answer nested deeper than Python's json reads is graded as its text (output_json None), not a grader failure", async () => {
+      try {
+        const src = 'def grade(sample, item):\n    return 0.5 if sample["output_json"] is None and sample["output_text"].startswith("[[") else 1.0';
+        for (const depth of [2_000, 3_000]) {
+          const text = '['.repeat(depth) + ']'.repeat(depth);
+          const deep = { output_text: text, output_json: JSON.parse(text) as unknown, output_tools: [], choices: [] };
+          expect((await runGraderConfig(py(src), deep, {}, opts())).reward, `${depth} levels`).toBe(0.5);
+        }
+        // A shallow output_json still arrives as parsed, and a sample without one has none.
+        const shallow = { output_text: '{"a": [1]}', output_json: { a: [1] }, output_tools: [], choices: [] };
+        expect((await runGraderConfig(py('def grade(sample, item):\n    return 1.0 if sample["output_json"] == {"a": [1]} else 0.0'), shallow, {}, opts())).reward).toBe(1);
+        expect((await runGraderConfig(py('def grade(sample, item):\n    return 0.0 if "output_json" in sample else 1.0'), { output_text: 'x' }, {}, opts())).reward).toBe(1);
+      } finally {
+        await cleanup();
+      }
+    });
+
     const failing: Record<string, string> = {
       loops: 'def grade(sample, item):\n    while True:\n        pass',
       'forks without end': 'import os\ndef grade(sample, item):\n    while True:\n        try:\n            os.fork()\n        except OSError:\n            pass',

@@ -9,7 +9,9 @@ import pino from 'pino';
 import { z } from 'zod';
 import { defineTool } from '../../src/index.js';
 import type { LoadedTool } from '../../src/registry/loader.js';
-import { Ledger } from '../../src/ledger/ledger.js';
+import { Ledger, serverWork } from '../../src/ledger/ledger.js';
+import { errors } from '../../src/errors.js';
+import type { ToolContext } from '../../src/registry/define.js';
 import { SqliteStore } from '../../src/store/sqlite.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'rft-ledger-'));
@@ -63,6 +65,29 @@ describe('ledger handler outcomes', () => {
       return 'finished';
     });
     expect(await call(blocking)).toMatchObject({ status: 'ok', output: 'finished' });
+  });
+
+  it("does not count a start of what the tool runs on (serverWork) in its timeout, and still times the tool's own run after it", async () => {
+    const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+    const startsSlowly = tool('starts_slowly', async (_a, ctx) => {
+      await serverWork(ctx as ToolContext, sleep(400));
+      return 'started';
+    });
+    expect(await call(startsSlowly)).toMatchObject({ status: 'ok', output: 'started' });
+    const hangsAfter = tool('hangs_after_start', async (_a, ctx) => {
+      await serverWork(ctx as ToolContext, sleep(300));
+      await sleep(2_000);
+      return 'too late';
+    });
+    expect(await call(hangsAfter)).toMatchObject({ status: 'timeout', output: 'Error: tool "hangs_after_start" timed out after 100 ms.' });
+  });
+
+  it('un-begins a call whose start fails on our side: the 503 is answered, nothing recorded or charged', async () => {
+    const failsToStart = tool('fails_to_start', (_a, ctx) => serverWork(ctx as ToolContext, Promise.reject(errors.toolStartTimeout('MCP server "x"', 300))));
+    const traceId = `trace_h${k}`;
+    const callId = `c${k}`;
+    await expect(call(failsToStart)).rejects.toMatchObject({ code: 'RFT_ERR_TOOL_START_TIMEOUT', statusCode: 503 });
+    expect(await store.getCall(traceId, callId)).toBeUndefined();
   });
 
   it('leaves no shutdown listener behind once calls that used the signal are done', async () => {

@@ -3,6 +3,7 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
+import { loadConfig } from '../../src/config.js';
 import { expand, loadMcpConfig } from '../../src/mcp/config.js';
 import { writeMcpJson } from './helpers.js';
 
@@ -21,6 +22,15 @@ describe('mcp.json', () => {
       { name: 'memory', command: 'node', args: ['x.js'], env: {}, scope: 'rollout', sandbox: false, prefix: '', cost: 1, serial: false, mounts: [] },
       { name: 'docs', url: 'http://127.0.0.1:9/mcp', headers: {}, scope: 'shared' },
     ]);
+  });
+
+  it("takes a server's start bound from its entry, else from RFT_MCP_START_TIMEOUT_MS (30 s unset)", () => {
+    const file = writeMcpJson({ own: { command: 'node', startTimeoutMs: 5_000 }, other: { command: 'node' } });
+    expect(loadConfig({}).mcpConfig.startTimeoutMs).toBe(30_000);
+    const bound = loadConfig({ RFT_MCP_START_TIMEOUT_MS: '45000' }).mcpConfig.startTimeoutMs;
+    expect(loadMcpConfig(file, true, bound)?.servers.map((s) => s.startTimeoutMs)).toEqual([5_000, 45_000]);
+    expect(loadMcpConfig(file, true)?.servers.map((s) => s.startTimeoutMs)).toEqual([5_000, 30_000]);
+    expect(() => loadConfig({ RFT_MCP_START_TIMEOUT_MS: '50' })).toThrow(expect.objectContaining({ code: 'RFT_ERR_CONFIG' }));
   });
 
   it('refuses what is not JSON, unknown fields and a server that is neither stdio nor HTTP', () => {

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import fc from 'fast-check';
-import { cutValue, jsonDepthExceeds } from '../../src/protocol/json-depth.js';
+import { cutValue, jsonDepthExceeds, valueDepthExceeds } from '../../src/protocol/json-depth.js';
 
 /** The reference: nesting depth of a parsed value (a scalar is 0, [] or {} is 1). */
 function depthOf(v: unknown): number {
@@ -58,5 +58,18 @@ describe('cutValue', () => {
     const body = Buffer.from(`{"sample":{"output_text":"42","output_json":${'['.repeat(100_000)}"]}"${']'.repeat(100_000)}},"item":{"a":1}}`);
     const r = cutValue(body, ['sample', 'output_json'])!;
     expect(JSON.parse(r.toString())).toEqual({ sample: { output_text: '42', output_json: null }, item: { a: 1 } });
+  });
+});
+
+describe('valueDepthExceeds', () => {
+  it('agrees with jsonDepthExceeds on the value JSON.parse gives, at any depth, without recursion', () => {
+    const texts = ['1', '"[["', '[]', '{}', '[[]]', '{"a":{"b":[1,{"c":[]}]}}', '[1,[2,[3,[4]]],{"x":{}}]', '{"s":"[[[[[[","t":[[[]]]}'];
+    for (const text of texts) {
+      for (let max = 1; max <= 6; max++) expect(valueDepthExceeds(JSON.parse(text), max), `${text} ${max}`).toBe(jsonDepthExceeds(`${' '.repeat(64)}${text}`, max));
+    }
+    const deep = JSON.parse('['.repeat(200_000) + ']'.repeat(200_000)) as unknown;
+    expect(valueDepthExceeds(deep, 64)).toBe(true);
+    expect(valueDepthExceeds(deep, 200_000)).toBe(false);
+    expect(valueDepthExceeds(deep, 199_999)).toBe(true);
   });
 });

@@ -1,7 +1,7 @@
 // A sample's output_json from an answer's text: what JSON.parse gives where the text is JSON, else
 // null (the parse is skipped where it cannot succeed; the result must be the same for every text).
 import { expect, it } from 'vitest';
-import { jsonOrNull } from '../../src/protocol/json-or-null.js';
+import { answerJson, answerSample, jsonOrNull } from '../../src/protocol/json-or-null.js';
 
 const parsedOrNull = (t: string): unknown => {
   try {
@@ -23,4 +23,16 @@ it('gives what JSON.parse gives, null for a plain-text answer', () => {
     const t = `${String.fromCharCode(c)}1`;
     expect(jsonOrNull(t), JSON.stringify(t)).toEqual(parsedOrNull(t));
   }
+});
+
+it('answerJson: null past the depth and size caps (graded as the text, as /graders cuts a deep output_json), else jsonOrNull', () => {
+  const limits = { maxBytes: 1_000_000, maxDepth: 64 };
+  for (const depth of [63, 64]) expect(answerJson('['.repeat(depth) + ']'.repeat(depth), limits)).not.toBeNull();
+  for (const depth of [65, 2_000, 200_000]) expect(answerJson('['.repeat(depth) + ']'.repeat(depth), limits)).toBeNull();
+  // Brackets inside strings are not levels.
+  expect(answerJson(JSON.stringify({ a: '['.repeat(100) }), limits)).toEqual({ a: '['.repeat(100) });
+  expect(answerJson(`"${'é'.repeat(10)}"`, { maxBytes: 22, maxDepth: 64 })).toBe('é'.repeat(10));
+  expect(answerJson(`"${'é'.repeat(10)}"`, { maxBytes: 21, maxDepth: 64 })).toBeNull();
+  expect(answerSample('{"answer": "4.2"}', limits)).toEqual({ output_text: '{"answer": "4.2"}', output_json: { answer: '4.2' }, output_tools: [], choices: [] });
+  expect(answerSample('Answer: 4.2', limits).output_json).toBeNull();
 });

@@ -69,6 +69,15 @@ describe('the boot message', () => {
     expect(text).toMatch(/listening on http:\/\/127\.0\.0\.1:\d+ \(1 tool, 1 grader, sandbox: none\)/);
   });
 
+  it('names the door listeners it started (NeMo Gym, private), with their addresses', async () => {
+    const text = await bootText({ RFT_NEMO_GYM_PORT: '0', RFT_PRIVATE_PORT: '0' }, dataDir());
+    expect(text).toMatch(/\n {2}NeMo Gym door: http:\/\/127\.0\.0\.1:\d+ \(no credential/);
+    expect(text).toMatch(/\n {2}private listener \(OpenEnv, reward, SandboxFusion doors\): http:\/\/127\.0\.0\.1:\d+ \(no credential/);
+    const plain = await bootText({}, dataDir());
+    expect(plain).not.toContain('NeMo Gym door');
+    expect(plain).not.toContain('private listener');
+  });
+
   it('prints a curl to a reachable address when it listens on every interface', () => {
     expect(reachableHost('0.0.0.0')).toBe('127.0.0.1');
     expect(reachableHost('::')).toBe('::1');

@@ -28,7 +28,7 @@ export function register(program: Command): void {
       .option('--json <out>', 'also write the report as JSON')
       .option('-c, --config <file>', 'JSON config file, as for serve (RFT_TOOLS_DIR, RFT_GRADERS_DIR...)'),
   )
-    .addHelpText('after', '\nWithout --server the tools and graders are loaded from this folder (./tools, ./graders), as `serve` would load them.')
+    .addHelpText('after', '\nWithout --server (or RFT_SERVER) the tools and graders are loaded from this folder (./tools, ./graders), as `serve` would load them.')
     .action(checkAction);
   dataset
     .command('convert')

@@ -2,7 +2,7 @@
 // loads them, without starting a server) or a running server's GET /v1/tools and /v1/job-config.
 import { readFileSync, writeFileSync } from 'node:fs';
 import { extname, relative } from 'node:path';
-import { loadConfig } from '../../config.js';
+import { loadCliEnv, loadConfig } from '../../config.js';
 import { errors, isRftError } from '../../errors.js';
 import { defaultGrader, loadRegistry, type Registry } from '../../registry/loader.js';
 import { checkDataset, itemPathsOfConfig, MIN_TRAINING_ROWS, renderReport, type GraderNeeds } from './check.js';
@@ -63,7 +63,8 @@ export async function runDatasetCheck(file: string, opts: DatasetCheckOptions): 
   const config = loadConfig(undefined, { configFile: opts.config });
   const local = () => loadRegistry({ toolsDir: config.toolsDir, gradersDir: config.gradersDir });
   let sources: Sources;
-  if (opts.server !== undefined) {
+  // --server or RFT_SERVER: the running server's tools, as every other command that talks to one.
+  if (opts.server !== undefined || loadCliEnv().RFT_SERVER !== undefined) {
     sources = await fromServer(opts, local);
   } else {
     const registry = await local();

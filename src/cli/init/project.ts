@@ -87,6 +87,16 @@ function copyExample(root: string, spec: ExampleSpec, into: string): number {
   return files;
 }
 
+/**
+ * The job's `suffix` (the fine-tuned model's name part) becomes the project's name: the example's own
+ * ("prices" of the blank one) would otherwise name every model trained from a project built on it.
+ * The line is edited in place so the rest of job.json keeps the example's layout.
+ */
+function nameJob(file: string, project: string): void {
+  const suffix = project.toLowerCase().replace(/[^a-z0-9_-]+/g, '-').replace(/^-+|-+$/g, '').slice(0, 64) || 'rft-project';
+  writeFileSync(file, readFileSync(file, 'utf8').replace(/^(\s*"suffix":\s*)"[^"]*"/m, (_, key: string) => `${key}${JSON.stringify(suffix)}`));
+}
+
 /** The job's max_episode_steps, which the NeMo Gym config gives simple_agent as max_steps. */
 function maxEpisodeSteps(root: string, spec: ExampleSpec): number {
   const job = JSON.parse(readFileSync(join(root, spec.job), 'utf8')) as { method?: { reinforcement?: { max_episode_steps?: unknown } } };
@@ -121,6 +131,7 @@ export function initProject(opts: InitOptions): InitResult {
   rmSync(staging, { recursive: true, force: true });
   try {
     let files = copyExample(root, spec, staging);
+    nameJob(join(staging, 'job.json'), basename(dir));
     const texts = projectFiles({ name: basename(dir), dir, example: opts.example, spec, dependency, maxSteps: maxEpisodeSteps(root, spec), tools: datasetTools(staging) });
     for (const [name, text] of Object.entries(texts)) {
       mkdirSync(dirname(join(staging, name)), { recursive: true });

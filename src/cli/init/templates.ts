@@ -33,8 +33,9 @@ function packageJson(t: TemplateInput): string {
     scripts: t.spec.python
       ? {
           start: 'rft-endpoints serve',
-          // The tools are the Python server's: only the running server can list them.
-          check: 'rft-endpoints dataset check train.jsonl --server http://127.0.0.1:8787 --key "$(cat data/api-key)"',
+          // The tools are the Python server's: only the running server can list them. The one
+          // RFT_SERVER names, else this machine's on PORT (as `npm start` listens), with RFT_API_KEY or the generated key.
+          check: 'rft-endpoints dataset check train.jsonl --server "${RFT_SERVER:-http://127.0.0.1:${PORT:-8787}}" --key "${RFT_API_KEY:-$(cat data/api-key)}"',
           'setup:python': SETUP_SCRIPT,
           postinstall: 'npm run setup:python',
         }

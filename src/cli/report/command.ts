@@ -7,12 +7,12 @@ import { renderHtml, summaryPairs } from './html.js';
 import { computeStats, type ReportStats } from './stats.js';
 import { renderTable } from './table.js';
 
-/** Rows are numbered from 1 where people read them (as `check-grader` does, and as `dataset check`'s lines of a file
- * without blank lines); the results file's `row` is the index from 0. */
+/** Rows are numbered from 0 everywhere, on screen as in the results file's `row` and a scripted model's `row`:
+ * row N is the dataset's (N+1)th row (`dataset check` names lines of the file, counted from 1). */
 export function renderTerminal(s: ReportStats): string {
   const perRow = renderTable(
     ['row', 'tries', 'graded', 'mean', 'best', 'spread', 'signal'],
-    s.rows.map((r) => [r.row + 1, r.tries, r.scores.length, r.mean, r.best, r.spread, r.scores.length < 2 ? '?' : (r.spread ?? 0) < 1e-9 ? 'none' : 'yes']),
+    s.rows.map((r) => [r.row, r.tries, r.scores.length, r.mean, r.best, r.spread, r.scores.length < 2 ? '?' : (r.spread ?? 0) < 1e-9 ? 'none' : 'yes']),
   );
   const summary = renderTable(['measure', 'value'], summaryPairs(s));
   const curve = renderTable(['k', 'expected best', 'rows'], s.bestOfK.map((b) => [b.k, b.expectedBest, b.rows]));

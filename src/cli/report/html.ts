@@ -12,13 +12,13 @@ function scoreDomain(s: ReportStats): [number, number] {
 
 function perRowChart(s: ReportStats): string {
   const [lo, hi] = scoreDomain(s);
-  const rows = s.rows.map((r) => r.row + 1);
+  const rows = s.rows.map((r) => r.row);
   const f: Frame = { width: W, height: 320, xMin: Math.min(...rows) - 0.5, xMax: Math.max(...rows) + 0.5, yMin: lo, yMax: hi, xLabel: 'dataset row', yLabel: 'score' };
   // Tries of a row spread sideways a little so equal scores stay visible as several dots.
   const tries: Point[] = s.rows.flatMap((r) =>
-    r.scores.map((y, i) => ({ x: r.row + 1 + (r.scores.length > 1 ? (i / (r.scores.length - 1) - 0.5) * 0.4 : 0), y, label: `row ${r.row + 1}: ${fmt(y)}` })),
+    r.scores.map((y, i) => ({ x: r.row + (r.scores.length > 1 ? (i / (r.scores.length - 1) - 0.5) * 0.4 : 0), y, label: `row ${r.row}: ${fmt(y)}` })),
   );
-  const means: Point[] = s.rows.filter((r) => r.mean !== null).map((r) => ({ x: r.row + 1, y: r.mean! }));
+  const means: Point[] = s.rows.filter((r) => r.mean !== null).map((r) => ({ x: r.row, y: r.mean! }));
   const xTicks = rows.length <= 30 ? rows : undefined;
   return chart(f, dots(f, tries) + ticksAt(f, means, colors.accent) + legend(f, [{ label: 'one try', color: colors.primary }, { label: 'row mean', color: colors.accent }]), {
     ...(xTicks ? { xTicks } : {}),
@@ -82,7 +82,7 @@ export function renderHtml(s: ReportStats, source: string): string {
   const rows = s.rows
     .map((r) => {
       const flat = r.scores.length >= 2 && (r.spread ?? 0) < 1e-9;
-      return `<tr${flat ? ' class="flat"' : ''}><td>${r.row + 1}</td><td>${r.tries}</td><td>${fmt(r.mean)}</td><td>${fmt(r.best)}</td><td>${fmt(r.spread)}</td><td>${esc(r.scores.map((x) => fmt(x, 2)).join(' '))}</td><td>${flat ? 'no signal' : ''}</td></tr>`;
+      return `<tr${flat ? ' class="flat"' : ''}><td>${r.row}</td><td>${r.tries}</td><td>${fmt(r.mean)}</td><td>${fmt(r.best)}</td><td>${fmt(r.spread)}</td><td>${esc(r.scores.map((x) => fmt(x, 2)).join(' '))}</td><td>${flat ? 'no signal' : ''}</td></tr>`;
     })
     .join('');
   return `<!doctype html>

@@ -8,6 +8,7 @@ import { DEFAULT_MAX_REPLY_BYTES } from '../../grading/reply-cap.js';
 import { Progress } from './progress.js';
 import { ResultsFile, pairKey } from './results.js';
 import type { GymSide } from './gym.js';
+import { clip } from './retry.js';
 import { runRollout, type RolloutDeps, type RolloutResult } from './run.js';
 import { withServerOptions, type ServerOptions } from '../server-options.js';
 import { parseRunLabel, RUN_HEADER } from '../../protocol/run-label.js';
@@ -93,6 +94,12 @@ function runHeaders(opts: RolloutOptions): Record<string, string> {
 
 const RETRY_HINT = 'the same command with --retry-discarded';
 
+/** How to run discarded rollouts again: a row the grader refused needs the dataset fixed first, not a retry. */
+function retryHint(discarded: RolloutResult[], opts: RolloutOptions): string {
+  if (!discarded.every((r) => r.error_code === errors.badRow.code)) return RETRY_HINT;
+  return `after fixing the rows (\`rft-endpoints dataset check ${opts.dataset}\` names what each lacks), into a new --out: a bad row fails the same way on every retry`;
+}
+
 /** The dataset's rows in Gym's shape (a row that has none fails here, with its line) and the door's client. */
 async function gymSide(opts: RolloutOptions): Promise<GymSide> {
   const [{ convertDataset }, { GymDoorClient }, { runGymRollout }] = await Promise.all([
@@ -134,7 +141,11 @@ async function action(opts: RolloutOptions): Promise<void> {
   const jobs = pendingJobs(rows.length, k, results.done);
   const skipped = rows.length * k - jobs.length;
   const model = new ModelClient({ model: opts.model, api: opts.api as ModelApi, maxReplyBytes, baseURL: endpoint.baseURL, ...(endpoint.apiKey ? { apiKey: endpoint.apiKey } : {}), ...sampling(opts) });
-  if (skipped > 0) process.stderr.write(`resuming: ${skipped} rollouts already in ${opts.out}\n`);
+  if (skipped > 0 && jobs.length === 0) {
+    process.stderr.write(`nothing to run: all ${skipped} rollouts are already in ${opts.out}; to start over, name a new --out (or delete ${opts.out})${opts.retryDiscarded ? '' : ', or add --retry-discarded to run its discarded ones again'}\n`);
+  } else if (skipped > 0) {
+    process.stderr.write(`resuming: ${skipped} rollouts already in ${opts.out} (to start over instead, name a new --out)\n`);
+  }
   const progress = new Progress(jobs.length);
   // First Ctrl-C: finish the rollouts in flight (their lines are kept), start no more. Second: quit now.
   const stop = new AbortController();
@@ -161,9 +172,9 @@ async function action(opts: RolloutOptions): Promise<void> {
       process.exitCode = 130;
     } else if (discarded > 0 && scored.length === 0) {
       const first = finished.find((r) => r.discarded);
-      throw errors.allDiscarded(discarded, `${first?.error_code ?? ''} ${first?.error ?? ''}`.trim().slice(0, 300), RETRY_HINT);
+      throw errors.allDiscarded(discarded, clip(`${first?.error_code ?? ''} ${first?.error ?? ''}`.trim(), 300), retryHint(finished.filter((r) => r.discarded), opts));
     } else if (discarded > 0) {
-      console.log(`${discarded} discarded (their error is in ${opts.out}); to run them again: ${RETRY_HINT}`);
+      console.log(`${discarded} discarded (their error is in ${opts.out}); to run them again: ${retryHint(finished.filter((r) => r.discarded), opts)}`);
     }
   } finally {
     process.off('SIGINT', onSigint);

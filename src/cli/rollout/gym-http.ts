@@ -30,6 +30,8 @@ export function setCookies(header: string | string[] | undefined): Map<string, s
 }
 
 const reason = (e: unknown) => (e instanceof Error ? e.message : String(e));
+/** An unreachable door names the option that gave its address, not --server. */
+const DOOR_URL_HINT = '--door-url URL: the NeMo Gym listener, RFT_NEMO_GYM_HOST:RFT_NEMO_GYM_PORT';
 
 export class GymDoorClient {
   readonly baseUrl: string;
@@ -57,7 +59,7 @@ export class GymDoorClient {
         res = await request(this.baseUrl + path, { method, headers, ...(raw !== undefined ? { body: raw } : {}), dispatcher: this.agent });
         break;
       } catch (e) {
-        if (Date.now() >= deadline) throw errors.serverUnreachable(this.baseUrl, `${reason(e)}; Gym would retry forever`);
+        if (Date.now() >= deadline) throw errors.serverUnreachable(this.baseUrl, `${reason(e)}; Gym would retry forever`, DOOR_URL_HINT);
         await new Promise((r) => setTimeout(r, RETRY_INTERVAL_MS));
       }
     }
@@ -65,7 +67,7 @@ export class GymDoorClient {
     try {
       return { status: res.statusCode, text: await res.body.text(), cookies: setCookies(res.headers['set-cookie']) };
     } catch (e) {
-      throw errors.serverUnreachable(this.baseUrl, `the reply to ${path} was cut off: ${reason(e)}`);
+      throw errors.serverUnreachable(this.baseUrl, `the reply to ${path} was cut off: ${reason(e)}`, DOOR_URL_HINT);
     }
   }
 
@@ -75,7 +77,7 @@ export class GymDoorClient {
       const res = await request(this.baseUrl + '/', { method: 'GET', dispatcher: this.agent });
       await res.body.dump();
     } catch (e) {
-      throw errors.serverUnreachable(this.baseUrl, reason(e));
+      throw errors.serverUnreachable(this.baseUrl, reason(e), DOOR_URL_HINT);
     }
   }
 

@@ -30,7 +30,7 @@ export class Progress {
     }
     const what = r.discarded ? `discarded (${r.error ?? ''})` : `score=${r.score}`;
     this.out.write(
-      `[${this.finished}/${this.total}] row=${r.row + 1} try=${r.try} ${r.trace_id} ${what} calls=${r.tool_calls} steps=${r.steps} ${r.latency_ms}ms\n`,
+      `[${this.finished}/${this.total}] row=${r.row} try=${r.try} ${r.trace_id} ${what} calls=${r.tool_calls} steps=${r.steps} ${r.latency_ms}ms\n`,
     );
   }
 

@@ -1,11 +1,11 @@
 // One emulated rollout, played as the hosted trainer plays it: model turn, the turn's tool calls sent
 // concurrently to the server in the wire format, outputs fed back, and at the end one grader call.
 import { randomUUID } from 'node:crypto';
-import { isRftError, errors } from '../../errors.js';
+import { isRftError, errors, RftError } from '../../errors.js';
 import type { DatasetRow } from './dataset.js';
 import type { ServerClient, ServerReply } from './http.js';
 import type { ModelClient, ModelTurn, ToolCallRequest, ToolOutput } from './model.js';
-import { postWithRetries } from './retry.js';
+import { clip, postWithRetries } from './retry.js';
 import { buildSample } from './sample.js';
 import { Stopwatch } from './stopwatch.js';
 
@@ -89,10 +89,14 @@ async function play(deps: RolloutDeps, sw: Stopwatch, traceId: string, item: Dat
 async function grade(deps: RolloutDeps, sw: Stopwatch, traceId: string, item: DatasetRow, turns: ModelTurn[]): Promise<number> {
   const body = { sample: buildSample(turns), item, trace_id: traceId };
   const r = await sw.wait(postWithRetries(deps.server, deps.graderPath, body, deps.backoffMs ?? 250));
-  if (!r.ok) throw errors.rolloutDiscarded(`grader: ${r.why}`);
-  if (r.reply.status >= 300) throw errors.rolloutDiscarded(`grader answered ${r.reply.status}: ${r.reply.text.slice(0, 300)}`);
+  if (!r.ok) {
+    // A row the grader refuses is the dataset's error, not the infrastructure's: keep the server's code.
+    if (r.code === errors.badRow.code) throw new RftError(errors.badRow.code, errors.badRow.statusCode, `rollout discarded, the row is bad: grader: ${r.why}`);
+    throw errors.rolloutDiscarded(`grader: ${r.why}`);
+  }
+  if (r.reply.status >= 300) throw errors.rolloutDiscarded(`grader answered ${r.reply.status}: ${clip(r.reply.text)}`);
   const score = scoreOf(r.reply);
-  if (score === null) throw errors.rolloutDiscarded(`grader reply has no numeric score: ${r.reply.text.slice(0, 300)}`);
+  if (score === null) throw errors.rolloutDiscarded(`grader reply has no numeric score: ${clip(r.reply.text)}`);
   return score;
 }
 

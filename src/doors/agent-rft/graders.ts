@@ -10,7 +10,7 @@ import { runErrorReply, runGraderConfig, validateGraderConfig, type RunResult } 
 import { defaultGrader } from '../../registry/loader.js';
 import { runOfHeaders } from '../../protocol/run-label.js';
 import type { Sandbox } from '../../sandbox/types.js';
-import { jsonOrNull } from '../../protocol/json-or-null.js';
+import { answerSample } from '../../protocol/json-or-null.js';
 
 const runRequestSchema = z.looseObject({
   grader: z.unknown().describe('an OpenAI grader config: string_check, text_similarity, score_model, label_model, multi'),
@@ -92,7 +92,7 @@ export default async function graderRoutes(app: FastifyInstance): Promise<void> 
     const graderConfig = validateGraderConfig(body.grader);
     const ms = body.model_sample ?? body.sample ?? { output_text: '' };
     // OpenAI's endpoint takes model_sample as the output text; ours also takes a full sample object.
-    const sample = typeof ms === 'string' ? { output_text: ms, output_json: jsonOrNull(ms), output_tools: [], choices: [] } : ms;
+    const sample = typeof ms === 'string' ? answerSample(ms, { maxBytes: config.bodyLimitBytes, maxDepth: config.maxJsonDepth }) : ms;
     // A python grader runs in a fresh sandbox of the server's driver, as when it grades a rollout; destroyed after.
     const owned: Sandbox[] = [];
     const python = sandboxes

@@ -5,11 +5,11 @@ import { createHash } from 'node:crypto';
 import type { Logger } from 'pino';
 import { errors, isRftError } from '../../errors.js';
 import { canonicalJson } from '../../protocol/canonical.js';
-import type { DoorCore } from '../core.js';
+import { graderCouldNotScore, type DoorCore } from '../core.js';
 import { answerOf, graderItem, rowTools, seedBodySchema, verifyBodySchema, type SeedBody, type VerifyBody } from './rows.js';
 import { parseRunLabel, runOfHeaders, RUN_METADATA_KEY } from '../../protocol/run-label.js';
 import { rewardComponents } from './reward.js';
-import { Sessions, traceIdOf, type Session } from './sessions.js';
+import { argsDigest, Sessions, traceIdOf, type ServedCall, type Session } from './sessions.js';
 import type { Registry } from '../../registry/loader.js';
 import type { Ledger } from '../../ledger/ledger.js';
 import { doorMcp } from '../mcp/serve.js';
@@ -20,6 +20,8 @@ export const NEMO_GYM_DOOR = 'nemo-gym';
 export const SESSION_COOKIE = 'rft_nemo_gym_session';
 const ROLLOUT_PREFIX = /^\/ng-rollout\/([^/?]{1,200})(\/.*)$/;
 const TOOL_NAME = /^[A-Za-z0-9_-]{1,64}$/;
+/** The door's POST routes a model's tool call of the same name reaches (Gym's agent calls POST /{name}). */
+export const CONTROL_ROUTES: ReadonlySet<string> = new Set(['seed_session', 'verify', 'aggregate_metrics', 'mcp']);
 /** Gym's header for an MCP call's session (nemo_gym/base_resources_server.py NEMO_GYM_MCP_SESSION_TOKEN_HEADER). */
 export const MCP_TOKEN_HEADER = 'X-NeMo-Gym-Session-Token';
 /** The seed reply's MCP server name: agents namespace its tools as mcp__<name>__<tool>. */
@@ -120,6 +122,32 @@ export async function buildNemoGymApp(o: NemoGymDoorOptions): Promise<FastifyIns
     throw errors.nemoGymSession('no session cookie');
   };
 
+  // A control route reached with a session's cookie is the model's tool call of that name (Gym's agent
+  // sends its tool calls with the episode's cookies; its own control requests before or without them):
+  // a tool error, listed as served (/verify's episode lists it), whatever its body.
+  const controlCall = async (req: FastifyRequest, reply: FastifyReply, name: string): Promise<void> => {
+    if (cookieToken(req.headers.cookie) === undefined) return;
+    const s = of(req).session;
+    if (!s) throw errors.nemoGymSessionLost();
+    throw await refuse(req, reply, s, name);
+  };
+  /** The model's call to a control route: keyed and listed as served (its retry is not listed twice), a tool error. */
+  const refuse = async (req: FastifyRequest, reply: FastifyReply, s: Session, name: string) => {
+    const body = parseJson(req.body);
+    whenWritten(reply, await sessions.keyFor(s, fingerprintOf(name, body.raw), { name, args: servedArgs(body) }));
+    return errors.nemoGymNotATool(name);
+  };
+
+  // A row's tool named like a control route is never served here (docs/nemo-gym.md): said once per name.
+  const warned = new Set<string>();
+  const warnControlNamed = (req: FastifyRequest, tools: readonly string[]): void => {
+    for (const name of tools) {
+      if (!CONTROL_ROUTES.has(name) || warned.has(name)) continue;
+      warned.add(name);
+      req.log.warn({ tool: name }, `the row offers a tool named "${name}", a control route of the NeMo Gym door: its calls are tool errors here (rename the tool to train it through NeMo Gym)`);
+    }
+  };
+
   // A tool call's failure of ours breaks the episode (/verify then answers 503), whichever wire it came by.
   const runTool = async (s: Session, key: string, name: string, args: unknown) => {
     try {
@@ -152,6 +180,8 @@ export async function buildNemoGymApp(o: NemoGymDoorOptions): Promise<FastifyIns
       method: ['POST', 'GET', 'DELETE'],
       url: '/mcp',
       handler: async (req, reply) => {
+        // Gym's MCP clients send the token header; a POST with the episode's cookie and no token is the model's tool named mcp.
+        if (req.method === 'POST' && req.headers[MCP_TOKEN_HEADER.toLowerCase()] === undefined) await controlCall(req, reply, 'mcp');
         const body = Buffer.isBuffer(req.body) ? req.body : Buffer.alloc(0);
         const parsed = parseJson(body);
         await mcp.handle(req, reply, body, parsed.ok ? parsed.value : undefined);
@@ -163,16 +193,20 @@ export async function buildNemoGymApp(o: NemoGymDoorOptions): Promise<FastifyIns
   app.get('/', async () => ({ door: NEMO_GYM_DOOR }));
   // FastAPI's JSON string; reverify replays /verify without seed or cookie, which a stateful rollout cannot serve.
   app.get('/reverify_mode', async (_req, reply) => reply.type('application/json').send('"unsupported"'));
-  app.post('/aggregate_metrics', async () => ({ group_level_metrics: [], agent_metrics: {}, key_metrics: {} }));
+  app.post('/aggregate_metrics', async (req, reply) => {
+    await controlCall(req, reply, 'aggregate_metrics');
+    return { group_level_metrics: [], agent_metrics: {}, key_metrics: {} };
+  });
 
-  app.post('/seed_session', async (req) => {
-    const live = of(req).session;
-    // A live session that has called tools and not been verified: this is the model calling a tool
-    // named seed_session, which must not restart its rollout.
-    if (live && live.seq > 0 && !live.verified) throw errors.nemoGymNotATool('seed_session');
+  app.post('/seed_session', async (req, reply) => {
+    // A session is seeded once, by a request that carries none: with a session's cookie this is the
+    // model's tool call named seed_session (Gym's agent sends it the episode's cookies), whatever its body.
+    await controlCall(req, reply, 'seed_session');
     const body = parseJson(req.body);
     const parsed = body.ok ? seedBodySchema.safeParse(body.value) : undefined;
-    if (!parsed?.success) throw live ? errors.nemoGymNotATool('seed_session') : errors.badRequest('the body is not a NeMo Gym row (responses_create_params with input)');
+    if (!parsed?.success) throw errors.badRequest('the body is not a NeMo Gym row (responses_create_params with input)');
+    o.core.checkDepth(parsed.data, 'the row');
+    warnControlNamed(req, rowTools(parsed.data));
     const run = sessionRun(req.headers, parsed.data);
     const token = Sessions.mint();
     const row = graderItem(parsed.data);
@@ -194,39 +228,46 @@ export async function buildNemoGymApp(o: NemoGymDoorOptions): Promise<FastifyIns
     return o.mcp ? { mcp: { server_name: MCP_SERVER_NAME, url_path: '/mcp', transport: 'http', headers: { [MCP_TOKEN_HEADER]: token } } } : {};
   });
 
-  app.post('/verify', async (req) => {
+  app.post('/verify', async (req, reply) => {
     const s = session(req);
     const body = parseJson(req.body);
     const parsed = body.ok ? verifyBodySchema.safeParse(body.value) : undefined;
-    // Only Gym's own /verify carries the seeded row and an episode: anything else is the model's tool call named verify.
-    if (!parsed?.success || canonicalJson(parsed.data.responses_create_params) !== s.params) throw errors.nemoGymNotATool('verify');
+    // Graded once: a later /verify (Gym's retry, or one after the model's call graded) gets the recorded grade.
+    if (s.graded) return { ...(parsed?.success ? parsed.data : {}), ...s.graded };
+    // Gym's own /verify carries the seeded row and an episode listing every call the session served, in
+    // order; a model's call named verify cannot list itself (docs/nemo-gym.md): it is a tool call, refused.
+    if (!parsed?.success || canonicalJson(parsed.data.responses_create_params) !== s.params || !listsServed(parsed.data.response.output, s.served)) {
+      throw await refuse(req, reply, s, 'verify');
+    }
     // A failure of ours broke the episode: the trainer reruns the rollout (NeMo RL does, up to 5 times).
     if (s.broken) throw errors.nemoGymRolloutLost(s.broken.code);
+    // The seeded row was checked; what else the trainer sent is echoed, so it is checked too.
+    o.core.checkDepth(parsed.data, 'the /verify body');
     const echo = parsed.data as VerifyBody;
     try {
       const g = await o.core.grade(s.rollout, answerOf(echo));
-      await sessions.markVerified(s);
+      const graded = await sessions.markGraded(s, { reward: g.score, reward_components: rewardComponents(g.grader, g.score, g.subscores) });
       req.log.info({ trace_id: s.rollout.traceId, grader: g.grader, score: g.score, replayed: g.replayed }, 'nemo-gym verify');
-      return { ...echo, reward: g.score, reward_components: rewardComponents(g.grader, g.score, g.subscores) };
+      return { ...echo, ...graded };
     } catch (e) {
       // Gym's judge convention (nemo_gym/judge.py): a grader that cannot grade is a 0 marked judge_failed, not a 5xx
       // that would abort the whole collection. Our own failures (store, sandbox capacity) stay 5xx: a rerun is right.
-      if (!isRftError(e) || (e.code !== errors.graderFailed.code && e.code !== errors.graderBadScore.code)) throw e;
-      await sessions.markVerified(s);
+      if (!graderCouldNotScore(e)) throw e;
+      const graded = await sessions.markGraded(s, { reward: 0, reward_components: { [s.rollout.grader.def.name]: 0 }, _ng_failure_class: 'judge_failed', _ng_failure_detail: e.code });
       req.log.warn({ trace_id: s.rollout.traceId, err: e }, 'nemo-gym verify: grader failed (judge_failed)');
-      return { ...echo, reward: 0, reward_components: { [s.rollout.grader.def.name]: 0 }, _ng_failure_class: 'judge_failed', _ng_failure_detail: e.code };
+      return { ...echo, ...graded };
     }
   });
 
   app.post<{ Params: { tool: string } }>('/:tool', async (req, reply) => toolCall(req, reply, session(req), req.params.tool));
 
   async function toolCall(req: FastifyRequest, reply: FastifyReply, s: Session, name: string): Promise<string> {
+    const body = parseJson(req.body);
+    // Keyed (and listed as served) first: an unknown tool's call is in the episode /verify lists too.
+    const { key, replay, ...fate } = await sessions.keyFor(s, fingerprintOf(name, body.raw), { name, args: servedArgs(body) });
+    whenWritten(reply, fate);
     if (!TOOL_NAME.test(name) || !s.rollout.tools.has(name)) throw errors.unknownTool(name, [...s.rollout.tools]);
-    const raw = Buffer.isBuffer(req.body) ? req.body.toString('utf8') : '';
-    const fingerprint = createHash('sha256').update(name).update('\0').update(raw).digest('base64url');
-    const { key, replay, delivered, abandoned } = await sessions.keyFor(s, fingerprint);
-    reply.raw.once('finish', delivered);
-    reply.raw.once('close', () => reply.raw.writableFinished || abandoned());
+    const raw = body.raw;
     const outcome = await runTool(s, key, name, raw);
     req.log.info({ trace_id: s.rollout.traceId, key, tool: name, status: outcome.status, replayed: outcome.replayed || replay }, 'tool call');
     void reply.type('text/plain; charset=utf-8').code(outcome.status === 'invalid_arguments' ? 422 : 200);
@@ -234,6 +275,49 @@ export async function buildNemoGymApp(o: NemoGymDoorOptions): Promise<FastifyIns
   }
 
   return app;
+}
+
+/** Records the fate of a keyed request's reply: delivered once written whole, abandoned if its socket closed first. */
+function whenWritten(reply: FastifyReply, fate: { delivered: () => void; abandoned: () => void }): void {
+  reply.raw.once('finish', fate.delivered);
+  reply.raw.once('close', () => reply.raw.writableFinished || fate.abandoned());
+}
+
+const fingerprintOf = (name: string, raw: string): string => createHash('sha256').update(name).update('\0').update(raw).digest('base64url');
+
+/** A served call's body as /verify compares it: canonical JSON, '' for none (Gym's agent sends no body for `null` arguments). */
+function servedArgs(body: ReturnType<typeof parseJson>): string {
+  if (!body.ok) return argsDigest(body.raw);
+  return argsDigest(body.raw.trim() === '' || body.value === null ? '' : canonicalJson(body.value));
+}
+
+/**
+ * Whether an episode (`response.output`) lists every call the session served, in order, among its
+ * function calls: Gym's agent lists each call it sends (name and the arguments string it parsed into
+ * the body) before sending it. Calls the episode has and the session did not serve are allowed (the
+ * agent answers unparseable arguments itself; verifiers refuses unknown names itself; MCP calls go
+ * by /mcp). A name that is no plain tool name may reach the route changed (a '?', a '/'), so only its
+ * arguments are compared; arguments JavaScript cannot parse (Python's NaN) only by name.
+ */
+function listsServed(output: readonly { type: string }[], served: readonly ServedCall[]): boolean {
+  let next = 0;
+  for (const item of output) {
+    if (next === served.length) break;
+    const { type, name, arguments: args } = item as { type: string; name?: unknown; arguments?: unknown };
+    if (type !== 'function_call' || typeof name !== 'string' || typeof args !== 'string') continue;
+    const want = served[next]!;
+    let value: unknown;
+    let parsed = true;
+    try {
+      value = JSON.parse(args);
+    } catch {
+      parsed = false;
+    }
+    const sameArgs = parsed && argsDigest(value === null ? '' : canonicalJson(value)) === want.args;
+    const match = parsed ? sameArgs && (name === want.name || !TOOL_NAME.test(name)) : name === want.name;
+    if (match) next++;
+  }
+  return next === served.length;
 }
 
 /**

@@ -2,8 +2,7 @@
 // app.py): the row is `responses_create_params` (Responses `input` and flat function tools) plus
 // the grader's fields; /verify adds `response`, a Responses object whose `output` is the episode.
 import { z } from 'zod';
-import type { Item, Sample } from '../../protocol/wire.js';
-import { jsonOrNull } from '../../protocol/json-or-null.js';
+import type { Item } from '../../protocol/wire.js';
 
 /** A flat Responses function tool: {type: 'function', name, parameters, ...}. */
 const gymToolSchema = z.looseObject({ type: z.literal('function'), name: z.string().min(1).max(128) });
@@ -44,8 +43,8 @@ interface OutputText {
   text?: unknown;
 }
 
-/** The answer a grader sees: the last assistant message of the episode, as Agent RFT's sample. */
-export function answerOf(body: VerifyBody): Sample {
+/** The answer a grader sees: the text of the episode's last assistant message (the core parses it: DoorCore.answer). */
+export function answerOf(body: VerifyBody): string {
   const last = body.response.output.findLast((o) => o.type === 'message' && (o as { role?: unknown }).role === 'assistant');
   const content = (last as { content?: unknown } | undefined)?.content;
   const text = Array.isArray(content)
@@ -56,6 +55,6 @@ export function answerOf(body: VerifyBody): Sample {
     : typeof content === 'string'
       ? content
       : '';
-  return { output_text: text, output_json: jsonOrNull(text), output_tools: [], choices: [] };
+  return text;
 }
 

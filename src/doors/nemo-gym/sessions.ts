@@ -20,9 +20,27 @@ interface State {
   last: { fingerprint: string; key: string; delivered: boolean; abandoned?: boolean } | undefined;
   /** A failure of ours in a tool call: the episode's observations are not the model's, so /verify answers 503 and the trainer reruns it. */
   broken: { code: string } | undefined;
-  /** /verify graded it: the rollout is over (a later /seed_session with its cookie starts another). */
-  verified: boolean;
+  // The control-route rules (docs/nemo-gym.md, "A model's calls to the control routes"):
+  /**
+   * Every request the session served as a tool call, in order, as /verify's `response.output` must list
+   * them: appended in the versioned write that claims the call's sequence number, so no replica loses one.
+   */
+  served: ServedCall[];
+  /** What /verify recorded (reward and components): a session is graded once, every later /verify gets this. */
+  graded: Record<string, unknown> | undefined;
 }
+
+/**
+ * A tool call as served: the name in its path and its body's digest (argsDigest of its canonical JSON; of ''
+ * for none, as Gym sends `null` arguments): a digest, so a long episode's record stays small.
+ */
+export interface ServedCall {
+  name: string;
+  args: string;
+}
+
+/** A served call's arguments as the record keeps them: the digest of their canonical JSON ('' for none). */
+export const argsDigest = (canonical: string): string => createHash('sha256').update(canonical).digest('base64url');
 
 /** A session as read from the store at one version: its changes go through Sessions. */
 export interface Session extends Readonly<State> {
@@ -58,7 +76,7 @@ export class Sessions {
   }
 
   async add(token: string, rollout: Rollout, params: string, run: string | undefined): Promise<Session> {
-    const state: State = { params, seq: 0, last: undefined, broken: undefined, verified: false };
+    const state: State = { params, seq: 0, last: undefined, broken: undefined, served: [], graded: undefined };
     const h = await this.records.create(
       { id: hashOf(token), traceId: rollout.traceId, environment: rollout.environment ?? null, tools: [...rollout.tools], run: run ?? null },
       state,
@@ -80,7 +98,7 @@ export class Sessions {
    * repeat, a new sequence number otherwise. Of its reply, `delivered` is called once it is written
    * whole, `abandoned` if its socket closed first.
    */
-  async keyFor(s: Session, fingerprint: string): Promise<{ key: string; replay: boolean; delivered: () => void; abandoned: () => void }> {
+  async keyFor(s: Session, fingerprint: string, served?: ServedCall): Promise<{ key: string; replay: boolean; delivered: () => void; abandoned: () => void }> {
     const prev = await this.settled(s, fingerprint);
     let key = '';
     let replay = false;
@@ -92,7 +110,9 @@ export class Sessions {
         return undefined;
       }
       key = `ng-${st.seq + 1}`;
-      return { ...st, seq: st.seq + 1, last: { fingerprint, key, delivered: false, abandoned: false } };
+      // A new call (not the client's retry of the previous one) is one /verify must account for: listed in
+      // the same write that claims its number.
+      return { ...st, seq: st.seq + 1, last: { fingerprint, key, delivered: false, abandoned: false }, served: served ? [...st.served, served] : st.served };
     });
     const mark = (flag: 'delivered' | 'abandoned') => () =>
       void this.change(after, (st) => (st.last?.key === key && !st.last[flag] ? { ...st, last: { ...st.last, [flag]: true } } : undefined)).catch(() => undefined);
@@ -122,9 +142,13 @@ export class Sessions {
     await this.change(s, (st) => (st.broken ? undefined : { ...st, broken: { code } }));
   }
 
-  /** /verify graded it. */
-  async markVerified(s: Session): Promise<void> {
-    await this.change(s, (st) => (st.verified ? undefined : { ...st, verified: true }), true);
+  /**
+   * /verify graded it: records the grade unless another /verify (on any replica) recorded one first, and
+   * returns the one recorded (a session is graded once).
+   */
+  async markGraded(s: Session, graded: Record<string, unknown>): Promise<Record<string, unknown>> {
+    const after = await this.change(s, (st) => (st.graded ? undefined : { ...st, graded }), true);
+    return after.graded ?? graded;
   }
 
   private async change(s: Session, f: (st: State) => State | undefined, ended = false): Promise<Session> {

@@ -6,10 +6,8 @@
 // episode broken: its submit then answers RFT_ERR_OPENENV_ROLLOUT_LOST, never a reward for an episode the
 // model did not play.
 import { errors, isRftError, type RftError } from '../../errors.js';
-import type { DoorCore, Rollout } from '../core.js';
-import type { Sample } from '../../protocol/wire.js';
+import { failureClass, type DoorCore, type Rollout } from '../core.js';
 import { graderItem, promptOf, rowToolSpecs, SUBMIT_SPEC, SUBMIT_TOOL, type PickedRow, type ToolSpec } from './rows.js';
-import { jsonOrNull } from '../../protocol/json-or-null.js';
 import { timeOrderedId } from '../../rollout/ids.js';
 
 export const OPENENV_DOOR = 'openenv';
@@ -138,20 +136,20 @@ export class Episode {
 
   private async end(tool: string, text: string, answer: string): Promise<StepData> {
     if (this.broken) throw errors.openenvRolloutLost(this.broken.code);
-    const sample: Sample = { output_text: answer, output_json: jsonOrNull(answer), output_tools: [], choices: [] };
-    const g = await this.ours(() => this.core.grade(this.rollout, sample));
+    // The answer's text, parsed by the core: an answer of any depth is scored.
+    const g = await this.ours(() => this.core.grade(this.rollout, answer));
     this.done = true;
     this.reward = g.score;
     return { observation: toolObservation(tool, callToolResult(text, tool !== SUBMIT_TOOL), null), reward: g.score, done: true };
   }
 
-  /** Runs a step of the core; a failure of ours (5xx) breaks the episode and is thrown. */
+  /** Runs a step of the core; a failure of ours breaks the episode and is thrown (an `error` frame, or HTTP's 5xx). */
   private async ours<T>(fn: () => Promise<T>): Promise<T> {
     try {
       return await fn();
     } catch (e) {
       const err = isRftError(e) ? e : errors.internal((e as Error).message);
-      if (err.statusCode >= 500) this.broken ??= err;
+      if (failureClass(err, 'call') === 'ours') this.broken ??= err;
       throw err;
     }
   }

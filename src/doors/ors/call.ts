@@ -5,11 +5,8 @@
 // `ok: false`, which the client raises and TRL shows the model. Failures of ours reject: the door
 // then ends the stream without a result and the client reconnects with the task_id.
 import { z } from 'zod';
-import { isRftError } from '../../errors.js';
-import type { Sample } from '../../protocol/wire.js';
-import type { DoorCore, Rollout } from '../core.js';
+import { failureClass, type DoorCore, type Rollout } from '../core.js';
 import type { Session, Sessions } from './sessions.js';
-import { jsonOrNull } from '../../protocol/json-or-null.js';
 
 export type CallResult =
   | { ok: true; output: { blocks: { type: 'text'; text: string }[]; metadata: Record<string, unknown> | null; reward: number | null; finished: boolean } }
@@ -35,14 +32,9 @@ const output = (text: string, finished = false, reward: number | null = null, me
   output: { blocks: [{ type: 'text', text }], metadata, reward, finished },
 });
 
-/** The answer a grader sees: the submitted text, as Agent RFT's sample. */
-function sampleOf(answer: string): Sample {
-  return { output_text: answer, output_json: jsonOrNull(answer), output_tools: [], choices: [] };
-}
-
-/** A model's mistake (a 4xx of ours) is its observation; anything else is our failure and rejects. */
-function asObservation(e: unknown): CallResult {
-  if (isRftError(e) && e.statusCode < 500) return { ok: false, error: e.message };
+/** A model's mistake is its observation; anything else (ours, or the row's, which /create refuses first) rejects. */
+function asObservation(e: unknown, step: 'call' | 'grade'): CallResult {
+  if (failureClass(e, step) === 'model') return { ok: false, error: (e as Error).message };
   throw e;
 }
 
@@ -55,7 +47,7 @@ export async function runCall(c: CallInput): Promise<CallResult> {
   try {
     outcome = await c.core.callTool(c.rollout, c.taskId, c.name, c.input);
   } catch (e) {
-    return asObservation(e);
+    return asObservation(e, 'call');
   }
   if (outcome.status === 'invalid_arguments') return { ok: false, error: outcome.output };
   if (outcome.status === 'budget_exceeded') {
@@ -72,12 +64,13 @@ async function submit(c: CallInput): Promise<CallResult> {
   // Taken before the grade runs: a second submit sent meanwhile (on any replica) finds the episode over.
   if (!(await c.sessions.finish(s, c.taskId, true))) return output('The episode is over: no tool can be called after it ends.', true);
   try {
-    const g = await c.core.grade(c.rollout, sampleOf(parsed.data.answer));
+    // The submitted text, parsed by the core: an answer of any depth is scored.
+    const g = await c.core.grade(c.rollout, parsed.data.answer);
     return output('Answer submitted: the episode is over.', true, g.score, { grader: g.grader, subscores: g.subscores });
   } catch (e) {
-    // Not graded. Our failure: the episode stays ended by this task, whose rerun on the reconnect grades it (the
-    // grading service records a grade once per answer). The model's mistake: it may submit again.
-    if (isRftError(e) && e.statusCode < 500) await c.sessions.unfinish(s, c.taskId);
-    return asObservation(e);
+    // Not graded: our failure (or the row's), and the episode stays ended by this task, whose rerun on the
+    // reconnect grades it (the grading service records a grade once per answer). A grade fails for nothing the
+    // answer holds, so no failure of it is the model's.
+    return asObservation(e, 'grade');
   }
 }

@@ -113,11 +113,6 @@ export class Sessions {
     return ok;
   }
 
-  /** A submit the model got wrong (a 4xx): the episode it had taken goes on. */
-  async unfinish(s: Session, taskId: string): Promise<void> {
-    await this.change(s, (st) => (st.finishedBy === taskId ? { ...st, finished: false, finishedBy: undefined } : undefined));
-  }
-
   static mintTaskId(): string {
     return timeOrderedId('', 16, 'hex');
   }

@@ -12,8 +12,14 @@ import { timeOrderedId } from '../../rollout/ids.js';
 
 export const REWARD_DOOR = 'reward';
 
-/** Grades every sample of the request, in parallel; the first failure fails the request (the client retries it whole). */
+/**
+ * Grades every sample of the request, in parallel; the first failure fails the request (the client retries it
+ * whole). A label nested too deep is refused first (400), the request then grading nothing. A label without
+ * what the grader reads is graded and refused by it (RFT_ERR_BAD_ROW, recorded and flagged bad_row): this
+ * door has no start to refuse it at, and both clients treat every status alike (docs/door-failures.md).
+ */
 async function gradeAll(ctx: PrivateDoorContext, grader: LoadedGrader, req: RewardRequest): Promise<Grade[]> {
+  for (const [i, { item }] of req.samples.entries()) ctx.core.checkDepth(item, req.samples.length > 1 ? `label ${i}` : 'the label');
   return Promise.all(
     req.samples.map(async ({ answer, item }) => {
       // A rollout of its own, created with its door in the grade's commit (one write).

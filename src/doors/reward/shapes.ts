@@ -6,8 +6,7 @@
 // else the item's `reference_answer`.
 import { z } from 'zod';
 import { errors } from '../../errors.js';
-import type { Item, Sample } from '../../protocol/wire.js';
-import { jsonOrNull } from '../../protocol/json-or-null.js';
+import type { Item } from '../../protocol/wire.js';
 
 const slimeSchema = z.looseObject({
   prompt: z.union([z.string(), z.array(z.unknown())]).nullish(),
@@ -22,8 +21,8 @@ const openRlhfSchema = z.looseObject({
 
 export interface RewardRequest {
   client: 'slime' | 'openrlhf';
-  /** One per sample, in the request's order. */
-  samples: { answer: Sample; item: Item }[];
+  /** One per sample, in the request's order: the answer's text (the core parses it) and the grader's item. */
+  samples: { answer: string; item: Item }[];
 }
 
 /** The grader's item of a label: a JSON object (or its text) as is; anything else is the reference answer; none is an empty item. */
@@ -43,10 +42,6 @@ export function itemOfLabel(label: unknown): Item {
 
 function isObject(v: unknown): v is Record<string, unknown> {
   return typeof v === 'object' && v !== null && !Array.isArray(v);
-}
-
-export function answerOf(text: string): Sample {
-  return { output_text: text, output_json: jsonOrNull(text), output_tools: [], choices: [] };
 }
 
 /**
@@ -99,11 +94,11 @@ export function parseRewardRequest(body: unknown): RewardRequest {
       samples: query.map((q, i) => {
         const response = responseOf(q, prompts[i]!);
         if (response === undefined) throw errors.badRequest(`query ${i} does not hold its prompt, so its response cannot be told apart`, { index: i });
-        return { answer: answerOf(response), item: itemOfLabel(labels[i]) };
+        return { answer: response, item: itemOfLabel(labels[i]) };
       }),
     };
   }
   const s = slimeSchema.safeParse(body);
-  if (s.success) return { client: 'slime', samples: [{ answer: answerOf(s.data.response), item: itemOfLabel(s.data.label) }] };
+  if (s.success) return { client: 'slime', samples: [{ answer: s.data.response, item: itemOfLabel(s.data.label) }] };
   throw errors.badRequest("the body is neither slime's {prompt, response, label} nor OpenRLHF's {query, prompts, labels}");
 }

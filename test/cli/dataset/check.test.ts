@@ -110,6 +110,17 @@ describe('dataset check on a broken file', () => {
     expect(good.code, good.stderr).toBe(0);
     expect(good.stdout).toMatch(/valid\.jsonl: 6 rows, 6 ok, 0 with problems; 0 problems, 0 warnings/);
   }, 60_000);
+
+  it('asks the server RFT_SERVER names, as --server does (not this folder\'s units)', async () => {
+    const server = await startTestServer();
+    try {
+      const r = await runCli(['dataset', 'check', 'examples/finqa/valid.jsonl', '--validation'], { RFT_SERVER: server.url, RFT_API_KEY: server.key });
+      expect(r.code, r.stderr).toBe(0);
+      expect(r.stdout).toContain(`(tools of ${server.url}, grader answer_match)`);
+    } finally {
+      await server.close();
+    }
+  }, 60_000);
 });
 
 describe("dataset check applies the server's intake limits to each row", () => {

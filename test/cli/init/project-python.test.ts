@@ -2,7 +2,7 @@
 // from the machine's Python index), `npm start` on a sandbox driver, and calls through POST /tools
 // that run the FastMCP server's tools inside the rollout's sandbox, each call in the rollout's record.
 import { spawnSync } from 'node:child_process';
-import { chmodSync, readdirSync, readFileSync, readlinkSync } from 'node:fs';
+import { chmodSync, mkdirSync, readdirSync, readFileSync, readlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { spawnServer, type ChildServer } from '../../helpers/child-server.js';
@@ -65,6 +65,25 @@ it('writes mcp.json running tools/server.py from the project .venv in each rollo
   const readme = readFileSync(join(d, 'README.md'), 'utf8');
   expect(readme).toMatch(/```sh\nnpm install {8}# also makes \.venv with FastMCP[^\n]*\nnpm start /);
   expect(readme).toContain('## Python tools');
+}, 60_000);
+
+it("npm run check asks the server RFT_SERVER or PORT names, with RFT_API_KEY if set, else data/api-key", async () => {
+  const d = join(tempDir('rft-python-'), 'calc');
+  const init = await runCli(['init', d, '--example', 'python']);
+  expect(init.code, init.stderr).toBe(0);
+  const { check } = (JSON.parse(readFileSync(join(d, 'package.json'), 'utf8')) as { scripts: Record<string, string> }).scripts;
+  expect(check).toMatch(/^rft-endpoints dataset check train\.jsonl /);
+  // The script as npm runs it (sh -c), the command replaced by one that prints its arguments.
+  const argsOf = (env: Record<string, string>): string[] => {
+    const r = spawnSync('sh', ['-c', check!.replace(/^rft-endpoints/, "printf '%s\\n'")], { cwd: d, encoding: 'utf8', env: { PATH: process.env.PATH ?? '', ...env } });
+    expect(r.status, r.stderr).toBe(0);
+    return r.stdout.trimEnd().split('\n');
+  };
+  expect(argsOf({ RFT_SERVER: 'http://127.0.0.1:9100', RFT_API_KEY: 'k1' })).toEqual(['dataset', 'check', 'train.jsonl', '--server', 'http://127.0.0.1:9100', '--key', 'k1']);
+  expect(argsOf({ PORT: '9200', RFT_API_KEY: 'k2' })).toEqual(['dataset', 'check', 'train.jsonl', '--server', 'http://127.0.0.1:9200', '--key', 'k2']);
+  mkdirSync(join(d, 'data'));
+  writeFileSync(join(d, 'data/api-key'), 'k3\n');
+  expect(argsOf({})).toEqual(['dataset', 'check', 'train.jsonl', '--server', 'http://127.0.0.1:8787', '--key', 'k3']);
 }, 60_000);
 
 /** Host processes running this project's tools/server.py, with their network namespace. */

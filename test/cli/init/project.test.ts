@@ -110,6 +110,15 @@ describe('rft-endpoints init', () => {
     expect(await callTool(d, 'echo_back', { text: 'hi' })).toBe('hi');
   }, 300_000);
 
+  it("names the job after the project: job.json's suffix is the folder's name, not the example's", async () => {
+    const dir = join(tempDir('rft-project-'), 'Price Bot');
+    const init = await runCli(['init', dir, '--example', 'blank']);
+    expect(init.code, init.stderr).toBe(0);
+    const example = JSON.parse(readFileSync(join(repoRoot, 'examples/blank/job.json'), 'utf8')) as Record<string, unknown>;
+    expect(example.suffix).toBe('prices');
+    expect(JSON.parse(readFileSync(join(dir, 'job.json'), 'utf8'))).toEqual({ ...example, suffix: 'price-bot' });
+  }, 60_000);
+
   it('refuses a folder that is not empty, leaving it as it was (exit 2, RFT_ERR_INIT_TARGET)', async () => {
     const dir = tempDir('rft-project-');
     writeFileSync(join(dir, 'notes.txt'), 'mine');

@@ -74,11 +74,11 @@ describe('report statistics', () => {
 });
 
 describe('row numbers', () => {
-  it('count from 1 in the table and the HTML page, as check-grader does (the results file keeps the index from 0)', () => {
+  it('count from 0 in the table and the HTML page, as the results file, a scripted model and check-grader do', () => {
     const stats = computeStats([result(0, 0, 1), result(0, 1, 0), result(1, 0, 0.5), result(1, 1, 0.5)]);
     const rows = renderTerminal(stats).split('\n').filter((l) => /^\s*\d+\s+2\s+2\s/.test(l)).map((l) => Number(l.trim().split(/\s+/)[0]));
-    expect(rows).toEqual([1, 2]);
+    expect(rows).toEqual([0, 1]);
     const html = renderHtml(stats, 'results.jsonl');
-    expect([...html.matchAll(/<tr(?: class="flat")?><td>(\d+)<\/td><td>2<\/td>/g)].map((m) => Number(m[1]))).toEqual([1, 2]);
+    expect([...html.matchAll(/<tr(?: class="flat")?><td>(\d+)<\/td><td>2<\/td>/g)].map((m) => Number(m[1]))).toEqual([0, 1]);
   });
 });

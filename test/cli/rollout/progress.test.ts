@@ -24,9 +24,9 @@ describe('rollout progress', () => {
     expect(chunks[2]).toBe('\n');
   });
 
-  it('prints one plain line per rollout when not on a terminal', () => {
+  it('prints one plain line per rollout when not on a terminal, its row counted from 0 as in the results file', () => {
     const { out, chunks } = sink(false);
     new Progress(1, out).done(result(null));
-    expect(chunks).toEqual(['[1/1] row=1 try=0 trace_x discarded (boom) calls=1 steps=2 5ms\n']);
+    expect(chunks).toEqual(['[1/1] row=0 try=0 trace_x discarded (boom) calls=1 steps=2 5ms\n']);
   });
 });

@@ -18,9 +18,13 @@ beforeAll(async () => {
   const boom = `import { defineGrader } from ${JSON.stringify(join(repoRoot, 'src/index.ts'))};
 export default defineGrader({ name: 'boom', description: 'always fails', handler() { throw new Error('grader exploded'); } });
 `;
+  // One grader whose itemSchema no finqa row matches: every grade is refused with RFT_ERR_BAD_ROW.
+  const strict = `import { defineGrader, z } from ${JSON.stringify(join(repoRoot, 'src/index.ts'))};
+export default defineGrader({ name: 'strict', description: 'needs a field no row has', itemSchema: z.looseObject({ a_field_no_row_has: z.string() }), handler() { return 1; } });
+`;
   server = await startTestServer({
     toolsDir: finqaToolsDir(),
-    gradersDir: unitsDir({ 'answer_match.ts': reexport('graders/answer_match.ts'), 'boom.ts': boom }),
+    gradersDir: unitsDir({ 'answer_match.ts': reexport('graders/answer_match.ts'), 'boom.ts': boom, 'strict.ts': strict }),
     env: { RFT_SIGNING_SECRETS: secret },
   });
   const prepared = await prepareFinqa(server, 2);
@@ -55,10 +59,28 @@ describe('rollout follows the trainer rules', () => {
     }
   });
 
+  it('a row the grader refuses is recorded as RFT_ERR_BAD_ROW with the whole message, and the hint is the dataset check, not --retry-discarded', async () => {
+    const out = join(work, 'bad-rows.jsonl');
+    const r = await rollout(out, ['--key', server.key], ['--grader-path', '/graders/strict']);
+    expect(r.code).toBe(1);
+    const last = r.stderr.trimEnd().split('\n').at(-1)!;
+    expect(last).toMatch(/^error RFT_ERR_ALL_DISCARDED: all 2 rollouts were discarded \(first: RFT_ERR_BAD_ROW /);
+    expect(last).toContain(`rft-endpoints dataset check ${dataset}`);
+    expect(last).not.toContain('--retry-discarded');
+    for (const x of readJsonl<RolloutResult>(out)) {
+      expect(x).toMatchObject({ discarded: true, score: null, error_code: 'RFT_ERR_BAD_ROW' });
+      // The server's message whole, not cut mid-word.
+      expect(x.error).toContain('a_field_no_row_has');
+      expect(x.error).toMatch(/check the dataset with `rft-endpoints dataset check`$/);
+    }
+  });
+
   it('runs discarded rollouts again with --retry-discarded, and the report counts each (row, try) once', async () => {
     const out = join(work, 'boom.jsonl'); // written by the test above: every rollout discarded
     const plain = await rollout(out, ['--key', server.key]);
     expect(plain.stdout).toContain('0 rollouts (2 skipped as done)');
+    // A rerun that runs nothing says how to start over.
+    expect(plain.stderr).toContain(`nothing to run: all 2 rollouts are already in ${out}; to start over, name a new --out`);
     const retried = await rollout(out, ['--key', server.key, '--retry-discarded']);
     expect(retried.stdout).toContain('2 rollouts (0 skipped as done)');
     expect(readJsonl<RolloutResult>(out)).toHaveLength(4);

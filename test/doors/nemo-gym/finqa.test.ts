@@ -161,7 +161,14 @@ describe('NeMo Gym door with finqa', () => {
     const missing = await v.callTool('read_file', { path: 'x' });
     expect(missing.isError).toBe(true);
     const text = `Answer: ${String(finqa[5]!.reference_answer)}`;
-    const out = [{ type: 'message', role: 'assistant', content: [{ type: 'output_text', text }] }];
+    // verifiers' _trace_to_nemo_response lists the model's calls as function_call items (/verify checks the served ones are there)
+    const calls = [
+      { type: 'function_call', call_id: 'c1', name: 'list_docs', arguments: '{}' },
+      { type: 'function_call_output', call_id: 'c1', output: ok.text },
+      { type: 'function_call', call_id: 'c2', name: 'read_file', arguments: '{"path": "x"}' },
+      { type: 'function_call_output', call_id: 'c2', output: missing.text },
+    ];
+    const out = [...calls, { type: 'message', role: 'assistant', content: [{ type: 'output_text', text }] }];
     const verify = await v.verify({ id: 'r', output: out });
     expect(verify.status).toBe(200);
     const body = JSON.parse(verify.text) as Record<string, unknown>;

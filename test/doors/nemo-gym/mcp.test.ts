@@ -90,7 +90,12 @@ describe('NeMo Gym door /mcp', () => {
     expect(rec.calls[1]!.call_id).toBe('gym-mcp-1');
 
     const text = `Answer: ${String(finqa[0]!.reference_answer)}`;
-    const response = { id: 'resp_1', output: [{ type: 'message', role: 'assistant', content: [{ type: 'output_text', text }] }] };
+    // the episode lists the call made over HTTP (/verify checks every served one is there); MCP calls are not checked
+    const httpCall = [
+      { type: 'function_call', call_id: 'c1', name: 'list_docs', arguments: '{}' },
+      { type: 'function_call_output', call_id: 'c1', output: http.text },
+    ];
+    const response = { id: 'resp_1', output: [...httpCall, { type: 'message', role: 'assistant', content: [{ type: 'output_text', text }] }] };
     const verify = await postOnce(door, '/verify', { ...s.row, response }, { cookies: s.cookies });
     expect(verify.status).toBe(200);
     expect((JSON.parse(verify.text) as { reward: number }).reward).toBe(1);

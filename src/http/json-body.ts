@@ -46,10 +46,11 @@ export function registerJsonBody(app: FastifyInstance, maxDepth: number): void {
     void parseJson(req, text, (err: Error | null, value?: unknown) => (err ? fail(req, done, refuse()) : done(null, value)));
   });
   // aiohttp labels every POST it sends without a body application/octet-stream (the ORS client's
-  // /ping, /delete and /delete_session): there is nothing to refuse. The stream is not read either way.
+  // /ping, /delete and /delete_session): there is nothing to refuse. The stream is not read either way,
+  // and an unknown route stays a 404, as Fastify answers it.
   app.addContentTypeParser('*', (req, _payload, done) => {
     const { 'content-length': length, 'transfer-encoding': chunked, 'content-type': type } = req.headers;
-    if (chunked === undefined && (length === undefined || length === '0')) return done(null, undefined);
+    if (req.is404 || (chunked === undefined && (length === undefined || length === '0'))) return done(null, undefined);
     fail(req, done, errors.unsupportedMediaType(type === '' ? undefined : type));
   });
 }

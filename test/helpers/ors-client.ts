@@ -2,7 +2,8 @@
 // (test/fixtures/ors/sdk-requests.json holds the bytes the real client sent, and test/doors/ors/wire.test.ts
 // replays them). Cited at openrewardstandard/python-sdk a399408:
 // - src/ors/client/_http.py `request_retryable`: headers User-Agent (ors-sdk/0.1.0), X-API-Key (the token),
-//   X-Session-ID (the sid), then aiohttp's Accept: */* and Accept-Encoding: gzip, deflate; a JSON body is
+//   X-Session-ID (the sid), then aiohttp's Accept: */* and Accept-Encoding: gzip, deflate (", br" and
+//   ", zstd" too where Brotli and zstandard are installed; the server compresses nothing); a JSON body is
 //   json.dumps'ed (", " and ": ") as application/json; a POST without one is sent with Content-Length: 0 and
 //   Content-Type: application/octet-stream (aiohttp's default). 3 tries, waits 1 s then 2 s
 //   (wait_exponential min 1), on any aiohttp.ClientError (ClientResponseError is one: every non-2xx status

@@ -36,6 +36,7 @@ walk(join(root, 'graders'));
 walk(join(root, 'src/dashboard'));
 copy(join(root, 'examples/finqa/docs'));
 copy(join(root, 'src/grading/python-grader.py')); // OpenAI python graders' runner (python.ts)
+copy(join(root, 'src/doors/sandbox-fusion/launcher.py')); // the SandboxFusion door's launcher (run.ts)
 
 const supervisor = join(root, 'src/sandbox/drivers/bwrap/supervisor');
 const sources = ['supervisor.c', 'enter.c', 'enter.h']; // as SUPERVISOR_SOURCES in binary.ts

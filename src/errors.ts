@@ -338,6 +338,11 @@ export const errors = {
     `the program was not run (${why}): retry`,
     { cause },
   ]),
+  // More output than the door returns whole: not a reply SandboxFusion would give, so never one verl could score.
+  runCodeOutputTooLarge: define('RFT_ERR_RUN_CODE_OUTPUT_TOO_LARGE', 504, (limit: number) => [
+    `the program printed more than ${limit} bytes on stdout or stderr, more than this server returns whole`,
+    { limit_bytes: limit },
+  ]),
   runCodeLanguage: define('RFT_ERR_RUN_CODE_LANGUAGE', 400, (language: string, supported: string[]) => [
     `language "${language}" is not run by this server (it runs: ${supported.join(', ')})`,
     { language, supported },

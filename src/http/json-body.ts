@@ -1,5 +1,5 @@
 // The one body parser: JSON, kept as raw bytes too (signatures are computed over them), with a
-// nesting limit. Anything else is a 415.
+// nesting limit. No body at all is accepted whatever its Content-Type; any other body is a 415.
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { errors, type RftError } from '../errors.js';
 import { cutValue, jsonDepthExceeds } from '../protocol/json-depth.js';
@@ -44,6 +44,14 @@ export function registerJsonBody(app: FastifyInstance, maxDepth: number): void {
       return done(null, value);
     }
     void parseJson(req, text, (err: Error | null, value?: unknown) => (err ? fail(req, done, refuse()) : done(null, value)));
+  });
+  // aiohttp labels every POST it sends without a body application/octet-stream (the ORS client's
+  // /ping, /delete and /delete_session): there is nothing to refuse. The stream is not read either way,
+  // and an unknown route stays a 404, as Fastify answers it.
+  app.addContentTypeParser('*', (req, _payload, done) => {
+    const { 'content-length': length, 'transfer-encoding': chunked, 'content-type': type } = req.headers;
+    if (req.is404 || (chunked === undefined && (length === undefined || length === '0'))) return done(null, undefined);
+    fail(req, done, errors.unsupportedMediaType(type === '' ? undefined : type));
   });
 }
 

@@ -20,7 +20,7 @@ export interface CaseResult {
   response: Record<string, unknown> | undefined;
 }
 
-/** call_sandbox_api: 504 is retried (after 1 s, then 2 s: `wait` stands for those sleeps), anything else ends it. */
+/** call_sandbox_api: 504 is retried (after 1 s, then 2 s: `wait` stands for those sleeps), anything else ends it (statuses: 0 for no reply). */
 export async function callSandboxApi(
   url: string,
   code: string,
@@ -35,20 +35,32 @@ export async function callSandboxApi(
   });
   const statuses: number[] = [];
   for (let attempt = 0; attempt < 3; attempt++) {
-    const res = await fetch(url, {
-      method: 'POST',
-      headers: { 'Content-Type': 'application/json', Accept: 'application/json' },
-      body: payload,
-      signal: AbortSignal.timeout((timeout + timeout + 10) * 1000),
-    });
+    // A request error (a timeout, a connection reset) or a reply that is not JSON ends the tries: -1.
+    let res: Response;
+    let text: string;
+    try {
+      res = await fetch(url, {
+        method: 'POST',
+        headers: { 'Content-Type': 'application/json', Accept: 'application/json' },
+        body: payload,
+        signal: AbortSignal.timeout((timeout + timeout + 10) * 1000),
+      });
+      text = await res.text();
+    } catch {
+      statuses.push(0);
+      return { response: undefined, statuses };
+    }
     statuses.push(res.status);
-    const text = await res.text();
     if (res.status === 504) {
       if (attempt < 2) await wait(attempt + 1);
       continue;
     }
     if (res.status >= 400) return { response: undefined, statuses };
-    return { response: JSON.parse(text) as Record<string, unknown>, statuses };
+    try {
+      return { response: JSON.parse(text) as Record<string, unknown>, statuses };
+    } catch {
+      return { response: undefined, statuses };
+    }
   }
   return { response: undefined, statuses };
 }

@@ -10,11 +10,11 @@ export const SANDBOX_FUSION_LANGUAGES = [
 ] as const;
 
 /** The languages run here: interpreters the sandbox image (and a bwrap or process host) has; the program file and its command. */
-export const RUNNERS: Partial<Record<(typeof SANDBOX_FUSION_LANGUAGES)[number], { file: string; command: string }>> = {
-  python: { file: 'run_code_main.py', command: 'python3 run_code_main.py' },
-  nodejs: { file: 'run_code_main.js', command: 'node run_code_main.js' },
-  bash: { file: 'run_code_main.sh', command: 'bash run_code_main.sh' },
-  perl: { file: 'run_code_main.pl', command: 'perl run_code_main.pl' },
+export const RUNNERS: Partial<Record<(typeof SANDBOX_FUSION_LANGUAGES)[number], { file: string; argv: string[] }>> = {
+  python: { file: 'run_code_main.py', argv: ['python3', 'run_code_main.py'] },
+  nodejs: { file: 'run_code_main.js', argv: ['node', 'run_code_main.js'] },
+  bash: { file: 'run_code_main.sh', argv: ['bash', 'run_code_main.sh'] },
+  perl: { file: 'run_code_main.pl', argv: ['perl', 'run_code_main.pl'] },
 };
 
 /** Its defaults are SandboxFusion's (pydantic: extra fields ignored, numbers as floats). */

@@ -1,11 +1,15 @@
 // One /run_code request in a fresh sandbox of the configured driver: files in, the program with the
 // request's time and memory limits (never above the driver's), files out, the sandbox destroyed.
-// The program's own outcome (exit code, signal, time limit, a sandbox it took down) is the reply;
-// a failure of ours throws RFT_ERR_RUN_CODE_UNAVAILABLE (504, the status verl retries).
+// The program's own outcome (exit code, signal, time limit, a sandbox it took down) is the reply, its
+// output whole (launcher.py passes it on and drains the rest: more than RUN_CODE_MAX_OUTPUT_BYTES is a
+// 504, never a cut reply verl would score as a wrong answer); a failure of ours throws
+// RFT_ERR_RUN_CODE_UNAVAILABLE (504, the status verl retries).
+import { readFileSync } from 'node:fs';
 import { constants } from 'node:os';
+import { join } from 'node:path';
 import { errors, isRftError } from '../../errors.js';
 import type { SandboxProvider } from '../../sandbox/provider.js';
-import type { Sandbox, SandboxLimits } from '../../sandbox/types.js';
+import type { ExecResult, Sandbox, SandboxLimits } from '../../sandbox/types.js';
 import { RUNNERS, type CommandRunResult, type RunCodeRequest, type RunCodeResponse } from './request.js';
 
 export interface RunOptions {
@@ -22,6 +26,13 @@ export interface RunOutcome {
   sandboxId: string;
   durationMs: number;
 }
+
+/** The most of each of stdout and stderr returned, whole (SandboxFusion returns all of it); more is a 504. */
+export const RUN_CODE_MAX_OUTPUT_BYTES = 4 * 1024 * 1024;
+
+const LAUNCHER = readFileSync(join(import.meta.dirname, 'launcher.py'), 'utf8');
+/** launcher.py's last stderr line: the program's returncode and the bytes it printed on stdout and stderr. */
+const TRAILER = /\0rft-run-code (-?\d+) (\d+) (\d+)\n$/;
 
 /** Slack verl's client allows beyond compile and run (API_TIMEOUT): a slot must come well within it. */
 const CLIENT_SLACK_MS = 10_000;
@@ -77,6 +88,28 @@ function returnCode(exitCode: number | null, signal: string | null): number | nu
   return n === undefined ? null : -n;
 }
 
+/**
+ * The launcher's report, taken off stderr: only when the exit status agrees with it (the launcher exits
+ * with the program's status, 128 + N for signal N), so nothing the program writes can change its outcome.
+ */
+function launched(r: ExecResult): { stderr: string; returnCode: number; printed: [number, number] } | undefined {
+  const m = TRAILER.exec(r.stderr);
+  if (!m) return undefined;
+  const code = Number(m[1]);
+  if (r.exitCode !== (code < 0 ? 128 - code : code)) return undefined;
+  return { stderr: r.stderr.slice(0, m.index), returnCode: code, printed: [Number(m[2]), Number(m[3])] };
+}
+
+/** The run as SandboxFusion reports it; more output than is returned whole throws (a time limit is the program's own, whatever it printed). */
+function outcome(r: ExecResult): CommandRunResult {
+  // (the launcher killed with the program, by a time limit or by the program itself, reports nothing)
+  const end = launched(r);
+  const stderr = end?.stderr ?? r.stderr;
+  if (r.timedOut) return { status: 'TimeLimitExceeded', execution_time: r.durationMs / 1000, return_code: null, stdout: r.stdout, stderr };
+  if (end && Math.max(...end.printed) > RUN_CODE_MAX_OUTPUT_BYTES) throw errors.runCodeOutputTooLarge(RUN_CODE_MAX_OUTPUT_BYTES);
+  return { status: 'Finished', execution_time: r.durationMs / 1000, return_code: end?.returnCode ?? returnCode(r.exitCode, r.signal), stdout: r.stdout, stderr };
+}
+
 export async function runCode(o: RunOptions, traceId: string, req: RunCodeRequest): Promise<RunOutcome> {
   const runner = RUNNERS[req.language];
   if (!runner) throw errors.runCodeLanguage(req.language, Object.keys(RUNNERS));
@@ -93,13 +126,13 @@ export async function runCode(o: RunOptions, traceId: string, req: RunCodeReques
     const timeoutMs = Math.max(1, Math.min(req.run_timeout * 1000, o.limits.wallTimeoutMs));
     // RLIMIT_DATA, as the driver's own memory limit (src/sandbox/limits.ts): lowered, never raised.
     const kb = Math.floor(memoryBytes(req, o.limits) / 1024);
+    const argv = ['/bin/sh', '-c', `ulimit -d ${kb} && exec python3 -I -S -c "$0" "$@"`, LAUNCHER, String(RUN_CODE_MAX_OUTPUT_BYTES), ...runner.argv];
     let run: CommandRunResult;
     try {
-      const r = await sb.exec(`ulimit -d ${kb} && exec ${runner.command}`, { stdin: req.stdin ?? '', timeoutMs, maxOutputBytes: o.limits.maxOutputBytes });
-      run = r.timedOut
-        ? { status: 'TimeLimitExceeded', execution_time: r.durationMs / 1000, return_code: null, stdout: r.stdout, stderr: r.stderr }
-        : { status: 'Finished', execution_time: r.durationMs / 1000, return_code: returnCode(r.exitCode, r.signal), stdout: r.stdout, stderr: r.stderr };
+      // (room for the launcher's report past the program's stderr)
+      run = outcome(await sb.exec(argv, { stdin: req.stdin ?? '', timeoutMs, maxOutputBytes: RUN_CODE_MAX_OUTPUT_BYTES + 256 }));
     } catch (e) {
+      if (isRftError(e) && e.code === errors.runCodeOutputTooLarge.code) throw e;
       // The program took its sandbox down (RFT_ERR_SANDBOX_ENDED_BY_ROLLOUT, a 4xx): its own failure.
       if (!isRftError(e) || e.statusCode >= 500) ours(e, 'its sandbox failed while it ran');
       run = { status: 'Error', execution_time: null, return_code: null, stdout: '', stderr: `${e.code}: ${e.message}` };

@@ -81,6 +81,19 @@ for (const [n, d] of drivers.entries()) {
       expect(drops).toBe(1);
     }, 120_000);
 
+    it.runIf(n === 0)("the client's /delete ends its session at once: the sandbox is destroyed, the session's pings are 404s", async () => {
+      const sandboxes = server.app.rft.sandboxes!;
+      const client = new OrsClient(server.url, { token: server.key, waitScale: 0.01 });
+      const sid = await client.session('coding', { split: 'train', index: 0 }, async (s) => {
+        await s.callTool('list_files', {});
+        expect(sandboxes.stats().live).toBe(1);
+        return s.sid;
+      });
+      expect(client.swallowed).toEqual([]);
+      expect(sandboxes.stats().live).toBe(0);
+      await expect(client.request('POST', '/ping', undefined, sid, false)).rejects.toMatchObject({ status: 404 });
+    }, 120_000);
+
     it('two concurrent sessions of one task never see each other\'s workspace', async () => {
       const write = (text: string) =>
         ors.session('coding', { split: 'train', index: 0 }, async (s) => {

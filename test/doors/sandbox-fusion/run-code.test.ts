@@ -15,6 +15,7 @@ import { waitFor } from '../../helpers/wait.js';
 import { repoRoot, startTestServer, type TestServer } from '../../helpers/server.js';
 import { callSandboxApi, computeScore, type TestCases } from '../../helpers/verl-sandbox-fusion.js';
 import { DOCKER_IMAGE, GVISOR_ENGINE, driversPresent, type TestDriver } from '../../sandbox/helpers.js';
+import { RUN_CODE_MAX_OUTPUT_BYTES } from '../../../src/doors/sandbox-fusion/run.js';
 
 const present = await driversPresent();
 const root = canSwitchUid();
@@ -119,6 +120,34 @@ for (const [index, name] of (['bwrap', 'docker', 'gvisor', 'process'] as TestDri
       expect((await post({ language: 'bash', code: 'echo $((6 * 7))' })).json.run_result.stdout).toBe('42\n');
       expect(await post({ language: 'cpp', code: 'int main(){}' })).toMatchObject({ status: 400, json: { error: { code: 'RFT_ERR_RUN_CODE_LANGUAGE' } } });
       expect(await post({ code: 'x', files: { '../escape.txt': 'eA==' } })).toMatchObject({ status: 400, json: { error: { code: 'RFT_ERR_PATH_ESCAPE' } } });
+    }, 120_000);
+
+    it("a correct program's whole output, stdout and stderr, far past 16 KiB: verl scores it 1 (cut at 16 KiB it was a wrong answer, at 100 KB a broken pipe)", async () => {
+      const sizes = [20_000, 100_000, 3_000_000];
+      const code = 'import sys\nn = int(input())\nsys.stderr.write("e" * n)\nsys.stdout.write("x" * n + "\\n")';
+      const r = await computeScore(url, fence(code), { inputs: sizes.map((n) => `${n}\n`), outputs: sizes.map((n) => 'x'.repeat(n)) });
+      expect(r.cases.map((c) => [c.result, c.statuses, (c.response?.run_result as { stderr: string } | undefined)?.stderr.length])).toEqual(sizes.map((n) => [true, [200], n]));
+    }, 120_000);
+
+    it('past the bound on output, a 504 verl retries and counts as the sandbox\'s failure, never a wrong answer', async () => {
+      const flood = `import sys\nsys.stdout.write("x" * (${RUN_CODE_MAX_OUTPUT_BYTES} + 1))`;
+      const r = await post({ code: flood });
+      expect(r).toMatchObject({ status: 504, json: { error: { code: 'RFT_ERR_RUN_CODE_OUTPUT_TOO_LARGE' } } });
+      const verl = await computeScore(url, fence(flood), { inputs: [''], outputs: ['x'] });
+      expect(verl.cases.map((c) => [c.result, c.statuses])).toEqual([[-1, [504, 504, 504]]]);
+      // a stderr flood too; a flood that never ends is a time limit, the program's own
+      expect((await post({ code: `import sys\nsys.stderr.write("e" * (${RUN_CODE_MAX_OUTPUT_BYTES} + 1))` })).status).toBe(504);
+      const endless = await post({ code: 'while True:\n    print("y" * 1000)', run_timeout: 2 });
+      expect(endless).toMatchObject({ status: 200, json: { status: 'Failed', run_result: { status: 'TimeLimitExceeded' } } });
+    }, 120_000);
+
+    it('a program a signal ended reports minus its number as return_code, as SandboxFusion does; an exit status is its own', async () => {
+      const kill = (sig: string) => post({ code: `import os, signal\nprint("before", flush=True)\nos.kill(os.getpid(), signal.${sig})` });
+      for (const [sig, rc] of [['SIGKILL', -9], ['SIGTERM', -15], ['SIGSEGV', -11]] as const) {
+        expect((await kill(sig)).json).toMatchObject({ status: 'Failed', run_result: { status: 'Finished', return_code: rc, stdout: 'before\n' } });
+      }
+      expect((await post({ code: 'import sys\nsys.exit(137)' })).json).toMatchObject({ status: 'Failed', run_result: { status: 'Finished', return_code: 137 } });
+      expect((await post({ code: 'import sys\nsys.exit(3)' })).json.run_result.return_code).toBe(3);
     }, 120_000);
 
     it('records every run as a rollout of its own with one run_code call', async () => {

@@ -6,7 +6,6 @@ import { dirname, join, resolve } from 'node:path';
 import { z } from 'zod';
 import { errors } from './errors.js';
 import { isLoopback } from './loopback.js';
-import { DEFAULT_START_TIMEOUT_MS } from './mcp/config.js';
 import { DRIVERS } from './sandbox/drivers/index.js';
 import type { SandboxSettings } from './sandbox/settings.js';
 
@@ -58,6 +57,9 @@ export const keyHeaderList = list.transform((names, ctx) => {
 type Intersect<U> = (U extends unknown ? (u: U) => void : never) extends (i: infer I) => void ? I : never;
 const driverSettings = Object.assign({}, ...DRIVERS.map((d) => d.settings)) as Intersect<(typeof DRIVERS)[number]['settings']>;
 
+/** RFT_MCP_START_TIMEOUT_MS's default: a bridged MCP server's start bound when nothing sets one (src/mcp/config.ts). */
+export const DEFAULT_MCP_START_TIMEOUT_MS = 30_000;
+
 export const configSchema = z.object({
   PORT: int(0, 65535).default(8787),
   HOST: z.string().min(1).default('127.0.0.1'),
@@ -80,7 +82,7 @@ export const configSchema = z.object({
    * mcp.json entry sets no `startTimeoutMs`. Not counted in the tool's timeout; past it the call answers 503
    * RFT_ERR_TOOL_START_TIMEOUT, not run and not charged.
    */
-  RFT_MCP_START_TIMEOUT_MS: int(100, 600_000).default(DEFAULT_START_TIMEOUT_MS),
+  RFT_MCP_START_TIMEOUT_MS: int(100, 600_000).default(DEFAULT_MCP_START_TIMEOUT_MS),
   RFT_GRADERS_DIR: z.string().default('graders'),
   RFT_DEFAULT_GRADER: z.string().optional(),
   /** The job body (model, max_episode_steps, hyperparameters); default job.json beside the tools folder, none if absent. */

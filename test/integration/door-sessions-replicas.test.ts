@@ -105,11 +105,16 @@ describeIf(unavailable === undefined, 'Postgres', unavailable ?? '')('door sessi
     const patch = readFileSync(join(repoRoot, 'examples/coding/tasks', String(row.task_id), 'solution.patch'), 'utf8');
     const seed = await gymRequest(doors[0]!, '/seed_session', toGymRow(row));
     expect(seed.status).toBe(200);
-    const at = (n: number, path: string, body: unknown) => gymRequest(doors[n]!, path, body, { cookies: seed.cookies });
+    // (each call listed in the episode /verify sends, as Gym's agent lists a call before sending it)
+    const output: Row[] = [];
+    const at = (n: number, path: string, body: unknown) => {
+      if (path !== '/verify') output.push({ type: 'function_call', call_id: `call_${output.length}`, name: path.slice(1), arguments: JSON.stringify(body), status: 'completed' });
+      return gymRequest(doors[n]!, path, body, { cookies: seed.cookies });
+    };
     expect((await at(1, '/shell', { command: 'echo from-b > note.txt' })).status).toBe(200);
     expect((await at(2, '/read_file', { path: 'note.txt' })).text).toContain('from-b');
     expect((await at(0, '/apply_patch', { patch })).text).not.toMatch(/^Error/);
-    const response = { id: 'resp_1', created_at: 0, model: 'policy', object: 'response', output: [], parallel_tool_calls: false, tool_choice: 'auto', tools: [] };
+    const response = { id: 'resp_1', created_at: 0, model: 'policy', object: 'response', output, parallel_tool_calls: false, tool_choice: 'auto', tools: [] };
     const verify = await at(1, '/verify', { ...toGymRow(row), response });
     expect(verify.status).toBe(200);
     const reward = (JSON.parse(verify.text) as { reward: number }).reward;
@@ -118,6 +123,41 @@ describeIf(unavailable === undefined, 'Postgres', unavailable ?? '')('door sessi
     expect(rec.calls.map((c) => c.status)).toEqual(['ok', 'ok', 'ok']);
     expect(rec.grades.map((g) => g.score)).toEqual([reward]);
   }, 300_000);
+
+  it("refuses a NeMo Gym model's verify call on one replica by the calls another served, and grades the trainer's /verify once", async () => {
+    const doors = replicas.map((r) => r.app.rft.nemoGym!.url);
+    const row = toGymRow(finqa[6]!);
+    const right = `Answer: ${String(finqa[6]!.reference_answer)}`;
+    // The model's call named verify carries the row and a right answer but leaves out the call B served:
+    // A knows of that call only from the record.
+    const forged = { ...row, response: { output: [{ type: 'message', role: 'assistant', content: [{ type: 'output_text', text: right, annotations: [] }] }] } };
+    const model = (step: number): ModelTurn =>
+      step === 1 ? { calls: [{ name: 'list_docs', arguments: '{}' }] } : step === 2 ? { calls: [{ name: 'verify', arguments: JSON.stringify(forged) }] } : { message: 'Answer: 17' };
+    const route = [0, 1, 0, 1]; // seed on A, list_docs on B, the model's verify on A, the trainer's /verify on B
+    let turn = 0;
+    let verifyBody: unknown;
+    const ep = await simpleAgentRun(doors[0]!, row, model, {
+      request: (_base, path, json, o) => {
+        if (path === '/verify') verifyBody = json;
+        return gymRequest(doors[route[turn++]!]!, path, json, o);
+      },
+    });
+    expect(turn).toBe(4);
+    expect(ep.tools.map((t) => t.reply?.status)).toEqual([200, 422]);
+    expect((JSON.parse(ep.tools[1]!.output) as { error: { code: string } }).error.code).toBe('RFT_ERR_NEMO_GYM_NOT_A_TOOL');
+    expect(ep.tools[1]!.output).not.toMatch(/reward/);
+    expect(ep.verify.status).toBe(200);
+    const expected = await gradeThroughApi(replicas[0]!, itemOf(finqa[6]!), 'Answer: 17');
+    expect(expected).toBe(0);
+    expect(ep.result!.reward).toBe(expected);
+    // Graded once: the trainer's retry of /verify on C gets the recorded reward, and the record holds one grade.
+    const again = await gymRequest(doors[2]!, '/verify', verifyBody, { cookies: ep.seed.cookies });
+    expect(again.status).toBe(200);
+    expect((JSON.parse(again.text) as { reward: number }).reward).toBe(expected);
+    const rec = await recordOf(replicas[2]!.url, replicas[2]!.key, traceIdOf(ep.seed.cookies[SESSION_COOKIE]!));
+    expect(rec.calls.map((c) => c.tool)).toEqual(['list_docs']);
+    expect(rec.grades.map((g) => g.score)).toEqual([expected]);
+  }, 120_000);
 
   it('keys concurrent different calls of one NeMo Gym session on three replicas once each, none taken for another', async () => {
     const doors = replicas.map((r) => r.app.rft.nemoGym!.url);

@@ -137,6 +137,17 @@ function conversationOf(callIds: readonly unknown[]): string | undefined {
   return undefined;
 }
 
+// Usage as the Responses API reports it, token details included: NeMo Gym's model server refuses a reply
+// without them (NeMoGymResponseUsage), which would stop an ng_collect_rollouts rehearsal at its first turn.
+// cache_write_tokens is in the newer openai SDKs' InputTokensDetails (required there, unknown to older ones).
+const RESPONSES_USAGE = {
+  input_tokens: 1,
+  input_tokens_details: { cached_tokens: 0, cache_write_tokens: 0 },
+  output_tokens: 1,
+  output_tokens_details: { reasoning_tokens: 0 },
+  total_tokens: 2,
+};
+
 function encodeArgs(a: unknown): string {
   return typeof a === 'string' ? a : JSON.stringify(a ?? {});
 }
@@ -187,16 +198,19 @@ export async function startScriptedModel(opts: ScriptedModelOptions): Promise<Sc
     }
     const id = nextId('resp');
     stored.set(id, [...all, ...output]);
+    // Every field the Responses API's Response requires (NeMo Gym validates them: test/fixtures/gym),
+    // the request's settings echoed with the API's defaults.
     return {
       id,
       object: 'response',
       created_at: Math.floor(Date.now() / 1000),
       status: 'completed',
-      model: body.model,
+      model: body.model ?? 'scripted',
       output,
       parallel_tool_calls: body.parallel_tool_calls ?? true,
+      tool_choice: body.tool_choice ?? 'auto',
       tools: body.tools ?? [],
-      usage: { input_tokens: 1, output_tokens: 1, total_tokens: 2 },
+      usage: RESPONSES_USAGE,
     };
   };
 
@@ -237,10 +251,11 @@ export async function startScriptedModel(opts: ScriptedModelOptions): Promise<Sc
   const floods: FloodRecord[] = [];
   const flood = async (res: ServerResponse, { bytes, declareLength }: { bytes: number; declareLength?: boolean }) => {
     const head = Buffer.from(
-      '{"id":"resp_flood","object":"response","created_at":0,"status":"completed","model":"scripted","output":' +
+      '{"id":"resp_flood","object":"response","created_at":0,"status":"completed","model":"scripted",' +
+        '"parallel_tool_calls":true,"tool_choice":"auto","tools":[],"output":' +
         '[{"type":"message","id":"msg_flood","role":"assistant","status":"completed","content":[{"type":"output_text","annotations":[],"text":"',
     );
-    const tail = Buffer.from('"}]}],"usage":{"input_tokens":1,"output_tokens":1,"total_tokens":2}}');
+    const tail = Buffer.from(`"}]}],"usage":${JSON.stringify(RESPONSES_USAGE)}}`);
     res.writeHead(200, { 'content-type': 'application/json', ...(declareLength ? { 'content-length': head.length + bytes + tail.length } : {}) });
     const record: FloodRecord = { sent: 0, finished: false };
     let closed = false;

@@ -6,11 +6,13 @@ import { dirname, join, resolve } from 'node:path';
 import { z } from 'zod';
 import { errors } from './errors.js';
 import { isLoopback } from './loopback.js';
-import { DEFAULT_START_TIMEOUT_MS } from './mcp/config.js';
 import { DRIVERS } from './sandbox/drivers/index.js';
 import type { SandboxSettings } from './sandbox/settings.js';
 
 export { isLoopback };
+
+/** A bridged MCP server's start bound when neither its mcp.json entry nor RFT_MCP_START_TIMEOUT_MS sets one. */
+export const DEFAULT_MCP_START_TIMEOUT_MS = 30_000;
 
 const int = (min: number, max = Number.MAX_SAFE_INTEGER) => z.coerce.number().int().min(min).max(max);
 const bool = z.union([z.boolean(), z.enum(['1', '0', 'true', 'false', 'yes', 'no'])]).transform((v) => v === true || v === '1' || v === 'true' || v === 'yes');
@@ -80,7 +82,7 @@ export const configSchema = z.object({
    * mcp.json entry sets no `startTimeoutMs`. Not counted in the tool's timeout; past it the call answers 503
    * RFT_ERR_TOOL_START_TIMEOUT, not run and not charged.
    */
-  RFT_MCP_START_TIMEOUT_MS: int(100, 600_000).default(DEFAULT_START_TIMEOUT_MS),
+  RFT_MCP_START_TIMEOUT_MS: int(100, 600_000).default(DEFAULT_MCP_START_TIMEOUT_MS),
   RFT_GRADERS_DIR: z.string().default('graders'),
   RFT_DEFAULT_GRADER: z.string().optional(),
   /** The job body (model, max_episode_steps, hyperparameters); default job.json beside the tools folder, none if absent. */

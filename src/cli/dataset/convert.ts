@@ -60,7 +60,8 @@ export function convertDataset(file: string, opts: GymRowOptions = {}) {
 
 /**
  * TRL's datasets loader makes each field a column of one type: a field that is text in one row and a
- * number in another would stop the trainer at load, so it stops the conversion here, naming both lines.
+ * number in another is refused at load or silently changed (datasets 5 reads "48.6" and 48.6 both as
+ * 48.6), so it stops the conversion here, naming both lines.
  */
 function oneKindPerColumn(): (row: Record<string, unknown>, line: number) => void {
   const kinds = new Map<string, { kind: string; line: number }>();
@@ -70,7 +71,7 @@ function oneKindPerColumn(): (row: Record<string, unknown>, line: number) => voi
       if (kind === undefined) continue;
       const first = kinds.get(k);
       if (!first) kinds.set(k, { kind, line });
-      else if (first.kind !== kind) throw new RowProblem(`field "${k}" is ${kind} here and ${first.kind} on line ${first.line}: TRL's loader (datasets) needs one type per column`);
+      else if (first.kind !== kind) throw new RowProblem(`field "${k}" is ${kind} here and ${first.kind} on line ${first.line}: TRL's loader (datasets) holds one type per column, and changes or refuses the other`);
     }
   };
 }

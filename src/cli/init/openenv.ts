@@ -129,8 +129,8 @@ class RftEnv:
 ${[...tools.map(toolMethod), toolMethod(SUBMIT)].join('\n')}\`\`\`
 
 SkyRL (a \`BaseTextEnv\`, as its OpenEnv integration \`examples/train_integrations/openenv/env.py\`): in \`__init__\`,
-\`self.env = GenericEnvClient(base_url="${url}").sync()\` and \`self.env.reset(split=..., index=...)\` from the row's
-\`extras\`; in \`step(action)\`, parse the model's tool call and send \`{"type": "call_tool", "tool_name", "arguments"}\`;
+\`self.env = GenericEnvClient(base_url="${url}").sync()\` and \`self.env.reset(split=..., index=..., run=...)\` from the
+row's \`extras\` (\`run\`, optional, labels the run on the dashboard); in \`step(action)\`, parse the model's tool call and send \`{"type": "call_tool", "tool_name", "arguments"}\`;
 \`reward\` and \`done\` are the step result's. docs/openenv.md in rft-endpoints has the whole protocol.
 `;
 }

@@ -21,6 +21,7 @@ if ! "$PY" -c 'import ensurepip, venv' >/dev/null 2>&1; then
 fi
 rm -rf "$VENV"
 "$PY" -m venv "$VENV"
-"$VENV/bin/pip" install --quiet --disable-pip-version-check "${PACKAGES[@]}" >&2
+# Retries off: pip's default index is unreachable here, and each retry of it waits (5 min with them on).
+PIP_RETRIES=0 "$VENV/bin/pip" install --quiet --disable-pip-version-check "${PACKAGES[@]}" >&2
 "$VENV/bin/python" -c 'import pyarrow, datasets' >&2
 echo "$VENV/bin/python"

@@ -11,6 +11,9 @@ import type { SandboxSettings } from './sandbox/settings.js';
 
 export { isLoopback };
 
+/** A bridged MCP server's start bound when neither its mcp.json entry nor RFT_MCP_START_TIMEOUT_MS sets one. */
+export const DEFAULT_MCP_START_TIMEOUT_MS = 30_000;
+
 const int = (min: number, max = Number.MAX_SAFE_INTEGER) => z.coerce.number().int().min(min).max(max);
 const bool = z.union([z.boolean(), z.enum(['1', '0', 'true', 'false', 'yes', 'no'])]).transform((v) => v === true || v === '1' || v === 'true' || v === 'yes');
 const list = z
@@ -56,9 +59,6 @@ export const keyHeaderList = list.transform((names, ctx) => {
 
 type Intersect<U> = (U extends unknown ? (u: U) => void : never) extends (i: infer I) => void ? I : never;
 const driverSettings = Object.assign({}, ...DRIVERS.map((d) => d.settings)) as Intersect<(typeof DRIVERS)[number]['settings']>;
-
-/** RFT_MCP_START_TIMEOUT_MS's default: a bridged MCP server's start bound when nothing sets one (src/mcp/config.ts). */
-export const DEFAULT_MCP_START_TIMEOUT_MS = 30_000;
 
 export const configSchema = z.object({
   PORT: int(0, 65535).default(8787),

@@ -42,6 +42,8 @@ export interface Rollout {
   /** The only tools this rollout may call. */
   tools: ReadonlySet<string>;
   grader: LoadedGrader;
+  /** The run label it came with: a grade creating its record (the reward door's) records it there. */
+  run?: string | undefined;
 }
 
 export interface StartRollout {
@@ -139,7 +141,7 @@ export class DoorCore {
     } catch (e) {
       throw errors.store((e as Error).message);
     }
-    const rollout: Rollout = { traceId: input.traceId, door: input.door, row: input.row, environment: env?.name, tools: new Set(input.tools), grader };
+    const rollout: Rollout = { traceId: input.traceId, door: input.door, row: input.row, environment: env?.name, tools: new Set(input.tools), grader, run: input.run };
     const { sandboxes } = this.s;
     if (input.warmSandbox && sandboxes && typeof input.row.sandbox === 'object' && input.row.sandbox !== null) {
       // Not awaited: a failure here is the first tool call's to meet (acquire runs again there).
@@ -226,7 +228,7 @@ export class DoorCore {
    */
   async grade(r: Rollout, answer: Sample | string, credential: string | null = null): Promise<Grade> {
     const sample = typeof answer === 'string' ? this.answer(answer) : answer;
-    const { record, replayed } = await this.s.grading.grade(r.grader, { sample, item: r.row, traceId: r.traceId, credential, source: 'endpoint', door: r.door });
+    const { record, replayed } = await this.s.grading.grade(r.grader, { sample, item: r.row, traceId: r.traceId, credential, source: 'endpoint', door: r.door, run: r.run });
     if (record.score === null) throw errors.graderFailed(r.grader.def.name, 'no score was recorded');
     return { score: record.score, subscores: record.subscores ?? {}, grader: r.grader.def.name, replayed };
   }

@@ -89,7 +89,7 @@ export class Sessions {
     const h = token === undefined ? undefined : await this.records.read(hashOf(token));
     if (!h) return undefined;
     const r = h.record;
-    const rollout = this.core.resume({ traceId: r.traceId, door: this.door, row: (r.item ?? {}) as Item, environment: r.environment ?? undefined, tools: r.tools });
+    const rollout = this.core.resume({ traceId: r.traceId, door: this.door, row: (r.item ?? {}) as Item, environment: r.environment ?? undefined, tools: r.tools, run: r.run ?? undefined });
     return { ...h.state, token: token!, rollout, held: h };
   }
 

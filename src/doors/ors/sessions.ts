@@ -17,6 +17,8 @@ export interface RowRef {
   env: string | undefined;
   split: string;
   index: number;
+  /** The run label /create named (x-rft-run, else the body's or its task_spec's `run`). */
+  run?: string | undefined;
   /** The /create body as sent (canonical JSON): a retried /create is told from another. */
   body: string;
 }
@@ -122,7 +124,7 @@ export class Sessions {
     const r = h.record;
     const rollout = !h.state.started
       ? undefined
-      : known ?? this.core.resume({ traceId: r.traceId, door: this.door, row: (r.item ?? {}) as Item, environment: r.environment ?? undefined, tools: r.tools });
+      : known ?? this.core.resume({ traceId: r.traceId, door: this.door, row: (r.item ?? {}) as Item, environment: r.environment ?? undefined, tools: r.tools, run: h.state.row?.run });
     return { ...h.state, sid: r.id, rollout, held: h };
   }
 

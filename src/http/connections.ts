@@ -2,11 +2,13 @@
 // The process's budget is split between its listeners (splitConnections) so a flood on a listener
 // without credentials cannot take the descriptors the trainer's authenticated calls need. At a
 // listener's cap a connection that has sent nothing useful is closed to make room, in this order:
-// one whose request's headers never ended (half-open, or silent since it connected), then one whose
-// request's body is still arriving, then one idle between requests; the oldest first in each. A
-// connection whose request is running (its handler has it), an upgraded one (a WebSocket) and, on
-// the main listener, one that presented a valid credential are never closed for room: a new one is
-// refused only when every open connection is one of these.
+// one whose request's headers have not ended a second after it connected (half-open, or silent), then
+// one whose request's body is still arriving, then one idle between requests, then one that connected
+// less than a second ago and has not sent its headers yet; the oldest first in each (a trainer's new
+// connection sends its request at once, so it is the youngest of the last kind). A connection whose
+// request is running (its handler has it), an upgraded one (a WebSocket) and, on the main listener,
+// one that presented a valid credential are never closed for room: a new one is refused only when
+// every open connection is one of these.
 import { readFileSync } from 'node:fs';
 import type { IncomingMessage, Server as HttpServer, ServerResponse } from 'node:http';
 import type { Server as HttpsServer } from 'node:https';
@@ -44,7 +46,11 @@ export function splitConnections(total: number, doors: Record<string, number | u
   return { ...shares, main };
 }
 
+/** How long a new connection may take to send its request's headers before it counts as having sent nothing. */
+const FRESH_GRACE_MS = 1_000;
+
 interface Conn {
+  openedAt: number;
   /** The request being received or run, while there is one. */
   request: IncomingMessage | undefined;
   inFlight: number;
@@ -76,7 +82,7 @@ export class ConnectionGuard {
 
   private admit(socket: Socket): void {
     this.open++;
-    this.conns.set(socket, { request: undefined, inFlight: 0, kept: false });
+    this.conns.set(socket, { openedAt: Date.now(), request: undefined, inFlight: 0, kept: false });
     this.fresh.add(socket);
     socket.once('close', () => {
       this.open--;
@@ -88,7 +94,9 @@ export class ConnectionGuard {
   }
 
   private makeRoom(newcomer: Socket): void {
-    const victim = this.first(this.fresh, (s) => s !== newcomer) ?? this.slowBody() ?? this.first(this.idle) ?? newcomer;
+    const oldest = this.first(this.fresh, (s) => s !== newcomer);
+    const stale = oldest && Date.now() - this.conns.get(oldest)!.openedAt > FRESH_GRACE_MS ? oldest : undefined;
+    const victim = stale ?? this.slowBody() ?? this.first(this.idle) ?? oldest ?? newcomer;
     if (victim === newcomer) {
       this.refused++;
       const now = Date.now();

@@ -16,21 +16,13 @@ import { bearer, fixtureGraders, fixtureTools, functionCall } from '../helpers/f
 import { spawnServer, type ChildServer } from '../helpers/child-server.js';
 import { startTestServer, type TestServer } from '../helpers/server.js';
 import { thrown } from '../helpers/codes.js';
-import { exchange, open } from './raw.js';
+import { open, statusAndCode } from './raw.js';
 
 type Answer = { status: number; code: string | undefined };
 
-async function ask(url: string, path: string, headers: Record<string, string> = {}): Promise<Answer> {
+function ask(url: string, path: string, headers: Record<string, string> = {}): Promise<Answer> {
   const h = { host: new URL(url).host, ...headers };
-  const r = await exchange(url, `GET ${path} HTTP/1.1\r\n${Object.entries(h).map(([k, v]) => `${k}: ${v}`).join('\r\n')}\r\nconnection: close\r\n\r\n`);
-  r.socket.destroy();
-  let code: string | undefined;
-  try {
-    code = (JSON.parse(r.body) as { error?: { code?: string } }).error?.code;
-  } catch {
-    code = undefined;
-  }
-  return { status: r.status, code };
+  return statusAndCode(url, `GET ${path} HTTP/1.1\r\n${Object.entries(h).map(([k, v]) => `${k}: ${v}`).join('\r\n')}\r\nconnection: close\r\n\r\n`);
 }
 
 /** A WebSocket handshake: 'open', or the refusal's status and code. */

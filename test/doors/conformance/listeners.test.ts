@@ -6,7 +6,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Socket } from 'node:net';
 import { startTestServer, type TestServer } from '../../helpers/server.js';
-import { exchange, open } from '../../http/raw.js';
+import { open, statusAndCode } from '../../http/raw.js';
 
 /** Connections the process may hold, and the credential-less listeners' shares of them (the main one keeps the rest). */
 const BUDGET = 160;
@@ -66,16 +66,8 @@ function raw(url: string, line: string, headers: Record<string, string>, body = 
   return `${line} HTTP/1.1\r\n${Object.entries(h).map(([k, v]) => `${k}: ${v}`).join('\r\n')}\r\nconnection: close\r\n\r\n${body}`;
 }
 
-async function ask(url: string, line: string, headers: Record<string, string> = {}, body = ''): Promise<{ status: number; code: string | undefined }> {
-  const r = await exchange(url, raw(url, line, headers, body));
-  r.socket.destroy();
-  let code: string | undefined;
-  try {
-    code = (JSON.parse(r.body) as { error?: { code?: string } }).error?.code;
-  } catch {
-    code = undefined;
-  }
-  return { status: r.status, code };
+function ask(url: string, line: string, headers: Record<string, string> = {}, body = ''): Promise<{ status: number; code: string | undefined }> {
+  return statusAndCode(url, raw(url, line, headers, body));
 }
 
 describe('every listener, every case', () => {

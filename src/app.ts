@@ -276,6 +276,12 @@ export async function buildApp(config: AppConfig, opts: BuildOptions = {}): Prom
         listener: doorListenerSettings(config, 'nemo-gym', shares['nemo-gym']),
       });
       services.nemoGym = { app: door, url: await listenDoor(door, config.nemoGym.host, config.nemoGym.port) };
+      if (!isLoopback(config.nemoGym.host)) {
+        app.log.warn(
+          { host: config.nemoGym.host, allowed_hosts: config.nemoGym.allowedHosts },
+          'the NeMo Gym door listens beyond loopback: it answers to loopback names, its own address and RFT_NEMO_GYM_ALLOWED_HOSTS (the name the trainers call it by)',
+        );
+      }
       app.log.info({ url: services.nemoGym.url }, 'NeMo Gym door (no credentials: keep it on the trainers\' network) ready');
     }
     if (config.private.port !== undefined && !services.privateDoors) {
@@ -284,7 +290,10 @@ export async function buildApp(config: AppConfig, opts: BuildOptions = {}): Prom
       );
       services.privateDoors = { app: door, url: await listenDoor(door, config.private.host, config.private.port) };
       if (!isLoopback(config.private.host)) {
-        app.log.warn({ host: config.private.host }, 'the private listener takes no credential and listens beyond loopback: keep it on the trainers\' private network only');
+        app.log.warn(
+          { host: config.private.host, allowed_hosts: config.private.allowedHosts },
+          'the private listener takes no credential and listens beyond loopback: keep it on the trainers\' private network only. It answers to loopback names, its own address and RFT_PRIVATE_ALLOWED_HOSTS (the name the trainers call it by)',
+        );
       }
       app.log.info({ url: services.privateDoors.url }, 'private listener (no credentials: keep it on the trainers\' network) ready');
     }

@@ -69,6 +69,19 @@ async function alive(url: string): Promise<void> {
   expect(res.statusCode).toBe(200);
 }
 
+/** The door still serves a fresh episode: a tool call answers an output (the reward door: a grade a reward). */
+async function serves(door: Door, e: Endpoints, tool: string, args: Record<string, unknown>): Promise<void> {
+  const ep = await door.open(e);
+  try {
+    const r = door.name === 'reward' ? await ep.submit('42') : await ep.call(door.name === 'SandboxFusion' ? 'run_code' : tool, door.name === 'SandboxFusion' ? { code: 'print(1)' } : args);
+    expect(r, JSON.stringify(r)).toMatchObject({ kind: door.name === 'reward' ? 'reward' : 'output' });
+    if (r.kind === 'output') expect(r.isError, r.detail).toBe(false);
+  } finally {
+    await ep.end();
+  }
+}
+const servesMain = (door: Door) => serves(door, mainDoors, 'shell', { command: 'echo fine' });
+
 /** The rft-supervisor processes (the bwrap driver's) that are children of this process. */
 function supervisors(): number[] {
   const out: number[] = [];
@@ -126,7 +139,7 @@ async function episode(door: Door, e: Endpoints): Promise<Episode> {
 // ---- the cases -----------------------------------------------------------------------------------
 
 /** The store goes down between two calls of an episode: the second is the retry signal, not recorded, not charged. */
-const storeDown = (code: string | RegExp | undefined, tool = 'shell', args: Record<string, unknown> = { command: 'echo up' }): Row => ({
+const storeDown = (code: string | RegExp | undefined, graded: boolean, tool = 'shell', args: Record<string, unknown> = { command: 'echo up' }): Row => ({
   async run(door) {
     const ep = await episode(door, mainDoors);
     try {
@@ -134,18 +147,24 @@ const storeDown = (code: string | RegExp | undefined, tool = 'shell', args: Reco
       expect(first.kind, first.detail).toBe('output');
       await proxy.down();
       let during: Reply;
+      let grade: Reply | undefined;
       try {
         during = await ep.call(tool, { ...args, command: 'echo during' }, 'call_during');
+        // the answer submitted while the store is down: never a reward, never a 0 the model is trained on
+        if (graded) grade = await ep.submit('42');
         await alive(main.url);
       } finally {
         await proxy.up();
       }
       expectRetry(during, code);
+      if (grade) expectRetry(grade, undefined);
       await waitFor('the store back', async () => ((await request(`${main.url}/readyz`)).statusCode === 200 ? true : undefined), 30_000, 100);
+      await servesMain(door);
       if (ep.traceId) {
         const rec = await rollout(main.url, main.key, ep.traceId);
         expect(rec.calls.map((c) => c.status)).toEqual(['ok']);
         expect(rec.budget?.used).toBe(1);
+        expect((rec.grades ?? []).filter((g) => g.score !== null)).toEqual([]);
       }
     } finally {
       await ep.end();
@@ -166,6 +185,7 @@ const storeDownGrade: Row = {
       await proxy.up();
     }
     expectRetry(r, undefined);
+    await servesMain(door);
   },
 };
 
@@ -188,6 +208,7 @@ const sandboxLost = (code: string | RegExp | undefined, o: { perRun?: boolean; r
       else expectRetry(r, code);
       if (o.perRun) expect(r.detail, 'a 504 first, then the retry\'s reply').toMatch(/^504,200 /);
       await alive(main.url);
+      await servesMain(door);
       if (ep.traceId) {
         const rec = await rollout(main.url, main.key, ep.traceId);
         // the lost run is not recorded nor charged; a rerun is, once
@@ -207,6 +228,7 @@ const slowStart = (code: string | RegExp | undefined): Row => ({
     try {
       expectRetry(await ep.call('stuck_echo', { message: 'hello' }, 'call_slow'), code);
       await alive(main.url);
+      await servesMain(door);
       if (ep.traceId) {
         const rec = await rollout(main.url, main.key, ep.traceId);
         expect(rec.calls).toEqual([]);
@@ -264,6 +286,8 @@ const killed = (cut: Reply['kind'], retried: ((ep: Episode, gatePath: string) =>
     expect(seen.kind, seen.detail).toBe(cut);
     child = await spawnServer(childEnv);
     await alive(child.url);
+    // every listener back on its port: the door serves a fresh episode
+    await serves(door, childDoors, 'echo', { text: 'fine' });
     const rec = await rollout(child.url, KEY, ep.traceId!);
     expect(rec.calls.map((c) => c.status)).toEqual(['interrupted']);
     expect(rec.budget?.used ?? 0).toBe(0);
@@ -281,21 +305,21 @@ const NO_BRIDGE_SF = 'not applicable: SandboxFusion runs code in its own sandbox
 
 const TABLE: Record<DoorName, Record<Case, Row>> = {
   'Agent RFT': {
-    'store down mid-episode': storeDown('RFT_ERR_STORE'),
+    'store down mid-episode': storeDown('RFT_ERR_STORE', true),
     'sandbox lost mid-call': sandboxLost(/^RFT_ERR_SANDBOX_(LOST|INTERRUPTED)$/),
     'grader failure': graderFailure((r) => expectRetry(r, 'RFT_ERR_GRADER_FAILED')),
     'slow tool start': slowStart('RFT_ERR_TOOL_START_TIMEOUT'),
     'kill -9 mid-call, then restart': killed('transport', (ep, g) => ep.call('echo', { text: 'cut', wait_for: g }, 'call_cut'), 'RFT_ERR_CALL_INTERRUPTED'),
   },
   MCP: {
-    'store down mid-episode': storeDown('RFT_ERR_STORE'),
+    'store down mid-episode': storeDown('RFT_ERR_STORE', false),
     'sandbox lost mid-call': sandboxLost(/^RFT_ERR_SANDBOX_(LOST|INTERRUPTED)$/),
     'grader failure': na(NO_GRADE_MCP),
     'slow tool start': slowStart('RFT_ERR_TOOL_START_TIMEOUT'),
     'kill -9 mid-call, then restart': killed('transport', (ep, g) => ep.call('echo', { text: 'cut', wait_for: g }, 'call_cut'), 'RFT_ERR_CALL_INTERRUPTED'),
   },
   'NeMo Gym': {
-    'store down mid-episode': storeDown('RFT_ERR_STORE'),
+    'store down mid-episode': storeDown('RFT_ERR_STORE', true),
     'sandbox lost mid-call': sandboxLost(/^RFT_ERR_SANDBOX_(LOST|INTERRUPTED)$/),
     // Gym's own judges' convention: 200, reward 0, judge_failed (collection files it apart).
     'grader failure': graderFailure((r) => expect(r).toMatchObject({ kind: 'reward', reward: 0, failureClass: 'judge_failed' })),
@@ -304,7 +328,7 @@ const TABLE: Record<DoorName, Record<Case, Row>> = {
     'kill -9 mid-call, then restart': killed('transport', (ep, g) => ep.call('echo', { text: 'cut', wait_for: g }, 'call_cut')),
   },
   ORS: {
-    'store down mid-episode': storeDown(undefined),
+    'store down mid-episode': storeDown(undefined, true),
     'sandbox lost mid-call': sandboxLost(undefined, { rerun: true }),
     'grader failure': graderFailure((r) => expectRetry(r, undefined)),
     'slow tool start': slowStart(undefined),
@@ -312,7 +336,7 @@ const TABLE: Record<DoorName, Record<Case, Row>> = {
     'kill -9 mid-call, then restart': killed('retry', undefined),
   },
   OpenEnv: {
-    'store down mid-episode': storeDown('RFT_ERR_STORE'),
+    'store down mid-episode': storeDown('RFT_ERR_STORE', true),
     'sandbox lost mid-call': sandboxLost(/^RFT_ERR_SANDBOX_(LOST|INTERRUPTED)$/),
     'grader failure': graderFailure((r) => expectRetry(r, undefined)),
     'slow tool start': slowStart('RFT_ERR_TOOL_START_TIMEOUT'),
@@ -327,7 +351,7 @@ const TABLE: Record<DoorName, Record<Case, Row>> = {
     'kill -9 mid-call, then restart': na(NO_TOOLS),
   },
   SandboxFusion: {
-    'store down mid-episode': storeDown(undefined, 'run_code', { code: 'print(1)' }),
+    'store down mid-episode': storeDown(undefined, false, 'run_code', { code: 'print(1)' }),
     // verl retries the 504 (the lost run is not recorded), and the retry runs it.
     'sandbox lost mid-call': sandboxLost(undefined, { perRun: true, rerun: true }),
     'grader failure': na(NO_GRADE_SF),

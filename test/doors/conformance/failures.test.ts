@@ -189,12 +189,15 @@ const storeDownGrade: Row = {
   },
 };
 
+/** The grade of an episode that a failure of ours broke, on the doors whose clients cannot retry one call. */
+const LOST = { nemoGym: 'RFT_ERR_NEMO_GYM_ROLLOUT_LOST', openEnv: 'RFT_ERR_OPENENV_ROLLOUT_LOST' };
+
 /**
  * The rollout's bwrap supervisor is killed from outside while a command runs in it (3 s, then `done`).
  * `rerun`: the door's client retries on its own (ORS reconnects with the task_id, verl retries a 504),
  * so what it ends with is the rerun's output; else it ends with the retry signal.
  */
-const sandboxLost = (code: string | RegExp | undefined, o: { perRun?: boolean; rerun?: boolean } = {}): Row => ({
+const sandboxLost = (code: string | RegExp | undefined, o: { perRun?: boolean; rerun?: boolean; lost?: string } = {}): Row => ({
   async run(door) {
     const ep = await episode(door, mainDoors);
     try {
@@ -206,6 +209,7 @@ const sandboxLost = (code: string | RegExp | undefined, o: { perRun?: boolean; r
       const r = await call;
       if (o.rerun) expect(r, JSON.stringify(r)).toMatchObject({ kind: 'output', isError: false, text: expect.stringContaining('done') as string });
       else expectRetry(r, code);
+      if (o.lost) expectRetry(await ep.submit('42'), o.lost);
       if (o.perRun) expect(r.detail, 'a 504 first, then the retry\'s reply').toMatch(/^504,200 /);
       await alive(main.url);
       await servesMain(door);
@@ -222,11 +226,13 @@ const sandboxLost = (code: string | RegExp | undefined, o: { perRun?: boolean; r
 });
 
 /** A bridged MCP server that never finishes starting: past RFT_MCP_START_TIMEOUT_MS, the retry signal. */
-const slowStart = (code: string | RegExp | undefined): Row => ({
+const slowStart = (code: string | RegExp | undefined, lost?: string): Row => ({
   async run(door) {
     const ep = await episode(door, mainDoors);
     try {
       expectRetry(await ep.call('stuck_echo', { message: 'hello' }, 'call_slow'), code);
+      // a door whose client cannot retry one call marks the episode lost: its grade is the rerun signal
+      if (lost) expectRetry(await ep.submit('42'), lost);
       await alive(main.url);
       await servesMain(door);
       if (ep.traceId) {
@@ -320,10 +326,10 @@ const TABLE: Record<DoorName, Record<Case, Row>> = {
   },
   'NeMo Gym': {
     'store down mid-episode': storeDown('RFT_ERR_STORE', true),
-    'sandbox lost mid-call': sandboxLost(/^RFT_ERR_SANDBOX_(LOST|INTERRUPTED)$/),
+    'sandbox lost mid-call': sandboxLost(/^RFT_ERR_SANDBOX_(LOST|INTERRUPTED)$/, { lost: LOST.nemoGym }),
     // Gym's own judges' convention: 200, reward 0, judge_failed (collection files it apart).
     'grader failure': graderFailure((r) => expect(r).toMatchObject({ kind: 'reward', reward: 0, failureClass: 'judge_failed' })),
-    'slow tool start': slowStart('RFT_ERR_TOOL_START_TIMEOUT'),
+    'slow tool start': slowStart('RFT_ERR_TOOL_START_TIMEOUT', LOST.nemoGym),
     // server_utils.py retries a transport error forever with the same bytes: that retry meets the restarted server.
     'kill -9 mid-call, then restart': killed('transport', (ep, g) => ep.call('echo', { text: 'cut', wait_for: g }, 'call_cut')),
   },
@@ -332,14 +338,15 @@ const TABLE: Record<DoorName, Record<Case, Row>> = {
     'sandbox lost mid-call': sandboxLost(undefined, { rerun: true }),
     'grader failure': graderFailure((r) => expectRetry(r, undefined)),
     'slow tool start': slowStart(undefined),
-    // the SDK reconnects a broken /call stream with its task_id, 5 times, while the server is down: then gives up.
-    'kill -9 mid-call, then restart': killed('retry', undefined),
+    // the SDK reconnects a broken /call stream with its task_id, 5 times, while the server is down: then gives
+    // up; the session lived in the process, so its next call after the restart is told it is lost.
+    'kill -9 mid-call, then restart': killed('retry', (ep) => ep.call('echo', { text: 'again' }), 'RFT_ERR_ORS_SESSION_LOST'),
   },
   OpenEnv: {
     'store down mid-episode': storeDown('RFT_ERR_STORE', true),
-    'sandbox lost mid-call': sandboxLost(/^RFT_ERR_SANDBOX_(LOST|INTERRUPTED)$/),
+    'sandbox lost mid-call': sandboxLost(/^RFT_ERR_SANDBOX_(LOST|INTERRUPTED)$/, { lost: LOST.openEnv }),
     'grader failure': graderFailure((r) => expectRetry(r, undefined)),
-    'slow tool start': slowStart('RFT_ERR_TOOL_START_TIMEOUT'),
+    'slow tool start': slowStart('RFT_ERR_TOOL_START_TIMEOUT', LOST.openEnv),
     // EnvClient neither reconnects nor resends: the dropped socket is the end of the episode, the trainer's to rerun.
     'kill -9 mid-call, then restart': killed('transport', undefined),
   },

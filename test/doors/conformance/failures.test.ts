@@ -24,7 +24,8 @@ import { startPgProxy, type PgProxy } from '../../store/postgres-proxy.js';
 import { driversPresent } from '../../sandbox/helpers.js';
 import { DOORS, type Door, type Endpoints, type Episode, type Reply } from './doors.js';
 
-const CASES = ['store down mid-episode', 'sandbox lost mid-call', 'grader failure', 'slow tool start', 'kill -9 mid-call, then restart'] as const;
+const KILL = 'kill -9 mid-call, then restart';
+const CASES = ['store down mid-episode', 'sandbox lost mid-call', 'grader failure', 'slow tool start', KILL] as const;
 type Case = (typeof CASES)[number];
 type DoorName = Door['name'];
 
@@ -271,26 +272,19 @@ let child: ChildServer;
 let childEnv: Record<string, string>;
 let childDoors: Endpoints;
 const KEY = 'conformance-kill-key-0123456789';
+/** Each door's episode whose call the one kill cut: its episode, the gate its call waits on, the reply it got. */
+const cutCalls = new Map<DoorName, { ep: Episode; gate: string; seen: Reply }>();
+
 /**
- * The server is killed (-9) while a call runs, then restarted on the same data: the client saw no
- * reply (`transport`); after the restart the call is `interrupted` in the record, uncharged, and the
- * client's own retry of it (`retried`, when its client retries) is the retry signal.
+ * The server is killed (-9) while a call of every door runs (one kill for all, in the group's
+ * beforeAll), then restarted on the same data: each client got the reply `cut` (no reply at all, or
+ * its own retries' end); after the restart the call is `interrupted` in the record, uncharged, and
+ * the client's own next try (`retried`, when its client makes one) is the retry signal.
  */
 const killed = (cut: Reply['kind'], retried: ((ep: Episode, gatePath: string) => Promise<Reply>) | undefined, code?: string | RegExp): Row => ({
   async run(door) {
-    const ep = await episode(door, childDoors);
-    const never = gate().path;
-    const call = ep.call('echo', { text: 'cut', wait_for: never }, 'call_cut');
-    await waitFor(
-      'the call running',
-      async () => ((await rollout(childDoors.main, KEY, ep.traceId!)).calls.some((c) => c.status === 'running') ? true : undefined),
-      20_000,
-      50,
-    );
-    await child.stop('SIGKILL');
-    const seen = await call;
+    const { ep, gate: never, seen } = cutCalls.get(door.name)!;
     expect(seen.kind, seen.detail).toBe(cut);
-    child = await spawnServer(childEnv);
     await alive(child.url);
     // every listener back on its port: the door serves a fresh episode
     await serves(door, childDoors, 'echo', { text: 'fine' });
@@ -301,6 +295,23 @@ const killed = (cut: Reply['kind'], retried: ((ep: Episode, gatePath: string) =>
     await ep.end().catch(() => undefined);
   },
 });
+
+/** The kill: every door with a kill row starts a call that waits, then the server is killed and restarted. */
+async function killMidCalls(): Promise<void> {
+  const pending = new Map<DoorName, { ep: Episode; gate: string; call: Promise<Reply> }>();
+  for (const door of DOORS) {
+    if (!('run' in TABLE[door.name][KILL])) continue;
+    const ep = await episode(door, childDoors);
+    const never = gate().path;
+    pending.set(door.name, { ep, gate: never, call: ep.call('echo', { text: 'cut', wait_for: never }, 'call_cut') });
+  }
+  for (const [name, { ep }] of pending) {
+    await waitFor(`the ${name} call running`, async () => ((await rollout(childDoors.main, KEY, ep.traceId!)).calls.some((c) => c.status === 'running') ? true : undefined), 20_000, 50);
+  }
+  await child.stop('SIGKILL');
+  for (const [name, p] of pending) cutCalls.set(name, { ep: p.ep, gate: p.gate, seen: await p.call });
+  child = await spawnServer(childEnv);
+}
 
 // ---- the table -------------------------------------------------------------------------------------
 
@@ -466,7 +477,8 @@ describe('kill -9 mid-call, then restart', () => {
     const port = (u: string) => new URL(u).port;
     childEnv.PORT = port(child.url);
     childDoors = { main: child.url, key: KEY, nemoGym: `http://127.0.0.1:${nemo}`, private: `http://127.0.0.1:${priv}`, environment: 'conf', tools: ['echo'] };
-  }, 120_000);
+    await killMidCalls();
+  }, 180_000);
   afterAll(async () => {
     await child?.stop();
     for (const d of envDirs) rmSync(d, { recursive: true, force: true });

@@ -366,7 +366,9 @@ const TABLE: Record<DoorName, Record<Case, Row>> = {
     'sandbox lost mid-call': na('not applicable: the reward door grades with in-process graders, it holds no sandbox'),
     'grader failure': graderFailure((r) => expectRetry(r, undefined)),
     'slow tool start': na(NO_TOOLS),
-    'kill -9 mid-call, then restart': na(NO_TOOLS),
+    'kill -9 mid-call, then restart': na(
+      'not applicable: the reward door has no tool call and no rollout identity: a grade cut by the kill is not in the record (a grade is recorded when it ends), and slime\'s or OpenRLHF\'s retry after the restart is a new grade',
+    ),
   },
   SandboxFusion: {
     'store down mid-episode': storeDown(undefined, false, 'run_code', { code: 'print(1)' }),

@@ -170,6 +170,8 @@ export const configSchema = z.object({
   RFT_PRIVATE_HOST: z.string().min(1).default('127.0.0.1'),
   /** Lets the private listener listen beyond loopback (it takes no credential: the trainers' private network only). */
   RFT_PRIVATE_ALLOW_REMOTE: bool.default(false),
+  /** An OpenEnv episode with no frame this long ends: graded with an empty answer, as an end by the client (docs/openenv.md). */
+  RFT_OPENENV_IDLE_MS: int(100).default(900_000),
   /** The ORS door (src/doors/ors) at the root of the main listener, behind its keys (also read from X-API-Key). */
   RFT_ORS: bool.default(true),
   /** The tool that ends an ORS episode: its {answer} is graded, its reward the grader's score. */
@@ -230,6 +232,8 @@ export interface AppConfig {
   nemoGym: { port: number | undefined; host: string; allowRemote: boolean; environment: string | undefined; mcp: boolean };
   /** The credential-less listener of the OpenEnv, reward and SandboxFusion doors. */
   private: { port: number | undefined; host: string; allowRemote: boolean };
+  /** The OpenEnv door: an episode idle this long ends without an answer. */
+  openenv: { idleMs: number };
   /** The ORS door on the main listener (enabled false: no routes). */
   ors: { enabled: boolean; submitTool: string; pingMs: number; idleMs: number };
 }
@@ -362,6 +366,7 @@ export function loadConfig(
     environmentsDirs: c.RFT_ENVIRONMENTS.map((d) => resolve(d)),
     nemoGym: { port: c.RFT_NEMO_GYM_PORT, host: c.RFT_NEMO_GYM_HOST, allowRemote: c.RFT_NEMO_GYM_ALLOW_REMOTE, environment: c.RFT_NEMO_GYM_ENVIRONMENT, mcp: c.RFT_NEMO_GYM_MCP },
     private: { port: c.RFT_PRIVATE_PORT, host: c.RFT_PRIVATE_HOST, allowRemote: c.RFT_PRIVATE_ALLOW_REMOTE },
+    openenv: { idleMs: c.RFT_OPENENV_IDLE_MS },
     ors: { enabled: c.RFT_ORS, submitTool: c.RFT_ORS_SUBMIT_TOOL, pingMs: c.RFT_ORS_PING_MS, idleMs: c.RFT_ORS_IDLE_MS },
   };
 }

@@ -201,6 +201,8 @@ export const configSchema = z.object({
   RFT_PRIVATE_MAX_CONNECTIONS: int(0).default(0),
   RFT_PRIVATE_ALLOWED_HOSTS: hostList.default([]),
   RFT_PRIVATE_ALLOWED_ORIGINS: originList.default([]),
+  /** An OpenEnv episode with no frame this long ends: graded with an empty answer, as an end by the client (docs/openenv.md). */
+  RFT_OPENENV_IDLE_MS: int(100).default(900_000),
   /** The ORS door (src/doors/ors) at the root of the main listener, behind its keys (also read from X-API-Key). */
   RFT_ORS: bool.default(true),
   /** The tool that ends an ORS episode: its {answer} is graded, its reward the grader's score. */
@@ -261,6 +263,8 @@ export interface AppConfig {
   nemoGym: DoorListenerConfig & { environment: string | undefined; mcp: boolean };
   /** The credential-less listener of the OpenEnv, reward and SandboxFusion doors. */
   private: DoorListenerConfig;
+  /** The OpenEnv door: an episode idle this long ends without an answer. */
+  openenv: { idleMs: number };
   /** The ORS door on the main listener (enabled false: no routes). */
   ors: { enabled: boolean; submitTool: string; pingMs: number; idleMs: number };
 }
@@ -411,6 +415,7 @@ export function loadConfig(
       port: c.RFT_PRIVATE_PORT, host: c.RFT_PRIVATE_HOST, allowRemote: c.RFT_PRIVATE_ALLOW_REMOTE, maxConnections: c.RFT_PRIVATE_MAX_CONNECTIONS,
       allowedHosts: c.RFT_PRIVATE_ALLOWED_HOSTS, allowedOrigins: c.RFT_PRIVATE_ALLOWED_ORIGINS,
     },
+    openenv: { idleMs: c.RFT_OPENENV_IDLE_MS },
     ors: { enabled: c.RFT_ORS, submitTool: c.RFT_ORS_SUBMIT_TOOL, pingMs: c.RFT_ORS_PING_MS, idleMs: c.RFT_ORS_IDLE_MS },
   };
 }

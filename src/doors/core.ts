@@ -16,7 +16,7 @@ import type { GradingService } from '../grading-service/service.js';
 import type { SandboxProvider } from '../sandbox/provider.js';
 import type { Sandbox } from '../sandbox/types.js';
 import { budgetFromItem } from '../rollout/budget.js';
-import type { Store } from '../store/types.js';
+import type { Store, WriteDurability } from '../store/types.js';
 
 export interface CoreServices {
   registry: Registry;
@@ -42,6 +42,8 @@ export interface Rollout {
   /** The only tools this rollout may call. */
   tools: ReadonlySet<string>;
   grader: LoadedGrader;
+  /** When its grade's record is answered (src/store/types.ts WriteDurability; default durable). */
+  durability?: WriteDurability | undefined;
 }
 
 export interface StartRollout {
@@ -206,7 +208,7 @@ export class DoorCore {
    */
   async grade(r: Rollout, answer: Sample | string, credential: string | null = null): Promise<Grade> {
     const sample = typeof answer === 'string' ? this.answer(answer) : answer;
-    const { record, replayed } = await this.s.grading.grade(r.grader, { sample, item: r.row, traceId: r.traceId, credential, source: 'endpoint', door: r.door });
+    const { record, replayed } = await this.s.grading.grade(r.grader, { sample, item: r.row, traceId: r.traceId, credential, source: 'endpoint', door: r.door, durability: r.durability });
     if (record.score === null) throw errors.graderFailed(r.grader.def.name, 'no score was recorded');
     return { score: record.score, subscores: record.subscores ?? {}, grader: r.grader.def.name, replayed };
   }

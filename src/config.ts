@@ -6,11 +6,13 @@ import { dirname, join, resolve } from 'node:path';
 import { z } from 'zod';
 import { errors } from './errors.js';
 import { isLoopback } from './loopback.js';
-import { DEFAULT_START_TIMEOUT_MS } from './mcp/config.js';
 import { DRIVERS } from './sandbox/drivers/index.js';
 import type { SandboxSettings } from './sandbox/settings.js';
 
 export { isLoopback };
+
+/** A bridged MCP server's start bound when neither its mcp.json entry nor RFT_MCP_START_TIMEOUT_MS sets one. */
+export const DEFAULT_MCP_START_TIMEOUT_MS = 30_000;
 
 const int = (min: number, max = Number.MAX_SAFE_INTEGER) => z.coerce.number().int().min(min).max(max);
 const bool = z.union([z.boolean(), z.enum(['1', '0', 'true', 'false', 'yes', 'no'])]).transform((v) => v === true || v === '1' || v === 'true' || v === 'yes');
@@ -55,6 +57,24 @@ export const keyHeaderList = list.transform((names, ctx) => {
   return names;
 });
 
+// A credential-less listener's extra Host names ('*': any) and browser origins ('*': any; else scheme://host[:port]).
+const hostList = list.transform((names, ctx) => {
+  for (const n of names) if (n !== '*' && !/^(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9._:-]+)$/.test(n)) ctx.addIssue({ code: 'custom', message: `"${n}" is not a host name or address` });
+  return names;
+});
+const originList = list.transform((origins, ctx) => {
+  for (const o of origins) {
+    let ok = o === '*';
+    try {
+      ok ||= /^https?:$/.test(new URL(o).protocol) && new URL(o).origin === o.replace(/\/$/, '');
+    } catch {
+      ok = false;
+    }
+    if (!ok) ctx.addIssue({ code: 'custom', message: `"${o}" is not an origin (http[s]://host[:port], as a browser sends it) or *` });
+  }
+  return origins;
+});
+
 type Intersect<U> = (U extends unknown ? (u: U) => void : never) extends (i: infer I) => void ? I : never;
 const driverSettings = Object.assign({}, ...DRIVERS.map((d) => d.settings)) as Intersect<(typeof DRIVERS)[number]['settings']>;
 
@@ -80,7 +100,7 @@ export const configSchema = z.object({
    * mcp.json entry sets no `startTimeoutMs`. Not counted in the tool's timeout; past it the call answers 503
    * RFT_ERR_TOOL_START_TIMEOUT, not run and not charged.
    */
-  RFT_MCP_START_TIMEOUT_MS: int(100, 600_000).default(DEFAULT_START_TIMEOUT_MS),
+  RFT_MCP_START_TIMEOUT_MS: int(100, 600_000).default(DEFAULT_MCP_START_TIMEOUT_MS),
   RFT_GRADERS_DIR: z.string().default('graders'),
   RFT_DEFAULT_GRADER: z.string().optional(),
   /** The job body (model, max_episode_steps, hyperparameters); default job.json beside the tools folder, none if absent. */
@@ -94,7 +114,10 @@ export const configSchema = z.object({
   /** Time to receive a request's headers, and its whole request (headers and body); the handler's time is not counted. */
   RFT_HEADERS_TIMEOUT_MS: int(1000).default(10_000),
   RFT_BODY_TIMEOUT_MS: int(1000).default(30_000),
-  /** Open connections; 0 = half the process's open-file limit. At the limit the oldest unauthenticated one is closed. */
+  /**
+   * Open connections of the whole process, every listener's; 0 = half the open-file limit. The credential-less
+   * listeners' shares (RFT_*_MAX_CONNECTIONS) come off it, the main listener keeps the rest (at least half).
+   */
   RFT_MAX_CONNECTIONS: int(0).default(0),
   RFT_RATE_LIMIT: int(0).default(6000),
   RFT_RATE_WINDOW_MS: int(1000).default(60_000),
@@ -156,6 +179,12 @@ export const configSchema = z.object({
   RFT_NEMO_GYM_HOST: z.string().min(1).default('127.0.0.1'),
   /** Lets the NeMo Gym door listen beyond loopback (it takes no credential: a private network only). */
   RFT_NEMO_GYM_ALLOW_REMOTE: bool.default(false),
+  /** Its share of RFT_MAX_CONNECTIONS; 0 = a quarter. At the cap the connections that sent nothing useful are closed first. */
+  RFT_NEMO_GYM_MAX_CONNECTIONS: int(0).default(0),
+  /** Host names it answers to beside loopback's and its own address ('*': any): the name the trainer calls it by when remote. */
+  RFT_NEMO_GYM_ALLOWED_HOSTS: hostList.default([]),
+  /** Browser origins it accepts ('*': any); none by default: a request with an Origin header is refused. */
+  RFT_NEMO_GYM_ALLOWED_ORIGINS: originList.default([]),
   /** The environment every NeMo Gym rollout belongs to; unset, the row's tools decide. */
   RFT_NEMO_GYM_ENVIRONMENT: z.string().min(1).optional(),
   // Gym's expose_tools_over_mcp: /mcp on the door and its token in the seed reply (agents without MCP ignore both).
@@ -168,6 +197,10 @@ export const configSchema = z.object({
   RFT_PRIVATE_HOST: z.string().min(1).default('127.0.0.1'),
   /** Lets the private listener listen beyond loopback (it takes no credential: the trainers' private network only). */
   RFT_PRIVATE_ALLOW_REMOTE: bool.default(false),
+  /** As RFT_NEMO_GYM_MAX_CONNECTIONS, _ALLOWED_HOSTS and _ALLOWED_ORIGINS, for the private listener. */
+  RFT_PRIVATE_MAX_CONNECTIONS: int(0).default(0),
+  RFT_PRIVATE_ALLOWED_HOSTS: hostList.default([]),
+  RFT_PRIVATE_ALLOWED_ORIGINS: originList.default([]),
   /** The ORS door (src/doors/ors) at the root of the main listener, behind its keys (also read from X-API-Key). */
   RFT_ORS: bool.default(true),
   /** The tool that ends an ORS episode: its {answer} is graded, its reward the grader's score. */
@@ -225,11 +258,23 @@ export interface AppConfig {
   /** Folders searched for environments (src/environments/load.ts). */
   environmentsDirs: string[];
   /** The NeMo Gym door's listener (port undefined: no door). */
-  nemoGym: { port: number | undefined; host: string; allowRemote: boolean; environment: string | undefined; mcp: boolean };
+  nemoGym: DoorListenerConfig & { environment: string | undefined; mcp: boolean };
   /** The credential-less listener of the OpenEnv, reward and SandboxFusion doors. */
-  private: { port: number | undefined; host: string; allowRemote: boolean };
+  private: DoorListenerConfig;
   /** The ORS door on the main listener (enabled false: no routes). */
   ors: { enabled: boolean; submitTool: string; pingMs: number; idleMs: number };
+}
+
+/** A listener without credentials (src/doors/listen.ts). */
+export interface DoorListenerConfig {
+  port: number | undefined;
+  host: string;
+  allowRemote: boolean;
+  /** Its share of the process's connections; 0: a quarter of them. */
+  maxConnections: number;
+  /** Host names and browser origins it accepts beside its own ('*': any). */
+  allowedHosts: string[];
+  allowedOrigins: string[];
 }
 
 /** The model API used by score_model, label_model and cosine graders (openai SDK options). */
@@ -358,8 +403,14 @@ export function loadConfig(
     },
     metrics: { enabled: c.RFT_METRICS, port: c.RFT_METRICS_PORT, host: c.RFT_METRICS_HOST },
     environmentsDirs: c.RFT_ENVIRONMENTS.map((d) => resolve(d)),
-    nemoGym: { port: c.RFT_NEMO_GYM_PORT, host: c.RFT_NEMO_GYM_HOST, allowRemote: c.RFT_NEMO_GYM_ALLOW_REMOTE, environment: c.RFT_NEMO_GYM_ENVIRONMENT, mcp: c.RFT_NEMO_GYM_MCP },
-    private: { port: c.RFT_PRIVATE_PORT, host: c.RFT_PRIVATE_HOST, allowRemote: c.RFT_PRIVATE_ALLOW_REMOTE },
+    nemoGym: {
+      port: c.RFT_NEMO_GYM_PORT, host: c.RFT_NEMO_GYM_HOST, allowRemote: c.RFT_NEMO_GYM_ALLOW_REMOTE, maxConnections: c.RFT_NEMO_GYM_MAX_CONNECTIONS,
+      allowedHosts: c.RFT_NEMO_GYM_ALLOWED_HOSTS, allowedOrigins: c.RFT_NEMO_GYM_ALLOWED_ORIGINS, environment: c.RFT_NEMO_GYM_ENVIRONMENT, mcp: c.RFT_NEMO_GYM_MCP,
+    },
+    private: {
+      port: c.RFT_PRIVATE_PORT, host: c.RFT_PRIVATE_HOST, allowRemote: c.RFT_PRIVATE_ALLOW_REMOTE, maxConnections: c.RFT_PRIVATE_MAX_CONNECTIONS,
+      allowedHosts: c.RFT_PRIVATE_ALLOWED_HOSTS, allowedOrigins: c.RFT_PRIVATE_ALLOWED_ORIGINS,
+    },
     ors: { enabled: c.RFT_ORS, submitTool: c.RFT_ORS_SUBMIT_TOOL, pingMs: c.RFT_ORS_PING_MS, idleMs: c.RFT_ORS_IDLE_MS },
   };
 }

@@ -58,6 +58,21 @@ export const errors = {
     `refusing to serve the private listener on ${host}: its trainers' clients (OpenEnv, slime, OpenRLHF, SandboxFusion) send no credential, so it must stay on loopback or the trainers' private network (set RFT_PRIVATE_ALLOW_REMOTE=1 for the latter)`,
     { host },
   ]),
+  // A credential-less listener (NeMo Gym's, the private one) serves trainers' clients, never a web page:
+  // a Host it does not answer to (DNS rebinding) or a browser's request (an Origin header) is refused,
+  // as MCP's transport rules ask of local servers. The setting named lets a deployment allow one.
+  hostNotAllowed: define('RFT_ERR_HOST_NOT_ALLOWED', 403, (host: string, listener: string, setting: string) => [
+    `the ${listener} listener does not answer to Host "${host.slice(0, 200)}" (loopback names and its own address only): add the name to ${setting} if the trainer calls it by that name`,
+    { host: host.slice(0, 200), listener, setting },
+  ]),
+  originNotAllowed: define('RFT_ERR_ORIGIN_NOT_ALLOWED', 403, (origin: string, listener: string, setting: string) => [
+    `the ${listener} listener takes no credential and refuses requests from web pages (Origin "${origin.slice(0, 200)}"): add the origin to ${setting} to allow it`,
+    { origin: origin.slice(0, 200), listener, setting },
+  ]),
+  connectionShares: define('RFT_ERR_CONNECTION_SHARES', 500, (total: number, shares: Record<string, number>) => [
+    `the credential-less listeners' connection caps (${Object.entries(shares).map(([k, v]) => `${k} ${v}`).join(', ')}) leave the main listener less than half of the ${total} connections this process may hold (RFT_MAX_CONNECTIONS, default half the open-file limit): lower them`,
+    { total, shares },
+  ]),
   environmentShadowsRoute: define('RFT_ERR_ENVIRONMENT_SHADOWS_ROUTE', 500, (name: string, path: string, owner: string) => [
     `environment "${name}" cannot be served: its path ${path} is taken by ${owner}'s routes (rename the environment's folder or its job.json name)`,
     { name, path, owner },

@@ -42,6 +42,8 @@ export interface Rollout {
   /** The only tools this rollout may call. */
   tools: ReadonlySet<string>;
   grader: LoadedGrader;
+  /** The run label it came with: a grade creating its record (the reward door's) records it there. */
+  run?: string | undefined;
   /** When its grade's record is answered (src/store/types.ts WriteDurability; default durable). */
   durability?: WriteDurability | undefined;
 }
@@ -143,7 +145,7 @@ export class DoorCore {
     } catch (e) {
       throw errors.store((e as Error).message);
     }
-    const rollout: Rollout = { traceId: input.traceId, door: input.door, row: input.row, environment: env?.name, tools: new Set(input.tools), grader };
+    const rollout: Rollout = { traceId: input.traceId, door: input.door, row: input.row, environment: env?.name, tools: new Set(input.tools), grader, run: input.run };
     const { sandboxes } = this.s;
     if (input.warmSandbox && sandboxes && typeof input.row.sandbox === 'object' && input.row.sandbox !== null) {
       // Not awaited: a failure here is the first tool call's to meet (acquire runs again there).
@@ -208,7 +210,9 @@ export class DoorCore {
    */
   async grade(r: Rollout, answer: Sample | string, credential: string | null = null): Promise<Grade> {
     const sample = typeof answer === 'string' ? this.answer(answer) : answer;
-    const { record, replayed } = await this.s.grading.grade(r.grader, { sample, item: r.row, traceId: r.traceId, credential, source: 'endpoint', door: r.door, durability: r.durability });
+    const { record, replayed } = await this.s.grading.grade(r.grader, {
+      sample, item: r.row, traceId: r.traceId, credential, source: 'endpoint', door: r.door, run: r.run, durability: r.durability,
+    });
     if (record.score === null) throw errors.graderFailed(r.grader.def.name, 'no score was recorded');
     return { score: record.score, subscores: record.subscores ?? {}, grader: r.grader.def.name, replayed };
   }

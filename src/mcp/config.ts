@@ -4,6 +4,7 @@
 import { existsSync, readFileSync, statSync } from 'node:fs';
 import { isAbsolute, resolve } from 'node:path';
 import { z } from 'zod';
+import { DEFAULT_MCP_START_TIMEOUT_MS } from '../config.js';
 import { errors } from '../errors.js';
 import { formatZodIssues } from '../ledger/output.js';
 
@@ -96,14 +97,11 @@ export function expand(value: string, vars: Record<Variable, string>): string {
   return value.replace(VAR, (_, name: Variable) => vars[name]);
 }
 
-/** RFT_MCP_START_TIMEOUT_MS's default (src/config.ts): a server's start bound when nothing sets one. */
-export const DEFAULT_START_TIMEOUT_MS = 30_000;
-
 /**
  * Loads and checks mcp.json; null when the file is absent and was not asked for. `startTimeoutMs`:
  * the start bound of a server whose entry sets none (RFT_MCP_START_TIMEOUT_MS).
  */
-export function loadMcpConfig(path: string, required: boolean, startTimeoutMs = DEFAULT_START_TIMEOUT_MS): McpConfig | null {
+export function loadMcpConfig(path: string, required: boolean, startTimeoutMs = DEFAULT_MCP_START_TIMEOUT_MS): McpConfig | null {
   if (!existsSync(path)) {
     if (required) throw errors.mcpConfig(path, 'no such file (RFT_MCP_CONFIG names it)');
     return null;

@@ -1,12 +1,17 @@
 // A rollout's run label: which run (a baseline, a curl test, a training job) it belongs to, so the
 // dashboard can tell runs apart. Sent as the `x-rft-run` header on /tools and /grade (and to the
 // NeMo Gym door's /seed_session, or in its row's responses_create_params.metadata.rft_run); the
-// first label a rollout gets is kept.
+// first label a rollout gets is kept. A client that sends no header of ours but takes a URL (OpenEnv's,
+// slime's, OpenRLHF's) puts it in the URL's `run` query parameter (`ws://host/finqa/ws?run=x`,
+// `/reward/{grader}?run=x`), and a session's parameters can carry it as `run` (OpenEnv's reset data,
+// ORS's /create body).
 import { errors } from '../errors.js';
 
 export const RUN_HEADER = 'x-rft-run';
 /** The key of a NeMo Gym row's `responses_create_params.metadata` that names its run. */
 export const RUN_METADATA_KEY = 'rft_run';
+/** The query parameter (and session field) that names a run where a client sends no header of ours. */
+export const RUN_PARAM = 'run';
 export const RUN_LABEL_MAX = 64;
 
 // Printable ASCII: it is shown on the dashboard and put in URLs, and a header carries nothing else.
@@ -26,4 +31,27 @@ export function parseRunLabel(value: unknown, where: string): string | undefined
 /** The run label of a request's `x-rft-run` header (Node joins repeated headers with ", ", so a repeat reads as one odd label). */
 export function runOfHeaders(headers: Record<string, string | string[] | undefined>): string | undefined {
   return parseRunLabel(headers[RUN_HEADER], `header ${RUN_HEADER}`);
+}
+
+/**
+ * The label of the first place that gives one, in the order given (a header before the URL before a body's
+ * field): each given is checked, so a malformed label anywhere is the coded 400, never silently passed over.
+ */
+export function firstRunLabel(...places: readonly (readonly [value: unknown, where: string])[]): string | undefined {
+  const labels = places.map(([value, where]) => parseRunLabel(value, where));
+  return labels.find((l) => l !== undefined);
+}
+
+/** A request's label: its `x-rft-run` header, else its URL's `run` query parameter. */
+export function runOfRequest(req: { headers: Record<string, string | string[] | undefined>; query?: unknown }): string | undefined {
+  const query = req.query && typeof req.query === 'object' ? (req.query as Record<string, unknown>)[RUN_PARAM] : undefined;
+  return firstRunLabel([req.headers[RUN_HEADER], `header ${RUN_HEADER}`], [query, `query parameter ${RUN_PARAM}`]);
+}
+
+/** The `run` query parameter of a raw request URL (a WebSocket upgrade's, which Fastify does not parse). */
+export function runOfUrl(url: string): string | undefined {
+  const q = url.indexOf('?');
+  if (q < 0) return undefined;
+  const all = new URLSearchParams(url.slice(q + 1)).getAll(RUN_PARAM);
+  return parseRunLabel(all.length === 0 ? undefined : all.length === 1 ? all[0] : all, `query parameter ${RUN_PARAM}`);
 }

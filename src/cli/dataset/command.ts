@@ -1,6 +1,6 @@
 // `rft-endpoints dataset check FILE`: checks a dataset against the tools and the grader it will
 // meet, those of this project's folders (as `serve` would load them) or of a running server.
-// `dataset convert FILE --to nemo-gym`: the same rows in another trainer's row format.
+// `dataset convert FILE --to nemo-gym|trl|verl|slime|openrlhf`: the same rows in another trainer's row format.
 import type { Command } from 'commander';
 import type { ConvertOptions } from './convert.js';
 import type { DatasetCheckOptions } from './sources.js';
@@ -32,11 +32,17 @@ export function register(program: Command): void {
     .action(checkAction);
   dataset
     .command('convert')
-    .description("write an Agent RFT dataset in another trainer's row format (nemo-gym: responses_create_params with input and flat Responses tools, the other fields kept)")
+    .description(
+      "write an Agent RFT dataset in another trainer's row format, each row with what this server's door for that trainer grades with: " +
+        'nemo-gym (responses_create_params, the other fields kept), trl (prompt, split, index, the other fields), ' +
+        'slime and openrlhf (JSONL: prompt, label = the grader fields as JSON text), verl (parquet: data_source, prompt, ability, reward_model, extra_info)',
+    )
     .argument('<file>', 'Agent RFT dataset JSONL (messages, tools, the fields the grader reads)')
-    .requiredOption('--to <format>', 'the row format: nemo-gym')
-    .option('--out <file>', 'write here (whole or not at all) instead of standard output')
-    .option('--agent <name>', "set each row's agent_ref (the Gym agent that plays it), else ng_collect_rollouts +agent_name=NAME does")
+    .requiredOption('--to <format>', 'the row format: nemo-gym, trl, verl, slime, openrlhf')
+    .option('--out <file>', 'write here (whole or not at all) instead of standard output (required for verl)')
+    .option('--agent <name>', "nemo-gym: set each row's agent_ref (the Gym agent that plays it), else ng_collect_rollouts +agent_name=NAME does")
+    .option('--split <name>', "trl: the environment split the file is (train, validation), which the OpenEnv door's reset names; default: the file's name beside a job.json")
+    .option('--data-source <name>', "verl: each row's data_source (default: the environment's folder name, else rft-endpoints)")
     .action(async (file: string, opts: ConvertOptions) => {
       const { runDatasetConvert } = await import('./convert.js');
       runDatasetConvert(file, opts);

@@ -1,26 +1,49 @@
-// `rft-endpoints dataset convert FILE --to nemo-gym`: an Agent RFT dataset as the rows NeMo Gym's
-// ng_collect_rollouts (and NeMo RL, verl's recipe...) read. Every row is converted before anything
-// is written, and --out goes through a temporary file renamed into place, so a bad line leaves
-// neither a half-written file nor half the rows on standard output.
+// `rft-endpoints dataset convert FILE --to nemo-gym|trl|verl|slime|openrlhf`: an Agent RFT dataset as
+// the rows another trainer reads, each carrying what this server's door for that trainer grades with
+// (nemo-gym-row.ts, trainer-rows.ts). Every row is converted before anything is written, and --out goes
+// through a temporary file renamed into place, so a bad line leaves neither a half-written file nor
+// half the rows on standard output.
 import { renameSync, rmSync, writeFileSync } from 'node:fs';
-import { basename, dirname, join } from 'node:path';
-import { errors } from '../../errors.js';
+import { basename, dirname, join, resolve } from 'node:path';
+import { errors, isRftError } from '../../errors.js';
+import { SPLIT_NAMES, type SplitName } from '../../environments/environment.js';
+import { readEnvironment } from '../../environments/load.js';
 import { forEachJsonLine, readInputFile } from '../files.js';
-import { RowProblem, toGymRow, type GymRow, type GymRowOptions } from './nemo-gym-row.js';
+import { RowProblem, toGymRow, type GymRowOptions } from './nemo-gym-row.js';
+import { columnKind, toLabelRow, toTrlRow, toVerlRow, type VerlRow } from './trainer-rows.js';
+import { verlParquet } from './verl-parquet.js';
 
-export const CONVERT_TARGETS = ['nemo-gym'] as const;
+export const CONVERT_TARGETS = ['nemo-gym', 'trl', 'verl', 'slime', 'openrlhf'] as const;
+export type ConvertTarget = (typeof CONVERT_TARGETS)[number];
 
 export interface ConvertOptions extends GymRowOptions {
   to: string;
   out?: string;
+  /** trl: the environment split the file is (else its file name in an environment's folder tells). */
+  split?: string;
+  /** verl: the rows' data_source (else the environment's name). */
+  dataSource?: string;
 }
 
-/** The Gym rows of an Agent RFT dataset file; a bad line is RFT_ERR_DATASET naming it. */
-export function convertDataset(file: string, opts: GymRowOptions = {}): GymRow[] {
-  const rows: GymRow[] = [];
+/** The environment split a dataset file is: its folder holds a job.json and the file is one of its splits. */
+export function splitOfFile(file: string): { environment: string; split: SplitName } | undefined {
+  let env;
+  try {
+    env = readEnvironment(dirname(resolve(file)));
+  } catch (e) {
+    if (isRftError(e)) return undefined;
+    throw e;
+  }
+  const split = SPLIT_NAMES.find((s) => env.splits[s] !== undefined && resolve(env.splits[s]) === resolve(file));
+  return split ? { environment: env.name, split } : undefined;
+}
+
+/** Each row of an Agent RFT dataset file through `convert` (its index among the rows); a bad line is RFT_ERR_DATASET naming it. */
+export function convertRows<T>(file: string, convert: (row: unknown, index: number, line: number) => T): T[] {
+  const rows: T[] = [];
   forEachJsonLine(file, readInputFile(file, 'dataset'), (value, line) => {
     try {
-      rows.push(toGymRow(value, opts));
+      rows.push(convert(value, rows.length, line));
     } catch (e) {
       if (e instanceof RowProblem) throw errors.dataset(file, line, e.message);
       throw e;
@@ -30,11 +53,76 @@ export function convertDataset(file: string, opts: GymRowOptions = {}): GymRow[]
   return rows;
 }
 
-/** Writes `text` to `path` whole or not at all: a temporary sibling renamed over it. */
-function writeWhole(path: string, text: string): void {
+/** The Gym rows of an Agent RFT dataset file. */
+export function convertDataset(file: string, opts: GymRowOptions = {}) {
+  return convertRows(file, (row) => toGymRow(row, opts));
+}
+
+/**
+ * TRL's datasets loader makes each field a column of one type: a field that is text in one row and a
+ * number in another is refused at load or silently changed (datasets 5 reads "48.6" and 48.6 both as
+ * 48.6), so it stops the conversion here, naming both lines.
+ */
+function oneKindPerColumn(): (row: Record<string, unknown>, line: number) => void {
+  const kinds = new Map<string, { kind: string; line: number }>();
+  return (row, line) => {
+    for (const [k, v] of Object.entries(row)) {
+      const kind = columnKind(v);
+      if (kind === undefined) continue;
+      const first = kinds.get(k);
+      if (!first) kinds.set(k, { kind, line });
+      else if (first.kind !== kind) throw new RowProblem(`field "${k}" is ${kind} here and ${first.kind} on line ${first.line}: TRL's loader (datasets) holds one type per column, and changes or refuses the other`);
+    }
+  };
+}
+
+function trlSplit(file: string, opts: ConvertOptions): SplitName {
+  if (opts.split !== undefined) {
+    if (!(SPLIT_NAMES as readonly string[]).includes(opts.split)) throw errors.cliUsage(`--split must be one of ${SPLIT_NAMES.join(', ')}, got "${opts.split}"`);
+    return opts.split as SplitName;
+  }
+  const found = splitOfFile(file);
+  if (!found) {
+    throw errors.cliUsage(
+      `--to trl needs --split (${SPLIT_NAMES.join(' or ')}): the OpenEnv door finds a row by its split and index in the environment's split file, and ${file} is not a train.jsonl or valid.jsonl beside a job.json`,
+    );
+  }
+  return found.split;
+}
+
+/** The converted file's bytes. */
+function convertFile(file: string, target: ConvertTarget, opts: ConvertOptions): { bytes: Buffer | string; rows: number } {
+  const jsonl = (rows: unknown[]) => ({ bytes: rows.map((r) => JSON.stringify(r)).join('\n') + '\n', rows: rows.length });
+  switch (target) {
+    case 'nemo-gym':
+      return jsonl(convertDataset(file, opts.agent !== undefined ? { agent: opts.agent } : {}));
+    case 'slime':
+    case 'openrlhf':
+      return jsonl(convertRows(file, (row) => toLabelRow(row, target === 'slime' ? 'slime' : 'OpenRLHF')));
+    case 'trl': {
+      const split = trlSplit(file, opts);
+      const check = oneKindPerColumn();
+      return jsonl(
+        convertRows(file, (row, index, line) => {
+          const r = toTrlRow(row, { split, index });
+          check(r, line);
+          return r;
+        }),
+      );
+    }
+    case 'verl': {
+      const dataSource = opts.dataSource ?? splitOfFile(file)?.environment ?? 'rft-endpoints';
+      const rows: VerlRow[] = convertRows(file, (row, index) => toVerlRow(row, { dataSource, index }));
+      return { bytes: verlParquet(rows), rows: rows.length };
+    }
+  }
+}
+
+/** Writes `bytes` to `path` whole or not at all: a temporary sibling renamed over it. */
+function writeWhole(path: string, bytes: Buffer | string): void {
   const tmp = join(dirname(path), `.${basename(path)}.${process.pid}.tmp`);
   try {
-    writeFileSync(tmp, text);
+    writeFileSync(tmp, bytes);
     renameSync(tmp, path);
   } catch (e) {
     rmSync(tmp, { force: true });
@@ -44,12 +132,19 @@ function writeWhole(path: string, text: string): void {
 
 export function runDatasetConvert(file: string, opts: ConvertOptions): void {
   if (!(CONVERT_TARGETS as readonly string[]).includes(opts.to)) throw errors.cliUsage(`--to must be one of ${CONVERT_TARGETS.join(', ')}, got "${opts.to}"`);
-  const rows = convertDataset(file, opts.agent !== undefined ? { agent: opts.agent } : {});
-  const text = rows.map((r) => JSON.stringify(r)).join('\n') + '\n';
+  const target = opts.to as ConvertTarget;
+  const only = (flag: string, value: unknown, owner: ConvertTarget) => {
+    if (value !== undefined && target !== owner) throw errors.cliUsage(`${flag} applies to --to ${owner} only`);
+  };
+  only('--agent', opts.agent, 'nemo-gym');
+  only('--split', opts.split, 'trl');
+  only('--data-source', opts.dataSource, 'verl');
+  if (target === 'verl' && opts.out === undefined) throw errors.cliUsage('--to verl writes parquet: name the file with --out');
+  const { bytes, rows } = convertFile(file, target, opts);
   if (opts.out === undefined) {
-    process.stdout.write(text);
+    process.stdout.write(bytes);
     return;
   }
-  writeWhole(opts.out, text);
-  process.stderr.write(`${file}: ${rows.length} rows converted to ${opts.to} in ${opts.out}\n`);
+  writeWhole(opts.out, bytes);
+  process.stderr.write(`${file}: ${rows} rows converted to ${opts.to} in ${opts.out}\n`);
 }

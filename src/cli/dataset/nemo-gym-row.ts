@@ -26,7 +26,8 @@ const RESERVED = new Set(['responses_create_params', 'response', 'reward', 'rewa
 type Obj = Record<string, unknown>;
 const isObject = (v: unknown): v is Obj => v !== null && typeof v === 'object' && !Array.isArray(v);
 
-function textParts(content: unknown, where: string): string {
+/** Text content (a string or text parts) as one string; `where` names the message in the refusal. */
+export function textParts(content: unknown, where: string): string {
   if (typeof content === 'string') return content;
   if (content === null || content === undefined) return '';
   if (!Array.isArray(content)) throw new RowProblem(`${where}.content must be a string or an array of text parts`);

@@ -1,6 +1,10 @@
 // The project README's section for OpenEnv's trainers (docs/openenv.md): TRL's environment_factory and
 // SkyRL, each a thin class over OpenEnv's client pointed at the project's environment on the private
 // listener. The project is one environment, named after its folder, so its base URL ends with that name.
+// TRL 1.13 (trl/trainer/grpo_trainer.py): `reset`'s string return is appended to the last user message
+// (so the snippet's returns None: the dataset's prompt is the row's messages), `get_reward` is the
+// environment's own reward source and not a tool, and a rollout whose every reward is None is unscorable
+// (out of the group's baseline, advantage 0): what a lost episode gets.
 
 export const OPENENV_PORT = 8790;
 
@@ -82,50 +86,51 @@ not scored.
 RFT_PRIVATE_PORT=${OPENENV_PORT} npm start
 \`\`\`
 
-TRL (\`GRPOTrainer(..., environment_factory=RftEnv, reward_funcs=rft_reward)\`; every public method but \`reset\` is a
-tool the model can call, so the rest is private or an attribute; dataset rows \`{"prompt": [...], "split": "train", "index": i}\`):
+TRL 1.13 (\`GRPOTrainer(..., environment_factory=RftEnv)\`, no \`reward_funcs\`: the environment's \`get_reward\` is the
+reward). Dataset rows are \`{"prompt": <the row's messages>, "split": "train", "index": i}\`, the prompt the model sees;
+\`reset\` returns nothing, since TRL appends a string it returns to the last user message (the question would show
+twice). Every public method but \`reset\` and \`get_reward\` is a tool the model can call, so the rest is private.
+\`RFT_RUN=<label>\` in the trainer's environment labels its rollouts on the dashboard:
 
 \`\`\`python
+import os
+
 from openenv.core.generic_client import GenericEnvClient
 
 class RftEnv:
     def __init__(self):
-        self.client = GenericEnvClient(base_url="${url}").sync()
-        self.client.connect()
+        self._client = GenericEnvClient(base_url="${url}").sync()
+        self._client.connect()
 
     def reset(self, split="train", index=0, **kwargs):
-        self.reward, self.lost = 0.0, False
-        return self.client.reset(split=split, index=index).observation["prompt"]
+        self._reward, self._lost = None, False
+        run = os.environ.get("RFT_RUN")
+        self._client.reset(split=split, index=index, **({"run": run} if run else {}))
+        # None: the dataset's prompt is the row's messages, which TRL shows as they are.
+
+    def get_reward(self):
+        """The grader's reward, or None for an episode lost to a failure of the server: TRL 1.13 leaves an episode
+        every reward source gives None out of its group's baseline, with an advantage of 0 (a 0 would be a reward
+        the model did not earn). An episode that ended without submit (the turn limit) gets 0."""
+        return None if self._lost else (self._reward if self._reward is not None else 0.0)
 
     def _call(self, name, arguments):
         arguments = {k: v for k, v in arguments.items() if v is not None}
         try:
-            r = self.client.step({"type": "call_tool", "tool_name": name, "arguments": arguments})
+            r = self._client.step({"type": "call_tool", "tool_name": name, "arguments": arguments})
         except RuntimeError:
-            self.lost = True          # ours, not the model's: left out of training
+            self._lost = True         # ours, not the model's: left out of training
             raise
         if r.done:
-            self.reward = r.reward
+            self._reward = r.reward
         o = r.observation
         return o["error"]["message"] if o.get("error") else o["result"]["data"]
 
-${[...tools.map(toolMethod), toolMethod(SUBMIT)].join('\n')}
-
-def rft_reward(prompts, environments, **kwargs):
-    """The grader's reward. An episode lost to a failure of the server is given the mean reward of its prompt's
-    other episodes: its advantage is 0, neither rewarded nor charged (a None would be summed as 0 by TRL, a zero
-    the model did not earn)."""
-    groups = [repr(p) for p in prompts]
-    played = {}
-    for g, env in zip(groups, environments):
-        if not env.lost:
-            played.setdefault(g, []).append(env.reward)
-    return [env.reward if not env.lost else sum(played.get(g, [0.0])) / len(played.get(g, [0.0])) for g, env in zip(groups, environments)]
-\`\`\`
+${[...tools.map(toolMethod), toolMethod(SUBMIT)].join('\n')}\`\`\`
 
 SkyRL (a \`BaseTextEnv\`, as its OpenEnv integration \`examples/train_integrations/openenv/env.py\`): in \`__init__\`,
-\`self.env = GenericEnvClient(base_url="${url}").sync()\` and \`self.env.reset(split=..., index=...)\` from the row's
-\`extras\`; in \`step(action)\`, parse the model's tool call and send \`{"type": "call_tool", "tool_name", "arguments"}\`;
+\`self.env = GenericEnvClient(base_url="${url}").sync()\` and \`self.env.reset(split=..., index=..., run=...)\` from the
+row's \`extras\` (\`run\`, optional, labels the run on the dashboard); in \`step(action)\`, parse the model's tool call and send \`{"type": "call_tool", "tool_name", "arguments"}\`;
 \`reward\` and \`done\` are the step result's. docs/openenv.md in rft-endpoints has the whole protocol.
 `;
 }

@@ -67,7 +67,7 @@ export class Episode {
   }
 
   /** Opens the rollout (its record, and its sandbox started now: the model's first turn hides its cost). */
-  static async start(core: DoorCore, environment: string, picked: PickedRow, episodeId: string | undefined): Promise<Episode> {
+  static async start(core: DoorCore, environment: string, picked: PickedRow, episodeId: string | undefined, run?: string): Promise<Episode> {
     const specs = rowToolSpecs(picked.row);
     const rollout = await core.start({
       traceId: timeOrderedId('oe_'),
@@ -76,6 +76,7 @@ export class Episode {
       tools: specs.map((t) => t.name),
       environment,
       warmSandbox: true,
+      run,
     });
     return new Episode(core, environment, picked, rollout, episodeId);
   }

@@ -2,16 +2,20 @@
 // http://host:port/finqa, the base URL OpenEnv's clients take (env_client.py appends /ws to it):
 // WS /{env}/ws (one socket, many episodes: ./socket.ts), and HTTP POST /{env}/reset and /{env}/step,
 // stateless as OpenEnv defines them (http_server.py reset_handler, step_handler: a fresh environment
-// per request, no episode kept).
+// per request, no episode kept), and GET /{env}/health, /metadata, /schema, /state as its server answers
+// them (./info.ts). A run label comes on the URL (`/ws?run=x`), in a reset's or a step's `run`, or as
+// the x-rft-run header of an HTTP step (src/protocol/run-label.ts): OpenEnv's client sends no header.
 import { WebSocketServer, type WebSocket } from 'ws';
 import type { FastifyInstance } from 'fastify';
-import { errors } from '../../errors.js';
+import { errors, isRftError } from '../../errors.js';
 import type { PrivateDoor, PrivateDoorContext } from '../private/door.js';
 import type { Environment } from '../../environments/environment.js';
 import { Episode, resetObservation, type StepData } from './episode.js';
 import { resetSchema, RowSource, SUBMIT_SPEC, SUBMIT_TOOL, type ToolSpec } from './rows.js';
 import { actionOf } from './actions.js';
 import { OpenEnvSocket } from './socket.js';
+import { registerInfoRoutes } from './info.js';
+import { firstRunLabel, RUN_HEADER, RUN_PARAM, runOfUrl } from '../../protocol/run-label.js';
 
 const WS_PATH = /^\/([A-Za-z0-9_.-]{1,200})\/ws\/?(?:\?.*)?$/;
 
@@ -49,8 +53,17 @@ function register(app: FastifyInstance, ctx: PrivateDoorContext): void {
       socket.end('HTTP/1.1 404 Not Found\r\nConnection: close\r\nContent-Length: 0\r\n\r\n');
       return;
     }
+    let run: string | undefined;
+    try {
+      run = runOfUrl(req.url ?? '');
+    } catch (e) {
+      if (!isRftError(e)) throw e;
+      const body = JSON.stringify(e.toJSON());
+      socket.end(`HTTP/1.1 400 Bad Request\r\nConnection: close\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`);
+      return;
+    }
     wss.handleUpgrade(req, socket, head, (ws) => {
-      const session = new OpenEnvSocket(ws, { core, rows, environment: env, envTools: toolsOf.get(env.name)!, log });
+      const session = new OpenEnvSocket(ws, { core, rows, environment: env, envTools: toolsOf.get(env.name)!, log, run });
       const entry = { ws, session };
       sockets.add(entry);
       ws.on('close', () => void session.drained().finally(() => sockets.delete(entry)));
@@ -62,6 +75,8 @@ function register(app: FastifyInstance, ctx: PrivateDoorContext): void {
     await Promise.all([...sockets].map(({ session }) => session.drained()));
     wss.close();
   });
+
+  registerInfoRoutes(app, environment);
 
   app.post<{ Params: { env: string } }>('/:env/reset', async (req) => {
     const env = environment(req.params.env);
@@ -83,8 +98,10 @@ function register(app: FastifyInstance, ctx: PrivateDoorContext): void {
     if (action.type === 'list_tools') return { observation: { tools: toolsOf.get(env.name)! }, reward: null, done: false };
     const parsed = resetSchema.safeParse(body);
     if (!parsed.success) throw errors.badRequest(`invalid row selection: ${parsed.error.issues.map((i) => i.message).join('; ')}`);
+    const query = (req.query ?? {}) as Record<string, unknown>;
+    const run = firstRunLabel([req.headers[RUN_HEADER], `header ${RUN_HEADER}`], [query[RUN_PARAM], `query parameter ${RUN_PARAM}`], [parsed.data.run, `body ${RUN_PARAM}`]);
     // A fresh episode for this one action, as OpenEnv's HTTP step uses a fresh environment.
-    const ep = await Episode.start(core, env.name, await rows.pick(env.name, parsed.data), parsed.data.episode_id ?? undefined);
+    const ep = await Episode.start(core, env.name, await rows.pick(env.name, parsed.data), parsed.data.episode_id ?? undefined, run);
     try {
       return await ep.callTool(action.tool_name, action.arguments);
     } finally {

@@ -14,6 +14,7 @@ import { Episode, type StepData } from './episode.js';
 import { resetSchema, type RowSource, type ToolSpec } from './rows.js';
 import { mcpReply, type JsonRpcReply } from './mcp.js';
 import { actionOf } from './actions.js';
+import { firstRunLabel, RUN_PARAM } from '../../protocol/run-label.js';
 
 export interface SocketDeps {
   core: DoorCore;
@@ -22,6 +23,8 @@ export interface SocketDeps {
   /** The environment's tools (and submit): list_tools needs no reset (mcp_types.py ListToolsAction). */
   envTools: ToolSpec[];
   log: Logger;
+  /** The run label of the socket's URL (`/ws?run=x`): its episodes' (before a reset's own `run`). */
+  run?: string | undefined;
 }
 
 type Reply = { type: 'observation'; data: StepData } | { type: 'state'; data: Record<string, unknown> } | { type: 'mcp'; data: JsonRpcReply } | { type: 'error'; data: Record<string, unknown> };
@@ -115,11 +118,13 @@ export class OpenEnvSocket {
   private async reset(data: unknown): Promise<StepData> {
     const parsed = resetSchema.safeParse(data);
     if (!parsed.success) throw errors.badRequest(`invalid reset data: ${parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ')}`);
+    // The socket URL's label, else the reset's `run` (OpenEnv's client sends no header: reset(run="x") or /ws?run=x).
+    const run = firstRunLabel([this.d.run, `query parameter ${RUN_PARAM}`], [parsed.data.run, `reset data ${RUN_PARAM}`]);
     await this.endEpisode();
     const picked = await this.d.rows.pick(this.d.environment.name, parsed.data);
-    const ep = await Episode.start(this.d.core, this.d.environment.name, picked, parsed.data.episode_id ?? undefined);
+    const ep = await Episode.start(this.d.core, this.d.environment.name, picked, parsed.data.episode_id ?? undefined, run);
     this.episode = ep;
-    this.d.log.info({ trace_id: ep.rollout.traceId, environment: ep.environment, split: picked.split, index: picked.index, socket: this.id }, 'openenv reset');
+    this.d.log.info({ trace_id: ep.rollout.traceId, environment: ep.environment, split: picked.split, index: picked.index, socket: this.id, run }, 'openenv reset');
     return ep.resetData();
   }
 

@@ -11,6 +11,7 @@ import { promptOf, rowAt, rowTools, splitName, splitsOf, taskSpec, taskSpecAddre
 import { Sessions, type RowRef, type Session, type Task } from './sessions.js';
 import { EventStream } from './sse.js';
 import { runCall, type CallResult } from './call.js';
+import { firstRunLabel, RUN_HEADER, RUN_PARAM } from '../../protocol/run-label.js';
 
 export const ORS_DOOR = 'ors';
 /** Reruns of a call that keeps failing on our side, reconnect after reconnect, before its reconnects get 503. */
@@ -82,7 +83,7 @@ export async function registerOrsDoor(app: FastifyInstance): Promise<void> {
       const started = (async () => {
         const row = await rowAt(environments, env, ref.split, ref.index);
         const { messages: _m, tools: _t, ...item } = row;
-        return core.start({ traceId: s.sid, door: ORS_DOOR, row: item, tools: rowTools(row, environments.get(env)), environment: env, warmSandbox: true });
+        return core.start({ traceId: s.sid, door: ORS_DOOR, row: item, tools: rowTools(row, environments.get(env)), environment: env, warmSandbox: true, run: ref.run });
       })();
       s.rollout = started;
       // A failure of ours (the store) is not the session's: the next call starts it again.
@@ -130,7 +131,9 @@ export async function registerOrsDoor(app: FastifyInstance): Promise<void> {
     const s = live(req);
     const body = parse(createBody, req.body);
     const address = body.task_spec ? body.task_spec : (body as { split: string; index: number });
-    const ref: RowRef = { env: body.env_name ?? undefined, split: address.split, index: address.index, body: canonicalJson(body) };
+    // The run: x-rft-run, else the body's `run`, else its task_spec's (a client that sends its own headers only).
+    const run = firstRunLabel([req.headers[RUN_HEADER], `header ${RUN_HEADER}`], [body.run, `body ${RUN_PARAM}`], [body.task_spec?.run, `task_spec.${RUN_PARAM}`]);
+    const ref: RowRef = { env: body.env_name ?? undefined, split: address.split, index: address.index, body: canonicalJson(body), run };
     if (s.row) {
       // The client retries a /create whose reply it lost: the same body is that retry.
       if (s.row.body !== ref.body) throw errors.badRequest('this session already has a task');
@@ -149,7 +152,7 @@ export async function registerOrsDoor(app: FastifyInstance): Promise<void> {
         throw e;
       }
     }
-    req.log.info({ trace_id: s.sid, environment: env, split: ref.split, index: ref.index }, 'ors session');
+    req.log.info({ trace_id: s.sid, environment: env, split: ref.split, index: ref.index, run }, 'ors session');
     return { sid: s.sid };
   });
 

@@ -12,6 +12,8 @@ export interface RowRef {
   env: string | undefined;
   split: string;
   index: number;
+  /** The run label /create named (x-rft-run, else the body's or its task_spec's `run`). */
+  run?: string | undefined;
   /** The /create body as sent (canonical JSON): a retried /create is told from another. */
   body: string;
 }

@@ -9,6 +9,7 @@ import type { Grade } from '../core.js';
 import type { PrivateDoor, PrivateDoorContext } from '../private/door.js';
 import { parseRewardRequest, type RewardRequest } from './shapes.js';
 import { timeOrderedId } from '../../rollout/ids.js';
+import { runOfRequest } from '../../protocol/run-label.js';
 
 export const REWARD_DOOR = 'reward';
 
@@ -18,7 +19,7 @@ export const REWARD_DOOR = 'reward';
  * what the grader reads is graded and refused by it (RFT_ERR_BAD_ROW, recorded and flagged bad_row): this
  * door has no start to refuse it at, and both clients treat every status alike (docs/door-failures.md).
  */
-async function gradeAll(ctx: PrivateDoorContext, grader: LoadedGrader, req: RewardRequest): Promise<Grade[]> {
+async function gradeAll(ctx: PrivateDoorContext, grader: LoadedGrader, req: RewardRequest, run: string | undefined): Promise<Grade[]> {
   for (const [i, { item }] of req.samples.entries()) ctx.core.checkDepth(item, req.samples.length > 1 ? `label ${i}` : 'the label');
   return Promise.all(
     req.samples.map(async ({ answer, item }) => {
@@ -26,9 +27,9 @@ async function gradeAll(ctx: PrivateDoorContext, grader: LoadedGrader, req: Rewa
       // that record (no retry key: a retried request is a new rollout; no budget), so the reply waits for its
       // commit, not its fsync: it survives kill -9, not a power loss (src/store/README.md, "Fsync policy").
       const traceId = timeOrderedId('rw_', 8, 'hex');
-      const rollout = { traceId, door: REWARD_DOOR, row: item, environment: undefined, tools: new Set<string>(), grader, durability: 'committed' as const };
+      const rollout = { traceId, door: REWARD_DOOR, row: item, environment: undefined, tools: new Set<string>(), grader, run, durability: 'committed' as const };
       const g = await ctx.core.grade(rollout, answer);
-      ctx.log.info({ trace_id: traceId, client: req.client, grader: g.grader, score: g.score }, 'reward graded');
+      ctx.log.info({ trace_id: traceId, client: req.client, grader: g.grader, score: g.score, run }, 'reward graded');
       return g;
     }),
   );
@@ -48,13 +49,15 @@ export const rewardDoor: PrivateDoor = {
   name: REWARD_DOOR,
   segments: ['reward'],
   register(app, ctx) {
-    const handle = async (req: FastifyRequest<{ Params: { grader?: string }; Querystring: { format?: string } }>, reply: FastifyReply) => {
+    const handle = async (req: FastifyRequest<{ Params: { grader?: string }; Querystring: { format?: string; run?: string } }>, reply: FastifyReply) => {
       const name = req.params.grader ?? defaultGrader(ctx.registry, ctx.config.defaultGrader);
       if (name === undefined) throw errors.noDefaultGrader([...ctx.registry.graders.keys()]);
       const grader = ctx.registry.graders.get(name);
       if (!grader) throw errors.unknownGrader(name, [...ctx.registry.graders.keys()]);
+      // The run: x-rft-run, else ?run= on the URL (slime's and OpenRLHF's clients take a URL and send no header of ours).
+      const run = runOfRequest(req);
       const parsed = parseRewardRequest(req.body);
-      const grades = await gradeAll(ctx, grader, parsed);
+      const grades = await gradeAll(ctx, grader, parsed, run);
       void reply.type('application/json');
       if (parsed.client === 'openrlhf') return reply.send(JSON.stringify(openRlhfReply(grades)));
       const g = grades[0]!;

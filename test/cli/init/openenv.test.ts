@@ -1,8 +1,10 @@
-// The TRL snippet an init'ed project's README gives for the OpenEnv door, read by TRL's own means: every
-// public method but `reset` becomes a tool through transformers' get_json_schema (the real package, from the
-// local wheel index, in a venv kept between runs). Its tools must be the project's tools with their arguments,
-// types, required ones and descriptions, plus submit, and nothing else the model could call; its reward
-// function must give an episode lost to a server failure an advantage of 0, never a 0 reward.
+// The TRL snippet an init'ed project's README gives for the OpenEnv door, read by TRL 1.13's own means: every
+// public method but `reset` and `get_reward` becomes a tool through transformers' get_json_schema (the real
+// package, from the local wheel index, in a venv kept between runs). Its tools must be the project's tools with
+// their arguments, types, required ones and descriptions, plus submit, and nothing else the model could call;
+// the prompt TRL builds from a dataset row and reset's return shows the question once; reset sends RFT_RUN as
+// the run label; get_reward gives an episode lost to a server failure None (TRL 1.13: unscorable, advantage
+// 0), never a 0 reward.
 import { execFileSync, spawnSync } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -42,9 +44,9 @@ describeIf(reason === '', "TRL's reading of the OpenEnv snippet", reason)("TRL's
   it.each(['finqa', 'coding', 'python', 'blank'])('%s: the tools TRL builds are the project\'s, typed and described, plus submit', (example) => {
     const dir = join(tempDir('rft-openenv-'), example);
     initProject({ dir, example, packageSpec: `file:${repoRoot}` });
-    const out = spawnSync(python, [join(repoRoot, 'test/fixtures/trl/environment-schemas.py'), join(dir, 'README.md')], { encoding: 'utf8', timeout: 60_000 });
+    const out = spawnSync(python, [join(repoRoot, 'test/fixtures/trl/environment-schemas.py'), join(dir, 'README.md'), join(dir, 'train.jsonl')], { encoding: 'utf8', timeout: 60_000 });
     expect(out.status, out.stderr).toBe(0);
-    const { tools, rewards } = JSON.parse(out.stdout) as { tools: Record<string, Schema>; rewards: number[] };
+    const { tools, rewards, question_seen, reset } = JSON.parse(out.stdout) as { tools: Record<string, Schema>; rewards: (number | null)[]; question_seen: number; reset: Record<string, unknown> };
 
     const expected = new Map<string, Spec>();
     for (const line of readFileSync(join(dir, 'train.jsonl'), 'utf8').split('\n').filter((l) => l.trim())) {
@@ -65,7 +67,9 @@ describeIf(reason === '', "TRL's reading of the OpenEnv snippet", reason)("TRL's
       }
     }
     expect(tools.submit!.parameters.required).toEqual(['answer']);
-    // prompts a, a, a, b, b, the second a and both b lost: the lost a gets a's mean, a group all lost 0 for all
-    expect(rewards).toEqual([1, 0.5, 0, 0, 0]);
+    // submitted with 1, lost to a server error, submitted with 0, never submitted: the lost one None, the last 0
+    expect(rewards).toEqual([1, null, 0, 0]);
+    expect(question_seen).toBe(1);
+    expect(reset).toEqual({ split: 'train', index: 0, run: 'trl-run' });
   }, 120_000);
 });

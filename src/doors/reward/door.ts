@@ -23,9 +23,12 @@ async function gradeAll(ctx: PrivateDoorContext, grader: LoadedGrader, req: Rewa
   for (const [i, { item }] of req.samples.entries()) ctx.core.checkDepth(item, req.samples.length > 1 ? `label ${i}` : 'the label');
   return Promise.all(
     req.samples.map(async ({ answer, item }) => {
-      // A rollout of its own, created with its door in the grade's commit (one write).
+      // A rollout of its own, created with its door in the grade's commit (one write). No promise depends on
+      // that record (no retry key: a retried request is a new rollout; no budget), so the reply waits for its
+      // commit, not its fsync: it survives kill -9, not a power loss (src/store/README.md, "Fsync policy").
       const traceId = timeOrderedId('rw_', 8, 'hex');
-      const g = await ctx.core.grade({ traceId, door: REWARD_DOOR, row: item, environment: undefined, tools: new Set(), grader, run }, answer);
+      const rollout = { traceId, door: REWARD_DOOR, row: item, environment: undefined, tools: new Set<string>(), grader, run, durability: 'committed' as const };
+      const g = await ctx.core.grade(rollout, answer);
       ctx.log.info({ trace_id: traceId, client: req.client, grader: g.grader, score: g.score, run }, 'reward graded');
       return g;
     }),

@@ -111,6 +111,7 @@ export function checkGrader(file: string, v: unknown, source: string): LoadedGra
     throw fail(`grader "${d.name}": range must be [min, max] with min < max`);
   }
   if (d.version !== undefined && (typeof d.version !== 'string' || !d.version)) throw fail(`grader "${d.name}": version must be a non-empty string`);
+  if (d.readsCalls !== undefined && typeof d.readsCalls !== 'boolean') throw fail(`grader "${d.name}": readsCalls must be true or false`);
   if (d.itemSchema !== undefined && !isZodSchema(d.itemSchema)) throw fail(`grader "${d.name}": itemSchema must be a zod schema (z.looseObject({...}))`);
   return { def: d as GraderDefinition, file, version: d.version ?? sha256(source).slice(0, 12), range: [range[0], range[1]] };
 }

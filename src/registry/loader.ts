@@ -10,6 +10,7 @@ import { errors } from '../errors.js';
 import { sha256 } from '../protocol/canonical.js';
 import { isValidUnitName, type GraderDefinition, type ToolDefinition } from './define.js';
 import { graderFromConfig, validateGraderConfig } from '../grading/index.js';
+import { typecheckUnits, type TypecheckResult } from './typecheck.js';
 
 export interface LoadedTool {
   def: ToolDefinition;
@@ -28,6 +29,8 @@ export interface LoadedGrader {
 export interface Registry {
   tools: Map<string, LoadedTool>;
   graders: Map<string, LoadedGrader>;
+  /** What the type check before loading did (RFT_UNITS_TYPECHECK), when it ran. */
+  typecheck?: TypecheckResult;
 }
 
 const CODE_EXT = new Set(['.ts', '.js', '.mjs', '.mts']);
@@ -121,20 +124,27 @@ export interface LoadOptions {
   gradersDir: string;
   /** Options handed to JSON (OpenAI config) graders, e.g. the model API for score_model. */
   jsonGraderOptions?: Parameters<typeof graderFromConfig>[1];
+  /** Type-check the TypeScript units before importing them (RFT_UNITS_TYPECHECK), remembering passes in the data dir. */
+  typecheck?: { dataDir: string } | undefined;
 }
 
 export async function loadRegistry(opts: LoadOptions): Promise<Registry> {
   const tools = new Map<string, LoadedTool>();
   const graders = new Map<string, LoadedGrader>();
+  const toolFiles = await listUnits(resolve(opts.toolsDir), false);
+  const graderFiles = await listUnits(resolve(opts.gradersDir), true);
+  const typecheck = opts.typecheck
+    ? await typecheckUnits([...toolFiles, ...graderFiles], { cacheDir: join(opts.typecheck.dataDir, 'units-typecheck'), dirs: [resolve(opts.toolsDir), resolve(opts.gradersDir)] })
+    : undefined;
 
-  for (const file of await listUnits(resolve(opts.toolsDir), false)) {
+  for (const file of toolFiles) {
     const t = checkTool(file, await importDefault(file));
     const prev = tools.get(t.def.name);
     if (prev) throw errors.unitDuplicate('tool', t.def.name, [prev.file, file]);
     tools.set(t.def.name, t);
   }
 
-  for (const file of await listUnits(resolve(opts.gradersDir), true)) {
+  for (const file of graderFiles) {
     const source = await readFile(file, 'utf8');
     let g: LoadedGrader;
     if (extname(file) === '.json') {
@@ -155,7 +165,7 @@ export async function loadRegistry(opts: LoadOptions): Promise<Registry> {
     if (prev) throw errors.unitDuplicate('grader', g.def.name, [prev.file, file]);
     graders.set(g.def.name, g);
   }
-  return { tools, graders };
+  return { tools, graders, ...(typecheck ? { typecheck } : {}) };
 }
 
 /** The grader behind POST /grade: the configured one, else the only one, else answer_match when present. */

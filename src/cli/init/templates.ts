@@ -81,8 +81,11 @@ export function tsconfigJson(): string {
   return JSON.stringify(config, null, 2) + '\n';
 }
 
-/** `npm run dev`: the server under Node's watch mode, restarted when tools/, graders/ or job.json change. */
-export const DEV_SCRIPT = 'node --watch-path=tools --watch-path=graders --watch-path=job.json node_modules/rft-endpoints/bin/rft-endpoints.js serve';
+/**
+ * `npm run dev`: the server under Node's watch mode, restarted when tools/, graders/ or job.json change, in
+ * development (NODE_ENV), where it type-checks the units as it loads them (RFT_UNITS_TYPECHECK).
+ */
+export const DEV_SCRIPT = 'NODE_ENV=development node --watch-path=tools --watch-path=graders --watch-path=job.json node_modules/rft-endpoints/bin/rft-endpoints.js serve';
 
 function nemoGymSection(t: TemplateInput): string {
   const g = NEMO_GYM;

@@ -25,7 +25,7 @@ describe('npm run typecheck of an init project', () => {
     expect(existsSync(join(repoRoot, 'dist/src/index.d.ts'))).toBe(false);
   });
 
-  for (const example of ['blank', 'coding']) {
+  for (const example of ['blank', 'finqa', 'coding']) {
     it(`passes on the ${example} example's units`, async () => {
       const dir = join(tempDir('rft-typecheck-'), example);
       const init = await runCli(['init', dir, '--example', example]);

@@ -188,6 +188,7 @@ export async function buildApp(config: AppConfig, opts: BuildOptions = {}): Prom
         jsonGraderOptions: { openai: config.openai },
         typecheck: config.unitsTypecheck ? { dataDir: config.dataDir } : undefined,
       }));
+    if (registry.typecheck) log.info({ typecheck: registry.typecheck }, `units type-checked (${registry.typecheck.outcome}, ${registry.typecheck.ms} ms)`);
     if (config.metrics.enabled) {
       metrics = new Metrics({ graderRanges: [...registry.graders.values()].map((g) => g.range) });
       metrics.declare([...registry.tools.keys()], [...registry.graders.keys()]);

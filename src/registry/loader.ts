@@ -24,6 +24,16 @@ export interface LoadedGrader {
   file: string;
   version: string;
   range: [number, number];
+  /**
+   * It reads the rollout's tool calls: as declared (`readsCalls`), else when its file calls `.calls(` outside
+   * comments (a grader that forgot to declare it is still never graded on a door without calls).
+   */
+  readsCalls?: boolean;
+}
+
+/** Whether a grader's source calls `.calls(` (ctx.rollout.calls()) in code, comments left out. */
+export function sourceReadsCalls(source: string): boolean {
+  return /\.\s*calls\s*\(/.test(source.replace(/\/\*[\s\S]*?\*\/|(^|[^:])\/\/.*$/gm, '$1'));
 }
 
 export interface Registry {
@@ -116,7 +126,8 @@ export function checkGrader(file: string, v: unknown, source: string): LoadedGra
   if (d.version !== undefined && (typeof d.version !== 'string' || !d.version)) throw fail(`grader "${d.name}": version must be a non-empty string`);
   if (d.readsCalls !== undefined && typeof d.readsCalls !== 'boolean') throw fail(`grader "${d.name}": readsCalls must be true or false`);
   if (d.itemSchema !== undefined && !isZodSchema(d.itemSchema)) throw fail(`grader "${d.name}": itemSchema must be a zod schema (z.looseObject({...}))`);
-  return { def: d as GraderDefinition, file, version: d.version ?? sha256(source).slice(0, 12), range: [range[0], range[1]] };
+  const readsCalls = d.readsCalls ?? sourceReadsCalls(source);
+  return { def: d as GraderDefinition, file, version: d.version ?? sha256(source).slice(0, 12), range: [range[0], range[1]], ...(readsCalls ? { readsCalls } : {}) };
 }
 
 export interface LoadOptions {
@@ -153,8 +164,8 @@ export async function loadRegistry(opts: LoadOptions): Promise<Registry> {
         json = JSON.parse(source);
         const config = validateGraderConfig(json);
         const def = graderFromConfig(config, opts.jsonGraderOptions ?? {});
-        // A JSON grader is served under its file name: OpenAI config names are free text.
-        g = checkGrader(file, { ...def, name: basename(file, '.json') }, source);
+        // A JSON grader is served under its file name: OpenAI config names are free text. It reads no tool calls.
+        g = checkGrader(file, { ...def, name: basename(file, '.json'), readsCalls: false }, source);
       } catch (e) {
         throw errors.unitLoad(file, (e as Error).message);
       }

@@ -182,7 +182,13 @@ export async function buildApp(config: AppConfig, opts: BuildOptions = {}): Prom
     if (config.rateLimit.max > 0 && config.rateLimit.redisUrl) redis = await connectRedis(config.rateLimit.redisUrl, app.log as unknown as Logger);
     registry =
       opts.registry ??
-      (await loadRegistry({ toolsDir: config.toolsDir, gradersDir: config.gradersDir, jsonGraderOptions: { openai: config.openai } }));
+      (await loadRegistry({
+        toolsDir: config.toolsDir,
+        gradersDir: config.gradersDir,
+        jsonGraderOptions: { openai: config.openai },
+        typecheck: config.unitsTypecheck ? { dataDir: config.dataDir } : undefined,
+      }));
+    if (registry.typecheck) log.info({ typecheck: registry.typecheck }, `units type-checked (${registry.typecheck.outcome}, ${registry.typecheck.ms} ms)`);
     if (config.metrics.enabled) {
       metrics = new Metrics({ graderRanges: [...registry.graders.values()].map((g) => g.range) });
       metrics.declare([...registry.tools.keys()], [...registry.graders.keys()]);

@@ -45,6 +45,11 @@ export const errors = {
     `${kind} "${name}" is defined twice: ${files.join(' and ')}`,
     { kind, name, files },
   ]),
+  // A unit file that does not type-check (RFT_UNITS_TYPECHECK): the first error, with its file and line.
+  unitType: define('RFT_ERR_UNIT_TYPE', 500, (file: string, line: number, message: string, more: number) => [
+    `${file}:${line}: ${message}${more > 0 ? ` (and ${more} more type error${more > 1 ? 's' : ''})` : ''}`,
+    { file, line, type_error: message },
+  ]),
   insecureListen: define('RFT_ERR_INSECURE_LISTEN', 500, (host: string) => [
     `refusing to listen on ${host} with no credential configured: set RFT_API_KEYS or RFT_SIGNING_SECRETS`,
     { host },
@@ -176,6 +181,12 @@ export const errors = {
   unknownGrader: define('RFT_ERR_UNKNOWN_GRADER', 404, (name: string, known: string[]) => [
     `unknown grader "${name}"; known graders: ${known.join(', ') || '(none)'}`,
     { grader: name, known_graders: known },
+  ]),
+  // A grader that reads the rollout's tool calls, asked for through a door whose rollouts carry none (the
+  // reward door): graded there it would score an empty trajectory, a wrong reward trained on silently.
+  graderReadsCalls: define('RFT_ERR_GRADER_READS_CALLS', 404, (name: string, door: string) => [
+    `grader "${name}" reads the rollout's tool calls (readsCalls) and the ${door} door carries none: it is not served here`,
+    { grader: name, door },
   ]),
   // Several graders and no RFT_DEFAULT_GRADER: which one POST /grade (or a job-config) means is the
   // user's choice, never a guess.

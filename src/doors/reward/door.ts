@@ -49,11 +49,15 @@ export const rewardDoor: PrivateDoor = {
   name: REWARD_DOOR,
   segments: ['reward'],
   register(app, ctx) {
+    // A grader that reads tool calls would score an empty trajectory here: refused per request, and said at boot.
+    const refused = [...ctx.registry.graders.values()].filter((g) => g.readsCalls).map((g) => g.def.name);
+    if (refused.length) ctx.log.warn({ graders: refused, code: errors.graderReadsCalls.code }, 'the reward door does not serve graders that read tool calls (readsCalls)');
     const handle = async (req: FastifyRequest<{ Params: { grader?: string }; Querystring: { format?: string; run?: string } }>, reply: FastifyReply) => {
       const name = req.params.grader ?? defaultGrader(ctx.registry, ctx.config.defaultGrader);
       if (name === undefined) throw errors.noDefaultGrader([...ctx.registry.graders.keys()]);
       const grader = ctx.registry.graders.get(name);
       if (!grader) throw errors.unknownGrader(name, [...ctx.registry.graders.keys()]);
+      if (grader.readsCalls) throw errors.graderReadsCalls(name, REWARD_DOOR);
       // The run: x-rft-run, else ?run= on the URL (slime's and OpenRLHF's clients take a URL and send no header of ours).
       const run = runOfRequest(req);
       const parsed = parseRewardRequest(req.body);

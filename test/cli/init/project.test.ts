@@ -72,7 +72,7 @@ describe('rft-endpoints init', () => {
     const init = await runCli(['init', dir, '--example', 'finqa']);
     expect(init.code, init.stderr).toBe(0);
     expect(readdirSync(dir).sort()).toEqual([
-      '.gitignore', 'README.md', 'examples', 'graders', 'job.json', 'nemo-gym.yaml', 'package.json', 'resources_servers', 'scripted.jsonl', 'tools', 'train.jsonl', 'valid.jsonl',
+      '.gitignore', 'README.md', 'examples', 'graders', 'job.json', 'nemo-gym.yaml', 'package.json', 'resources_servers', 'scripted.jsonl', 'tools', 'train.jsonl', 'tsconfig.json', 'valid.jsonl',
     ]);
     expectNemoGymConfig(dir);
     const pkg = JSON.parse(readFileSync(join(dir, 'package.json'), 'utf8')) as { dependencies: Record<string, string>; scripts: Record<string, string> };

@@ -3,6 +3,7 @@ import Fastify, { LogController, type FastifyInstance, type FastifyServerOptions
 import { serializerCompiler, validatorCompiler } from '@fastify/type-provider-zod';
 import { setMaxListeners } from 'node:events';
 import { readFileSync } from 'node:fs';
+import { dirname } from 'node:path';
 import type { Logger } from 'pino';
 import { isLoopback, type AppConfig } from './config.js';
 import type { RftError } from './errors.js';
@@ -243,7 +244,8 @@ export async function buildApp(config: AppConfig, opts: BuildOptions = {}): Prom
     metrics,
     integrity,
   });
-  const environments = loadEnvironments(config.environmentsDirs, registry, log);
+  // The project (where tools/ and graders/ were loaded from) serves its units unless its job.json names others.
+  const environments = loadEnvironments(config.environmentsDirs, registry, log, { dirs: [dirname(config.toolsDir), dirname(config.gradersDir)], defaultGrader: config.defaultGrader });
   // At boot, not when the listener starts: a name its doors' routes would shadow is a configuration error.
   if (config.private.port !== undefined) checkShadowing(environments);
   const core = new DoorCore({

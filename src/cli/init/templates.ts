@@ -126,7 +126,7 @@ ${data.join('\n')}${data.length ? '\n' : ''}- ${datasets}: the dataset (JSONL). 
   \`tools\` schemas (as \`GET /v1/tools\` prints them) and the fields the grader reads. Every \`*.jsonl\`
   here is a split named after its file (\`hard.jsonl\` is split \`hard\`; \`valid.jsonl\` is \`validation\`)
   for the doors that pick rows themselves (ORS, OpenEnv), except \`scripted.jsonl\` and \`*.gym.jsonl\`;
-  an edited file is served without a restart. Write rollout results into a subfolder.
+  an edited file is served without a restart.
 - \`job.json\`: the fine-tuning job's settings (model, suffix, \`max_episode_steps\`, hyperparameters, the
   grader's \`rate_limit\` and \`pass_threshold\`). It names no tool or grader: the server serves every tool of
   \`tools/\` and the grader of \`graders/\`, so replacing a unit means changing those two folders and the

@@ -10,7 +10,7 @@ import { startTestServer, type TestServer } from '../../helpers/server.js';
 import { OrsClient } from '../../helpers/ors-client.js';
 import { waitFor } from '../../helpers/wait.js';
 import { EnvClient } from '../../helpers/openenv-client.js';
-import { reexport, removeTempDirs, repoRoot, tempDir } from '../harness.js';
+import { reexport, removeTempDirs, repoRoot, runCli, tempDir } from '../harness.js';
 
 const servers: TestServer[] = [];
 afterAll(async () => {
@@ -55,5 +55,31 @@ describe('a blank project whose tool and grader were replaced', () => {
     } finally {
       await env.close();
     }
+  }, 60_000);
+
+  it('`serve` on a project whose job.json still names the old tool exits 2 with RFT_ERR_JOB_UNITS, naming job.json and the tool', async () => {
+    const dir = join(tempDir('rft-replace-'), 'stale');
+    initProject({ dir, example: 'blank', packageSpec: `file:${repoRoot}` });
+    rmSync(join(dir, 'tools/lookup_price.ts'));
+    rmSync(join(dir, 'graders/price_match.ts'));
+    writeFileSync(join(dir, 'tools/echo.ts'), reexport('test/fixtures/units/tools/echo.ts'));
+    writeFileSync(join(dir, 'graders/exact.ts'), reexport('test/fixtures/units/graders/exact.ts'));
+    // The user names units in job.json again, the old tool among them.
+    const job = JSON.parse(readFileSync(join(dir, 'job.json'), 'utf8')) as { method: { reinforcement: Record<string, unknown> } };
+    job.method.reinforcement.tools = [{ name: 'lookup_price', server_url: 'https://YOUR-HOST/tools' }];
+    writeFileSync(join(dir, 'job.json'), JSON.stringify(job));
+    const r = await runCli(['serve'], {
+      RFT_TOOLS_DIR: join(dir, 'tools'),
+      RFT_GRADERS_DIR: join(dir, 'graders'),
+      RFT_ENVIRONMENTS: dir,
+      RFT_DATA_DIR: join(dir, 'data'),
+      RFT_SANDBOX: 'none',
+      PORT: '0',
+      HOST: '127.0.0.1',
+    });
+    expect(r.code, r.stderr).toBe(2);
+    expect(r.stderr).toContain('RFT_ERR_JOB_UNITS');
+    expect(r.stderr).toContain(join(dir, 'job.json'));
+    expect(r.stderr).toContain('"lookup_price"');
   }, 60_000);
 });

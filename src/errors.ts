@@ -123,6 +123,14 @@ export const errors = {
     { cause },
   ]),
   environmentLoad: define('RFT_ERR_ENVIRONMENT_LOAD', 500, (dir: string, why: string) => [`environment ${dir}: ${why}`, { dir }]),
+  // The project's job.json names a tool or grader its tools/ and graders/ no longer have (replaced, renamed):
+  // every door that knows environments would serve none of it, so the boot stops and names the file.
+  jobUnits: define('RFT_ERR_JOB_UNITS', 500, (file: string, missing: { tools: string[]; graders: string[] }, loaded: { tools: string[]; graders: string[] }) => [
+    `${file} names ${[...missing.tools.map((t) => `tool "${t}"`), ...missing.graders.map((g) => `grader "${g}"`)].join(' and ')}, which this server did not load ` +
+      `(its tools: ${loaded.tools.join(', ') || 'none'}; its graders: ${loaded.graders.join(', ') || 'none'}): name the project's units in method.reinforcement.tools and .grader of ${file}, ` +
+      'or remove them from it to serve every tool and the grader the server loaded',
+    { file, missing_tools: missing.tools, missing_graders: missing.graders },
+  ]),
 
   // authentication
   authMissing: define('RFT_ERR_AUTH_MISSING', 401, (expected: string) => [`missing credentials: send ${expected}`]),

@@ -159,8 +159,15 @@ ${t.spec.python ? '\n' + pythonSection(t.spec.python.tools) : ''}
 ${t.spec.python ? toolsPython(tools) : toolsTs(tools)}
 - ${graders.join(', ')}: the grader (\`defineGrader\`, or an OpenAI grader config as \`.json\`).
 ${data.join('\n')}${data.length ? '\n' : ''}- ${datasets}: the dataset (JSONL). Each row carries \`messages\` (ending with the user's turn), the
-  \`tools\` schemas (as \`GET /v1/tools\` prints them) and the fields the grader reads.
-- \`job.json\`: the fine-tuning job body; replace \`YOUR-HOST\` and \`YOUR_KEY\`.
+  \`tools\` schemas (as \`GET /v1/tools\` prints them) and the fields the grader reads. Every \`*.jsonl\`
+  here is a split named after its file (\`hard.jsonl\` is split \`hard\`; \`valid.jsonl\` is \`validation\`)
+  for the doors that pick rows themselves (ORS, OpenEnv), except \`scripted.jsonl\` and \`*.gym.jsonl\`;
+  an edited file is served without a restart.
+- \`job.json\`: the fine-tuning job's settings (model, suffix, \`max_episode_steps\`, hyperparameters, the
+  grader's \`rate_limit\` and \`pass_threshold\`). It names no tool or grader: the server serves every tool of
+  \`tools/\` and the grader of \`graders/\`, so replacing a unit means changing those two folders and the
+  dataset's rows, nothing else. Name units in \`method.reinforcement.tools\` or \`.grader\` only to serve
+  fewer; a name the server did not load stops it at boot (\`RFT_ERR_JOB_UNITS\`).
 - \`scripted.jsonl\`: scripted model turns per row (tool calls, then a final answer) for
   \`rollout --model scripted:scripted.jsonl\`, a rehearsal with no model; the format is in the rft-endpoints
   docs (\`docs/emulator.md\`).
@@ -187,8 +194,8 @@ tool, regenerate the rows' \`tools\` from \`curl -H "Authorization: Bearer $KEY"
 
 Deploy on a public HTTPS address (\`RFT_TLS_CERT\`/\`RFT_TLS_KEY\`, or behind a TLS proxy with
 \`RFT_TRUST_PROXY=1\`), create a key with \`npx rft-endpoints keys create\`, start with
-\`RFT_API_KEYS=label:key HOST=0.0.0.0 npm start\`, and get the job's \`method.reinforcement\` fragment from
-\`GET /v1/job-config?base_url=https://YOUR-HOST\`. The rft-endpoints README has the full configuration.
+\`RFT_API_KEYS=label:key HOST=0.0.0.0 npm start\`, and print the whole job request (\`job.json\` with this
+server's tools and grader) with \`npx rft-endpoints job body --base-url https://YOUR-HOST\`. The rft-endpoints README has the full configuration.
 
 ${nemoGymSection(t)}
 ${orsSection(t.name)}

@@ -50,7 +50,7 @@ describe("verl's SandboxFusion client on the wire", () => {
     const replies = await replay(server.app.rft.privateDoors!.url, fixture.requests);
     expect(replies.map((r) => [r.status, r.headers['content-type']])).toEqual(fixture.requests.map(() => [200, expect.stringMatching(/^application\/json/)]));
     const stdinOf = (text: string) => (JSON.parse(text.slice(text.indexOf('\r\n\r\n') + 4)) as { stdin: string }).stdin;
-    expect(replies.map((r) => JSON.parse(r.body) as unknown)).toMatchObject(fixture.requests.map((q) => REPLIES[stdinOf(q.request)]!));
+    expect(replies.map((r) => JSON.parse(r.body) as unknown)).toMatchObject(fixture.requests.map((q) => REPLIES[stdinOf(q.request!)]!));
   }, 60_000);
 
   describeIf(reason === '', "verl's check_correctness", reason)('the real client', () => {
@@ -63,7 +63,7 @@ describe("verl's SandboxFusion client on the wire", () => {
         expect(run.out).toMatchObject({ results: RESULTS });
         // its threads' order: the fixture keeps the requests sorted, each on a connection of its own
         const recorded = toRecorded(proxy)
-          .sort((a, b) => a.request.localeCompare(b.request))
+          .sort((a, b) => a.request!.localeCompare(b.request!))
           .map((r, i) => ({ ...r, connection: i, pause_ms: 0 }));
         if (process.env.RFT_TEST_WIRE_RECORD === '1') {
           const fixture: WireFixture = {

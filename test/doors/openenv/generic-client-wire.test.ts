@@ -26,6 +26,8 @@ const reason = !src
 
 const row = JSON.parse(readFileSync(join(repoRoot, 'examples/finqa/train.jsonl'), 'utf8').split('\n')[0]!) as { reference_answer: string; messages: unknown[] };
 const ANSWER = `Answer: ${row.reference_answer}`;
+/** Longer than websockets' ping interval (20 s). */
+const THINK_S = 25;
 
 /** What the client sent, with what varies from run to run left out: the handshake's key, the frames' masks. */
 const sent = (requests: RecordedRequest[]) =>
@@ -77,5 +79,18 @@ describe("OpenEnv's GenericEnvClient on the wire", () => {
         await proxy.close();
       }
     }, 60_000);
+
+    it('lives through think time past its ping interval: its pings are answered and the submit still gets the reward', async () => {
+      const proxy = await recordingProxy(server.app.rft.privateDoors!.url);
+      try {
+        const run = await runDriver(python, [DRIVER, `${proxy.url}/finqa`, '0', ANSWER, String(THINK_S)], { ...process.env, RFT_TEST_OPENENV_SRC: src });
+        expect(run.code, run.stderr).toBe(0);
+        expect(run.out).toMatchObject({ submit: { done: true, reward: 1 }, state: { step_count: 1, done: true } });
+        // websockets pings every 20 s and drops the connection when a pong is 20 s late
+        expect(toRecorded(proxy).filter((r) => r.opcode === 9).length).toBeGreaterThanOrEqual(1);
+      } finally {
+        await proxy.close();
+      }
+    }, 120_000);
   });
 });

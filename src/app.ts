@@ -3,6 +3,7 @@ import { LogController, type FastifyInstance, type FastifyServerOptions } from '
 import { serializerCompiler, validatorCompiler } from '@fastify/type-provider-zod';
 import { setMaxListeners } from 'node:events';
 import { readFileSync } from 'node:fs';
+import { dirname } from 'node:path';
 import type { Logger } from 'pino';
 import { isLoopback, type AppConfig } from './config.js';
 import type { RftError } from './errors.js';
@@ -178,11 +179,18 @@ export async function buildApp(config: AppConfig, opts: BuildOptions = {}): Prom
   let metrics: Metrics | undefined;
   let integrity: IntegrityFlags;
   let mcp: McpBridge | undefined;
+  let environments: Environments;
   try {
     if (config.rateLimit.max > 0 && config.rateLimit.redisUrl) redis = await connectRedis(config.rateLimit.redisUrl, app.log as unknown as Logger);
     registry =
       opts.registry ??
-      (await loadRegistry({ toolsDir: config.toolsDir, gradersDir: config.gradersDir, jsonGraderOptions: { openai: config.openai } }));
+      (await loadRegistry({
+        toolsDir: config.toolsDir,
+        gradersDir: config.gradersDir,
+        jsonGraderOptions: { openai: config.openai },
+        typecheck: config.unitsTypecheck ? { dataDir: config.dataDir } : undefined,
+      }));
+    if (registry.typecheck) log.info({ typecheck: registry.typecheck }, `units type-checked (${registry.typecheck.outcome}, ${registry.typecheck.ms} ms)`);
     if (config.metrics.enabled) {
       metrics = new Metrics({ graderRanges: [...registry.graders.values()].map((g) => g.range) });
       metrics.declare([...registry.tools.keys()], [...registry.graders.keys()]);
@@ -211,6 +219,8 @@ export async function buildApp(config: AppConfig, opts: BuildOptions = {}): Prom
       metrics?.declare(bridge.tools.map((t) => t.def.name), []);
       sandboxes?.onRolloutEnd((traceId) => bridge.endRollout(traceId));
     }
+    // The project (where tools/ and graders/ were loaded from) serves its units unless its job.json names others.
+    environments = loadEnvironments(config.environmentsDirs, registry, log, { dirs: [dirname(config.toolsDir), dirname(config.gradersDir)], defaultGrader: config.defaultGrader });
   } catch (e) {
     // A boot that stops here must not leave the store (its threads, its pool), Redis, MCP servers or sandboxes open.
     redis?.disconnect();
@@ -244,7 +254,6 @@ export async function buildApp(config: AppConfig, opts: BuildOptions = {}): Prom
     metrics,
     integrity,
   });
-  const environments = loadEnvironments(config.environmentsDirs, registry, log);
   // At boot, not when the listener starts: a name its doors' routes would shadow is a configuration error.
   if (config.private.port !== undefined) checkShadowing(environments);
   const core = new DoorCore({

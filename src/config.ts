@@ -102,6 +102,11 @@ export const configSchema = z.object({
    */
   RFT_MCP_START_TIMEOUT_MS: int(100, 600_000).default(DEFAULT_MCP_START_TIMEOUT_MS),
   RFT_GRADERS_DIR: z.string().default('graders'),
+  /**
+   * Type-check the TypeScript units at boot, before loading them (RFT_ERR_UNIT_TYPE names the file and line).
+   * auto: on in development (NODE_ENV=development, as `npm run dev` sets it), off otherwise.
+   */
+  RFT_UNITS_TYPECHECK: z.union([z.literal('auto'), bool]).default('auto'),
   RFT_DEFAULT_GRADER: z.string().optional(),
   /** The job body (model, max_episode_steps, hyperparameters); default job.json beside the tools folder, none if absent. */
   RFT_JOB_FILE: z.string().min(1).optional(),
@@ -225,6 +230,8 @@ export interface AppConfig {
   toolBudget: number;
   toolsDir: string;
   gradersDir: string;
+  /** RFT_UNITS_TYPECHECK resolved: type-check the units before loading them. */
+  unitsTypecheck: boolean;
   /**
    * The mcp.json to bridge; `required` when named explicitly (a missing file then stops the boot);
    * `startTimeoutMs`, a server's start bound when its entry sets none (RFT_MCP_START_TIMEOUT_MS).
@@ -352,6 +359,7 @@ export function loadConfig(
     toolBudget: c.RFT_TOOL_BUDGET,
     toolsDir: resolve(c.RFT_TOOLS_DIR),
     gradersDir: resolve(c.RFT_GRADERS_DIR),
+    unitsTypecheck: c.RFT_UNITS_TYPECHECK === 'auto' ? env.NODE_ENV === 'development' : c.RFT_UNITS_TYPECHECK,
     mcpConfig: {
       ...(c.RFT_MCP_CONFIG ? { path: resolve(c.RFT_MCP_CONFIG), required: true } : { path: join(dirname(resolve(c.RFT_TOOLS_DIR)), 'mcp.json'), required: false }),
       startTimeoutMs: c.RFT_MCP_START_TIMEOUT_MS,

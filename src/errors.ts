@@ -45,6 +45,11 @@ export const errors = {
     `${kind} "${name}" is defined twice: ${files.join(' and ')}`,
     { kind, name, files },
   ]),
+  // A unit file that does not type-check (RFT_UNITS_TYPECHECK): the first error, with its file and line.
+  unitType: define('RFT_ERR_UNIT_TYPE', 500, (file: string, line: number, message: string, more: number) => [
+    `${file}:${line}: ${message}${more > 0 ? ` (and ${more} more type error${more > 1 ? 's' : ''})` : ''}`,
+    { file, line, type_error: message },
+  ]),
   insecureListen: define('RFT_ERR_INSECURE_LISTEN', 500, (host: string) => [
     `refusing to listen on ${host} with no credential configured: set RFT_API_KEYS or RFT_SIGNING_SECRETS`,
     { host },
@@ -118,6 +123,14 @@ export const errors = {
     { cause },
   ]),
   environmentLoad: define('RFT_ERR_ENVIRONMENT_LOAD', 500, (dir: string, why: string) => [`environment ${dir}: ${why}`, { dir }]),
+  // The project's job.json names a tool or grader its tools/ and graders/ no longer have (replaced, renamed):
+  // every door that knows environments would serve none of it, so the boot stops and names the file.
+  jobUnits: define('RFT_ERR_JOB_UNITS', 500, (file: string, missing: { tools: string[]; graders: string[] }, loaded: { tools: string[]; graders: string[] }) => [
+    `${file} names ${[...missing.tools.map((t) => `tool "${t}"`), ...missing.graders.map((g) => `grader "${g}"`)].join(' and ')}, which this server did not load ` +
+      `(its tools: ${loaded.tools.join(', ') || 'none'}; its graders: ${loaded.graders.join(', ') || 'none'}): name the project's units in method.reinforcement.tools and .grader of ${file}, ` +
+      'or remove them from it to serve every tool and the grader the server loaded',
+    { file, missing_tools: missing.tools, missing_graders: missing.graders },
+  ]),
 
   // authentication
   authMissing: define('RFT_ERR_AUTH_MISSING', 401, (expected: string) => [`missing credentials: send ${expected}`]),
@@ -176,6 +189,12 @@ export const errors = {
   unknownGrader: define('RFT_ERR_UNKNOWN_GRADER', 404, (name: string, known: string[]) => [
     `unknown grader "${name}"; known graders: ${known.join(', ') || '(none)'}`,
     { grader: name, known_graders: known },
+  ]),
+  // A grader that reads the rollout's tool calls, asked for through a door whose rollouts carry none (the
+  // reward door): graded there it would score an empty trajectory, a wrong reward trained on silently.
+  graderReadsCalls: define('RFT_ERR_GRADER_READS_CALLS', 404, (name: string, door: string) => [
+    `grader "${name}" reads the rollout's tool calls (readsCalls) and the ${door} door carries none: it is not served here`,
+    { grader: name, door },
   ]),
   // Several graders and no RFT_DEFAULT_GRADER: which one POST /grade (or a job-config) means is the
   // user's choice, never a guess.

@@ -44,7 +44,7 @@ it('writes mcp.json running tools/server.py from the project .venv in each rollo
   const init = await runCli(['init', d, '--example', 'python']);
   expect(init.code, init.stderr).toBe(0);
   expect(readdirSync(d).sort()).toEqual([
-    '.gitignore', 'README.md', 'graders', 'job.json', 'mcp.json', 'nemo-gym.yaml', 'package.json', 'resources_servers', 'scripted.jsonl', 'tools', 'train.jsonl',
+    '.gitignore', 'README.md', 'graders', 'job.json', 'mcp.json', 'nemo-gym.yaml', 'package.json', 'resources_servers', 'scripted.jsonl', 'tools', 'train.jsonl', 'tsconfig.json',
   ]);
   expect(readdirSync(join(d, 'tools')).sort()).toEqual(['requirements.txt', 'server.py']);
   expect(JSON.parse(readFileSync(join(d, 'mcp.json'), 'utf8'))).toEqual({

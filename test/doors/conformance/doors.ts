@@ -13,7 +13,7 @@ import { randomUUID } from 'node:crypto';
 import { SESSION_COOKIE } from '../../../src/doors/nemo-gym/app.js';
 import { traceIdOf } from '../../../src/doors/nemo-gym/sessions.js';
 import { postOnce, type Cookies } from '../../helpers/nemo-gym-client.js';
-import { HttpStatusError, MaxRetriesError, OrsClient, OrsSession, SseError, ToolCallError } from '../../helpers/ors-client.js';
+import { HttpStatusError, MaxRetriesError, OrsClient, OrsSession, SessionTerminatedError, SseError, ToolCallError } from '../../helpers/ors-client.js';
 import { EnvClient, ServerError } from '../../helpers/openenv-client.js';
 import { slimeRemoteRm } from '../../helpers/reward-clients.js';
 import { callSandboxApi } from '../../helpers/verl-sandbox-fusion.js';
@@ -184,6 +184,9 @@ const nemoGym: Door = {
 /** The ORS SDK's reading: 5xx, 429 and broken streams are reconnected (5 in a row end it: MaxRetriesError), other 4xx and `error` events are final. */
 function orsFailure(err: unknown): Reply {
   if (err instanceof MaxRetriesError) return { kind: 'retry', code: codeIn(err.message), detail: err.message };
+  // A session its pings found gone (a ping failed its 3 tries while the server was down) ends the session's calls
+  // too, the one running included (_run_or_die): the same end as the reconnects running out, whichever comes first.
+  if (err instanceof SessionTerminatedError) return { kind: 'retry', code: codeIn(err.message), detail: err.message };
   if (err instanceof ToolCallError) return { kind: 'output', text: err.message, isError: true, detail: err.message };
   if (err instanceof HttpStatusError || err instanceof SseError) return { kind: 'final', code: codeIn(err.message), detail: err.message };
   return failed(err);

@@ -130,9 +130,7 @@ export class DoorCore {
         tools: outside,
       });
     }
-    const graderName = env?.grader ?? defaultGrader(registry, this.s.defaultGrader);
-    const grader = graderName === undefined ? undefined : registry.graders.get(graderName);
-    if (!grader) throw errors.unknownGrader(graderName ?? '(default)', [...registry.graders.keys()]);
+    const grader = this.graderOf(env);
     try {
       this.checkRow(input.row, grader);
     } catch (e) {
@@ -155,6 +153,28 @@ export class DoorCore {
       );
     }
     return rollout;
+  }
+
+  private graderOf(env: Environment | undefined): LoadedGrader {
+    const { registry } = this.s;
+    const graderName = env?.grader ?? defaultGrader(registry, this.s.defaultGrader);
+    const grader = graderName === undefined ? undefined : registry.graders.get(graderName);
+    if (!grader) throw errors.unknownGrader(graderName ?? '(default)', [...registry.graders.keys()]);
+    return grader;
+  }
+
+  /** The store, where doors keep their sessions (any replica serves them; a restart keeps them). */
+  get store(): Store {
+    return this.s.store;
+  }
+
+  /**
+   * A rollout started earlier, by this process or another replica, as its door's session recorded it:
+   * its record is open already, so nothing is written.
+   */
+  resume(r: Omit<Rollout, 'grader' | 'tools'> & { tools: readonly string[] }): Rollout {
+    const env = r.environment === undefined ? undefined : this.s.environments.get(r.environment);
+    return { traceId: r.traceId, door: r.door, row: r.row, environment: env?.name, tools: new Set(r.tools), grader: this.graderOf(env) };
   }
 
   private sandboxAcquired(rollout: Rollout, sandbox: Sandbox): void {
@@ -218,7 +238,7 @@ export class DoorCore {
   }
 
   /** Ends the rollout now (its sandbox goes); a graded one ends by itself after the grace period. */
-  async end(r: Rollout): Promise<void> {
+  async end(r: Pick<Rollout, 'traceId'>): Promise<void> {
     await this.s.sandboxes?.destroy(r.traceId);
   }
 }

@@ -83,6 +83,22 @@ DO $mig$ BEGIN
     UPDATE ${s}.rollouts r SET call_count = (SELECT count(*) FROM ${s}.calls c WHERE c.trace_id = r.trace_id);
   END IF;
 END $mig$;
+-- A door's sessions (Store.createSession): any replica serves them, and a restart keeps them.
+CREATE TABLE IF NOT EXISTS ${s}.door_sessions (
+  door text NOT NULL,
+  id text COLLATE "C" NOT NULL,
+  trace_id text COLLATE "C" NOT NULL,
+  environment text,
+  tools text NOT NULL,
+  run text,
+  state text NOT NULL,
+  version bigint NOT NULL DEFAULT 1,
+  ended boolean NOT NULL DEFAULT false,
+  created_at bigint NOT NULL,
+  last_used bigint NOT NULL,
+  PRIMARY KEY (door, id)
+) WITH (fillfactor = 70);
+CREATE INDEX IF NOT EXISTS door_sessions_used ON ${s}.door_sessions (door, last_used);
 ${insightsDdl(postgresDialect(s), { key: 'text COLLATE "C"', text: 'text', int: 'bigint' })}
 
 -- Returns {kind, call, used, limit, exceeded}; call is the calls row as JSON (snake_case keys).

@@ -8,7 +8,7 @@ import type { Logger } from 'pino';
 import { errors } from '../errors.js';
 import { redactUrl } from '../config.js';
 import type { BudgetUsage, GradeRecord, RecordedCall, RolloutSummary } from './records.js';
-import { DEFAULT_DOOR, GRADE_COLUMNS, gradeValues, rowMappers, type CallRowShape, type GradeRow, type RolloutRowShape } from './rows.js';
+import { DEFAULT_DOOR, GRADE_COLUMNS, gradeValues, rowMappers, toDoorSession, type CallRowShape, type DoorSessionRow, type GradeRow, type RolloutRowShape } from './rows.js';
 import { ensureSchema, quoteIdent } from './pg-schema.js';
 import { closeRunningSql } from './pg-interrupt.js';
 import { ensureReplicaSchema, PgReplicas } from './pg-replicas.js';
@@ -34,15 +34,19 @@ import {
 import type {
   BeginCallInput,
   BeginCallResult,
+  DoorSessionRecord,
   FinishCallInput,
   GradedRollout,
   InsertedGrade,
   GradeWithSample,
   ImportedRollout,
   ListRolloutsQuery,
+  NewDoorSession,
   NewGrade,
   RolloutTally,
+  SessionChange,
   Store,
+  StoredDoorSession,
 } from './types.js';
 
 export interface PostgresStoreOptions {
@@ -560,6 +564,57 @@ export class PostgresStore implements Store {
       'rft_claim_sandbox',
     );
     return mine?.boot ?? (await this.sandboxBoot(traceId)) ?? boot;
+  }
+
+  async createSession(n: NewDoorSession): Promise<void> {
+    await this.rows(
+      `INSERT INTO ${this.schema}.door_sessions (door, id, trace_id, environment, tools, run, state, created_at, last_used) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $8)`,
+      [n.door, encodeText(n.id), encodeText(n.traceId), n.environment, JSON.stringify(n.tools), n.run, encodeText(n.state), n.createdAt],
+      'rft_create_session',
+    );
+  }
+
+  async getSession(door: string, id: string): Promise<StoredDoorSession | undefined> {
+    const [r] = await this.idempotent<DoorSessionRow>(
+      `SELECT s.*, r.item FROM ${this.schema}.door_sessions s LEFT JOIN ${this.t.rollouts} r ON r.trace_id = s.trace_id WHERE s.door = $1 AND s.id = $2`,
+      [door, encodeText(id)],
+      'rft_get_session',
+    );
+    return r && { ...toDoorSession(r, decodeText), item: r.item ? (JSON.parse(r.item) as Record<string, unknown>) : null };
+  }
+
+  async updateSession(door: string, id: string, version: number, change: SessionChange, now: number): Promise<boolean> {
+    // A repeat after a lost reply finds the version bumped and says false: the caller reads the session again.
+    const b = change.bound;
+    const rows = await this.idempotent(
+      `UPDATE ${this.schema}.door_sessions SET state = $1, ended = ended OR $2, version = version + 1, last_used = $3,
+         environment = CASE WHEN $7 THEN $8 ELSE environment END, tools = coalesce($9, tools)
+       WHERE door = $4 AND id = $5 AND version = $6 RETURNING 1`,
+      [encodeText(change.state), change.ended === true, now, door, encodeText(id), version, b !== undefined, b?.environment ?? null, b ? JSON.stringify(b.tools) : null],
+      'rft_update_session',
+    );
+    return rows.length === 1;
+  }
+
+  async deleteSession(door: string, id: string): Promise<DoorSessionRecord | undefined> {
+    const [r] = await this.idempotent<DoorSessionRow>(
+      `DELETE FROM ${this.schema}.door_sessions WHERE door = $1 AND id = $2 RETURNING *`,
+      [door, encodeText(id)],
+      'rft_delete_session',
+    );
+    return r && toDoorSession(r, decodeText);
+  }
+
+  async expireSessions(door: string, before: number, limit: number): Promise<DoorSessionRecord[]> {
+    // SKIP LOCKED: replicas sweeping at once each take their own rows, and each expired session is returned once.
+    const rows = await this.rows<DoorSessionRow>(
+      `DELETE FROM ${this.schema}.door_sessions WHERE (door, id) IN (
+         SELECT door, id FROM ${this.schema}.door_sessions WHERE door = $1 AND last_used < $2 LIMIT $3 FOR UPDATE SKIP LOCKED)
+       RETURNING *`,
+      [door, before, limit],
+      'rft_expire_sessions',
+    );
+    return rows.map((r) => toDoorSession(r, decodeText));
   }
 
   async sandboxBoot(traceId: string): Promise<string | undefined> {

@@ -1,7 +1,7 @@
 // The tables' rows as the SQL drivers return them, shared by the SQLite and Postgres stores. `B` is
 // how a driver returns booleans (SQLite: 0/1, Postgres: true/false).
 import type { BudgetUsage, CallStatus, GradeRecord, RecordedCall, RolloutSummary } from './records.js';
-import type { GradeWithSample, NewGrade } from './types.js';
+import type { DoorSessionRecord, GradeWithSample, NewGrade } from './types.js';
 
 /** The door of a rollout no door opened (Agent RFT's /tools and /grade, /mcp): the column's default. */
 export const DEFAULT_DOOR = 'agent-rft';
@@ -156,4 +156,36 @@ export function gradeValues(g: NewGrade, text: (s: string) => string = (s) => s)
     text(g.traceId), g.grader, g.graderVersion, g.sampleHash, JSON.stringify(g.sample ?? null), g.status, g.score,
     g.subscores ? JSON.stringify(g.subscores) : null, opt(g.explanation), opt(g.error), opt(g.credential), g.source, g.createdAt, g.durationMs,
   ];
+}
+
+/** A door_sessions row (SQLite's ended is 0/1, Postgres's a boolean; item only where the read joins the rollout). */
+export interface DoorSessionRow {
+  door: string;
+  id: string;
+  trace_id: string;
+  environment: string | null;
+  tools: string;
+  run: string | null;
+  state: string;
+  version: number;
+  ended: number | boolean;
+  created_at: number;
+  last_used: number;
+  item?: string | null;
+}
+
+export function toDoorSession(r: DoorSessionRow, text: (s: string) => string = (s) => s): DoorSessionRecord {
+  return {
+    door: r.door,
+    id: text(r.id),
+    traceId: text(r.trace_id),
+    environment: r.environment,
+    tools: JSON.parse(r.tools) as string[],
+    run: r.run,
+    state: text(r.state),
+    version: r.version,
+    ended: r.ended === true || r.ended === 1,
+    createdAt: r.created_at,
+    lastUsed: r.last_used,
+  };
 }

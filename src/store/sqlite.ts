@@ -17,7 +17,7 @@ import { dirname } from 'node:path';
 import { errors } from '../errors.js';
 import { LIMIT_PLACEHOLDER } from './types.js';
 import type { BudgetUsage, GradeRecord, RecordedCall, RolloutSummary } from './records.js';
-import { DEFAULT_DOOR, GRADE_COLUMNS, gradesDdl, gradeValues, rowMappers, type CallRowShape, type GradeRow, type RolloutRowShape } from './rows.js';
+import { DEFAULT_DOOR, GRADE_COLUMNS, gradesDdl, gradeValues, rowMappers, toDoorSession, type CallRowShape, type DoorSessionRow, type GradeRow, type RolloutRowShape } from './rows.js';
 import {
   flagsOfSql,
   insightsDdl,
@@ -37,15 +37,19 @@ import {
 import type {
   BeginCallInput,
   BeginCallResult,
+  DoorSessionRecord,
   FinishCallInput,
   GradedRollout,
   GradeWithSample,
   ImportedRollout,
   InsertedGrade,
   ListRolloutsQuery,
+  NewDoorSession,
   NewGrade,
   RolloutTally,
+  SessionChange,
   Store,
+  StoredDoorSession,
   WriteDurability,
 } from './types.js';
 
@@ -103,6 +107,22 @@ CREATE TABLE IF NOT EXISTS rollout_sandboxes (
   boot TEXT NOT NULL,
   created_at INTEGER NOT NULL
 ) WITHOUT ROWID;
+-- A door's sessions (Store.createSession): any process that opens this database after a restart serves them.
+CREATE TABLE IF NOT EXISTS door_sessions (
+  door TEXT NOT NULL,
+  id TEXT NOT NULL,
+  trace_id TEXT NOT NULL,
+  environment TEXT,
+  tools TEXT NOT NULL,
+  run TEXT,
+  state TEXT NOT NULL,
+  version INTEGER NOT NULL DEFAULT 1,
+  ended INTEGER NOT NULL DEFAULT 0,
+  created_at INTEGER NOT NULL,
+  last_used INTEGER NOT NULL,
+  PRIMARY KEY (door, id)
+) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS door_sessions_used ON door_sessions (door, last_used);
 ${insightsDdl(sqliteDialect, { key: 'TEXT', text: 'TEXT', int: 'INTEGER' })}
 `;
 
@@ -193,6 +213,24 @@ function statements(db: Database.Database) {
     interrupt: db.prepare(`UPDATE calls SET status = 'interrupted', output = ?, finished_at = ?, cost = 0 WHERE status = 'running'`),
     claimSandbox: db.prepare('INSERT INTO rollout_sandboxes (trace_id, boot, created_at) VALUES (?, ?, ?) ON CONFLICT (trace_id) DO NOTHING'),
     sandboxBoot: db.prepare<[string], { boot: string }>('SELECT boot FROM rollout_sandboxes WHERE trace_id = ?'),
+    addSession: db.prepare(
+      `INSERT INTO door_sessions (door, id, trace_id, environment, tools, run, state, created_at, last_used) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+    ),
+    // With its rollout's dataset row (here, or in an older database's rollouts.item).
+    getSession: db.prepare<[string, string], DoorSessionRow>(
+      `SELECT s.*, coalesce(i.item, r.item) AS item FROM door_sessions s
+       LEFT JOIN rollouts r ON r.trace_id = s.trace_id LEFT JOIN rollout_items i ON i.trace_id = s.trace_id
+       WHERE s.door = ? AND s.id = ?`,
+    ),
+    updateSession: db.prepare<[string, number, number, number, string | null, string | null, string, string, number]>(
+      `UPDATE door_sessions SET state = ?, ended = max(ended, ?), version = version + 1, last_used = ?,
+         environment = iif(?, ?, environment), tools = coalesce(?, tools)
+       WHERE door = ? AND id = ? AND version = ?`,
+    ),
+    deleteSession: db.prepare<[string, string], DoorSessionRow>('DELETE FROM door_sessions WHERE door = ? AND id = ? RETURNING *'),
+    expireSessions: db.prepare<[string, string, number, number], DoorSessionRow>(
+      `DELETE FROM door_sessions WHERE door = ? AND id IN (SELECT id FROM door_sessions WHERE door = ? AND last_used < ? LIMIT ?) RETURNING *`,
+    ),
     ping: db.prepare(`INSERT OR REPLACE INTO webhook_ids (id, expires_at) VALUES ('__readyz__', 0)`),
     addFlag: db.prepare<Record<number, unknown>>(upsertFlagSql(sqliteDialect, { traceId: '', kind: '', callId: null, detail: '', at: 0 }).text),
     flags: db.prepare<Record<number, unknown>, FlagRow>(flagsOfSql(sqliteDialect, '').text),
@@ -520,6 +558,35 @@ export class SqliteStore implements Store {
       this.s.claimSandbox.run(traceId, boot, now);
       return this.s.sandboxBoot.get(traceId)!.boot;
     });
+  }
+
+  createSession(n: NewDoorSession): Promise<void> {
+    return this.unit(() => void this.s.addSession.run(n.door, n.id, n.traceId, n.environment, JSON.stringify(n.tools), n.run, n.state, n.createdAt, n.createdAt));
+  }
+
+  getSession(door: string, id: string): Promise<StoredDoorSession | undefined> {
+    return this.read(() => {
+      const r = this.s.getSession.get(door, id);
+      return r && { ...toDoorSession(r), item: r.item ? (JSON.parse(r.item) as Record<string, unknown>) : null };
+    });
+  }
+
+  updateSession(door: string, id: string, version: number, change: SessionChange, now: number): Promise<boolean> {
+    const b = change.bound;
+    return this.unit(
+      () => this.s.updateSession.run(change.state, change.ended ? 1 : 0, now, b ? 1 : 0, b?.environment ?? null, b ? JSON.stringify(b.tools) : null, door, id, version).changes === 1,
+    );
+  }
+
+  deleteSession(door: string, id: string): Promise<DoorSessionRecord | undefined> {
+    return this.unit(() => {
+      const r = this.s.deleteSession.get(door, id);
+      return r && toDoorSession(r);
+    });
+  }
+
+  expireSessions(door: string, before: number, limit: number): Promise<DoorSessionRecord[]> {
+    return this.unit(() => this.s.expireSessions.all(door, door, before, limit).map((r) => toDoorSession(r)));
   }
 
   sandboxBoot(traceId: string): Promise<string | undefined> {

@@ -107,6 +107,45 @@ export interface ImportedRollout {
   grades: Omit<NewGrade, 'traceId'>[];
 }
 
+/**
+ * A door's session (NeMo Gym's cookie, ORS's sid, OpenEnv's session id) as the record keeps it, so any
+ * replica serves it and a restart keeps it: what it runs (its rollout's trace id, environment, tools)
+ * and the door's own state (sequence numbers, exactly-once and end state: JSON the door reads),
+ * replaced whole by a compare-and-set on `version`.
+ */
+export interface DoorSessionRecord {
+  door: string;
+  /** Its id in its door: never a credential (a token's hash stands for it). */
+  id: string;
+  traceId: string;
+  environment: string | null;
+  tools: string[];
+  run: string | null;
+  /** The door's state (JSON). */
+  state: string;
+  /** Bumped by every update: an update from an older version is refused. */
+  version: number;
+  /** Graded or otherwise over (its state says how). */
+  ended: boolean;
+  createdAt: number;
+  /** For the TTL: set on creation and by each update. */
+  lastUsed: number;
+}
+
+export interface SessionChange {
+  state: string;
+  ended?: boolean;
+  /** A session whose rollout starts after it (ORS's): what it was started with. */
+  bound?: { environment: string | null; tools: string[] };
+}
+
+export type NewDoorSession = Omit<DoorSessionRecord, 'version' | 'ended' | 'lastUsed'>;
+
+/** A session as read: with its rollout's dataset row as recorded (null if it has none). */
+export interface StoredDoorSession extends DoorSessionRecord {
+  item: Record<string, unknown> | null;
+}
+
 export interface Store {
   readonly kind: string;
   /**
@@ -180,6 +219,19 @@ export interface Store {
   claimSandbox(traceId: string, boot: string, now: number): Promise<string>;
   /** The boot claimSandbox recorded for the rollout, if any. */
   sandboxBoot(traceId: string): Promise<string | undefined>;
+  /** Records a new session (its rollout is opened first, by openRollout). */
+  createSession(s: NewDoorSession): Promise<void>;
+  getSession(door: string, id: string): Promise<StoredDoorSession | undefined>;
+  /**
+   * Replaces the session's state (sets `ended` if asked: it is never unset; records the environment and
+   * tools its rollout got, if given) if its version is still `version`, and marks it used at `now`:
+   * false if another update came first (or it is gone).
+   */
+  updateSession(door: string, id: string, version: number, change: SessionChange, now: number): Promise<boolean>;
+  /** Removes a session; the removed one, if it was there. */
+  deleteSession(door: string, id: string): Promise<DoorSessionRecord | undefined>;
+  /** Removes the door's sessions last used before `before` (at most `limit`), and returns them. */
+  expireSessions(door: string, before: number, limit: number): Promise<DoorSessionRecord[]>;
   /** Throws if the store cannot write (readiness). */
   ping(): Promise<void>;
   close(): Promise<void>;

@@ -11,7 +11,8 @@ import pg from 'pg';
 import { request } from 'undici';
 import { afterAll, expect, it, vi } from 'vitest';
 import { DockerApi } from '../../src/sandbox/drivers/docker/api.js';
-import { endpointFor, parseDockerHosts } from '../../src/sandbox/drivers/docker/hosts.js';
+import { endpointFor } from '../../src/sandbox/drivers/docker/hosts.js';
+import { EXTRA_ENGINE_HOSTS, extraEngines, extraEnginesMissing } from '../helpers/extra-engines.js';
 import { spawnServer, type ChildServer } from '../helpers/child-server.js';
 import { functionCall, newTrace } from '../helpers/fixtures.js';
 import { describeIf } from '../helpers/require.js';
@@ -19,26 +20,10 @@ import { repoRoot } from '../helpers/server.js';
 import { databaseUrl, dropSchema, postgresUnavailable, randomSchema } from '../store/postgres-db.js';
 
 const KEY = 'replicas-test-key-0123456789abcdef';
-const HOSTS = 'unix:///run/rft-engines/1.sock?name=e1&cap=40,tcp://127.0.0.1:21376?name=e2&cap=40&cert_path=/etc/rft-engines/tls/client&tls_verify=1';
-const engines = parseDockerHosts({ cap: 1, hosts: HOSTS });
+const HOSTS = EXTRA_ENGINE_HOSTS;
+const engines = extraEngines;
 
-async function missing(): Promise<string | undefined> {
-  const pgMissing = await postgresUnavailable();
-  if (pgMissing) return pgMissing;
-  for (const h of engines) {
-    const api = new DockerApi(endpointFor(h));
-    try {
-      await api.call('GET', '/_ping', undefined, { timeoutMs: 3_000 });
-    } catch (e) {
-      return `Docker engine ${h.name} (run .ci/setup-engines.sh): ${(e as Error).message}`;
-    } finally {
-      await api.close();
-    }
-  }
-  return undefined;
-}
-
-const unavailable = await missing();
+const unavailable = (await postgresUnavailable()) ?? (await extraEnginesMissing());
 const schema = randomSchema();
 const started: ChildServer[] = [];
 const row = JSON.parse(readFileSync(join(repoRoot, 'examples/coding/train.jsonl'), 'utf8').split('\n')[0]!) as Record<string, unknown> & { task_id: string };

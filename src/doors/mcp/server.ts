@@ -41,9 +41,15 @@ export interface McpServerDeps {
 /** How a door scopes an MCP request to one of its rollouts (the NeMo Gym door: its session token header). */
 export interface RolloutScope {
   /** The tools tools/list shows the request: its rollout's (none when it names none). */
-  list(ctx: ServerContext): ReadonlySet<string>;
+  list(ctx: ServerContext): ReadonlySet<string> | Promise<ReadonlySet<string>>;
   /** The request's rollout; a missing or lost one throws its coded RftError. */
-  resolve(ctx: ServerContext): { traceId: string; tools: ReadonlySet<string>; call(key: string, name: string, args: unknown): Promise<ToolCallOutcome> };
+  resolve(ctx: ServerContext): ScopedRollout | Promise<ScopedRollout>;
+}
+
+export interface ScopedRollout {
+  traceId: string;
+  tools: ReadonlySet<string>;
+  call(key: string, name: string, args: unknown): Promise<ToolCallOutcome>;
 }
 
 function protocolError(e: unknown): ProtocolError {
@@ -77,7 +83,7 @@ function unknownTool(name: string, offered: Iterable<string>): ProtocolError {
 async function rolloutCall(rollouts: RolloutScope, ctx: ServerContext, name: string, args: unknown, key: string | undefined): Promise<CallToolResult> {
   let r;
   try {
-    r = rollouts.resolve(ctx);
+    r = await rollouts.resolve(ctx);
   } catch (e) {
     throw protocolError(e);
   }
@@ -101,8 +107,8 @@ export function createToolServer(deps: McpServerDeps): Server {
   const { registry, ledger, rollouts } = deps;
   const server = new Server(SERVER_INFO, { capabilities: { tools: {} } });
 
-  server.setRequestHandler('tools/list', (_request, ctx) => {
-    const shown = rollouts?.list(ctx);
+  server.setRequestHandler('tools/list', async (_request, ctx) => {
+    const shown = await rollouts?.list(ctx);
     return {
       tools: [...registry.tools.values()]
         .filter((t) => !shown || shown.has(t.def.name))

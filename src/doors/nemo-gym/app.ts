@@ -9,7 +9,7 @@ import { graderCouldNotScore, type DoorCore } from '../core.js';
 import { answerOf, graderItem, rowTools, seedBodySchema, verifyBodySchema, type SeedBody, type VerifyBody } from './rows.js';
 import { parseRunLabel, runOfHeaders, RUN_METADATA_KEY } from '../../protocol/run-label.js';
 import { rewardComponents } from './reward.js';
-import { Sessions, traceIdOf, type ServedCall, type Session } from './sessions.js';
+import { argsDigest, Sessions, traceIdOf, type ServedCall, type Session } from './sessions.js';
 import type { Registry } from '../../registry/loader.js';
 import type { Ledger } from '../../ledger/ledger.js';
 import { doorMcp } from '../mcp/serve.js';
@@ -45,6 +45,8 @@ export interface NemoGymDoorOptions {
 
 interface DoorRequest {
   token?: string;
+  /** The token's live session, as read for this request. */
+  session?: Session;
   rolloutId?: string;
 }
 const state = new WeakMap<FastifyRequest['raw'], DoorRequest>();
@@ -91,7 +93,7 @@ export async function buildNemoGymApp(o: NemoGymDoorOptions): Promise<FastifyIns
       return m[2]!;
     },
   });
-  const sessions = new Sessions(o.sessionTtlMs);
+  const sessions = new Sessions(o.core, o.sessionTtlMs, NEMO_GYM_DOOR);
   app.addHook('onClose', async () => sessions.close());
 
   // Bodies are kept as bytes: a tool's arguments go to the ledger as sent (its depth and JSON checks),
@@ -101,7 +103,8 @@ export async function buildNemoGymApp(o: NemoGymDoorOptions): Promise<FastifyIns
 
   app.addHook('onRequest', async (req) => {
     const token = cookieToken(req.headers.cookie);
-    if (token !== undefined && sessions.get(token)) of(req).token = token;
+    const s = await sessions.get(token);
+    if (s) Object.assign(of(req), { token, session: s });
   });
   // The session's cookie on every reply, errors included: simple_agent replaces its cookies with
   // each reply's Set-Cookie, and a reply without one leaves its next call cookie-less.
@@ -123,7 +126,7 @@ export async function buildNemoGymApp(o: NemoGymDoorOptions): Promise<FastifyIns
   });
 
   const session = (req: FastifyRequest): Session => {
-    const s = sessions.get(of(req).token);
+    const s = of(req).session;
     if (s) return s;
     if (cookieToken(req.headers.cookie) !== undefined) throw errors.nemoGymSessionLost();
     throw errors.nemoGymSession('no session cookie');
@@ -132,16 +135,16 @@ export async function buildNemoGymApp(o: NemoGymDoorOptions): Promise<FastifyIns
   // A control route reached with a session's cookie is the model's tool call of that name (Gym's agent
   // sends its tool calls with the episode's cookies; its own control requests before or without them):
   // a tool error, listed as served (/verify's episode lists it), whatever its body.
-  const controlCall = (req: FastifyRequest, reply: FastifyReply, name: string): void => {
+  const controlCall = async (req: FastifyRequest, reply: FastifyReply, name: string): Promise<void> => {
     if (cookieToken(req.headers.cookie) === undefined) return;
-    const s = sessions.get(of(req).token);
+    const s = of(req).session;
     if (!s) throw errors.nemoGymSessionLost();
-    throw refuse(req, reply, s, name);
+    throw await refuse(req, reply, s, name);
   };
   /** The model's call to a control route: keyed and listed as served (its retry is not listed twice), a tool error. */
-  const refuse = (req: FastifyRequest, reply: FastifyReply, s: Session, name: string) => {
+  const refuse = async (req: FastifyRequest, reply: FastifyReply, s: Session, name: string) => {
     const body = parseJson(req.body);
-    reply.raw.once('finish', sessions.keyFor(s, fingerprintOf(name, body.raw), { name, args: servedArgs(body) }).delivered);
+    whenWritten(reply, await sessions.keyFor(s, fingerprintOf(name, body.raw), { name, args: servedArgs(body) }));
     return errors.nemoGymNotATool(name);
   };
 
@@ -160,7 +163,7 @@ export async function buildNemoGymApp(o: NemoGymDoorOptions): Promise<FastifyIns
     try {
       return await o.core.callTool(s.rollout, key, name, args);
     } catch (e) {
-      if (isRftError(e) && e.statusCode >= 500) s.broken ??= e;
+      if (isRftError(e) && e.statusCode >= 500) await sessions.markBroken(s, e.code);
       throw e;
     }
   };
@@ -169,11 +172,11 @@ export async function buildNemoGymApp(o: NemoGymDoorOptions): Promise<FastifyIns
     // The token is the session's own (as the cookie): it names the rollout, whose tools alone are listed and callable.
     const tokenOf = (ctx: Parameters<RolloutScope['list']>[0]) => ctx.http?.req?.headers.get(MCP_TOKEN_HEADER) ?? undefined;
     const rollouts: RolloutScope = {
-      list: (ctx) => sessions.get(tokenOf(ctx))?.rollout.tools ?? new Set(),
-      resolve: (ctx) => {
+      list: async (ctx) => (await sessions.get(tokenOf(ctx)))?.rollout.tools ?? new Set(),
+      resolve: async (ctx) => {
         const token = tokenOf(ctx);
         if (token === undefined) throw errors.nemoGymSession(`no ${MCP_TOKEN_HEADER} header`);
-        const s = sessions.get(token);
+        const s = await sessions.get(token);
         // A token we minted and no longer hold, or never minted: our lost session, the rollout is rerun.
         if (!s) throw errors.nemoGymSessionLost();
         return { traceId: s.rollout.traceId, tools: s.rollout.tools, call: (key, name, args) => runTool(s, key, name, args) };
@@ -188,7 +191,7 @@ export async function buildNemoGymApp(o: NemoGymDoorOptions): Promise<FastifyIns
       url: '/mcp',
       handler: async (req, reply) => {
         // Gym's MCP clients send the token header; a POST with the episode's cookie and no token is the model's tool named mcp.
-        if (req.method === 'POST' && req.headers[MCP_TOKEN_HEADER.toLowerCase()] === undefined) controlCall(req, reply, 'mcp');
+        if (req.method === 'POST' && req.headers[MCP_TOKEN_HEADER.toLowerCase()] === undefined) await controlCall(req, reply, 'mcp');
         const body = Buffer.isBuffer(req.body) ? req.body : Buffer.alloc(0);
         const parsed = parseJson(body);
         await mcp.handle(req, reply, body, parsed.ok ? parsed.value : undefined);
@@ -200,12 +203,15 @@ export async function buildNemoGymApp(o: NemoGymDoorOptions): Promise<FastifyIns
   app.get('/', async () => ({ door: NEMO_GYM_DOOR }));
   // FastAPI's JSON string; reverify replays /verify without seed or cookie, which a stateful rollout cannot serve.
   app.get('/reverify_mode', async (_req, reply) => reply.type('application/json').send('"unsupported"'));
-  app.post('/aggregate_metrics', async (req, reply) => (controlCall(req, reply, 'aggregate_metrics'), { group_level_metrics: [], agent_metrics: {}, key_metrics: {} }));
+  app.post('/aggregate_metrics', async (req, reply) => {
+    await controlCall(req, reply, 'aggregate_metrics');
+    return { group_level_metrics: [], agent_metrics: {}, key_metrics: {} };
+  });
 
   app.post('/seed_session', async (req, reply) => {
     // A session is seeded once, by a request that carries none: with a session's cookie this is the
     // model's tool call named seed_session (Gym's agent sends it the episode's cookies), whatever its body.
-    controlCall(req, reply, 'seed_session');
+    await controlCall(req, reply, 'seed_session');
     const body = parseJson(req.body);
     const parsed = body.ok ? seedBodySchema.safeParse(body.value) : undefined;
     if (!parsed?.success) throw errors.badRequest('the body is not a NeMo Gym row (responses_create_params with input)');
@@ -225,7 +231,7 @@ export async function buildNemoGymApp(o: NemoGymDoorOptions): Promise<FastifyIns
       warmSandbox: true,
       run,
     });
-    sessions.add(token, rollout, canonicalJson(parsed.data.responses_create_params));
+    of(req).session = await sessions.add(token, rollout, canonicalJson(parsed.data.responses_create_params), run);
     of(req).token = token;
     req.log.info({ trace_id: rollout.traceId, environment: rollout.environment, ng_rollout_id: rolloutId }, 'nemo-gym session');
     // Gym's MCPServerMetadata (nemo_gym/base_resources_server.py), under the key its agents read.
@@ -241,7 +247,7 @@ export async function buildNemoGymApp(o: NemoGymDoorOptions): Promise<FastifyIns
     // Gym's own /verify carries the seeded row and an episode listing every call the session served, in
     // order; a model's call named verify cannot list itself (docs/nemo-gym.md): it is a tool call, refused.
     if (!parsed?.success || canonicalJson(parsed.data.responses_create_params) !== s.params || !listsServed(parsed.data.response.output, s.served)) {
-      throw refuse(req, reply, s, 'verify');
+      throw await refuse(req, reply, s, 'verify');
     }
     // A failure of ours broke the episode: the trainer reruns the rollout (NeMo RL does, up to 5 times).
     if (s.broken) throw errors.nemoGymRolloutLost(s.broken.code);
@@ -250,16 +256,16 @@ export async function buildNemoGymApp(o: NemoGymDoorOptions): Promise<FastifyIns
     const echo = parsed.data as VerifyBody;
     try {
       const g = await o.core.grade(s.rollout, answerOf(echo));
-      s.graded = { reward: g.score, reward_components: rewardComponents(g.grader, g.score, g.subscores) };
+      const graded = await sessions.markGraded(s, { reward: g.score, reward_components: rewardComponents(g.grader, g.score, g.subscores) });
       req.log.info({ trace_id: s.rollout.traceId, grader: g.grader, score: g.score, replayed: g.replayed }, 'nemo-gym verify');
-      return { ...echo, ...s.graded };
+      return { ...echo, ...graded };
     } catch (e) {
       // Gym's judge convention (nemo_gym/judge.py): a grader that cannot grade is a 0 marked judge_failed, not a 5xx
       // that would abort the whole collection. Our own failures (store, sandbox capacity) stay 5xx: a rerun is right.
       if (!graderCouldNotScore(e)) throw e;
-      s.graded = { reward: 0, reward_components: { [s.rollout.grader.def.name]: 0 }, _ng_failure_class: 'judge_failed', _ng_failure_detail: e.code };
+      const graded = await sessions.markGraded(s, { reward: 0, reward_components: { [s.rollout.grader.def.name]: 0 }, _ng_failure_class: 'judge_failed', _ng_failure_detail: e.code });
       req.log.warn({ trace_id: s.rollout.traceId, err: e }, 'nemo-gym verify: grader failed (judge_failed)');
-      return { ...echo, ...s.graded };
+      return { ...echo, ...graded };
     }
   });
 
@@ -268,8 +274,8 @@ export async function buildNemoGymApp(o: NemoGymDoorOptions): Promise<FastifyIns
   async function toolCall(req: FastifyRequest, reply: FastifyReply, s: Session, name: string): Promise<string> {
     const body = parseJson(req.body);
     // Keyed (and listed as served) first: an unknown tool's call is in the episode /verify lists too.
-    const { key, replay, delivered } = sessions.keyFor(s, fingerprintOf(name, body.raw), { name, args: servedArgs(body) });
-    reply.raw.once('finish', delivered);
+    const { key, replay, ...fate } = await sessions.keyFor(s, fingerprintOf(name, body.raw), { name, args: servedArgs(body) });
+    whenWritten(reply, fate);
     if (!TOOL_NAME.test(name) || !s.rollout.tools.has(name)) throw errors.unknownTool(name, [...s.rollout.tools]);
     const raw = body.raw;
     const outcome = await runTool(s, key, name, raw);
@@ -281,12 +287,18 @@ export async function buildNemoGymApp(o: NemoGymDoorOptions): Promise<FastifyIns
   return app;
 }
 
+/** Records the fate of a keyed request's reply: delivered once written whole, abandoned if its socket closed first. */
+function whenWritten(reply: FastifyReply, fate: { delivered: () => void; abandoned: () => void }): void {
+  reply.raw.once('finish', fate.delivered);
+  reply.raw.once('close', () => reply.raw.writableFinished || fate.abandoned());
+}
+
 const fingerprintOf = (name: string, raw: string): string => createHash('sha256').update(name).update('\0').update(raw).digest('base64url');
 
 /** A served call's body as /verify compares it: canonical JSON, '' for none (Gym's agent sends no body for `null` arguments). */
 function servedArgs(body: ReturnType<typeof parseJson>): string {
-  if (!body.ok) return body.raw;
-  return body.raw.trim() === '' || body.value === null ? '' : canonicalJson(body.value);
+  if (!body.ok) return argsDigest(body.raw);
+  return argsDigest(body.raw.trim() === '' || body.value === null ? '' : canonicalJson(body.value));
 }
 
 /**
@@ -311,7 +323,7 @@ function listsServed(output: readonly { type: string }[], served: readonly Serve
     } catch {
       parsed = false;
     }
-    const sameArgs = parsed && (value === null ? '' : canonicalJson(value)) === want.args;
+    const sameArgs = parsed && argsDigest(value === null ? '' : canonicalJson(value)) === want.args;
     const match = parsed ? sameArgs && (name === want.name || !TOOL_NAME.test(name)) : name === want.name;
     if (match) next++;
   }

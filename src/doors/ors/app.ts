@@ -8,7 +8,7 @@ import { canonicalJson } from '../../protocol/canonical.js';
 import { keyHeaders } from '../../authentication/key-headers.js';
 import type { Rollout } from '../core.js';
 import { promptOf, rowAt, rowTools, splitName, splitsOf, taskSpec, taskSpecAddress, toolSpecs } from './catalog.js';
-import { Sessions, type RowRef, type Session, type Task } from './sessions.js';
+import { Sessions, type RowRef, type Session } from './sessions.js';
 import { EventStream } from './sse.js';
 import { runCall, type CallResult } from './call.js';
 import { firstRunLabel, RUN_HEADER, RUN_PARAM } from '../../protocol/run-label.js';
@@ -16,6 +16,16 @@ import { firstRunLabel, RUN_HEADER, RUN_PARAM } from '../../protocol/run-label.j
 export const ORS_DOOR = 'ors';
 /** Reruns of a call that keeps failing on our side, reconnect after reconnect, before its reconnects get 503. */
 const MAX_CALL_FAILURES = 3;
+/** Calls held by this replica at most (running, or failed on our side and awaiting their reconnect). */
+const MAX_TASKS_HELD = 10_000;
+
+/** A call running (or failed on our side) on this replica: a reconnect here joins it; its result is the ledger's. */
+interface Task {
+  result: Promise<string>;
+  /** Set when the run failed on our side: the next reconnect runs it again (it was not recorded). */
+  failed: Error | undefined;
+  failures: number;
+}
 
 const createBody = z.union([
   z.looseObject({ split: z.string().min(1).max(64), index: z.number().int().min(0), env_name: z.string().min(1).max(128).nullish(), task_spec: z.null().optional() }),
@@ -56,14 +66,12 @@ export async function registerOrsDoor(app: FastifyInstance): Promise<void> {
     }
   });
 
-  const sessions = new Sessions(idleMs, (s) => void endSession(s));
-  app.addHook('onClose', async () => {
-    await Promise.all(sessions.close().map(endSession));
-  });
+  // Sessions are the record's: a restart (or another replica) serves them, so closing ends none.
+  const sessions = new Sessions(core, idleMs, ORS_DOOR, (r) => void endSession(r.traceId));
+  app.addHook('onClose', async () => sessions.close());
 
-  async function endSession(s: Session): Promise<void> {
-    const r = await s.rollout?.catch(() => undefined);
-    if (r) await core.end(r).catch((err: unknown) => app.log.warn({ err, trace_id: r.traceId }, 'ors: ending a session\'s rollout failed'));
+  async function endSession(traceId: string): Promise<void> {
+    await core.end({ traceId }).catch((err: unknown) => app.log.warn({ err, trace_id: traceId }, 'ors: ending a session\'s rollout failed'));
   }
 
   const sidOf = (req: FastifyRequest): string => {
@@ -71,27 +79,33 @@ export async function registerOrsDoor(app: FastifyInstance): Promise<void> {
     if (typeof sid !== 'string' || sid.trim() === '') throw errors.orsSession('no X-Session-ID header');
     return sid.trim();
   };
-  const live = (req: FastifyRequest): Session => sessions.get(sidOf(req)) ?? (() => { throw errors.orsSessionLost(); })();
+  const live = async (req: FastifyRequest): Promise<Session> => (await sessions.get(sidOf(req))) ?? (() => { throw errors.orsSessionLost(); })();
 
-  /** The session's rollout, started when first needed under the environment its path names (or /create named). */
-  function rolloutOf(s: Session, env: string): Promise<Rollout> {
+  /** Sessions whose rollout this replica is starting: concurrent first calls share one start. */
+  const starting = new Map<string, Promise<Session>>();
+  /** The session with its rollout, started when first needed under the environment its path names (or /create named). */
+  async function rolloutOf(s: Session, env: string): Promise<Session & { rollout: Rollout }> {
     const ref = s.row;
     if (!ref) throw errors.orsSession('this session has no task yet');
-    if (ref.env !== undefined && ref.env !== env) throw errors.badRequest(`this session's task is of environment "${ref.env}", not "${env}"`);
-    if (!s.rollout) {
-      ref.env = env;
-      const started = (async () => {
+    const other = (e: string | undefined) => e !== undefined && e !== env && errors.badRequest(`this session's task is of environment "${e}", not "${env}"`);
+    const wrong = other(s.rollout?.environment ?? ref.env);
+    if (wrong) throw wrong;
+    if (s.rollout) return s as Session & { rollout: Rollout };
+    let started = starting.get(s.sid);
+    if (!started) {
+      started = (async () => {
         const row = await rowAt(environments, env, ref.split, ref.index);
         const { messages: _m, tools: _t, ...item } = row;
-        return core.start({ traceId: s.sid, door: ORS_DOOR, row: item, tools: rowTools(row, environments.get(env)), environment: env, warmSandbox: true, run: ref.run });
+        return sessions.bind(s, await core.start({ traceId: s.sid, door: ORS_DOOR, row: item, tools: rowTools(row, environments.get(env)), environment: env, warmSandbox: true, run: ref.run }));
       })();
-      s.rollout = started;
-      // A failure of ours (the store) is not the session's: the next call starts it again.
-      started.catch((e: unknown) => {
-        if (!isRftError(e) || e.statusCode >= 500) s.rollout = undefined;
-      });
+      starting.set(s.sid, started);
+      started.then(() => starting.delete(s.sid), () => starting.delete(s.sid));
     }
-    return s.rollout;
+    const bound = await started;
+    // (another replica may have started it first, under another environment)
+    const lost = other(bound.rollout?.environment);
+    if (lost) throw lost;
+    return bound as Session & { rollout: Rollout };
   }
 
   const route: RouteShorthandOptions = { config: { trainer: true, keyHeader: keyHeaders(['X-API-Key'])[0]! } };
@@ -121,14 +135,14 @@ export async function registerOrsDoor(app: FastifyInstance): Promise<void> {
 
   // A session id, streamed as the client expects: its task_id event, then an end carrying {sid}.
   app.post('/create_session', route, async (_req, reply) => {
-    const s = sessions.create();
+    const s = await sessions.create();
     const stream = new EventStream(reply);
     stream.event('task_id', s.sid);
     stream.end(JSON.stringify({ sid: s.sid }));
   });
 
   app.post('/create', route, async (req) => {
-    const s = live(req);
+    let s = await live(req);
     const body = parse(createBody, req.body);
     const address = body.task_spec ? body.task_spec : (body as { split: string; index: number });
     // The run: x-rft-run, else the body's `run`, else its task_spec's (a client that sends its own headers only).
@@ -140,7 +154,9 @@ export async function registerOrsDoor(app: FastifyInstance): Promise<void> {
       return { sid: s.sid };
     }
     if (ref.env !== undefined) environments.get(ref.env);
-    s.row = ref;
+    s = await sessions.setRow(s, ref);
+    // (another replica's /create, with another body, came first)
+    if (s.row?.body !== ref.body) throw errors.badRequest('this session already has a task');
     // With one environment (or named), the rollout starts now: its sandbox is built while the client asks for the prompt.
     const only = environments.list().length === 1 ? environments.list()[0]!.name : undefined;
     const env = ref.env ?? only;
@@ -148,7 +164,7 @@ export async function registerOrsDoor(app: FastifyInstance): Promise<void> {
       try {
         await rolloutOf(s, env);
       } catch (e) {
-        s.row = undefined;
+        await sessions.clearRow(s, ref);
         throw e;
       }
     }
@@ -157,53 +173,63 @@ export async function registerOrsDoor(app: FastifyInstance): Promise<void> {
   });
 
   app.post('/ping', route, async (req) => {
-    if (!sessions.get(sidOf(req))) throw errors.notFound('session');
+    const s = await sessions.get(sidOf(req));
+    if (!s) throw errors.notFound('session');
+    await sessions.touch(s);
     return { status: 'ok' };
   });
   const remove = async (req: FastifyRequest) => {
     const sid = sidOf(req);
-    const s = sessions.delete(sid);
-    if (s) await endSession(s);
+    const s = await sessions.delete(sid);
+    if (s) await endSession(s.traceId);
     return { sid };
   };
   app.post('/delete', route, remove);
   app.post('/delete_session', route, remove);
 
   app.get<EnvParams>('/:env/prompt', route, async (req) => {
-    const s = live(req);
-    const r = await rolloutOf(s, req.params.env);
-    return promptOf(await rowAt(environments, r.environment!, s.row!.split, s.row!.index));
+    const s = await rolloutOf(await live(req), req.params.env);
+    return promptOf(await rowAt(environments, s.rollout.environment!, s.row!.split, s.row!.index));
   });
   app.get<EnvParams>('/:env/task_tools', route, async (req) => {
-    const r = await rolloutOf(live(req), req.params.env);
-    return toolSpecs(registry, [...r.tools], submitTool);
+    const { rollout } = await rolloutOf(await live(req), req.params.env);
+    return toolSpecs(registry, [...rollout.tools], submitTool);
   });
 
   app.post<EnvParams>('/:env/call', route, async (req, reply) => {
-    const s = live(req);
     const { name, input, task_id: sent } = parse(callBody, req.body);
-    const rollout = await rolloutOf(s, req.params.env);
+    const bound = await rolloutOf(await live(req), req.params.env);
+    const { rollout } = bound;
+    let s: Session = bound;
     const fingerprint = `${name}\0${canonicalJson(input)}`;
     const taskId = sent ?? Sessions.mintTaskId();
-    let task = s.tasks.get(taskId);
     if (sent != null) {
-      if (!task) throw errors.orsTaskId(sent);
-      if (task.fingerprint !== fingerprint) throw errors.callConflict(sent);
-      if (task.failed) {
-        if (task.failures >= MAX_CALL_FAILURES) throw errors.orsCallFailed(isRftError(task.failed) ? task.failed.code : 'internal');
-        start(task);
-      }
+      if (s.tasks[sent] === undefined) throw errors.orsTaskId(sent);
+      if (s.tasks[sent] !== fingerprint) throw errors.callConflict(sent);
     } else {
-      task = { fingerprint, result: Promise.resolve(''), failed: undefined, failures: 0 };
-      s.tasks.set(taskId, task);
-      start(task);
+      s = await sessions.addTask(s, taskId, fingerprint);
+    }
+    // A reconnect joins the run still going on this replica; else the call runs (again) under its task_id,
+    // which the ledger answers with the recorded result (and the grading service with the recorded grade).
+    const here = `${s.sid}\0${taskId}`;
+    let task = tasks.get(here);
+    if (task?.failed && task.failures >= MAX_CALL_FAILURES) throw errors.orsCallFailed(isRftError(task.failed) ? task.failed.code : 'internal');
+    if (!task || task.failed) {
+      task ??= { result: Promise.resolve(''), failed: undefined, failures: 0 };
+      tasks.set(here, task);
+      // (a failed call whose client never reconnects stays: the oldest go first)
+      if (tasks.size > MAX_TASKS_HELD) tasks.delete(tasks.keys().next().value!);
+      start(task, s);
     }
     await stream(req, reply, s, taskId, task);
 
-    function start(t: Task): void {
+    function start(t: Task, session: Session): void {
       t.failed = undefined;
-      t.result = runCall({ core, session: s, rollout, taskId, name, input, submitTool }).then(
-        (r: CallResult) => JSON.stringify(r),
+      t.result = runCall({ core, sessions, session, rollout, taskId, name, input, submitTool, reconnect: sent != null }).then(
+        (r: CallResult) => {
+          tasks.delete(here);
+          return JSON.stringify(r);
+        },
         (e: unknown) => {
           t.failed = e instanceof Error ? e : new Error(String(e));
           t.failures++;
@@ -215,6 +241,9 @@ export async function registerOrsDoor(app: FastifyInstance): Promise<void> {
     }
   });
 
+  /** Calls running (or failed on our side) on this replica, by session and task_id. */
+  const tasks = new Map<string, Task>();
+
   /** The call's stream: its task_id at once, pings while it runs, its result as one `end`; a failure of ours ends it without one. */
   async function stream(req: FastifyRequest, reply: FastifyReply, s: Session, taskId: string, task: Task): Promise<void> {
     const out = new EventStream(reply);
@@ -222,7 +251,6 @@ export async function registerOrsDoor(app: FastifyInstance): Promise<void> {
     out.pings(pingMs);
     try {
       const result = await task.result;
-      s.lastUsed = Date.now();
       out.end(result);
       req.log.info({ trace_id: s.sid, task_id: taskId, closed: out.closed }, 'ors call');
     } catch {

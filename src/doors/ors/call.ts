@@ -6,7 +6,7 @@
 // then ends the stream without a result and the client reconnects with the task_id.
 import { z } from 'zod';
 import { failureClass, type DoorCore, type Rollout } from '../core.js';
-import type { Session } from './sessions.js';
+import type { Session, Sessions } from './sessions.js';
 
 export type CallResult =
   | { ok: true; output: { blocks: { type: 'text'; text: string }[]; metadata: Record<string, unknown> | null; reward: number | null; finished: boolean } }
@@ -14,7 +14,10 @@ export type CallResult =
 
 export interface CallInput {
   core: DoorCore;
+  sessions: Sessions;
   session: Session;
+  /** A reconnect with a task_id streamed before: its recorded result is answered even after the episode ended. */
+  reconnect: boolean;
   rollout: Rollout;
   taskId: string;
   name: string;
@@ -38,7 +41,7 @@ function asObservation(e: unknown, step: 'call' | 'grade'): CallResult {
 export async function runCall(c: CallInput): Promise<CallResult> {
   const s = c.session;
   // (the submit that ended it, run again on a reconnect after our failure, is not refused)
-  if (s.finished && s.finishedBy !== c.taskId) return output('The episode is over: no tool can be called after it ends.', true);
+  if (s.finished && s.finishedBy !== c.taskId && !c.reconnect) return output('The episode is over: no tool can be called after it ends.', true);
   if (c.name === c.submitTool) return submit(c);
   let outcome;
   try {
@@ -48,8 +51,7 @@ export async function runCall(c: CallInput): Promise<CallResult> {
   }
   if (outcome.status === 'invalid_arguments') return { ok: false, error: outcome.output };
   if (outcome.status === 'budget_exceeded') {
-    s.finished = true;
-    s.finishedBy ??= c.taskId;
+    await c.sessions.finish(s, c.taskId, false);
     return output(outcome.output, true);
   }
   return output(outcome.output);
@@ -59,9 +61,8 @@ async function submit(c: CallInput): Promise<CallResult> {
   const parsed = submitInput.safeParse(c.input);
   if (!parsed.success) return { ok: false, error: `invalid input for "${c.submitTool}": send {"answer": "<your final answer>"}` };
   const s = c.session;
-  // Taken before the grade runs: a second submit sent meanwhile finds the episode over.
-  s.finished = true;
-  s.finishedBy = c.taskId;
+  // Taken before the grade runs: a second submit sent meanwhile (on any replica) finds the episode over.
+  if (!(await c.sessions.finish(s, c.taskId, true))) return output('The episode is over: no tool can be called after it ends.', true);
   try {
     // The submitted text, parsed by the core: an answer of any depth is scored.
     const g = await c.core.grade(c.rollout, parsed.data.answer);

@@ -1,11 +1,16 @@
 // The ORS door's sessions: a session id (sid) minted at /create_session is one rollout, bound to its
 // row at /create (or at its first /{env}/... call, when /create named no environment: the reference
 // client sends split and index only). A call's task_id is minted on receipt and is its exactly-once
-// key in the ledger; the session also keeps each task's result in memory, so a client reconnecting
-// with the task_id gets the same result, a running call included. Sessions live in this process
-// (a restart ends them: their calls answer 503) and are deleted after RFT_ORS_IDLE_MS unused.
+// key in the ledger (a submit's: its answer's grade, recorded once), so a client reconnecting with the
+// task_id gets the same result, on any replica and after a restart: the call is run again under its
+// key, which answers the recorded result (or waits for the running one). Sessions are kept by the
+// store (door_sessions), read from it per request, and deleted after RFT_ORS_IDLE_MS unused.
+import { errors } from '../../errors.js';
+import type { Item } from '../../protocol/wire.js';
 import { timeOrderedId } from '../../rollout/ids.js';
-import type { Rollout } from '../core.js';
+import type { DoorSessionRecord } from '../../store/types.js';
+import type { DoorCore, Rollout } from '../core.js';
+import { SessionRecords, type Held } from '../session-record.js';
 
 /** What /create asked for: a row by split and index, maybe with its environment. */
 export interface RowRef {
@@ -18,76 +23,116 @@ export interface RowRef {
   body: string;
 }
 
-/** A call as streamed: its result (the `end` event's JSON) once settled. */
-export interface Task {
-  /** The tool and input, to refuse a reconnect with other ones under the same task_id. */
-  fingerprint: string;
-  result: Promise<string>;
-  /** Set when the run failed on our side: the next reconnect runs it again (it was not recorded). */
-  failed: Error | undefined;
-  failures: number;
-}
-
-export interface Session {
-  sid: string;
+/** The session's state as the store keeps it (JSON). */
+interface State {
   row: RowRef | undefined;
-  /** The rollout, once bound (a promise: concurrent first calls share it). */
-  rollout: Promise<Rollout> | undefined;
-  tasks: Map<string, Task>;
+  /** Each task_id streamed: the tool and input it was for, to refuse a reconnect with other ones. */
+  tasks: Record<string, string>;
+  /** The rollout was started (its environment and tools are the record's). */
+  started: boolean;
   /** Submitted, or the budget ran out: later calls are told the episode is over. */
   finished: boolean;
   /** The task that ended it (its rerun after a failure of ours is not refused). */
   finishedBy: string | undefined;
-  lastUsed: number;
+}
+
+/** A session as read from the store at one version: its changes go through Sessions. */
+export interface Session extends Readonly<State> {
+  sid: string;
+  /** The rollout, once started. */
+  rollout: Rollout | undefined;
+  held: Held<State>;
 }
 
 export class Sessions {
-  private readonly bySid = new Map<string, Session>();
-  private readonly sweep: NodeJS.Timeout;
+  private readonly records: SessionRecords<State>;
 
   constructor(
-    private readonly idleMs: number,
-    private readonly onExpire: (s: Session) => void,
+    private readonly core: DoorCore,
+    idleMs: number,
+    private readonly door: string,
+    onExpire: (r: DoorSessionRecord) => void,
   ) {
-    this.sweep = setInterval(() => this.expire(Date.now()), Math.min(5_000, Math.max(250, Math.floor(idleMs / 4))));
-    this.sweep.unref();
+    this.records = new SessionRecords<State>(core.store, door, idleMs, () => errors.orsSessionLost(), onExpire);
   }
 
-  create(): Session {
+  async create(): Promise<Session> {
     const sid = timeOrderedId('ors_', 18);
-    const s: Session = { sid, row: undefined, rollout: undefined, tasks: new Map(), finished: false, finishedBy: undefined, lastUsed: Date.now() };
-    this.bySid.set(sid, s);
-    return s;
+    const state: State = { row: undefined, tasks: {}, started: false, finished: false, finishedBy: undefined };
+    return this.of(await this.records.create({ id: sid, traceId: sid, environment: null, tools: [], run: null }, state));
   }
 
-  get(sid: string | undefined): Session | undefined {
-    const s = sid === undefined ? undefined : this.bySid.get(sid);
-    if (s) s.lastUsed = Date.now();
-    return s;
+  async get(sid: string | undefined): Promise<Session | undefined> {
+    const h = sid === undefined ? undefined : await this.records.read(sid);
+    return h && this.of(h);
   }
 
-  delete(sid: string): Session | undefined {
-    const s = this.bySid.get(sid);
-    this.bySid.delete(sid);
-    return s;
+  async delete(sid: string): Promise<DoorSessionRecord | undefined> {
+    return this.records.delete(sid);
+  }
+
+  /** Sets the session's row unless it has one; the session as it is after. */
+  setRow(s: Session, row: RowRef): Promise<Session> {
+    return this.change(s, (st) => (st.row ? undefined : { ...st, row }));
+  }
+
+  /** Forgets the row set by `row` (its rollout could not start). */
+  clearRow(s: Session, row: RowRef): Promise<Session> {
+    return this.change(s, (st) => (st.row?.body === row.body && !st.started ? { ...st, row: undefined } : undefined));
+  }
+
+  /** Records the session's started rollout, unless one is (another replica's): the session as it is after. */
+  async bind(s: Session, rollout: Rollout): Promise<Session> {
+    const bound = { environment: rollout.environment ?? null, tools: [...rollout.tools] };
+    let ours = false;
+    const h = await this.records.change(s.held, (st) => {
+      ours = !st.started;
+      return ours ? { ...st, started: true, row: st.row && { ...st.row, env: rollout.environment } } : undefined;
+    }, { bound });
+    return this.of(h, ours ? rollout : s.rollout);
+  }
+
+  /** Marks the session used now (ORS's /ping keeps a session alive). */
+  touch(s: Session): Promise<Session> {
+    return this.change(s, (st) => ({ ...st }));
+  }
+
+  /** Records a new task_id with its call's fingerprint. */
+  addTask(s: Session, taskId: string, fingerprint: string): Promise<Session> {
+    return this.change(s, (st) => ({ ...st, tasks: { ...st.tasks, [taskId]: fingerprint } }));
+  }
+
+  /**
+   * Ends the episode by this task: a submit takes it before its grade runs (`claim`: false if another
+   * task ended it first), a spent budget ends it unless something did already.
+   */
+  async finish(s: Session, taskId: string, claim: boolean): Promise<boolean> {
+    let ok = true;
+    await this.change(s, (st) => {
+      ok = !st.finished || !claim || st.finishedBy === taskId;
+      return st.finished ? undefined : { ...st, finished: true, finishedBy: taskId };
+    });
+    return ok;
   }
 
   static mintTaskId(): string {
     return timeOrderedId('', 16, 'hex');
   }
 
-  private expire(now: number): void {
-    for (const [sid, s] of this.bySid) {
-      if (now - s.lastUsed <= this.idleMs) continue;
-      this.bySid.delete(sid);
-      this.onExpire(s);
-    }
+  /** The session of a record; its rollout resumed from the record unless given (one this request started or read). */
+  private of(h: Held<State>, known?: Rollout): Session {
+    const r = h.record;
+    const rollout = !h.state.started
+      ? undefined
+      : known ?? this.core.resume({ traceId: r.traceId, door: this.door, row: (r.item ?? {}) as Item, environment: r.environment ?? undefined, tools: r.tools, run: h.state.row?.run });
+    return { ...h.state, sid: r.id, rollout, held: h };
   }
 
-  close(): Session[] {
-    clearInterval(this.sweep);
-    const all = [...this.bySid.values()];
-    this.bySid.clear();
-    return all;
+  private async change(s: Session, f: (st: State) => State | undefined): Promise<Session> {
+    return this.of(await this.records.change(s.held, f), s.rollout);
+  }
+
+  close(): void {
+    this.records.close();
   }
 }

@@ -71,8 +71,8 @@ function register(app: FastifyInstance, ctx: PrivateDoorContext): void {
   });
   // Sockets are not the HTTP server's connections: closed here, their running steps finish first.
   app.addHook('preClose', async () => {
-    for (const { ws } of sockets) ws.close(1001, 'server shutting down');
-    await Promise.all([...sockets].map(({ session }) => session.drained()));
+    // Each socket closed and its episode ended (ungraded: the shutdown is ours) while the store and sandboxes are still open.
+    await Promise.all([...sockets].map(({ session }) => session.shutdown()));
     wss.close();
   });
 

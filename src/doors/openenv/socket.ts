@@ -18,6 +18,9 @@ import { mcpReply, type JsonRpcReply } from './mcp.js';
 import { actionOf } from './actions.js';
 import { firstRunLabel, RUN_PARAM } from '../../protocol/run-label.js';
 
+/** How long a shutdown waits for a client to answer its close frame before cutting the socket. */
+const SHUTDOWN_CLOSE_MS = 2_000;
+
 export interface SocketDeps {
   core: DoorCore;
   rows: RowSource;
@@ -48,6 +51,9 @@ export class OpenEnvSocket {
   private idle: NodeJS.Timeout | undefined;
   /** Frames received: an idle end armed before the last one is void. */
   private frames = 0;
+  private shuttingDown = false;
+  /** Resolves when the socket has closed (its end is then queued on the tail). */
+  private readonly ended: Promise<void>;
   readonly id = `ws_${Math.random().toString(36).slice(2, 10)}`;
 
   constructor(
@@ -60,6 +66,7 @@ export class OpenEnvSocket {
       clearTimeout(this.idle);
       this.tail = this.tail.then(() => this.handle(text));
     });
+    this.ended = new Promise((resolve) => ws.once('close', () => resolve()));
     ws.on('close', () => {
       this.closed = true;
       clearTimeout(this.idle);
@@ -73,10 +80,24 @@ export class OpenEnvSocket {
     return this.tail;
   }
 
+  /**
+   * The server is closing: the socket is closed and its open episode ends ungraded. A shutdown is ours, not
+   * the model's end of its episode (the trainer's client sees its socket drop, an episode to rerun).
+   */
+  shutdown(): Promise<void> {
+    this.shuttingDown = true;
+    this.ws.close(1001, 'server shutting down');
+    // A client that does not answer the close frame is cut after a moment, not ws's 30 s.
+    const cut = setTimeout(() => this.ws.terminate(), SHUTDOWN_CLOSE_MS);
+    return this.ended.then(() => this.tail).finally(() => clearTimeout(cut));
+  }
+
   private async endEpisode(): Promise<void> {
     const ep = this.episode;
     this.episode = undefined;
-    if (ep) await this.endUnanswered(ep);
+    if (!ep) return;
+    if (this.shuttingDown) await ep.close().catch((err: unknown) => this.d.log.warn({ err, trace_id: ep.rollout.traceId }, 'openenv episode end failed'));
+    else await this.endUnanswered(ep);
   }
 
   /** Grades an open episode with no answer (not a broken one), then ends its rollout. */

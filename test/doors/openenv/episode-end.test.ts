@@ -136,6 +136,30 @@ describe('OpenEnv door: an episode that ends without an answer', () => {
     expect((await recordOf(gated, second)).grades).toEqual([]);
   });
 
+  it('an episode open when the server shuts down is not graded: the shutdown is ours, not its end', async () => {
+    const dataDir = mkdtempSync(join(tmpdir(), 'rft-openenv-shutdown-'));
+    try {
+      const closing = await startTestServer({ dataDir, env: { RFT_PRIVATE_PORT: '0', RFT_SQLITE_SYNC: 'normal' } });
+      const env = await new EnvClient(finqa(closing)).connect();
+      await env.reset({ index: 6 });
+      await env.callTool('list_docs', {});
+      const trace = (await env.state()).trace_id as string;
+      await closing.close();
+      env.drop();
+      // the same record, read by a server started again on it
+      const again = await startTestServer({ dataDir, env: { RFT_PRIVATE_PORT: '0', RFT_SQLITE_SYNC: 'normal' } });
+      try {
+        const rec = await recordOf(again, trace);
+        expect(rec.calls.map((c) => c.tool)).toEqual(['list_docs']);
+        expect(rec.grades).toEqual([]);
+      } finally {
+        await again.close();
+      }
+    } finally {
+      rmSync(dataDir, { recursive: true, force: true });
+    }
+  });
+
   it.runIf(hasPython)("the init snippet's get_reward is the recorded reward: finished, unfinished, lost", async () => {
     const tools = [...(train[0]!.tools as { function: ChatToolSpec }[]).map((t) => t.function), { name: 'gated_failure', parameters: { properties: { gate: { type: 'string' } }, required: ['gate'] } }];
     const readme = join(dir, 'README.md');

@@ -1,26 +1,17 @@
 #!/usr/bin/env bash
 # A Python venv with pyarrow and datasets, the loaders TRL, verl and OpenRLHF read their datasets with,
-# for the test that reads `dataset convert`'s output back with them (test/cli/dataset/convert-trainers.test.ts),
-# and fastmcp, for the tests of tools/*.py FastMCP files served through the MCP bridge (test/mcp/python-tools.test.ts).
+# for the test that reads `dataset convert`'s output back with them (test/cli/dataset/convert-trainers.test.ts).
 # Uses pip's configured index. Idempotent. Prints the venv's python; CI exports it as RFT_TEST_PYTHON:
 #   export RFT_TEST_PYTHON="$(bash .ci/setup-python.sh)"
 set -euo pipefail
 
 VENV="${RFT_PYTHON_VENV:-/opt/rft-python}"
 PY="${RFT_PYTHON:-python3}"
-PACKAGES=(pyarrow==25.0.1 datasets==5.0.1 fastmcp)
-IMPORTS='import pyarrow, datasets, fastmcp'
+PACKAGES=(pyarrow==25.0.1 datasets==5.0.1)
 
-if "$VENV/bin/python" -c "$IMPORTS" >/dev/null 2>&1; then
+if "$VENV/bin/python" -c 'import pyarrow, datasets' >/dev/null 2>&1; then
   echo "$VENV/bin/python"
   exit 0
-fi
-if [ -x "$VENV/bin/pip" ]; then
-  # A venv of an older PACKAGES list: add what it lacks rather than build it again.
-  if PIP_RETRIES=0 "$VENV/bin/pip" install --quiet --disable-pip-version-check "${PACKAGES[@]}" >&2 && "$VENV/bin/python" -c "$IMPORTS" >&2; then
-    echo "$VENV/bin/python"
-    exit 0
-  fi
 fi
 if ! "$PY" -c 'import ensurepip, venv' >/dev/null 2>&1; then
   # Debian's python3 leaves venv's pip bootstrap to python3-venv.
@@ -32,5 +23,5 @@ rm -rf "$VENV"
 "$PY" -m venv "$VENV"
 # Retries off: pip's default index is unreachable here, and each retry of it waits (5 min with them on).
 PIP_RETRIES=0 "$VENV/bin/pip" install --quiet --disable-pip-version-check "${PACKAGES[@]}" >&2
-"$VENV/bin/python" -c "$IMPORTS" >&2
+"$VENV/bin/python" -c 'import pyarrow, datasets' >&2
 echo "$VENV/bin/python"

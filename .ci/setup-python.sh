@@ -21,7 +21,10 @@ if ! "$PY" -c 'import ensurepip, venv' >/dev/null 2>&1; then
 fi
 rm -rf "$VENV"
 "$PY" -m venv "$VENV"
-# Retries off: pip's default index is unreachable here, and each retry of it waits (5 min with them on).
+# The machine's own index first (pip's configured extra index) and retries off: pip's default index is
+# unreachable here, and each retry of it waits (5 min with them on).
+extra=$("$PY" -m pip config get global.extra-index-url 2>/dev/null || true)
+if [ -n "$extra" ]; then export PIP_INDEX_URL="${extra%% *}"; fi
 PIP_RETRIES=0 "$VENV/bin/pip" install --quiet --disable-pip-version-check "${PACKAGES[@]}" >&2
 "$VENV/bin/python" -c 'import pyarrow, datasets' >&2
 echo "$VENV/bin/python"

@@ -6,12 +6,10 @@
 // One process each, 50 connections, autocannon here. Needs Debian's python3-fastapi and uvicorn.
 //
 //   node --import tsx bench/grade-path.ts [seconds]     (default 10)
-import { spawn } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { readFileSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { join } from 'node:path';
-import { fmt, load, startServer, stopServer, type LoadResult, type Server } from './lib/load.js';
+import { fmt, load, startServer, startUvicorn, stopServer, type LoadResult, type Server } from './lib/load.js';
 
 const seconds = Number(process.argv[2] ?? 10);
 const connections = 50;
@@ -30,30 +28,7 @@ const body = () => {
   });
 };
 
-async function freePort(): Promise<number> {
-  const s = createServer().listen(0, '127.0.0.1');
-  await new Promise((r) => s.once('listening', r));
-  const port = (s.address() as { port: number }).port;
-  await new Promise((r) => s.close(r));
-  return port;
-}
-
-async function startFastApi(): Promise<Server> {
-  const port = await freePort();
-  const proc = spawn(python, ['-m', 'uvicorn', '--app-dir', import.meta.dirname, '--host', '127.0.0.1', '--port', String(port), '--log-level', 'warning', 'fastapi_grader:app'], {
-    stdio: ['ignore', 'inherit', 'inherit'],
-  });
-  const url = `http://127.0.0.1:${port}`;
-  for (let i = 0; ; i++) {
-    if (proc.exitCode !== null) throw new Error(`uvicorn exited with ${proc.exitCode} (apt-get install -y python3-fastapi uvicorn)`);
-    try {
-      if ((await fetch(`${url}/docs`)).ok) return { url, proc };
-    } catch {
-      if (i > 300) throw new Error('uvicorn did not start');
-      await new Promise((r) => setTimeout(r, 50));
-    }
-  }
-}
+const startFastApi = () => startUvicorn(python, 'fastapi_grader:app', 'apt-get install -y python3-fastapi uvicorn');
 
 async function measure(start: () => Promise<Server>, headers: Record<string, string> = {}): Promise<LoadResult> {
   const server = await start();

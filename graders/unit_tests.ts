@@ -78,6 +78,8 @@ export default defineGrader({
   description:
     'Hidden test cases (item.sandbox.hidden/cases.json) run on the final workspace in a fresh sandbox: the fraction passed ' +
     '(or, with item.unit_tests.mode = "improvement", the improvement over the untouched template), times a tool-budget penalty.',
+  // It checks the calls' sandbox ids (the workspace graded is the one the rollout worked in).
+  readsCalls: true,
   itemSchema: z.looseObject({
     sandbox: z.looseObject({ hidden: z.string().min(1), template: z.string().min(1).optional() }),
     unit_tests: z

@@ -1,5 +1,5 @@
 // The whole application as one Fastify instance. Tests build exactly this; server.ts only launches it.
-import Fastify, { LogController, type FastifyInstance, type FastifyServerOptions } from 'fastify';
+import { LogController, type FastifyInstance, type FastifyServerOptions } from 'fastify';
 import { serializerCompiler, validatorCompiler } from '@fastify/type-provider-zod';
 import { setMaxListeners } from 'node:events';
 import { readFileSync } from 'node:fs';
@@ -10,8 +10,9 @@ import type { RftError } from './errors.js';
 import { Authenticator, loadOrCreateLocalKey, type Credential, type PendingSignature } from './authentication/authenticator.js';
 import { FailureLimiter } from './authentication/failure-limiter.js';
 import { registerAuthentication } from './authentication/hooks.js';
-import { ConnectionGuard, defaultMaxConnections } from './http/connections.js';
-import { errorServerOptions, registerErrorReplies } from './http/error-replies.js';
+import { defaultMaxConnections, splitConnections, type ConnectionGuard } from './http/connections.js';
+import { registerErrorReplies } from './http/error-replies.js';
+import { buildListener } from './http/listener.js';
 import { registerBodyErrors, registerJsonBody } from './http/json-body.js';
 import { registerRateLimit } from './http/rate-limit.js';
 import { connectRedis, type Redis } from './http/redis.js';
@@ -44,7 +45,7 @@ import type { Environments } from './environments/environment.js';
 import { DoorCore } from './doors/core.js';
 import { buildNemoGymApp } from './doors/nemo-gym/app.js';
 import { buildPrivateApp, checkShadowing } from './doors/private/app.js';
-import { listenDoor } from './doors/listen.js';
+import { doorListenerSettings, listenDoor } from './doors/listen.js';
 import { registerOrsDoor } from './doors/ors/app.js';
 
 export interface Services {
@@ -129,30 +130,30 @@ export async function buildApp(config: AppConfig, opts: BuildOptions = {}): Prom
           },
         };
   const limits = { bodyLimitBytes: config.bodyLimitBytes, maxParamLength: ID_MAX_LENGTH };
-  // Node's timeouts bound how long a request takes to *arrive* (headers, then headers and body),
-  // checked every second; a handler's own time (a tool may run 10 minutes) is not counted.
-  const timeouts = { headersTimeout: config.connections.headersTimeoutMs, connectionsCheckingInterval: 1000 };
-  const app = Fastify({
-    ...(loggerOpt as FastifyServerOptions),
-    bodyLimit: config.bodyLimitBytes,
-    trustProxy: config.trustProxy,
-    requestTimeout: config.connections.bodyTimeoutMs,
-    connectionTimeout: 0,
-    keepAliveTimeout: 75_000,
+  const shares = splitConnections(config.connections.max || defaultMaxConnections(), {
+    'nemo-gym': config.nemoGym.port !== undefined ? config.nemoGym.maxConnections : undefined,
+    private: config.private.port !== undefined ? config.private.maxConnections : undefined,
+  });
+  const { app, connections } = buildListener({
+    name: 'main',
+    fastify: {
+      ...(loggerOpt as FastifyServerOptions),
+      trustProxy: config.trustProxy,
+      // One line per tool call and grade (with trace_id) is logged by the routes; generic request lines only when debugging.
+      logController: new LogController({ disableRequestLogging: config.logLevel !== 'debug' && config.logLevel !== 'trace' }),
+      requestIdHeader: 'x-request-id',
+      // A silent logger needs no per-request child (it would only carry the request id).
+      childLoggerFactory: (logger, bindings, childOpts) => (logger.level === 'silent' ? logger : logger.child(bindings, childOpts)),
+    },
+    bodyLimitBytes: config.bodyLimitBytes,
     // Every id the server accepts can be named in a URL (GET/DELETE /v1/rollouts/{trace_id}).
-    routerOptions: { maxParamLength: ID_MAX_LENGTH },
-    ...errorServerOptions(limits),
-    // One line per tool call and grade (with trace_id) is logged by the routes; generic request lines only when debugging.
-    logController: new LogController({ disableRequestLogging: config.logLevel !== 'debug' && config.logLevel !== 'trace' }),
-    requestIdHeader: 'x-request-id',
-    // A silent logger needs no per-request child (it would only carry the request id).
-    childLoggerFactory: (logger, bindings, childOpts) => (logger.level === 'silent' ? logger : logger.child(bindings, childOpts)),
-    ...(config.tls
-      ? { https: { cert: readFileSync(config.tls.cert), key: readFileSync(config.tls.key), handshakeTimeout: config.connections.headersTimeoutMs, ...timeouts } }
-      : { http: timeouts }),
-  }) as unknown as FastifyInstance;
-  const connections = new ConnectionGuard(config.connections.max || defaultMaxConnections());
-  connections.attach(app.server, config.tls !== undefined);
+    maxParamLength: ID_MAX_LENGTH,
+    headersTimeoutMs: config.connections.headersTimeoutMs,
+    bodyTimeoutMs: config.connections.bodyTimeoutMs,
+    maxConnections: shares.main,
+    tls: config.tls ? { cert: readFileSync(config.tls.cert), key: readFileSync(config.tls.key) } : undefined,
+    ownClosingReply: true,
+  });
   app.setValidatorCompiler(validatorCompiler);
   app.setSerializerCompiler(serializerCompiler);
 
@@ -178,11 +179,18 @@ export async function buildApp(config: AppConfig, opts: BuildOptions = {}): Prom
   let metrics: Metrics | undefined;
   let integrity: IntegrityFlags;
   let mcp: McpBridge | undefined;
+  let environments: Environments;
   try {
     if (config.rateLimit.max > 0 && config.rateLimit.redisUrl) redis = await connectRedis(config.rateLimit.redisUrl, app.log as unknown as Logger);
     registry =
       opts.registry ??
-      (await loadRegistry({ toolsDir: config.toolsDir, gradersDir: config.gradersDir, jsonGraderOptions: { openai: config.openai } }));
+      (await loadRegistry({
+        toolsDir: config.toolsDir,
+        gradersDir: config.gradersDir,
+        jsonGraderOptions: { openai: config.openai },
+        typecheck: config.unitsTypecheck ? { dataDir: config.dataDir } : undefined,
+      }));
+    if (registry.typecheck) log.info({ typecheck: registry.typecheck }, `units type-checked (${registry.typecheck.outcome}, ${registry.typecheck.ms} ms)`);
     if (config.metrics.enabled) {
       metrics = new Metrics({ graderRanges: [...registry.graders.values()].map((g) => g.range) });
       metrics.declare([...registry.tools.keys()], [...registry.graders.keys()]);
@@ -217,6 +225,8 @@ export async function buildApp(config: AppConfig, opts: BuildOptions = {}): Prom
       metrics?.declare(bridge.tools.map((t) => t.def.name), []);
       sandboxes?.onRolloutEnd((traceId) => bridge.endRollout(traceId));
     }
+    // The project (where tools/ and graders/ were loaded from) serves its units unless its job.json names others.
+    environments = loadEnvironments(config.environmentsDirs, registry, log, { dirs: [dirname(config.toolsDir), dirname(config.gradersDir)], defaultGrader: config.defaultGrader });
   } catch (e) {
     // A boot that stops here must not leave the store (its threads, its pool), Redis, MCP servers or sandboxes open.
     redis?.disconnect();
@@ -250,7 +260,6 @@ export async function buildApp(config: AppConfig, opts: BuildOptions = {}): Prom
     metrics,
     integrity,
   });
-  const environments = loadEnvironments(config.environmentsDirs, registry, log);
   // At boot, not when the listener starts: a name its doors' routes would shadow is a configuration error.
   if (config.private.port !== undefined) checkShadowing(environments);
   const core = new DoorCore({
@@ -280,15 +289,27 @@ export async function buildApp(config: AppConfig, opts: BuildOptions = {}): Prom
       const door = await buildNemoGymApp({
         core, log, bodyLimitBytes: config.bodyLimitBytes, sessionTtlMs: config.sandbox.ttlMs, environment: config.nemoGym.environment,
         mcp: config.nemoGym.mcp ? { registry, ledger } : undefined,
+        listener: doorListenerSettings(config, 'nemo-gym', shares['nemo-gym']),
       });
       services.nemoGym = { app: door, url: await listenDoor(door, config.nemoGym.host, config.nemoGym.port) };
+      if (!isLoopback(config.nemoGym.host)) {
+        app.log.warn(
+          { host: config.nemoGym.host, allowed_hosts: config.nemoGym.allowedHosts },
+          'the NeMo Gym door listens beyond loopback: it answers to loopback names, its own address and RFT_NEMO_GYM_ALLOWED_HOSTS (the name the trainers call it by)',
+        );
+      }
       app.log.info({ url: services.nemoGym.url }, 'NeMo Gym door (no credentials: keep it on the trainers\' network) ready');
     }
     if (config.private.port !== undefined && !services.privateDoors) {
-      const door = await buildPrivateApp({ core, config, environments, registry, ledger, grading, store, sandboxes, log }, config.bodyLimitBytes);
+      const door = await buildPrivateApp(
+        { core, config, environments, registry, ledger, grading, store, sandboxes, log }, config.bodyLimitBytes, undefined, doorListenerSettings(config, 'private', shares.private),
+      );
       services.privateDoors = { app: door, url: await listenDoor(door, config.private.host, config.private.port) };
       if (!isLoopback(config.private.host)) {
-        app.log.warn({ host: config.private.host }, 'the private listener takes no credential and listens beyond loopback: keep it on the trainers\' private network only');
+        app.log.warn(
+          { host: config.private.host, allowed_hosts: config.private.allowedHosts },
+          'the private listener takes no credential and listens beyond loopback: keep it on the trainers\' private network only. It answers to loopback names, its own address and RFT_PRIVATE_ALLOWED_HOSTS (the name the trainers call it by)',
+        );
       }
       app.log.info({ url: services.privateDoors.url }, 'private listener (no credentials: keep it on the trainers\' network) ready');
     }

@@ -57,6 +57,24 @@ export const keyHeaderList = list.transform((names, ctx) => {
   return names;
 });
 
+// A credential-less listener's extra Host names ('*': any) and browser origins ('*': any; else scheme://host[:port]).
+const hostList = list.transform((names, ctx) => {
+  for (const n of names) if (n !== '*' && !/^(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9._:-]+)$/.test(n)) ctx.addIssue({ code: 'custom', message: `"${n}" is not a host name or address` });
+  return names;
+});
+const originList = list.transform((origins, ctx) => {
+  for (const o of origins) {
+    let ok = o === '*';
+    try {
+      ok ||= /^https?:$/.test(new URL(o).protocol) && new URL(o).origin === o.replace(/\/$/, '');
+    } catch {
+      ok = false;
+    }
+    if (!ok) ctx.addIssue({ code: 'custom', message: `"${o}" is not an origin (http[s]://host[:port], as a browser sends it) or *` });
+  }
+  return origins;
+});
+
 type Intersect<U> = (U extends unknown ? (u: U) => void : never) extends (i: infer I) => void ? I : never;
 const driverSettings = Object.assign({}, ...DRIVERS.map((d) => d.settings)) as Intersect<(typeof DRIVERS)[number]['settings']>;
 
@@ -84,6 +102,11 @@ export const configSchema = z.object({
    */
   RFT_MCP_START_TIMEOUT_MS: int(100, 600_000).default(DEFAULT_MCP_START_TIMEOUT_MS),
   RFT_GRADERS_DIR: z.string().default('graders'),
+  /**
+   * Type-check the TypeScript units at boot, before loading them (RFT_ERR_UNIT_TYPE names the file and line).
+   * auto: on in development (NODE_ENV=development, as `npm run dev` sets it), off otherwise.
+   */
+  RFT_UNITS_TYPECHECK: z.union([z.literal('auto'), bool]).default('auto'),
   RFT_DEFAULT_GRADER: z.string().optional(),
   /** The job body (model, max_episode_steps, hyperparameters); default job.json beside the tools folder, none if absent. */
   RFT_JOB_FILE: z.string().min(1).optional(),
@@ -96,7 +119,10 @@ export const configSchema = z.object({
   /** Time to receive a request's headers, and its whole request (headers and body); the handler's time is not counted. */
   RFT_HEADERS_TIMEOUT_MS: int(1000).default(10_000),
   RFT_BODY_TIMEOUT_MS: int(1000).default(30_000),
-  /** Open connections; 0 = half the process's open-file limit. At the limit the oldest unauthenticated one is closed. */
+  /**
+   * Open connections of the whole process, every listener's; 0 = half the open-file limit. The credential-less
+   * listeners' shares (RFT_*_MAX_CONNECTIONS) come off it, the main listener keeps the rest (at least half).
+   */
   RFT_MAX_CONNECTIONS: int(0).default(0),
   RFT_RATE_LIMIT: int(0).default(6000),
   RFT_RATE_WINDOW_MS: int(1000).default(60_000),
@@ -158,6 +184,12 @@ export const configSchema = z.object({
   RFT_NEMO_GYM_HOST: z.string().min(1).default('127.0.0.1'),
   /** Lets the NeMo Gym door listen beyond loopback (it takes no credential: a private network only). */
   RFT_NEMO_GYM_ALLOW_REMOTE: bool.default(false),
+  /** Its share of RFT_MAX_CONNECTIONS; 0 = a quarter. At the cap the connections that sent nothing useful are closed first. */
+  RFT_NEMO_GYM_MAX_CONNECTIONS: int(0).default(0),
+  /** Host names it answers to beside loopback's and its own address ('*': any): the name the trainer calls it by when remote. */
+  RFT_NEMO_GYM_ALLOWED_HOSTS: hostList.default([]),
+  /** Browser origins it accepts ('*': any); none by default: a request with an Origin header is refused. */
+  RFT_NEMO_GYM_ALLOWED_ORIGINS: originList.default([]),
   /** The environment every NeMo Gym rollout belongs to; unset, the row's tools decide. */
   RFT_NEMO_GYM_ENVIRONMENT: z.string().min(1).optional(),
   // Gym's expose_tools_over_mcp: /mcp on the door and its token in the seed reply (agents without MCP ignore both).
@@ -170,6 +202,12 @@ export const configSchema = z.object({
   RFT_PRIVATE_HOST: z.string().min(1).default('127.0.0.1'),
   /** Lets the private listener listen beyond loopback (it takes no credential: the trainers' private network only). */
   RFT_PRIVATE_ALLOW_REMOTE: bool.default(false),
+  /** As RFT_NEMO_GYM_MAX_CONNECTIONS, _ALLOWED_HOSTS and _ALLOWED_ORIGINS, for the private listener. */
+  RFT_PRIVATE_MAX_CONNECTIONS: int(0).default(0),
+  RFT_PRIVATE_ALLOWED_HOSTS: hostList.default([]),
+  RFT_PRIVATE_ALLOWED_ORIGINS: originList.default([]),
+  /** An OpenEnv episode with no frame this long ends: graded with an empty answer, as an end by the client (docs/openenv.md). */
+  RFT_OPENENV_IDLE_MS: int(100).default(900_000),
   /** The ORS door (src/doors/ors) at the root of the main listener, behind its keys (also read from X-API-Key). */
   RFT_ORS: bool.default(true),
   /** The tool that ends an ORS episode: its {answer} is graded, its reward the grader's score. */
@@ -192,6 +230,8 @@ export interface AppConfig {
   toolBudget: number;
   toolsDir: string;
   gradersDir: string;
+  /** RFT_UNITS_TYPECHECK resolved: type-check the units before loading them. */
+  unitsTypecheck: boolean;
   /**
    * The mcp.json to bridge; `required` when named explicitly (a missing file then stops the boot);
    * `startTimeoutMs`, a server's start bound when its entry sets none (RFT_MCP_START_TIMEOUT_MS).
@@ -227,11 +267,25 @@ export interface AppConfig {
   /** Folders searched for environments (src/environments/load.ts). */
   environmentsDirs: string[];
   /** The NeMo Gym door's listener (port undefined: no door). */
-  nemoGym: { port: number | undefined; host: string; allowRemote: boolean; environment: string | undefined; mcp: boolean };
+  nemoGym: DoorListenerConfig & { environment: string | undefined; mcp: boolean };
   /** The credential-less listener of the OpenEnv, reward and SandboxFusion doors. */
-  private: { port: number | undefined; host: string; allowRemote: boolean };
+  private: DoorListenerConfig;
+  /** The OpenEnv door: an episode idle this long ends without an answer. */
+  openenv: { idleMs: number };
   /** The ORS door on the main listener (enabled false: no routes). */
   ors: { enabled: boolean; submitTool: string; pingMs: number; idleMs: number };
+}
+
+/** A listener without credentials (src/doors/listen.ts). */
+export interface DoorListenerConfig {
+  port: number | undefined;
+  host: string;
+  allowRemote: boolean;
+  /** Its share of the process's connections; 0: a quarter of them. */
+  maxConnections: number;
+  /** Host names and browser origins it accepts beside its own ('*': any). */
+  allowedHosts: string[];
+  allowedOrigins: string[];
 }
 
 /** The model API used by score_model, label_model and cosine graders (openai SDK options). */
@@ -305,6 +359,7 @@ export function loadConfig(
     toolBudget: c.RFT_TOOL_BUDGET,
     toolsDir: resolve(c.RFT_TOOLS_DIR),
     gradersDir: resolve(c.RFT_GRADERS_DIR),
+    unitsTypecheck: c.RFT_UNITS_TYPECHECK === 'auto' ? env.NODE_ENV === 'development' : c.RFT_UNITS_TYPECHECK,
     mcpConfig: {
       ...(c.RFT_MCP_CONFIG ? { path: resolve(c.RFT_MCP_CONFIG), required: true } : { path: join(dirname(resolve(c.RFT_TOOLS_DIR)), 'mcp.json'), required: false }),
       startTimeoutMs: c.RFT_MCP_START_TIMEOUT_MS,
@@ -360,8 +415,15 @@ export function loadConfig(
     },
     metrics: { enabled: c.RFT_METRICS, port: c.RFT_METRICS_PORT, host: c.RFT_METRICS_HOST },
     environmentsDirs: c.RFT_ENVIRONMENTS.map((d) => resolve(d)),
-    nemoGym: { port: c.RFT_NEMO_GYM_PORT, host: c.RFT_NEMO_GYM_HOST, allowRemote: c.RFT_NEMO_GYM_ALLOW_REMOTE, environment: c.RFT_NEMO_GYM_ENVIRONMENT, mcp: c.RFT_NEMO_GYM_MCP },
-    private: { port: c.RFT_PRIVATE_PORT, host: c.RFT_PRIVATE_HOST, allowRemote: c.RFT_PRIVATE_ALLOW_REMOTE },
+    nemoGym: {
+      port: c.RFT_NEMO_GYM_PORT, host: c.RFT_NEMO_GYM_HOST, allowRemote: c.RFT_NEMO_GYM_ALLOW_REMOTE, maxConnections: c.RFT_NEMO_GYM_MAX_CONNECTIONS,
+      allowedHosts: c.RFT_NEMO_GYM_ALLOWED_HOSTS, allowedOrigins: c.RFT_NEMO_GYM_ALLOWED_ORIGINS, environment: c.RFT_NEMO_GYM_ENVIRONMENT, mcp: c.RFT_NEMO_GYM_MCP,
+    },
+    private: {
+      port: c.RFT_PRIVATE_PORT, host: c.RFT_PRIVATE_HOST, allowRemote: c.RFT_PRIVATE_ALLOW_REMOTE, maxConnections: c.RFT_PRIVATE_MAX_CONNECTIONS,
+      allowedHosts: c.RFT_PRIVATE_ALLOWED_HOSTS, allowedOrigins: c.RFT_PRIVATE_ALLOWED_ORIGINS,
+    },
+    openenv: { idleMs: c.RFT_OPENENV_IDLE_MS },
     ors: { enabled: c.RFT_ORS, submitTool: c.RFT_ORS_SUBMIT_TOOL, pingMs: c.RFT_ORS_PING_MS, idleMs: c.RFT_ORS_IDLE_MS },
   };
 }

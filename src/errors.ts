@@ -45,6 +45,11 @@ export const errors = {
     `${kind} "${name}" is defined twice: ${files.join(' and ')}`,
     { kind, name, files },
   ]),
+  // A unit file that does not type-check (RFT_UNITS_TYPECHECK): the first error, with its file and line.
+  unitType: define('RFT_ERR_UNIT_TYPE', 500, (file: string, line: number, message: string, more: number) => [
+    `${file}:${line}: ${message}${more > 0 ? ` (and ${more} more type error${more > 1 ? 's' : ''})` : ''}`,
+    { file, line, type_error: message },
+  ]),
   insecureListen: define('RFT_ERR_INSECURE_LISTEN', 500, (host: string) => [
     `refusing to listen on ${host} with no credential configured: set RFT_API_KEYS or RFT_SIGNING_SECRETS`,
     { host },
@@ -57,6 +62,21 @@ export const errors = {
   privateRemote: define('RFT_ERR_PRIVATE_REMOTE', 500, (host: string) => [
     `refusing to serve the private listener on ${host}: its trainers' clients (OpenEnv, slime, OpenRLHF, SandboxFusion) send no credential, so it must stay on loopback or the trainers' private network (set RFT_PRIVATE_ALLOW_REMOTE=1 for the latter)`,
     { host },
+  ]),
+  // A credential-less listener (NeMo Gym's, the private one) serves trainers' clients, never a web page:
+  // a Host it does not answer to (DNS rebinding) or a browser's request (an Origin header) is refused,
+  // as MCP's transport rules ask of local servers. The setting named lets a deployment allow one.
+  hostNotAllowed: define('RFT_ERR_HOST_NOT_ALLOWED', 403, (host: string, listener: string, setting: string) => [
+    `the ${listener} listener does not answer to Host "${host.slice(0, 200)}" (loopback names and its own address only): add the name to ${setting} if the trainer calls it by that name`,
+    { host: host.slice(0, 200), listener, setting },
+  ]),
+  originNotAllowed: define('RFT_ERR_ORIGIN_NOT_ALLOWED', 403, (origin: string, listener: string, setting: string) => [
+    `the ${listener} listener takes no credential and refuses requests from web pages (Origin "${origin.slice(0, 200)}"): add the origin to ${setting} to allow it`,
+    { origin: origin.slice(0, 200), listener, setting },
+  ]),
+  connectionShares: define('RFT_ERR_CONNECTION_SHARES', 500, (total: number, shares: Record<string, number>) => [
+    `the credential-less listeners' connection caps (${Object.entries(shares).map(([k, v]) => `${k} ${v}`).join(', ')}) leave the main listener less than half of the ${total} connections this process may hold (RFT_MAX_CONNECTIONS, default half the open-file limit): lower them`,
+    { total, shares },
   ]),
   environmentShadowsRoute: define('RFT_ERR_ENVIRONMENT_SHADOWS_ROUTE', 500, (name: string, path: string, owner: string) => [
     `environment "${name}" cannot be served: its path ${path} is taken by ${owner}'s routes (rename the environment's folder or its job.json name)`,
@@ -103,6 +123,14 @@ export const errors = {
     { cause },
   ]),
   environmentLoad: define('RFT_ERR_ENVIRONMENT_LOAD', 500, (dir: string, why: string) => [`environment ${dir}: ${why}`, { dir }]),
+  // The project's job.json names a tool or grader its tools/ and graders/ no longer have (replaced, renamed):
+  // every door that knows environments would serve none of it, so the boot stops and names the file.
+  jobUnits: define('RFT_ERR_JOB_UNITS', 500, (file: string, missing: { tools: string[]; graders: string[] }, loaded: { tools: string[]; graders: string[] }) => [
+    `${file} names ${[...missing.tools.map((t) => `tool "${t}"`), ...missing.graders.map((g) => `grader "${g}"`)].join(' and ')}, which this server did not load ` +
+      `(its tools: ${loaded.tools.join(', ') || 'none'}; its graders: ${loaded.graders.join(', ') || 'none'}): name the project's units in method.reinforcement.tools and .grader of ${file}, ` +
+      'or remove them from it to serve every tool and the grader the server loaded',
+    { file, missing_tools: missing.tools, missing_graders: missing.graders },
+  ]),
 
   // authentication
   authMissing: define('RFT_ERR_AUTH_MISSING', 401, (expected: string) => [`missing credentials: send ${expected}`]),
@@ -161,6 +189,12 @@ export const errors = {
   unknownGrader: define('RFT_ERR_UNKNOWN_GRADER', 404, (name: string, known: string[]) => [
     `unknown grader "${name}"; known graders: ${known.join(', ') || '(none)'}`,
     { grader: name, known_graders: known },
+  ]),
+  // A grader that reads the rollout's tool calls, asked for through a door whose rollouts carry none (the
+  // reward door): graded there it would score an empty trajectory, a wrong reward trained on silently.
+  graderReadsCalls: define('RFT_ERR_GRADER_READS_CALLS', 404, (name: string, door: string) => [
+    `grader "${name}" reads the rollout's tool calls (readsCalls) and the ${door} door carries none: it is not served here`,
+    { grader: name, door },
   ]),
   // Several graders and no RFT_DEFAULT_GRADER: which one POST /grade (or a job-config) means is the
   // user's choice, never a guess.

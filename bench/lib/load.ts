@@ -4,6 +4,7 @@ import autocannon from 'autocannon';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
 import { readFileSync } from 'node:fs';
+import { createServer } from 'node:net';
 import { join } from 'node:path';
 
 /** CPU time (user + system) of a process so far, in seconds; NaN where /proc is missing. */
@@ -29,6 +30,32 @@ export async function startServer(mode: string): Promise<Server> {
   });
   const [line] = (await once(proc.stdout!, 'data')) as [Buffer];
   return { url: line.toString().trim(), proc };
+}
+
+async function freePort(): Promise<number> {
+  const s = createServer().listen(0, '127.0.0.1');
+  await new Promise((r) => s.once('listening', r));
+  const port = (s.address() as { port: number }).port;
+  await new Promise((r) => s.close(r));
+  return port;
+}
+
+/** A FastAPI app of bench/ (`module:app`) under uvicorn with this Python; `hint` says how to install them. */
+export async function startUvicorn(python: string, app: string, hint: string): Promise<Server> {
+  const port = await freePort();
+  const proc = spawn(python, ['-m', 'uvicorn', '--app-dir', join(import.meta.dirname, '..'), '--host', '127.0.0.1', '--port', String(port), '--log-level', 'warning', app], {
+    stdio: ['ignore', 'inherit', 'inherit'],
+  });
+  const url = `http://127.0.0.1:${port}`;
+  for (let i = 0; ; i++) {
+    if (proc.exitCode !== null) throw new Error(`uvicorn exited with ${proc.exitCode} (${hint})`);
+    try {
+      if ((await fetch(`${url}/docs`)).ok) return { url, proc };
+    } catch {
+      if (i > 300) throw new Error('uvicorn did not start');
+      await new Promise((r) => setTimeout(r, 50));
+    }
+  }
 }
 
 export async function stopServer(s: Server): Promise<void> {

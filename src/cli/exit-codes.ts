@@ -35,6 +35,7 @@ const BY_CODE: Record<string, number> = {
   [errors.initTarget.code]: EXIT.usage,
   [errors.graderConfig.code]: EXIT.usage,
   [errors.environmentLoad.code]: EXIT.usage,
+  [errors.jobUnits.code]: EXIT.usage,
   [errors.environmentShadowsRoute.code]: EXIT.usage,
   [errors.orsShadowsRoute.code]: EXIT.usage,
   [errors.serverUnreachable.code]: EXIT.server,

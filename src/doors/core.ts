@@ -16,7 +16,7 @@ import type { GradingService } from '../grading-service/service.js';
 import type { SandboxProvider } from '../sandbox/provider.js';
 import type { Sandbox } from '../sandbox/types.js';
 import { budgetFromItem } from '../rollout/budget.js';
-import type { Store } from '../store/types.js';
+import type { Store, WriteDurability } from '../store/types.js';
 
 export interface CoreServices {
   registry: Registry;
@@ -44,6 +44,8 @@ export interface Rollout {
   grader: LoadedGrader;
   /** The run label it came with: a grade creating its record (the reward door's) records it there. */
   run?: string | undefined;
+  /** When its grade's record is answered (src/store/types.ts WriteDurability; default durable). */
+  durability?: WriteDurability | undefined;
 }
 
 export interface StartRollout {
@@ -208,7 +210,9 @@ export class DoorCore {
    */
   async grade(r: Rollout, answer: Sample | string, credential: string | null = null): Promise<Grade> {
     const sample = typeof answer === 'string' ? this.answer(answer) : answer;
-    const { record, replayed } = await this.s.grading.grade(r.grader, { sample, item: r.row, traceId: r.traceId, credential, source: 'endpoint', door: r.door, run: r.run });
+    const { record, replayed } = await this.s.grading.grade(r.grader, {
+      sample, item: r.row, traceId: r.traceId, credential, source: 'endpoint', door: r.door, run: r.run, durability: r.durability,
+    });
     if (record.score === null) throw errors.graderFailed(r.grader.def.name, 'no score was recorded');
     return { score: record.score, subscores: record.subscores ?? {}, grader: r.grader.def.name, replayed };
   }

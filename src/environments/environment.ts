@@ -1,11 +1,13 @@
 // An environment: a named set of tools, a grader and dataset splits. The tools are the only ones its
-// rollouts may call (a finqa rollout cannot reach the coding shell); the splits are JSONL files of
-// Agent RFT rows, read when a door asks for them (not at boot: a dataset may be large).
-import { readFile } from 'node:fs/promises';
+// rollouts may call (a finqa rollout cannot reach the coding shell); the splits are the JSONL files of
+// Agent RFT rows in its folder (dataset.ts), read when a door asks for them (not at boot: a dataset may
+// be large) and read again when they change.
 import { errors } from '../errors.js';
+import type { Dataset, Row } from './dataset.js';
 
-export type SplitName = 'train' | 'validation';
-export const SPLIT_NAMES: readonly SplitName[] = ['train', 'validation'];
+export type { Row } from './dataset.js';
+/** A split is named after its file: train.jsonl is `train`, hard.jsonl is `hard` (dataset.ts). */
+export type SplitName = string;
 
 export interface Environment {
   name: string;
@@ -14,11 +16,9 @@ export interface Environment {
   /** Its tools, in job.json's order. */
   tools: readonly string[];
   grader: string;
-  /** JSONL file of each split it has. */
-  splits: Partial<Record<SplitName, string>>;
+  /** Its splits, as its folder holds them now. */
+  dataset: Dataset;
 }
-
-export type Row = Record<string, unknown>;
 
 /** The environments of this server, by name, and the one a row belongs to. */
 export class Environments {
@@ -47,21 +47,13 @@ export class Environments {
     return fits.length === 1 ? fits[0] : undefined;
   }
 
-  /** The rows of a split, parsed (a bad line names its file and line). */
-  async rows(name: string, split: SplitName): Promise<Row[]> {
-    const env = this.get(name);
-    const file = env.splits[split];
-    if (!file) throw errors.notFound(`split "${split}" of environment "${name}"`);
-    const text = await readFile(file, 'utf8');
-    return text.split('\n').flatMap((line, i) => {
-      if (!line.trim()) return [];
-      try {
-        const row: unknown = JSON.parse(line);
-        if (!row || typeof row !== 'object' || Array.isArray(row)) throw new Error('a row must be a JSON object');
-        return [row as Row];
-      } catch (e) {
-        throw errors.environmentLoad(env.dir, `${file} line ${i + 1}: ${(e as Error).message}`);
-      }
-    });
+  /** The splits an environment has now (train, validation, then the rest by name). */
+  splits(name: string): SplitName[] {
+    return this.get(name).dataset.splits();
+  }
+
+  /** The rows of a split, parsed whole (a bad line names its file and line). */
+  rows(name: string, split: SplitName): Promise<Row[]> {
+    return this.get(name).dataset.rows(split);
   }
 }

@@ -6,10 +6,10 @@ import { randomUUID } from 'node:crypto';
 import { errors, isRftError, type RftError } from '../errors.js';
 import { canonicalJson, sha256 } from '../protocol/canonical.js';
 import type { Item, Sample } from '../protocol/wire.js';
-import type { GraderContext, GraderResult } from '../registry/define.js';
+import type { GraderContext, GraderResult, RolloutView } from '../registry/define.js';
 import type { LoadedGrader } from '../registry/loader.js';
 import type { Sandbox } from '../sandbox/types.js';
-import type { Store } from '../store/types.js';
+import type { Store, WriteDurability } from '../store/types.js';
 import { budgetFromItem } from '../rollout/budget.js';
 import { rolloutView } from '../rollout/view.js';
 import type { SandboxProvider } from '../sandbox/provider.js';
@@ -43,6 +43,13 @@ export interface GradeInput {
   run?: string | undefined;
   /** The door of the rollout, if this grade creates it (Agent RFT's when absent). */
   door?: string | undefined;
+  /**
+   * When the grade's record is answered (WriteDurability; default durable). 'committed' only for a grade that
+   * makes a rollout of its own, whose trace id no one knows before the reply (the reward door's): no promise
+   * depends on its record, no retry is answered from it, and nothing of that rollout is recorded before it
+   * (its grader's ctx.rollout reads no store: no calls, nothing spent).
+   */
+  durability?: WriteDurability | undefined;
 }
 
 export interface GradeOutcome {
@@ -82,12 +89,14 @@ export class GradingService {
   /**
    * Grades a sample once: a retry of a recorded grade returns the record, and identical grades
    * arriving together (the trainer's retry of a slow grade, a proxy's duplicate) run the grader
-   * once and all get its result, its failure included. A forced re-grade always runs.
+   * once and all get its result, its failure included. A forced re-grade always runs, and so does a
+   * 'committed' one (no retry of it is answered from the record: nothing is looked up, not even a read
+   * that would wait for other writes' fsync).
    */
   async grade(g: LoadedGrader, input: GradeInput): Promise<GradeOutcome> {
     const traceId = input.traceId ?? `grade_${randomUUID()}`;
     const sampleHash = sha256(canonicalJson(input.sample));
-    if (input.force || input.traceId === undefined) return this.gradeOnce(g, input, traceId, sampleHash);
+    if (input.force || input.traceId === undefined || input.durability === 'committed') return this.gradeOnce(g, input, traceId, sampleHash);
     const key = `${traceId}\0${g.def.name}\0${g.version}\0${sampleHash}`;
     const running = this.inflight.get(key);
     if (running) return { record: (await running).record, replayed: true };
@@ -102,7 +111,7 @@ export class GradingService {
 
   private async gradeOnce(g: LoadedGrader, input: GradeInput, traceId: string, sampleHash: string): Promise<GradeOutcome> {
     const { store } = this.o;
-    if (!input.force) {
+    if (!input.force && input.durability !== 'committed') {
       const prior = await store.findGrade(traceId, g.def.name, g.version, sampleHash).catch((e: Error) => {
         throw errors.store(e.message);
       });
@@ -111,7 +120,9 @@ export class GradingService {
         return { record: prior, replayed: true };
       }
     }
-    const rollout = { item: input.item, budgetLimit: budgetFromItem(input.item, this.o.defaultBudget), now: Date.now(), run: input.run, door: input.door };
+    const rollout = {
+      item: input.item, budgetLimit: budgetFromItem(input.item, this.o.defaultBudget), now: Date.now(), run: input.run, door: input.door, durability: input.durability,
+    };
 
     const started = performance.now();
     // The grader's signal: its timeout, or the server's shutdown. A listener removed when the grade
@@ -128,7 +139,7 @@ export class GradingService {
     const noSandboxes = () => errors.sandboxUnavailable('sandboxes are disabled on this server (RFT_SANDBOX=none)');
     const ctx: GraderContext = {
       traceId,
-      rollout: rolloutView(this.o.store, this.o.defaultBudget, traceId, input.item),
+      rollout: input.durability === 'committed' ? newRolloutView(traceId, input.item, this.o.defaultBudget) : rolloutView(this.o.store, this.o.defaultBudget, traceId, input.item),
       log,
       signal,
       templatesRoot: this.o.templatesRoot,
@@ -212,6 +223,14 @@ export class GradingService {
     }
     return { record, replayed: false };
   }
+}
+
+/**
+ * The view of a rollout this grade makes (a 'committed' grade's): nothing is recorded of it yet, so it has no
+ * call and has spent nothing. Answered without the store: a read there would wait for other writes' fsync.
+ */
+function newRolloutView(traceId: string, item: Item, defaultBudget: number): RolloutView {
+  return { traceId, item, calls: () => Promise.resolve([]), budget: () => Promise.resolve({ used: 0, limit: budgetFromItem(item, defaultBudget), exceeded: false }) };
 }
 
 /** What is wrong with the row for this grader's itemSchema ("answer: expected string, received undefined"), if anything. */

@@ -21,6 +21,11 @@ export interface ErrorLimits {
   maxParamLength: number;
 }
 
+/** A URL that cannot be decoded, on any listener (Fastify's router, a listener's own rewrite). */
+export function badUrl(): RftError {
+  return errors.badRequest('the URL is not valid (bad percent-encoding)');
+}
+
 /** The coded error for anything a route, a hook or Fastify itself threw. */
 export function toRftError(err: Partial<FastifyError> & Error, req: FastifyRequest | undefined, limits: ErrorLimits): RftError {
   if (isRftError(err)) return err;
@@ -35,7 +40,7 @@ export function toRftError(err: Partial<FastifyError> & Error, req: FastifyReque
     case 'FST_ERR_MAX_PARAM_LENGTH':
       return errors.uriTooLong(limits.maxParamLength);
     case 'FST_ERR_BAD_URL':
-      return errors.badRequest('the URL is not valid (bad percent-encoding)');
+      return badUrl();
     case 'FST_ERR_NOT_FOUND':
       return errors.notFound(`route ${req ? `${req.method} ${req.url.split('?')[0]}` : ''}`);
   }
@@ -81,14 +86,17 @@ function clientErrorHandler(this: FastifyInstance, err: Error & { code?: string 
         ? errors.headersTooLarge()
         : errors.malformedHttp();
   this.log.debug({ err }, 'client error');
-  if (socket.writable) {
-    const body = JSON.stringify(e.toJSON());
-    socket.write(
-      `HTTP/1.1 ${e.statusCode} ${STATUS_CODES[e.statusCode]}\r\nConnection: close\r\nContent-Type: application/json; charset=utf-8\r\n` +
-        `Content-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`,
-    );
-  }
+  if (socket.writable) socket.write(rawReply(e));
   socket.destroy();
+}
+
+/** A coded error as a whole HTTP response, for a socket no response object holds (a client error, a refused WebSocket handshake). */
+export function rawReply(e: RftError): string {
+  const body = JSON.stringify(e.toJSON());
+  return (
+    `HTTP/1.1 ${e.statusCode} ${STATUS_CODES[e.statusCode]}\r\nConnection: close\r\nContent-Type: application/json; charset=utf-8\r\n` +
+    `Content-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`
+  );
 }
 
 export function registerErrorReplies(app: FastifyInstance, limits: ErrorLimits): void {

@@ -93,6 +93,13 @@ export interface GraderDefinition {
    * are allowed). `rft-endpoints dataset check` validates every row with it before a job is paid for.
    */
   itemSchema?: z.ZodType;
+  /**
+   * The grader reads the rollout's tool calls (`ctx.rollout.calls()`). Doors whose rollouts carry no tool
+   * calls (the reward door: a finished answer, no rollout of ours) refuse it with RFT_ERR_GRADER_READS_CALLS
+   * rather than grade it on an empty list. Undeclared, it is inferred from the file (a `.calls(` in its
+   * code); `false` says the grader handles a rollout without calls itself.
+   */
+  readsCalls?: boolean;
   handler: (input: GraderInput, ctx: GraderContext) => number | GraderResult | Promise<number | GraderResult>;
 }
 

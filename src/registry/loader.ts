@@ -13,6 +13,7 @@ import { sha256 } from '../protocol/canonical.js';
 import { isValidUnitName, type GraderDefinition, type ToolDefinition } from './define.js';
 import { graderFromConfig, validateGraderConfig } from '../grading/index.js';
 import { checkPythonSource } from '../grading/python.js';
+import { typecheckUnits, type TypecheckResult } from './typecheck.js';
 
 export interface LoadedTool {
   def: ToolDefinition;
@@ -26,11 +27,23 @@ export interface LoadedGrader {
   file: string;
   version: string;
   range: [number, number];
+  /**
+   * It reads the rollout's tool calls: as declared (`readsCalls`), else when its file calls `.calls(` outside
+   * comments (a grader that forgot to declare it is still never graded on a door without calls).
+   */
+  readsCalls?: boolean;
+}
+
+/** Whether a grader's source calls `.calls(` (ctx.rollout.calls()) in code, comments left out. */
+export function sourceReadsCalls(source: string): boolean {
+  return /\.\s*calls\s*\(/.test(source.replace(/\/\*[\s\S]*?\*\/|(^|[^:])\/\/.*$/gm, '$1'));
 }
 
 export interface Registry {
   tools: Map<string, LoadedTool>;
   graders: Map<string, LoadedGrader>;
+  /** What the type check before loading did (RFT_UNITS_TYPECHECK), when it ran. */
+  typecheck?: TypecheckResult;
 }
 
 const CODE_EXT = new Set(['.ts', '.js', '.mjs', '.mts']);
@@ -121,8 +134,10 @@ export function checkGrader(file: string, v: unknown, source: string): LoadedGra
     throw fail(`grader "${d.name}": range must be [min, max] with min < max`);
   }
   if (d.version !== undefined && (typeof d.version !== 'string' || !d.version)) throw fail(`grader "${d.name}": version must be a non-empty string`);
+  if (d.readsCalls !== undefined && typeof d.readsCalls !== 'boolean') throw fail(`grader "${d.name}": readsCalls must be true or false`);
   if (d.itemSchema !== undefined && !isZodSchema(d.itemSchema)) throw fail(`grader "${d.name}": itemSchema must be a zod schema (z.looseObject({...}))`);
-  return { def: d as GraderDefinition, file, version: d.version ?? sha256(source).slice(0, 12), range: [range[0], range[1]] };
+  const readsCalls = d.readsCalls ?? sourceReadsCalls(source);
+  return { def: d as GraderDefinition, file, version: d.version ?? sha256(source).slice(0, 12), range: [range[0], range[1]], ...(readsCalls ? { readsCalls } : {}) };
 }
 
 export interface LoadOptions {
@@ -130,6 +145,8 @@ export interface LoadOptions {
   gradersDir: string;
   /** Options handed to JSON (OpenAI config) graders, e.g. the model API for score_model. */
   jsonGraderOptions?: Parameters<typeof graderFromConfig>[1];
+  /** Type-check the TypeScript units before importing them (RFT_UNITS_TYPECHECK), remembering passes in the data dir. */
+  typecheck?: { dataDir: string } | undefined;
 }
 
 /**
@@ -151,15 +168,20 @@ function pythonGrader(file: string, source: string, opts: LoadOptions): LoadedGr
 export async function loadRegistry(opts: LoadOptions): Promise<Registry> {
   const tools = new Map<string, LoadedTool>();
   const graders = new Map<string, LoadedGrader>();
+  const toolFiles = await listUnits(resolve(opts.toolsDir), []);
+  const graderFiles = await listUnits(resolve(opts.gradersDir), ['.json', '.py']);
+  const typecheck = opts.typecheck
+    ? await typecheckUnits([...toolFiles, ...graderFiles], { cacheDir: join(opts.typecheck.dataDir, 'units-typecheck'), dirs: [resolve(opts.toolsDir), resolve(opts.gradersDir)] })
+    : undefined;
 
-  for (const file of await listUnits(resolve(opts.toolsDir), [])) {
+  for (const file of toolFiles) {
     const t = checkTool(file, await importDefault(file));
     const prev = tools.get(t.def.name);
     if (prev) throw errors.unitDuplicate('tool', t.def.name, [prev.file, file]);
     tools.set(t.def.name, t);
   }
 
-  for (const file of await listUnits(resolve(opts.gradersDir), ['.json', '.py'])) {
+  for (const file of graderFiles) {
     const source = await readFile(file, 'utf8');
     let g: LoadedGrader;
     if (extname(file) === '.py') {
@@ -170,8 +192,8 @@ export async function loadRegistry(opts: LoadOptions): Promise<Registry> {
         json = JSON.parse(source);
         const config = validateGraderConfig(json);
         const def = graderFromConfig(config, opts.jsonGraderOptions ?? {});
-        // A JSON grader is served under its file name: OpenAI config names are free text.
-        g = checkGrader(file, { ...def, name: basename(file, '.json') }, source);
+        // A JSON grader is served under its file name: OpenAI config names are free text. It reads no tool calls.
+        g = checkGrader(file, { ...def, name: basename(file, '.json'), readsCalls: false }, source);
       } catch (e) {
         throw errors.unitLoad(file, (e as Error).message);
       }
@@ -182,7 +204,7 @@ export async function loadRegistry(opts: LoadOptions): Promise<Registry> {
     if (prev) throw errors.unitDuplicate('grader', g.def.name, [prev.file, file]);
     graders.set(g.def.name, g);
   }
-  return { tools, graders };
+  return { tools, graders, ...(typecheck ? { typecheck } : {}) };
 }
 
 /** The grader behind POST /grade: the configured one, else the only one, else answer_match when present. */

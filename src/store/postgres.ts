@@ -387,16 +387,20 @@ export class PostgresStore implements Store {
       const n = values.push(f.kind, f.callId === null ? null : encodeText(f.callId), encodeText(f.detail), f.at);
       flag = `, f AS (${flagUpsert(this.dialect, `SELECT $1, $${n - 3}, 1, $${n - 2}, $${n - 1}, $${n}, $${n} FROM u WHERE u.calls = 0`)})`;
     }
+    // A 'committed' grade (WriteDurability): this statement's own transaction commits without waiting for
+    // the WAL flush (SET LOCAL synchronous_commit = off, as set_config(..., true) in the statement itself).
+    const committed = rollout?.durability === 'committed';
     const [r] = await this.rows<PgGradeRow & { tally_calls: number | null; tally_exceeded: boolean | null }>(
       `WITH g AS (
          INSERT INTO ${this.t.grades} (${GRADE_COLUMNS})
          VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14) RETURNING *
        ), u AS (${upsert})${flag}
-       SELECT g.*, u.calls AS tally_calls, u.budget_exceeded AS tally_exceeded FROM g LEFT JOIN u ON true`,
+       SELECT g.*, u.calls AS tally_calls, u.budget_exceeded AS tally_exceeded${committed ? `, set_config('synchronous_commit', 'off', true) AS sync` : ''}
+       FROM g LEFT JOIN u ON true`,
       values,
-      `rft_insert_grade${rollout ? '_rollout' : ''}${f ? '_flag' : ''}`,
+      `rft_insert_grade${rollout ? '_rollout' : ''}${f ? '_flag' : ''}${committed ? '_committed' : ''}`,
     );
-    const { tally_calls: calls, tally_exceeded: exceeded, ...row } = r!;
+    const { tally_calls: calls, tally_exceeded: exceeded, sync: _sync, ...row } = r! as typeof r & { sync?: string };
     const tally = calls === null ? undefined : { calls, budgetExceeded: exceeded === true };
     return { record: toGrade(row), tally };
   }

@@ -1,5 +1,6 @@
 // Records kept per rollout (trace_id). These shapes are what the Store persists and what tools and
-// graders see through their context.
+// graders see through their context (RecordedCall, CallStatus, BudgetUsage: documented field by field in
+// docs/units.md, which test/registry/units-doc.test.ts keeps complete).
 
 export type CallStatus =
   | 'running' // started, not finished (a crash leaves it here until boot marks it interrupted)
@@ -15,6 +16,7 @@ export interface RecordedCall {
   callId: string;
   /** Order of arrival within the rollout, from 1. */
   seq: number;
+  /** The tool's name (the field is `tool`: a call has no `name`). */
   tool: string;
   /** Canonical JSON of the parsed arguments (or the raw string when it was not JSON). */
   arguments: string;

@@ -6,7 +6,9 @@
 // sync 'full' (the default) a turn's units are answered once an fdatasync of the WAL begun after
 // its COMMIT has ended (group commit: one fsync on libuv's pool covers every turn committed before
 // it began, and the event loop goes on meanwhile), so whatever is acknowledged is on disk; with
-// 'normal', once committed. The budget is decided by the statement that records a call, from the
+// 'normal', once committed. A write marked 'committed' (WriteDurability: a record no promise depends
+// on) is answered once committed whatever the sync: it is in the WAL, and the next fdatasync covers it.
+// The budget is decided by the statement that records a call, from the
 // rollout's row in the same transaction; a rollout's calls are units run one after the other, so
 // parallel calls can never overspend. SQLite checkpoints the WAL itself, at commit.
 import Database from 'better-sqlite3';
@@ -44,6 +46,7 @@ import type {
   NewGrade,
   RolloutTally,
   Store,
+  WriteDurability,
 } from './types.js';
 
 const SCHEMA = `
@@ -223,6 +226,8 @@ interface Unit {
   run: () => unknown;
   resolve: (value: unknown) => void;
   reject: (e: unknown) => void;
+  /** Answered once committed, not once fsynced (WriteDurability 'committed'). */
+  committed: boolean;
 }
 
 export interface SqliteStoreOptions {
@@ -233,6 +238,12 @@ export interface SqliteStoreOptions {
 
 /** Answers a committed turn's units, or fails them all with the fsync's error. */
 type Answer = (e: Error | null) => void;
+
+/** What waits for the next fdatasync: its answer, and whether it covers durable writes (reads then wait too). */
+interface Unsynced {
+  answer: Answer;
+  durable: boolean;
+}
 
 export class SqliteStore implements Store {
   readonly kind = 'sqlite';
@@ -248,8 +259,10 @@ export class SqliteStore implements Store {
   /** sync 'full': the WAL, fdatasync'ed before committed turns are answered. */
   private readonly walFd: number | undefined;
   /** Committed turns waiting for an fdatasync to begin, and whether one is running. */
-  private unsynced: Answer[] = [];
+  private unsynced: Unsynced[] = [];
   private syncing: Promise<void> | undefined;
+  /** Committed turns with durable writes whose fdatasync has not ended (queued or running). */
+  private durableUnsynced = 0;
   /** An fdatasync failed: what was written may not be on disk, so nothing more is acknowledged. */
   private broken: Error | undefined;
   private closing: Promise<void> | undefined;
@@ -306,11 +319,14 @@ export class SqliteStore implements Store {
     }
   }
 
-  /** Queues fn for the end of this turn; resolves once the turn's transaction is committed. */
-  private unit<T>(run: () => T): Promise<T> {
+  /**
+   * Queues fn for the end of this turn; resolves once the turn's transaction is committed and (durable,
+   * sync 'full') the WAL holding it fsynced.
+   */
+  private unit<T>(run: () => T, durability: WriteDurability = 'durable'): Promise<T> {
     if (this.closing || this.broken) return Promise.reject(this.broken ?? new Error('store is closed'));
     return new Promise<T>((resolve, reject) => {
-      if (this.queue.push({ run, resolve: resolve as (v: unknown) => void, reject }) === 1) setImmediate(this.flush);
+      if (this.queue.push({ run, resolve: resolve as (v: unknown) => void, reject, committed: durability === 'committed' }) === 1) setImmediate(this.flush);
     });
   }
 
@@ -325,15 +341,21 @@ export class SqliteStore implements Store {
       for (const u of units) u.reject(e);
       return;
     }
-    const answer: Answer = (e) =>
+    const answer = (e: Error | null, which: (u: Unit) => boolean) =>
       units.forEach((u, k) => {
+        if (!which(u)) return;
         const r = results[k]!;
         if (e) u.reject(e);
         else if ('error' in r) u.reject(r.error);
         else u.resolve(r.value);
       });
-    if (this.walFd === undefined) return answer(null);
-    this.unsynced.push(answer);
+    if (this.walFd === undefined) return answer(null, () => true);
+    // 'committed' units now (they are in the WAL); the rest once the WAL is fsynced. The fsync is begun
+    // either way, so a turn of 'committed' units only is on disk a few ms later, not at the next durable one.
+    answer(null, (u) => u.committed);
+    const durable = units.some((u) => !u.committed);
+    if (durable) this.durableUnsynced++;
+    this.unsynced.push({ answer: (e) => answer(e, (u) => !u.committed), durable });
     if (!this.syncing) this.syncing = this.syncWal(this.walFd);
   };
 
@@ -344,23 +366,28 @@ export class SqliteStore implements Store {
       this.unsynced = [];
       const e = await new Promise<Error | null>((resolve) => fdatasync(fd, resolve));
       if (e) this.broken ??= e;
-      for (const answer of covered) answer(e);
+      for (const { answer, durable } of covered) {
+        if (durable) this.durableUnsynced--;
+        answer(e);
+      }
     }
     this.syncing = undefined;
   }
 
   /**
    * A read sees every write submitted before it, and answers only once what it saw is durable: after
-   * writes still queued, it runs as a unit; while committed turns are not yet fsynced, it runs now and
-   * is answered with them, by the next fdatasync (no transaction of its own).
+   * writes still queued, it runs as a unit; while committed turns with durable writes are not yet
+   * fsynced, it runs now and is answered with them, by the next fdatasync (no transaction of its own).
+   * Unsynced 'committed' writes alone do not hold it: their answer did not wait either.
    */
   private read<T>(fn: () => T): Promise<T> {
     if (this.broken) return Promise.reject(this.broken);
     if (this.queue.length > 0) return this.unit(fn);
     return new Promise<T>((resolve, reject) => {
       const value = fn();
-      if (!this.syncing) return resolve(value);
-      this.unsynced.push((e) => (e ? reject(e) : resolve(value)));
+      if (this.durableUnsynced === 0 || this.walFd === undefined) return resolve(value);
+      this.unsynced.push({ answer: (e) => (e ? reject(e) : resolve(value)), durable: false });
+      this.syncing ??= this.syncWal(this.walFd);
     });
   }
 
@@ -452,7 +479,7 @@ export class SqliteStore implements Store {
       const tally = tallyOf(this.s.score.get(g.status, g.score, g.createdAt, g.traceId));
       if (tally?.calls === 0 && rollout?.flagIfNoCalls) this.flag({ ...rollout.flagIfNoCalls, traceId: g.traceId });
       return { record: { ...g, sample: g.sample ?? null, id: Number(lastInsertRowid) }, tally };
-    });
+    }, rollout?.durability);
   }
 
   importRollout(r: ImportedRollout): Promise<'imported' | 'exists'> {

@@ -51,6 +51,17 @@ export interface NewGrade extends Omit<GradeRecord, 'id'> {
   sample: unknown;
 }
 
+/**
+ * When a write is answered (src/store/README.md, "Fsync policy"). `durable` (every write but the ones named
+ * `committed`): once it is on disk, as RFT_SQLITE_SYNC says (SQLite `full`: the WAL fsynced; Postgres: its
+ * synchronous_commit); a write an exactly-once retry or a budget depends on is always durable. `committed`:
+ * once committed, without waiting for its own fsync: SQLite has it in the WAL before the reply (it survives
+ * `kill -9`, not a power loss); Postgres commits it with synchronous_commit off (it survives a crash of our
+ * process, a Postgres crash may lose the last few hundred ms). Only for a record no promise depends on: the
+ * reward door's grade (a rollout of its own, no retry key, no budget).
+ */
+export type WriteDurability = 'durable' | 'committed';
+
 /** The rollout a grade belongs to: created, or its empty dataset row filled, in the grade's commit (see ensureRollout). */
 export interface GradedRollout {
   item: Record<string, unknown> | null;
@@ -62,6 +73,8 @@ export interface GradedRollout {
   run?: string | undefined;
   /** The door the rollout came through, if the grade's commit creates it (an existing rollout keeps its own). */
   door?: string | undefined;
+  /** When the grade's commit is answered (default durable). */
+  durability?: WriteDurability | undefined;
 }
 
 /** A recorded grade, and its rollout's tally after it (absent if the rollout has no row). */

@@ -16,8 +16,8 @@ describe('environments', () => {
     expect(envs.list().map((e) => e.name).sort()).toEqual(['coding', 'finqa']);
     expect(envs.get('finqa')).toMatchObject({ tools: ['search_docs', 'list_docs', 'read_doc'], grader: 'answer_match' });
     expect(envs.get('coding')).toMatchObject({ tools: ['list_files', 'read_file', 'search', 'shell', 'apply_patch', 'write_file'], grader: 'unit_tests' });
-    expect(Object.keys(envs.get('finqa').splits).sort()).toEqual(['train', 'validation']);
-    expect(Object.keys(envs.get('coding').splits)).toEqual(['train']);
+    expect(envs.splits('finqa')).toEqual(['train', 'validation']);
+    expect(envs.splits('coding')).toEqual(['train']);
     expect((await envs.rows('finqa', 'validation')).length).toBe(6);
     expect((await envs.rows('coding', 'train'))[0]).toMatchObject({ task_id: 'duration' });
     expect(envs.forTools(['search_docs'])?.name).toBe('finqa');

@@ -184,8 +184,12 @@ export class OrsClient {
         settled = true;
         resolve(v);
       };
-      req.on('error', (e) => (settled ? undefined : e.message === 'HeartbeatTimeoutError' ? reject(e) : done({ kind: 'broken' })));
+      let answered = false;
+      // A connection that never got a reply (refused, reset) is a failed connect, counted toward the 5;
+      // one cut after its reply began is a broken stream, whose reconnect starts the count again.
+      req.on('error', (e) => (settled ? undefined : e.message === 'HeartbeatTimeoutError' || !answered ? reject(e) : done({ kind: 'broken' })));
       req.on('response', (res) => {
+        answered = true;
         const status = res.statusCode ?? 0;
         if (status < 200 || status >= 300) {
           const parts: Buffer[] = [];

@@ -63,3 +63,14 @@ export async function exchange(url: string, text: string | Buffer, timeoutMs = 1
     s.write(text);
   });
 }
+
+/** One request on a connection of its own: the reply's status and its error's code (undefined when the body is no coded error). */
+export async function statusAndCode(url: string, text: string): Promise<{ status: number; code: string | undefined }> {
+  const r = await exchange(url, text);
+  r.socket.destroy();
+  try {
+    return { status: r.status, code: (JSON.parse(r.body) as { error?: { code?: string } }).error?.code };
+  } catch {
+    return { status: r.status, code: undefined };
+  }
+}

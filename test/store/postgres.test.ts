@@ -1,9 +1,9 @@
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import pg from 'pg';
 import { loadConfig } from '../../src/config.js';
 import { PostgresStore } from '../../src/store/postgres.js';
 import { describeIf } from '../helpers/require.js';
-import { storeContract, begin } from './contract.js';
+import { storeContract, begin, grade } from './contract.js';
 import { databaseUrl, openStore, postgresUnavailable, randomSchema, testSchema } from './postgres-db.js';
 
 const unavailable = await postgresUnavailable();
@@ -161,6 +161,31 @@ async function storeWithout(column: string): Promise<PostgresStore> {
   await client.end();
   return openStore(schema);
 }
+
+describePg('PostgresStore fsync policy', () => {
+  it("commits a 'committed' grade with synchronous_commit off for its own transaction only, a durable one as configured", async () => {
+    const store = await openStore(testSchema());
+    const query = vi.spyOn(pg.Client.prototype, 'query');
+    const rollout = { item: {}, budgetLimit: 1, now: 1, door: 'reward' };
+    let sent: { text: string; client: pg.Client }[];
+    try {
+      await store.insertGrade(grade('rw_committed', { score: 1 }), { ...rollout, durability: 'committed' });
+      await store.insertGrade(grade('trace_durable', { score: 0 }), rollout);
+      sent = query.mock.calls.map((c, i) => ({ text: typeof c[0] === 'string' ? c[0] : (c[0] as { text: string }).text, client: query.mock.contexts[i] as pg.Client }));
+    } finally {
+      query.mockRestore();
+    }
+    const grades = sent.filter((q) => q.text.includes('INSERT INTO') && q.text.includes('grades'));
+    expect(grades).toHaveLength(2);
+    expect(grades[0]!.text).toContain("set_config('synchronous_commit', 'off', true)");
+    expect(grades[1]!.text).not.toContain('synchronous_commit');
+    // SET LOCAL: the connection it ran on (back in the pool) commits as configured again.
+    expect((await grades[0]!.client.query<{ synchronous_commit: string }>('SHOW synchronous_commit')).rows[0]!.synchronous_commit).toBe('on');
+    expect((await store.listGrades('rw_committed')).map((g) => g.score)).toEqual([1]);
+    expect((await store.listGrades('trace_durable')).map((g) => g.score)).toEqual([0]);
+    await store.close();
+  });
+});
 
 describePg('PostgresStore doors', () => {
   it('gives the rollouts of a schema made before the record kept doors the door agent-rft, at boot', async () => {

@@ -6,7 +6,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { SqliteStore } from '../../src/store/sqlite.js';
-import { begin } from './contract.js';
+import { begin, grade } from './contract.js';
 
 const disk = vi.hoisted(() => ({ failing: false, held: false, waiting: [] as (() => void)[] }));
 vi.mock('node:fs', async (importOriginal) => {
@@ -55,6 +55,30 @@ describe('SqliteStore, the group fsync', () => {
     await vi.waitFor(() => expect(write.done).toBe(true), { timeout: 10_000 });
     // Nothing pending: a read is answered at once.
     expect(await store.getCall('trace_r', 'c0')).toMatchObject({ callId: 'c0' });
+  });
+
+  it("answers a 'committed' grade once committed while the fsync is held, a durable write and a read of it only after", async () => {
+    const store = freshStore();
+    const rollout = { item: {}, budgetLimit: 10, now: 1, door: 'reward' };
+    disk.held = true;
+    // Alone: answered at its commit; its fsync is begun all the same (not waited for).
+    const first = await store.insertGrade(grade('rw_1', { score: 1 }), { ...rollout, durability: 'committed' });
+    expect(first.record).toMatchObject({ traceId: 'rw_1', score: 1 });
+    await vi.waitFor(() => expect(disk.waiting).toHaveLength(1), { timeout: 10_000 });
+    // Unsynced 'committed' writes alone do not hold a read.
+    expect(await store.listGrades('rw_1')).toHaveLength(1);
+    // A tool call's start (its retry key and budget depend on it) and a durable grade wait for their fsync.
+    const call = settled(store.beginCall(begin('trace_c', 'c1')));
+    const durable = settled(store.insertGrade(grade('trace_g', { score: 1 }), rollout));
+    // In the same turn as the durable writes, a 'committed' grade is answered at once.
+    await store.insertGrade(grade('rw_2', { score: 0 }), { ...rollout, durability: 'committed' });
+    // Now a read waits: what it sees includes durable writes not yet on disk.
+    const read = settled(store.getCall('trace_c', 'c1'));
+    await new Promise((r) => setTimeout(r, 20));
+    expect([call.done, durable.done, read.done]).toEqual([false, false, false]);
+    disk.held = false;
+    disk.waiting.splice(0).forEach((go) => go());
+    await vi.waitFor(() => expect([call.done, durable.done, read.done]).toEqual([true, true, true]), { timeout: 10_000 });
   });
 
   it('refuses the writes a failed fsync covered, every later one, and reads', async () => {

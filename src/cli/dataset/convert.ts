@@ -6,7 +6,7 @@
 import { renameSync, rmSync, writeFileSync } from 'node:fs';
 import { basename, dirname, join, resolve } from 'node:path';
 import { errors, isRftError } from '../../errors.js';
-import { SPLIT_NAMES, type SplitName } from '../../environments/environment.js';
+import { canonicalSplit, splitOfFile as splitNamed } from '../../environments/dataset.js';
 import { readEnvironment } from '../../environments/load.js';
 import { forEachJsonLine, readInputFile } from '../files.js';
 import { RowProblem, toGymRow, type GymRowOptions } from './nemo-gym-row.js';
@@ -26,7 +26,7 @@ export interface ConvertOptions extends GymRowOptions {
 }
 
 /** The environment split a dataset file is: its folder holds a job.json and the file is one of its splits. */
-export function splitOfFile(file: string): { environment: string; split: SplitName } | undefined {
+export function splitOfFile(file: string): { environment: string; split: string } | undefined {
   let env;
   try {
     env = readEnvironment(dirname(resolve(file)));
@@ -34,8 +34,8 @@ export function splitOfFile(file: string): { environment: string; split: SplitNa
     if (isRftError(e)) return undefined;
     throw e;
   }
-  const split = SPLIT_NAMES.find((s) => env.splits[s] !== undefined && resolve(env.splits[s]) === resolve(file));
-  return split ? { environment: env.name, split } : undefined;
+  const split = splitNamed(file);
+  return env.dataset.splits().includes(split) ? { environment: env.name, split } : undefined;
 }
 
 /** Each row of an Agent RFT dataset file through `convert` (its index among the rows); a bad line is RFT_ERR_DATASET naming it. */
@@ -76,15 +76,15 @@ function oneKindPerColumn(): (row: Record<string, unknown>, line: number) => voi
   };
 }
 
-function trlSplit(file: string, opts: ConvertOptions): SplitName {
+function trlSplit(file: string, opts: ConvertOptions): string {
   if (opts.split !== undefined) {
-    if (!(SPLIT_NAMES as readonly string[]).includes(opts.split)) throw errors.cliUsage(`--split must be one of ${SPLIT_NAMES.join(', ')}, got "${opts.split}"`);
-    return opts.split as SplitName;
+    if (!/^[A-Za-z0-9_-]{1,64}$/.test(opts.split)) throw errors.cliUsage(`--split must be a split's name (its file's name without .jsonl), got "${opts.split}"`);
+    return canonicalSplit(opts.split);
   }
   const found = splitOfFile(file);
   if (!found) {
     throw errors.cliUsage(
-      `--to trl needs --split (${SPLIT_NAMES.join(' or ')}): the OpenEnv door finds a row by its split and index in the environment's split file, and ${file} is not a train.jsonl or valid.jsonl beside a job.json`,
+      `--to trl needs --split: the OpenEnv door finds a row by its split and index in the environment's split file, and ${file} is not a split (a *.jsonl of rows) beside a job.json`,
     );
   }
   return found.split;

@@ -4,7 +4,9 @@
 // TRL 1.13 (trl/trainer/grpo_trainer.py): `reset`'s string return is appended to the last user message
 // (so the snippet's returns None: the dataset's prompt is the row's messages), `get_reward` is the
 // environment's own reward source and not a tool, and a rollout whose every reward is None is unscorable
-// (out of the group's baseline, advantage 0): what a lost episode gets.
+// (out of the group's baseline, advantage 0): what a lost episode gets. An episode that ended without submit
+// (TRL's tool-call limit, a model that stopped) gets what the server records for it: get_reward submits the
+// empty answer the server grades such an episode with (or reads the reward it already recorded).
 
 export const OPENENV_PORT = 8790;
 
@@ -111,8 +113,14 @@ class RftEnv:
     def get_reward(self):
         """The grader's reward, or None for an episode lost to a failure of the server: TRL 1.13 leaves an episode
         every reward source gives None out of its group's baseline, with an advantage of 0 (a 0 would be a reward
-        the model did not earn). An episode that ended without submit (the turn limit) gets 0."""
-        return None if self._lost else (self._reward if self._reward is not None else 0.0)
+        the model did not earn). An episode that ended without submit (the tool-call limit, a model that stopped)
+        is graded with an empty answer, as the server records it when the episode ends unanswered."""
+        if self._reward is None and not self._lost:
+            try:
+                self._call("submit", {"answer": ""})
+            except RuntimeError:
+                pass                  # lost: None
+        return None if self._lost else self._reward
 
     def _call(self, name, arguments):
         arguments = {k: v for k, v in arguments.items() if v is not None}

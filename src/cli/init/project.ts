@@ -87,14 +87,28 @@ function copyExample(root: string, spec: ExampleSpec, into: string): number {
   return files;
 }
 
+interface JobBody {
+  suffix?: unknown;
+  method?: { reinforcement?: { tools?: unknown; grader?: Record<string, unknown> } };
+}
+
 /**
- * The job's `suffix` (the fine-tuned model's name part) becomes the project's name: the example's own
- * ("prices" of the blank one) would otherwise name every model trained from a project built on it.
- * The line is edited in place so the rest of job.json keeps the example's layout.
+ * The project's job.json: the example's settings, named after the project, naming no units. The job's
+ * `suffix` (the fine-tuned model's name part) becomes the project's name: the example's own ("prices"
+ * of the blank one) would otherwise name every model trained from a project built on it. Its tools and
+ * grader are left out: the server serves the project's tools/ and graders/ (src/environments/load.ts)
+ * and `job body` puts them in the request, so replacing a unit needs no edit here; naming them again
+ * in job.json is a choice the server checks at boot (RFT_ERR_JOB_UNITS).
  */
-function nameJob(file: string, project: string): void {
-  const suffix = project.toLowerCase().replace(/[^a-z0-9_-]+/g, '-').replace(/^-+|-+$/g, '').slice(0, 64) || 'rft-project';
-  writeFileSync(file, readFileSync(file, 'utf8').replace(/^(\s*"suffix":\s*)"[^"]*"/m, (_, key: string) => `${key}${JSON.stringify(suffix)}`));
+function projectJob(file: string, project: string): void {
+  const job = JSON.parse(readFileSync(file, 'utf8')) as JobBody;
+  job.suffix = project.toLowerCase().replace(/[^a-z0-9_-]+/g, '-').replace(/^-+|-+$/g, '').slice(0, 64) || 'rft-project';
+  const r = job.method?.reinforcement;
+  if (r) {
+    delete r.tools;
+    if (r.grader) for (const k of ['name', 'url', 'headers']) delete r.grader[k];
+  }
+  writeFileSync(file, `${JSON.stringify(job, null, 2)}\n`);
 }
 
 /** The job's max_episode_steps, which the NeMo Gym config gives simple_agent as max_steps. */
@@ -131,7 +145,7 @@ export function initProject(opts: InitOptions): InitResult {
   rmSync(staging, { recursive: true, force: true });
   try {
     let files = copyExample(root, spec, staging);
-    nameJob(join(staging, 'job.json'), basename(dir));
+    projectJob(join(staging, 'job.json'), basename(dir));
     const texts = projectFiles({ name: basename(dir), dir, example: opts.example, spec, dependency, maxSteps: maxEpisodeSteps(root, spec), tools: datasetTools(staging) });
     for (const [name, text] of Object.entries(texts)) {
       mkdirSync(dirname(join(staging, name)), { recursive: true });

@@ -36,6 +36,7 @@ function packageJson(t: TemplateInput): string {
           // The tools are the Python server's: only the running server can list them. The one
           // RFT_SERVER names, else this machine's on PORT (as `npm start` listens), with RFT_API_KEY or the generated key.
           check: 'rft-endpoints dataset check train.jsonl --server "${RFT_SERVER:-http://127.0.0.1:${PORT:-8787}}" --key "${RFT_API_KEY:-$(cat data/api-key)}"',
+          typecheck: TYPECHECK_SCRIPT,
           'setup:python': SETUP_SCRIPT,
           postinstall: 'npm run setup:python',
         }
@@ -44,14 +45,47 @@ function packageJson(t: TemplateInput): string {
           // Restarts the server when a tool or grader file changes (Node's own watch mode, no dependency).
           dev: DEV_SCRIPT,
           check: 'rft-endpoints dataset check train.jsonl',
+          typecheck: TYPECHECK_SCRIPT,
         },
     dependencies: { 'rft-endpoints': t.dependency },
   };
   return JSON.stringify(pkg, null, 2) + '\n';
 }
 
-/** `npm run dev`: the server under Node's watch mode, restarted when tools/, graders/ or job.json change. */
-export const DEV_SCRIPT = 'node --watch-path=tools --watch-path=graders --watch-path=job.json node_modules/rft-endpoints/bin/rft-endpoints.js serve';
+/** `npm run typecheck`: tsc (`npm install -D typescript`) on tools/ and graders/ with the project's tsconfig.json. */
+export const TYPECHECK_SCRIPT = 'tsc -p tsconfig.json';
+
+/**
+ * The units' tsconfig.json. `rft-source` resolves `rft-endpoints` to its TypeScript source in a clone (linked
+ * with file:, no dist/ built); an installed package has no src/ and TypeScript falls back to its dist/ types.
+ * @types/node is the project's own, or the linked clone's.
+ */
+export function tsconfigJson(): string {
+  const config = {
+    compilerOptions: {
+      target: 'ES2022',
+      module: 'NodeNext',
+      moduleResolution: 'NodeNext',
+      customConditions: ['rft-source'],
+      lib: ['ES2023'],
+      types: ['node'],
+      typeRoots: ['./node_modules/@types', './node_modules/rft-endpoints/node_modules/@types'],
+      strict: true,
+      noUncheckedIndexedAccess: true,
+      exactOptionalPropertyTypes: true,
+      skipLibCheck: true,
+      noEmit: true,
+    },
+    include: ['tools', 'graders'],
+  };
+  return JSON.stringify(config, null, 2) + '\n';
+}
+
+/**
+ * `npm run dev`: the server under Node's watch mode, restarted when tools/, graders/ or job.json change, in
+ * development (NODE_ENV), where it type-checks the units as it loads them (RFT_UNITS_TYPECHECK).
+ */
+export const DEV_SCRIPT = 'NODE_ENV=development node --watch-path=tools --watch-path=graders --watch-path=job.json node_modules/rft-endpoints/bin/rft-endpoints.js serve';
 
 function nemoGymSection(t: TemplateInput): string {
   const g = NEMO_GYM;
@@ -92,9 +126,11 @@ const toolsPython = (files: string[]): string => `- ${files.join(', ')}: the too
   requirements; \`mcp.json\` runs it in each rollout's sandbox (see Python tools above).`;
 
 const unitsNote = `Units import this package by name: \`import { defineTool, z } from 'rft-endpoints'\`, the grading
-helpers from \`rft-endpoints/grading\`, the sandbox API from \`rft-endpoints/sandbox\`. The server runs
-them through tsx, without type checking; to check them, \`npm install -D typescript @types/node\` and run
-\`npx tsc --noEmit --module nodenext --strict tools/*.ts graders/*.ts\`.
+helpers from \`rft-endpoints/grading\`, the sandbox API from \`rft-endpoints/sandbox\`. What a handler's \`ctx\`
+holds (the rollout's calls and their fields, the budget, the sandbox) is in the rft-endpoints docs
+(\`docs/units.md\`). \`npm run dev\` type-checks the units as it loads them (\`RFT_UNITS_TYPECHECK\`); to check
+them yourself (and in your editor), \`npm install -D typescript @types/node\` and \`npm run typecheck\`
+(\`tsconfig.json\`).
 `;
 
 function readme(t: TemplateInput): string {
@@ -123,8 +159,15 @@ ${t.spec.python ? '\n' + pythonSection(t.spec.python.tools) : ''}
 ${t.spec.python ? toolsPython(tools) : toolsTs(tools)}
 - ${graders.join(', ')}: the grader (\`defineGrader\`, an OpenAI grader config as \`.json\`, or \`grade(sample, item)\` in a \`.py\`).
 ${data.join('\n')}${data.length ? '\n' : ''}- ${datasets}: the dataset (JSONL). Each row carries \`messages\` (ending with the user's turn), the
-  \`tools\` schemas (as \`GET /v1/tools\` prints them) and the fields the grader reads.
-- \`job.json\`: the fine-tuning job body; replace \`YOUR-HOST\` and \`YOUR_KEY\`.
+  \`tools\` schemas (as \`GET /v1/tools\` prints them) and the fields the grader reads. Every \`*.jsonl\`
+  here is a split named after its file (\`hard.jsonl\` is split \`hard\`; \`valid.jsonl\` is \`validation\`)
+  for the doors that pick rows themselves (ORS, OpenEnv), except \`scripted.jsonl\` and \`*.gym.jsonl\`;
+  an edited file is served without a restart.
+- \`job.json\`: the fine-tuning job's settings (model, suffix, \`max_episode_steps\`, hyperparameters, the
+  grader's \`rate_limit\` and \`pass_threshold\`). It names no tool or grader: the server serves every tool of
+  \`tools/\` and the grader of \`graders/\`, so replacing a unit means changing those two folders and the
+  dataset's rows, nothing else. Name units in \`method.reinforcement.tools\` or \`.grader\` only to serve
+  fewer; a name the server did not load stops it at boot (\`RFT_ERR_JOB_UNITS\`).
 - \`scripted.jsonl\`: scripted model turns per row (tool calls, then a final answer) for
   \`rollout --model scripted:scripted.jsonl\`, a rehearsal with no model; the format is in the rft-endpoints
   docs (\`docs/emulator.md\`).
@@ -151,8 +194,8 @@ tool, regenerate the rows' \`tools\` from \`curl -H "Authorization: Bearer $KEY"
 
 Deploy on a public HTTPS address (\`RFT_TLS_CERT\`/\`RFT_TLS_KEY\`, or behind a TLS proxy with
 \`RFT_TRUST_PROXY=1\`), create a key with \`npx rft-endpoints keys create\`, start with
-\`RFT_API_KEYS=label:key HOST=0.0.0.0 npm start\`, and get the job's \`method.reinforcement\` fragment from
-\`GET /v1/job-config?base_url=https://YOUR-HOST\`. The rft-endpoints README has the full configuration.
+\`RFT_API_KEYS=label:key HOST=0.0.0.0 npm start\`, and print the whole job request (\`job.json\` with this
+server's tools and grader) with \`npx rft-endpoints job body --base-url https://YOUR-HOST\`. The rft-endpoints README has the full configuration.
 
 ${nemoGymSection(t)}
 ${orsSection(t.name)}
@@ -165,6 +208,7 @@ export function projectFiles(t: TemplateInput): Record<string, string> {
     'package.json': packageJson(t),
     'README.md': readme(t),
     '.gitignore': 'node_modules/\ndata/\n*.log\n.venv/\n',
+    'tsconfig.json': tsconfigJson(),
     ...nemoGymFiles({ name: t.name, domain: t.spec.gymDomain, maxSteps: t.maxSteps }),
   };
 }

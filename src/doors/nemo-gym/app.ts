@@ -1,6 +1,6 @@
 // The NeMo Gym door: a resources server at the root of its own listener, as Gym's simple_agent and
 // verifiers' nemo_gym toolset call it (docs/nemo-gym.md). It translates; the core (../core.ts) runs.
-import Fastify, { LogController, type FastifyError, type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
+import { LogController, type FastifyError, type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
 import { createHash } from 'node:crypto';
 import type { Logger } from 'pino';
 import { errors, isRftError } from '../../errors.js';
@@ -14,6 +14,8 @@ import type { Registry } from '../../registry/loader.js';
 import type { Ledger } from '../../ledger/ledger.js';
 import { doorMcp } from '../mcp/serve.js';
 import { createToolServer, type RolloutScope } from '../mcp/server.js';
+import { buildListener } from '../../http/listener.js';
+import type { DoorListenerSettings } from '../listen.js';
 
 export const NEMO_GYM_DOOR = 'nemo-gym';
 /** The session cookie (Gym's own servers name theirs after the server class; any name works for its client). */
@@ -37,6 +39,8 @@ export interface NemoGymDoorOptions {
   environment?: string | undefined;
   /** Serve the rollout's tools over /mcp too (Gym's expose_tools_over_mcp): the seed reply names it. */
   mcp?: { registry: Registry; ledger: Ledger } | undefined;
+  /** Its listener's timeouts, connection share, Host and Origin rules (../listen.ts doorListenerSettings). */
+  listener: DoorListenerSettings;
 }
 
 interface DoorRequest {
@@ -68,11 +72,17 @@ function parseJson(body: unknown): { ok: true; value: unknown; raw: string } | {
 }
 
 export async function buildNemoGymApp(o: NemoGymDoorOptions): Promise<FastifyInstance> {
-  const app = Fastify({
-    loggerInstance: o.log.child({ door: NEMO_GYM_DOOR }),
-    // One line per session, tool call and grade is logged by the routes (as on the main listener).
-    logController: new LogController({ disableRequestLogging: true }),
-    bodyLimit: o.bodyLimitBytes,
+  // The listener every listener is (src/http/listener.ts): timeouts, its share of the connections, no
+  // foreign Host or browser, and a rewrite that throws (a bad escape) answered 400.
+  const { app } = buildListener({
+    name: NEMO_GYM_DOOR,
+    fastify: {
+      loggerInstance: o.log.child({ door: NEMO_GYM_DOOR }),
+      // One line per session, tool call and grade is logged by the routes (as on the main listener).
+      logController: new LogController({ disableRequestLogging: true }),
+    },
+    bodyLimitBytes: o.bodyLimitBytes,
+    ...o.listener,
     // Gym's observability prefixes every path with /ng-rollout/{id}/: stripped here, its id kept.
     rewriteUrl: (raw) => {
       const m = ROLLOUT_PREFIX.exec(raw.url ?? '/');
@@ -80,7 +90,7 @@ export async function buildNemoGymApp(o: NemoGymDoorOptions): Promise<FastifyIns
       state.set(raw, { rolloutId: decodeURIComponent(m[1]!) });
       return m[2]!;
     },
-  }) as unknown as FastifyInstance;
+  });
   const sessions = new Sessions(o.sessionTtlMs);
   app.addHook('onClose', async () => sessions.close());
 

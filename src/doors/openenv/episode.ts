@@ -54,6 +54,7 @@ export class Episode {
   done = false;
   reward: number | null = null;
   broken: RftError | undefined;
+  private closed = false;
 
   private constructor(
     private readonly core: DoorCore,
@@ -137,11 +138,26 @@ export class Episode {
 
   private async end(tool: string, text: string, answer: string): Promise<StepData> {
     if (this.broken) throw errors.openenvRolloutLost(this.broken.code);
-    // The answer's text, parsed by the core: an answer of any depth is scored.
+    const reward = await this.grade(answer);
+    return { observation: toolObservation(tool, callToolResult(text, tool !== SUBMIT_TOOL), null), reward, done: true };
+  }
+
+  /** The answer's text, parsed by the core: an answer of any depth is scored. */
+  private async grade(answer: string): Promise<number> {
     const g = await this.ours(() => this.core.grade(this.rollout, answer));
     this.done = true;
     this.reward = g.score;
-    return { observation: toolObservation(tool, callToolResult(text, tool !== SUBMIT_TOOL), null), reward: g.score, done: true };
+    return g.score;
+  }
+
+  /**
+   * The episode ends without an answer (the client reset or closed, or it sat idle): graded as it stands
+   * with no answer, as a spent budget ends it, so the record holds the reward a trainer gets for it (the
+   * snippet's get_reward submits the same empty answer). A broken episode stays ungraded: lost, not played.
+   */
+  async endUnanswered(): Promise<void> {
+    if (this.done || this.broken) return;
+    await this.grade('');
   }
 
   /** Runs a step of the core; a failure of ours breaks the episode and is thrown (an `error` frame, or HTTP's 5xx). */
@@ -157,7 +173,9 @@ export class Episode {
 
   /** Ends the rollout now (its sandbox goes) unless it was graded: a graded one ends by itself after the grace period. */
   async close(): Promise<void> {
-    if (!this.done) await this.core.end(this.rollout);
+    if (this.done || this.closed) return;
+    this.closed = true;
+    await this.core.end(this.rollout);
   }
 }
 

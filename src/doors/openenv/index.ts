@@ -63,7 +63,7 @@ function register(app: FastifyInstance, ctx: PrivateDoorContext): void {
       return;
     }
     wss.handleUpgrade(req, socket, head, (ws) => {
-      const session = new OpenEnvSocket(ws, { core, rows, environment: env, envTools: toolsOf.get(env.name)!, log, run });
+      const session = new OpenEnvSocket(ws, { core, rows, environment: env, envTools: toolsOf.get(env.name)!, log, run, idleMs: ctx.config.openenv.idleMs });
       const entry = { ws, session };
       sockets.add(entry);
       ws.on('close', () => void session.drained().finally(() => sockets.delete(entry)));

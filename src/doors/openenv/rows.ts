@@ -7,6 +7,7 @@
 import { createHash, randomInt } from 'node:crypto';
 import { z } from 'zod';
 import { errors } from '../../errors.js';
+import { canonicalSplit } from '../../environments/dataset.js';
 import type { Environments, Row, SplitName } from '../../environments/environment.js';
 
 export const SUBMIT_TOOL = 'submit';
@@ -25,7 +26,8 @@ export const SUBMIT_SPEC: ToolSpec = {
 };
 
 export const resetSchema = z.looseObject({
-  split: z.enum(['train', 'validation', 'valid']).optional(),
+  // A split is named after its file (train.jsonl, hard.jsonl); valid is validation.
+  split: z.string().min(1).max(64).optional(),
   index: z.number().int().min(0).optional(),
   seed: z.number().int().min(0).nullish(),
   episode_id: z.string().max(255).nullish(),
@@ -38,26 +40,13 @@ export interface PickedRow {
   row: Row;
 }
 
-/** Reads each split once (datasets are read when a door first asks, not at boot). */
+/** The rows a reset names, as the environment's files hold them now (they are read again when they change). */
 export class RowSource {
-  private readonly cache = new Map<string, Promise<Row[]>>();
-
   constructor(private readonly environments: Environments) {}
 
-  private rows(env: string, split: SplitName): Promise<Row[]> {
-    const key = `${env}\0${split}`;
-    let p = this.cache.get(key);
-    if (!p) {
-      p = this.environments.rows(env, split);
-      this.cache.set(key, p);
-      p.catch(() => this.cache.delete(key));
-    }
-    return p;
-  }
-
   async pick(env: string, data: ResetData): Promise<PickedRow> {
-    const split: SplitName = data.split === undefined || data.split === 'train' ? 'train' : 'validation';
-    const rows = await this.rows(env, split);
+    const split = canonicalSplit(data.split ?? 'train');
+    const rows = await this.environments.rows(env, split);
     if (rows.length === 0) throw errors.badRequest(`split "${split}" of environment "${env}" has no rows`);
     let index: number;
     if (data.index !== undefined) index = data.index;

@@ -5,6 +5,8 @@
 // the previous one and starts another (TRL's environment_factory keeps one client per slot across
 // batches). When the socket closes, abruptly or by a `close` frame, the step running finishes and is
 // recorded, frames not started are dropped, and the episode's rollout ends (a graded one keeps its grade).
+// An episode that ends without an answer (a reset, a close, or no frame for idleMs) is graded as it stands
+// with an empty answer, unless a failure of ours broke it (docs/openenv.md, "Episodes that end unanswered").
 import type { WebSocket } from 'ws';
 import type { Logger } from 'pino';
 import { errors, isRftError, type RftError } from '../../errors.js';
@@ -25,6 +27,8 @@ export interface SocketDeps {
   log: Logger;
   /** The run label of the socket's URL (`/ws?run=x`): its episodes' (before a reset's own `run`). */
   run?: string | undefined;
+  /** An episode with no frame this long ends unanswered (RFT_OPENENV_IDLE_MS). */
+  idleMs: number;
 }
 
 type Reply = { type: 'observation'; data: StepData } | { type: 'state'; data: Record<string, unknown> } | { type: 'mcp'; data: JsonRpcReply } | { type: 'error'; data: Record<string, unknown> };
@@ -41,6 +45,9 @@ export class OpenEnvSocket {
   private tail: Promise<void> = Promise.resolve();
   private episode: Episode | undefined;
   private closed = false;
+  private idle: NodeJS.Timeout | undefined;
+  /** Frames received: an idle end armed before the last one is void. */
+  private frames = 0;
   readonly id = `ws_${Math.random().toString(36).slice(2, 10)}`;
 
   constructor(
@@ -49,10 +56,13 @@ export class OpenEnvSocket {
   ) {
     ws.on('message', (raw: Buffer, isBinary: boolean) => {
       const text = isBinary ? '' : raw.toString('utf8');
+      this.frames++;
+      clearTimeout(this.idle);
       this.tail = this.tail.then(() => this.handle(text));
     });
     ws.on('close', () => {
       this.closed = true;
+      clearTimeout(this.idle);
       this.tail = this.tail.then(() => this.endEpisode());
     });
     ws.on('error', (err) => d.log.warn({ err }, 'openenv socket error'));
@@ -66,7 +76,31 @@ export class OpenEnvSocket {
   private async endEpisode(): Promise<void> {
     const ep = this.episode;
     this.episode = undefined;
-    await ep?.close().catch((err: unknown) => this.d.log.warn({ err, trace_id: ep.rollout.traceId }, 'openenv episode end failed'));
+    if (ep) await this.endUnanswered(ep);
+  }
+
+  /** Grades an open episode with no answer (not a broken one), then ends its rollout. */
+  private async endUnanswered(ep: Episode): Promise<void> {
+    const trace_id = ep.rollout.traceId;
+    await ep.endUnanswered().catch((err: unknown) => this.d.log.warn({ err, trace_id }, 'openenv episode ended unanswered and could not be graded'));
+    await ep.close().catch((err: unknown) => this.d.log.warn({ err, trace_id }, 'openenv episode end failed'));
+  }
+
+  /** Arms the idle end of an open episode: it runs in frame order, and only if no frame came since. */
+  private armIdle(): void {
+    clearTimeout(this.idle);
+    const ep = this.episode;
+    if (!ep || ep.done || ep.broken || this.closed) return;
+    const frames = this.frames;
+    this.idle = setTimeout(() => {
+      this.tail = this.tail.then(async () => {
+        if (this.closed || this.episode !== ep || this.frames !== frames) return;
+        this.d.log.info({ trace_id: ep.rollout.traceId, socket: this.id, idle_ms: this.d.idleMs }, 'openenv episode idle: ended unanswered');
+        // The episode stays the socket's: its state, and a step after it, answer its recorded reward.
+        await this.endUnanswered(ep);
+      });
+    }, this.d.idleMs);
+    this.idle.unref();
   }
 
   private async handle(text: string): Promise<void> {
@@ -81,6 +115,7 @@ export class OpenEnvSocket {
       reply = errorFrame(err);
     }
     if (reply && !this.closed) this.ws.send(JSON.stringify(reply));
+    this.armIdle();
   }
 
   private async frame(text: string): Promise<Reply | undefined> {

@@ -4,16 +4,20 @@
 // never in it, and a task spec sent back to /create is only an address, never the grader's item.
 import { z } from 'zod';
 import { errors } from '../../errors.js';
-import { SPLIT_NAMES, type Environment, type Environments, type Row, type SplitName } from '../../environments/environment.js';
+import { canonicalSplit } from '../../environments/dataset.js';
+import type { Environment, Environments, Row } from '../../environments/environment.js';
 import type { Registry } from '../../registry/loader.js';
 
-/** ORS's split types are train, validation and test: ours are the first two. */
-export function splitsOf(env: Environment): { name: SplitName; type: SplitName }[] {
-  return SPLIT_NAMES.filter((s) => env.splits[s] !== undefined).map((s) => ({ name: s, type: s }));
+/** ORS's split types are train, validation and test: a split of another name (hard.jsonl) is a test split. */
+const typeOf = (split: string): 'train' | 'validation' | 'test' => (split === 'train' || split === 'validation' ? split : 'test');
+
+/** The splits its folder holds now (every *.jsonl, src/environments/dataset.ts). */
+export function splitsOf(env: Environment): { name: string; type: 'train' | 'validation' | 'test' }[] {
+  return env.dataset.splits().map((s) => ({ name: s, type: typeOf(s) }));
 }
 
-export function splitName(env: Environment, split: string): SplitName {
-  const found = splitsOf(env).find((s) => s.name === split);
+export function splitName(env: Environment, split: string): string {
+  const found = splitsOf(env).find((s) => s.name === canonicalSplit(split));
   if (!found) throw errors.badRequest(`environment "${env.name}" has no split "${split}" (it has: ${splitsOf(env).map((s) => s.name).join(', ') || 'none'})`);
   return found.name;
 }

@@ -1,8 +1,12 @@
 // The private listener: one credential-less listener (RFT_PRIVATE_PORT) for the trainers whose clients
 // send no credential at all (OpenEnv's WebSocket client, slime's and OpenRLHF's reward calls, verl's
 // SandboxFusion client). It must stay on loopback or the trainers' private network (src/doors/README.md).
-import Fastify, { LogController, type FastifyError, type FastifyInstance } from 'fastify';
-import { errors, isRftError } from '../../errors.js';
+import { LogController, type FastifyError, type FastifyInstance } from 'fastify';
+import { errors } from '../../errors.js';
+import { toRftError } from '../../http/error-replies.js';
+import { registerBodyErrors, registerJsonBody } from '../../http/json-body.js';
+import { buildListener } from '../../http/listener.js';
+import { doorListenerSettings, type DoorListenerSettings } from '../listen.js';
 import type { Environments } from '../../environments/environment.js';
 import { privateDoors, type PrivateDoor, type PrivateDoorContext } from './doors.js';
 
@@ -20,22 +24,30 @@ export function checkShadowing(environments: Environments, doors: readonly Priva
   }
 }
 
-export async function buildPrivateApp(ctx: PrivateDoorContext, bodyLimitBytes: number, doors: readonly PrivateDoor[] = privateDoors): Promise<FastifyInstance> {
+export async function buildPrivateApp(
+  ctx: PrivateDoorContext,
+  bodyLimitBytes: number,
+  doors: readonly PrivateDoor[] = privateDoors,
+  listener: DoorListenerSettings = doorListenerSettings(ctx.config, PRIVATE_LISTENER),
+): Promise<FastifyInstance> {
   checkShadowing(ctx.environments, doors);
-  const app = Fastify({
-    loggerInstance: ctx.log.child({ listener: PRIVATE_LISTENER }),
-    logController: new LogController({ disableRequestLogging: true }),
-    bodyLimit: bodyLimitBytes,
-  }) as unknown as FastifyInstance;
+  // The listener every listener is (src/http/listener.ts): timeouts, its share of the connections, no
+  // foreign Host or browser, URL decoding answered 400.
+  const { app, limits } = buildListener({
+    name: PRIVATE_LISTENER,
+    fastify: {
+      loggerInstance: ctx.log.child({ listener: PRIVATE_LISTENER }),
+      logController: new LogController({ disableRequestLogging: true }),
+    },
+    bodyLimitBytes,
+    ...listener,
+  });
+  // The main listener's body rules: JSON only (a page's text/plain form post is no trainer's), its nesting limit.
+  registerJsonBody(app, ctx.config.maxJsonDepth);
+  registerBodyErrors(app);
   // Every error carries an RFT_ERR_* code, Fastify's own included (a body over the limit, bad JSON).
   app.setErrorHandler((err: FastifyError, req, reply) => {
-    const e = isRftError(err)
-      ? err
-      : err.statusCode === 413
-        ? errors.bodyTooLarge(bodyLimitBytes)
-        : err.statusCode !== undefined && err.statusCode < 500
-          ? errors.badRequest(err.message)
-          : errors.internal('the private listener failed');
+    const e = toRftError(err, req, limits);
     if (e.statusCode >= 500) req.log.error({ err }, 'private listener failed');
     void reply.code(e.statusCode).send(e.toJSON());
   });

@@ -23,9 +23,12 @@ async function gradeAll(ctx: PrivateDoorContext, grader: LoadedGrader, req: Rewa
   for (const [i, { item }] of req.samples.entries()) ctx.core.checkDepth(item, req.samples.length > 1 ? `label ${i}` : 'the label');
   return Promise.all(
     req.samples.map(async ({ answer, item }) => {
-      // A rollout of its own, created with its door in the grade's commit (one write).
+      // A rollout of its own, created with its door in the grade's commit (one write). No promise depends on
+      // that record (no retry key: a retried request is a new rollout; no budget), so the reply waits for its
+      // commit, not its fsync: it survives kill -9, not a power loss (src/store/README.md, "Fsync policy").
       const traceId = timeOrderedId('rw_', 8, 'hex');
-      const g = await ctx.core.grade({ traceId, door: REWARD_DOOR, row: item, environment: undefined, tools: new Set(), grader, run }, answer);
+      const rollout = { traceId, door: REWARD_DOOR, row: item, environment: undefined, tools: new Set<string>(), grader, run, durability: 'committed' as const };
+      const g = await ctx.core.grade(rollout, answer);
       ctx.log.info({ trace_id: traceId, client: req.client, grader: g.grader, score: g.score, run }, 'reward graded');
       return g;
     }),
@@ -46,11 +49,15 @@ export const rewardDoor: PrivateDoor = {
   name: REWARD_DOOR,
   segments: ['reward'],
   register(app, ctx) {
+    // A grader that reads tool calls would score an empty trajectory here: refused per request, and said at boot.
+    const refused = [...ctx.registry.graders.values()].filter((g) => g.readsCalls).map((g) => g.def.name);
+    if (refused.length) ctx.log.warn({ graders: refused, code: errors.graderReadsCalls.code }, 'the reward door does not serve graders that read tool calls (readsCalls)');
     const handle = async (req: FastifyRequest<{ Params: { grader?: string }; Querystring: { format?: string; run?: string } }>, reply: FastifyReply) => {
       const name = req.params.grader ?? defaultGrader(ctx.registry, ctx.config.defaultGrader);
       if (name === undefined) throw errors.noDefaultGrader([...ctx.registry.graders.keys()]);
       const grader = ctx.registry.graders.get(name);
       if (!grader) throw errors.unknownGrader(name, [...ctx.registry.graders.keys()]);
+      if (grader.readsCalls) throw errors.graderReadsCalls(name, REWARD_DOOR);
       // The run: x-rft-run, else ?run= on the URL (slime's and OpenRLHF's clients take a URL and send no header of ours).
       const run = runOfRequest(req);
       const parsed = parseRewardRequest(req.body);

@@ -219,7 +219,7 @@ describe('dataset convert for TRL, verl, slime and OpenRLHF refuses what the for
 
   it.each([
     [['--to', 'trl'], /--to trl needs --split/],
-    [['--to', 'trl', '--split', 'test'], /--split must be one of train, validation/],
+    [['--to', 'trl', '--split', 'no such/split'], /--split must be a split's name/],
     [['--to', 'verl'], /--to verl writes parquet: name the file with --out/],
     [['--to', 'slime', '--agent', 'a'], /--agent applies to --to nemo-gym only/],
     [['--to', 'openrlhf', '--split', 'train'], /--split applies to --to trl only/],

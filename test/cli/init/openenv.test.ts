@@ -4,7 +4,7 @@
 // their arguments, types, required ones and descriptions, plus submit, and nothing else the model could call;
 // the prompt TRL builds from a dataset row and reset's return shows the question once; reset sends RFT_RUN as
 // the run label; get_reward gives an episode lost to a server failure None (TRL 1.13: unscorable, advantage
-// 0), never a 0 reward.
+// 0), never a 0 reward, and an episode that ended without submit the server's grade of its empty answer.
 import { execFileSync, spawnSync } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -46,7 +46,13 @@ describeIf(reason === '', "TRL's reading of the OpenEnv snippet", reason)("TRL's
     initProject({ dir, example, packageSpec: `file:${repoRoot}` });
     const out = spawnSync(python, [join(repoRoot, 'test/fixtures/trl/environment-schemas.py'), join(dir, 'README.md'), join(dir, 'train.jsonl')], { encoding: 'utf8', timeout: 60_000 });
     expect(out.status, out.stderr).toBe(0);
-    const { tools, rewards, question_seen, reset } = JSON.parse(out.stdout) as { tools: Record<string, Schema>; rewards: (number | null)[]; question_seen: number; reset: Record<string, unknown> };
+    const { tools, rewards, question_seen, reset, last_step } = JSON.parse(out.stdout) as {
+      tools: Record<string, Schema>;
+      rewards: (number | null)[];
+      question_seen: number;
+      reset: Record<string, unknown>;
+      last_step: Record<string, unknown>;
+    };
 
     const expected = new Map<string, Spec>();
     for (const line of readFileSync(join(dir, 'train.jsonl'), 'utf8').split('\n').filter((l) => l.trim())) {
@@ -67,8 +73,10 @@ describeIf(reason === '', "TRL's reading of the OpenEnv snippet", reason)("TRL's
       }
     }
     expect(tools.submit!.parameters.required).toEqual(['answer']);
-    // submitted with 1, lost to a server error, submitted with 0, never submitted: the lost one None, the last 0
-    expect(rewards).toEqual([1, null, 0, 0]);
+    // submitted with 1, lost to a server error, submitted with 0, never submitted: the lost one None, the last the
+    // server's grade of its empty answer (submitted by get_reward), as the server records it
+    expect(rewards).toEqual([1, null, 0, 0.25]);
+    expect(last_step).toEqual({ type: 'call_tool', tool_name: 'submit', arguments: { answer: '' } });
     expect(question_seen).toBe(1);
     expect(reset).toEqual({ split: 'train', index: 0, run: 'trl-run' });
   }, 120_000);

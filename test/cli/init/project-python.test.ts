@@ -49,7 +49,7 @@ it('writes tools/server.py and graders/number_match.py, no mcp.json, no absolute
   const init = await runCli(['init', d, '--example', 'python']);
   expect(init.code, init.stderr).toBe(0);
   expect(readdirSync(d).sort()).toEqual([
-    '.gitignore', 'README.md', 'graders', 'job.json', 'nemo-gym.yaml', 'package.json', 'resources_servers', 'scripted.jsonl', 'tools', 'train.jsonl',
+    '.gitignore', 'README.md', 'graders', 'job.json', 'nemo-gym.yaml', 'package.json', 'resources_servers', 'scripted.jsonl', 'tools', 'train.jsonl', 'tsconfig.json',
   ]);
   expect(readdirSync(join(d, 'tools')).sort()).toEqual(['requirements.txt', 'server.py']);
   expect(readdirSync(join(d, 'graders'))).toEqual(['number_match.py']);

@@ -72,7 +72,7 @@ describe('rft-endpoints init', () => {
     const init = await runCli(['init', dir, '--example', 'finqa']);
     expect(init.code, init.stderr).toBe(0);
     expect(readdirSync(dir).sort()).toEqual([
-      '.gitignore', 'README.md', 'examples', 'graders', 'job.json', 'nemo-gym.yaml', 'package.json', 'resources_servers', 'scripted.jsonl', 'tools', 'train.jsonl', 'valid.jsonl',
+      '.gitignore', 'README.md', 'examples', 'graders', 'job.json', 'nemo-gym.yaml', 'package.json', 'resources_servers', 'scripted.jsonl', 'tools', 'train.jsonl', 'tsconfig.json', 'valid.jsonl',
     ]);
     expectNemoGymConfig(dir);
     const pkg = JSON.parse(readFileSync(join(dir, 'package.json'), 'utf8')) as { dependencies: Record<string, string>; scripts: Record<string, string> };
@@ -110,13 +110,16 @@ describe('rft-endpoints init', () => {
     expect(await callTool(d, 'echo_back', { text: 'hi' })).toBe('hi');
   }, 300_000);
 
-  it("names the job after the project: job.json's suffix is the folder's name, not the example's", async () => {
+  it("names the job after the project (job.json's suffix is the folder's name, not the example's) and names none of the example's units", async () => {
     const dir = join(tempDir('rft-project-'), 'Price Bot');
     const init = await runCli(['init', dir, '--example', 'blank']);
     expect(init.code, init.stderr).toBe(0);
-    const example = JSON.parse(readFileSync(join(repoRoot, 'examples/blank/job.json'), 'utf8')) as Record<string, unknown>;
+    const example = JSON.parse(readFileSync(join(repoRoot, 'examples/blank/job.json'), 'utf8')) as { suffix: string; method: { reinforcement: Record<string, unknown> } };
     expect(example.suffix).toBe('prices');
-    expect(JSON.parse(readFileSync(join(dir, 'job.json'), 'utf8'))).toEqual({ ...example, suffix: 'price-bot' });
+    // The server serves tools/ and graders/ and `job body` names them: a stale name here would stop the boot.
+    const { tools: _tools, grader, ...reinforcement } = example.method.reinforcement as { tools: unknown; grader: Record<string, unknown> };
+    const { name: _name, url: _url, headers: _headers, ...settings } = grader;
+    expect(JSON.parse(readFileSync(join(dir, 'job.json'), 'utf8'))).toEqual({ ...example, suffix: 'price-bot', method: { ...example.method, reinforcement: { ...reinforcement, grader: settings } } });
   }, 60_000);
 
   it('refuses a folder that is not empty, leaving it as it was (exit 2, RFT_ERR_INIT_TARGET)', async () => {

@@ -17,14 +17,14 @@ import { registerBodyErrors, registerJsonBody } from './http/json-body.js';
 import { registerRateLimit } from './http/rate-limit.js';
 import { connectRedis, type Redis } from './http/redis.js';
 import { ID_MAX_LENGTH } from './protocol/wire.js';
-import { loadRegistry, type Registry } from './registry/loader.js';
+import { loadRegistry, pythonToolFiles, type Registry } from './registry/loader.js';
 import { GradingService } from './grading-service/service.js';
 import { Ledger } from './ledger/ledger.js';
 import type { SandboxProvider } from './sandbox/provider.js';
 import { createStore } from './store/index.js';
 import type { Store } from './store/types.js';
 import { createSandboxProvider } from './sandbox/provider.js';
-import { loadMcpConfig, McpBridge, mcpWorkRoot } from './mcp/index.js';
+import { loadMcpConfig, McpBridge, mcpWorkRoot, withPythonTools } from './mcp/index.js';
 import mcpRoutes from './doors/mcp/serve.js';
 import toolRoutes from './doors/agent-rft/tools.js';
 import graderRoutes from './doors/agent-rft/graders.js';
@@ -196,7 +196,13 @@ export async function buildApp(config: AppConfig, opts: BuildOptions = {}): Prom
       metrics.declare([...registry.tools.keys()], [...registry.graders.keys()]);
     }
     integrity = new IntegrityFlags({ store, metrics, log });
-    const mcpConfig = loadMcpConfig(config.mcpConfig.path, config.mcpConfig.required, config.mcpConfig.startTimeoutMs);
+    // tools/*.py: FastMCP servers the bridge runs like mcp.json's, with no entry written for them.
+    const mcpConfig = withPythonTools(
+      loadMcpConfig(config.mcpConfig.path, config.mcpConfig.required, config.mcpConfig.startTimeoutMs),
+      await pythonToolFiles(config.toolsDir),
+      dirname(config.toolsDir),
+      config.mcpConfig.startTimeoutMs,
+    );
     sandboxes = await createSandboxProvider(config, log, {
       observer: sandboxObserver(metrics, integrity),
       readOnlyMounts: McpBridge.readOnlyMounts(mcpConfig),

@@ -6,6 +6,7 @@
 // killed at the time limit, a fork bomb, a refused socket, an exception, NaN) is a grader failure:
 // RFT_ERR_GRADER_FAILED, the trainer's "could not grade", never a 0. An answer too deep for Python's
 // json is not such a failure: it reaches grade() with output_json None (python-grader.py).
+import { spawnSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { errors } from '../errors.js';
@@ -63,4 +64,39 @@ export async function runPythonSource(name: string, source: string, sample: Samp
   if (typeof verdict.error === 'string') throw errors.graderFailed(name, `python grader: ${verdict.error}`);
   if (typeof verdict.reward !== 'number' || !Number.isFinite(verdict.reward)) throw errors.graderFailed(name, 'python grader: no numeric reward');
   return verdict.reward;
+}
+
+// Compiles a grader's source (never runs it) and looks for a top-level `grade`: one JSON line back.
+const CHECK = `import ast, json, sys
+src = sys.stdin.read()
+try:
+    tree = ast.parse(src, sys.argv[1])
+except SyntaxError as e:
+    print(json.dumps({"line": e.lineno, "error": f"{type(e).__name__}: {e.msg}"}))
+    sys.exit(0)
+names = set()
+for n in tree.body:
+    if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+        names.add(n.name)
+    elif isinstance(n, ast.Assign):
+        names.update(t.id for t in n.targets if isinstance(t, ast.Name))
+    elif isinstance(n, (ast.Import, ast.ImportFrom)):
+        names.update((a.asname or a.name).split(".")[0] for a in n.names)
+print(json.dumps({} if "grade" in names else {"line": None, "error": "defines no grade(sample, item) function"}))
+`;
+
+/**
+ * Why a grader file's Python source cannot be a grader, with the line (a SyntaxError, no top-level
+ * `grade`), or null. Compiled by the host's python3 at boot; without one, null (the sandbox's
+ * Python then reports a bad source as the grader failing).
+ */
+export function checkPythonSource(file: string, source: string): { line: number | null; error: string } | null {
+  const r = spawnSync('python3', ['-I', '-c', CHECK, file], { input: source, encoding: 'utf8', timeout: 30_000 });
+  if (r.error || r.status !== 0) return null;
+  try {
+    const v = JSON.parse(r.stdout) as { line?: number | null; error?: string };
+    return typeof v.error === 'string' ? { line: v.line ?? null, error: v.error } : null;
+  } catch {
+    return null;
+  }
 }

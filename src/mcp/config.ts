@@ -1,8 +1,11 @@
 // mcp.json: the MCP servers to bridge as tools, in the `mcpServers` shape MCP clients already use
 // (`command`/`args`/`env` for stdio, `url`/`headers` for Streamable HTTP), plus this server's own
 // per-server options. Checked once at boot; any mistake stops the boot naming the server and field.
-import { existsSync, readFileSync, statSync } from 'node:fs';
-import { isAbsolute, resolve } from 'node:path';
+// Relative paths in it (a `command` with a `/`, `args` naming a file, `mounts`) resolve against
+// mcp.json's folder, so a project's mcp.json moves with it. tools/*.py FastMCP files need no entry:
+// pythonToolServers makes one per file.
+import { existsSync, readFileSync, realpathSync, statSync } from 'node:fs';
+import { basename, dirname, isAbsolute, resolve } from 'node:path';
 import { z } from 'zod';
 import { DEFAULT_MCP_START_TIMEOUT_MS } from '../config.js';
 import { errors } from '../errors.js';
@@ -27,7 +30,7 @@ const serverSchema = z
     scope: z.enum(['rollout', 'shared']).default('rollout'),
     /** Run the stdio server inside the rollout's sandbox (its workspace only, no network). */
     sandbox: z.boolean().default(false),
-    /** Host directories the sandboxed server needs read-only (its install dir, a runtime). */
+    /** Host directories the sandboxed server needs read-only (its install dir, a runtime); relative to mcp.json's folder. */
     mounts: z.array(z.string()).default([]),
     /** Prepended to every tool name this server offers. */
     prefix: z.string().regex(/^[A-Za-z0-9_-]{0,32}$/, 'letters, digits, _ and -, at most 32').default(''),
@@ -52,7 +55,6 @@ const serverSchema = z
     if (s.sandbox && s.command === undefined) fail('"sandbox": true runs a stdio server ("command") inside the rollout\'s sandbox');
     if (s.sandbox && s.scope !== 'rollout') fail('"sandbox": true runs the server inside each rollout\'s sandbox, so it needs "scope": "rollout"');
     if (s.mounts.length && !s.sandbox) fail('"mounts" are for sandboxed servers ("sandbox": true)');
-    for (const m of s.mounts) if (!isAbsolute(m)) fail(`mount "${m}" must be an absolute host path`);
   });
 
 export type ServerConfig = z.output<typeof serverSchema>;
@@ -126,9 +128,61 @@ export function loadMcpConfig(path: string, required: boolean, startTimeoutMs = 
         if (s.scope === 'shared') throw fail(`${where}: \${${v}} is per rollout, and this server is shared ("scope": "shared")`);
       }
     }
-    const mounts = s.mounts.map((m) => resolve(m));
+    const dir = dirname(resolve(path));
+    const mounts = s.mounts.map((m) => resolve(dir, m));
     for (const m of mounts) if (!existsSync(m) || !statSync(m).isDirectory()) throw fail(`mount ${m} is not a directory`);
-    servers.push({ ...s, mounts, name, source, startTimeoutMs: s.startTimeoutMs ?? startTimeoutMs });
+    const paths = s.command === undefined ? {} : { command: hostPath(dir, s.command, true), args: s.args.map((a) => hostPath(dir, a, false)) };
+    servers.push({ ...s, ...paths, mounts, name, source, startTimeoutMs: s.startTimeoutMs ?? startTimeoutMs });
   }
   return { file: path, servers };
+}
+
+/**
+ * A relative path of mcp.json, resolved against its folder: a command with a `/` in it
+ * (`.venv/bin/python`), an argument starting `./` or `../`, or naming a file or folder that is there
+ * (`tools/server.py`). Anything else (`python3`, `-m`, `${RFT_WORKSPACE}/x`) is left as written.
+ */
+function hostPath(dir: string, value: string, isCommand: boolean): string {
+  if (isAbsolute(value) || value.includes('${') || value.startsWith('-')) return value;
+  if (isCommand) return value.includes('/') ? resolve(dir, value) : value;
+  return /^\.\.?\//.test(value) || existsSync(resolve(dir, value)) ? resolve(dir, value) : value;
+}
+
+/** The Python that runs tools/*.py: the project's `.venv` when it has one, else the system's python3. */
+export const SYSTEM_PYTHON = 'python3';
+
+/**
+ * One rollout server per tools/*.py file (a FastMCP server, run as `python FILE`), as the entry an
+ * mcp.json would have: the project's Python (ROOT/.venv, its real path, else python3), inside each
+ * rollout's sandbox, with the venv and tools/ mounted read-only (never the project folder, which
+ * holds data/). A file an mcp.json server already runs (a project init'ed before this) is left to it.
+ * The start bound is at least 60 s: importing FastMCP takes seconds on a busy machine.
+ */
+export function pythonToolServers(files: readonly string[], root: string, config: McpConfig | null, startTimeoutMs = DEFAULT_MCP_START_TIMEOUT_MS): McpServerSpec[] {
+  const taken = new Set((config?.servers ?? []).flatMap((s) => (s.command === undefined ? [] : s.args)));
+  const names = new Set((config?.servers ?? []).map((s) => s.name));
+  const venv = resolve(root, '.venv');
+  const venvDir = existsSync(resolve(venv, 'bin/python')) ? realpathSync(venv) : undefined;
+  const out: McpServerSpec[] = [];
+  for (const file of files) {
+    if (taken.has(file)) continue;
+    const name = basename(file, '.py');
+    if (names.has(name)) throw errors.mcpConfig(config?.file ?? file, `mcpServers.${name}: the same name as the Python tools file ${file}; rename one`);
+    const entry = serverSchema.parse({
+      command: venvDir ? resolve(venvDir, 'bin/python') : SYSTEM_PYTHON,
+      args: [file],
+      env: { PYTHONDONTWRITEBYTECODE: '1', PYTHONUNBUFFERED: '1' },
+      sandbox: true,
+      mounts: [...(venvDir ? [venvDir] : []), dirname(file)],
+    });
+    out.push({ ...entry, name, source: file, startTimeoutMs: Math.max(startTimeoutMs, 60_000) });
+  }
+  return out;
+}
+
+/** mcp.json's servers (if any) and those of the tools/*.py files; null when there are neither. */
+export function withPythonTools(config: McpConfig | null, files: readonly string[], root: string, startTimeoutMs?: number): McpConfig | null {
+  const extra = pythonToolServers(files, root, config, startTimeoutMs);
+  if (extra.length === 0) return config;
+  return { file: config?.file ?? dirname(extra[0]!.source), servers: [...(config?.servers ?? []), ...extra] };
 }

@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { instanceIdFor } from '../sandbox/instance-id.js';
 
-export { loadMcpConfig } from './config.js';
+export { loadMcpConfig, withPythonTools } from './config.js';
 export type { McpConfig, McpServerSpec } from './config.js';
 export { McpBridge, bridgedName } from './bridge.js';
 export type { BridgeOptions } from './bridge.js';

@@ -1,5 +1,7 @@
 // Loads user units at boot: one tool per file in tools/, one grader per file in graders/
-// (TypeScript/JavaScript defineGrader files, or OpenAI grader JSON). Any bad file stops the boot
+// (TypeScript/JavaScript defineGrader files, OpenAI grader JSON, or a Python file defining
+// grade(sample, item), run as OpenAI's `python` grader type). tools/*.py are FastMCP servers the MCP
+// bridge serves (pythonToolFiles; mcp/config.ts pythonToolServers). Any bad file stops the boot
 // with a message naming it; nothing is loaded lazily at request time.
 import { readdir, readFile } from 'node:fs/promises';
 import { existsSync } from 'node:fs';
@@ -10,6 +12,7 @@ import { errors } from '../errors.js';
 import { sha256 } from '../protocol/canonical.js';
 import { isValidUnitName, type GraderDefinition, type ToolDefinition } from './define.js';
 import { graderFromConfig, validateGraderConfig } from '../grading/index.js';
+import { checkPythonSource } from '../grading/python.js';
 import { typecheckUnits, type TypecheckResult } from './typecheck.js';
 
 export interface LoadedTool {
@@ -45,20 +48,27 @@ export interface Registry {
 
 const CODE_EXT = new Set(['.ts', '.js', '.mjs', '.mts']);
 
-function isUnitFile(name: string, allowJson: boolean): boolean {
+/** Besides code: `.json` (OpenAI grader configs) and `.py` (Python graders) in graders/, `.py` alone for tools/*.py. */
+function isUnitFile(name: string, also: readonly string[], code = true): boolean {
   if (name.startsWith('_') || name.startsWith('.')) return false;
   if (name.endsWith('.d.ts') || /\.test\.[mc]?[jt]s$/.test(name) || /\.spec\.[mc]?[jt]s$/.test(name)) return false;
+  if (/^test_.*\.py$|_test\.py$/.test(name)) return false;
   const ext = extname(name);
-  return CODE_EXT.has(ext) || (allowJson && ext === '.json');
+  return (code && CODE_EXT.has(ext)) || also.includes(ext);
 }
 
-async function listUnits(dir: string, allowJson: boolean): Promise<string[]> {
+async function listUnits(dir: string, also: readonly string[], code = true): Promise<string[]> {
   if (!existsSync(dir)) return [];
   const entries = await readdir(dir, { withFileTypes: true });
   return entries
-    .filter((e) => e.isFile() && isUnitFile(e.name, allowJson))
+    .filter((e) => e.isFile() && isUnitFile(e.name, also, code))
     .map((e) => join(dir, e.name))
     .sort();
+}
+
+/** The Python tool files of tools/ (each a FastMCP server the MCP bridge serves), absolute, sorted. */
+export function pythonToolFiles(toolsDir: string): Promise<string[]> {
+  return listUnits(resolve(toolsDir), ['.py'], false);
 }
 
 let typeScript: Promise<void> | undefined;
@@ -139,11 +149,27 @@ export interface LoadOptions {
   typecheck?: { dataDir: string } | undefined;
 }
 
+/**
+ * graders/NAME.py: OpenAI's `python` grader with the file as its `source`, named by the file's stem,
+ * so it runs exactly as that config would (python.ts: the same sandbox, limits and time limit).
+ */
+function pythonGrader(file: string, source: string, opts: LoadOptions): LoadedGrader {
+  const bad = checkPythonSource(file, source);
+  if (bad) throw errors.unitLoad(file, bad.line === null ? bad.error : `line ${bad.line}: ${bad.error}`);
+  const name = basename(file, '.py');
+  try {
+    const def = graderFromConfig(validateGraderConfig({ type: 'python', name, source }), opts.jsonGraderOptions ?? {});
+    return checkGrader(file, { ...def, name }, source);
+  } catch (e) {
+    throw errors.unitLoad(file, (e as Error).message);
+  }
+}
+
 export async function loadRegistry(opts: LoadOptions): Promise<Registry> {
   const tools = new Map<string, LoadedTool>();
   const graders = new Map<string, LoadedGrader>();
-  const toolFiles = await listUnits(resolve(opts.toolsDir), false);
-  const graderFiles = await listUnits(resolve(opts.gradersDir), true);
+  const toolFiles = await listUnits(resolve(opts.toolsDir), []);
+  const graderFiles = await listUnits(resolve(opts.gradersDir), ['.json', '.py']);
   const typecheck = opts.typecheck
     ? await typecheckUnits([...toolFiles, ...graderFiles], { cacheDir: join(opts.typecheck.dataDir, 'units-typecheck'), dirs: [resolve(opts.toolsDir), resolve(opts.gradersDir)] })
     : undefined;
@@ -158,7 +184,9 @@ export async function loadRegistry(opts: LoadOptions): Promise<Registry> {
   for (const file of graderFiles) {
     const source = await readFile(file, 'utf8');
     let g: LoadedGrader;
-    if (extname(file) === '.json') {
+    if (extname(file) === '.py') {
+      g = pythonGrader(file, source, opts);
+    } else if (extname(file) === '.json') {
       let json: unknown;
       try {
         json = JSON.parse(source);

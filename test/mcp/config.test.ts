@@ -1,10 +1,10 @@
 // mcp.json: what is accepted, and every mistake stops the boot with RFT_ERR_MCP_CONFIG naming it.
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, realpathSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/config.js';
-import { expand, loadMcpConfig } from '../../src/mcp/config.js';
+import { expand, loadMcpConfig, pythonToolServers, withPythonTools } from '../../src/mcp/config.js';
 import { writeMcpJson } from './helpers.js';
 
 const fail = (servers: Record<string, unknown>) => () => loadMcpConfig(writeMcpJson(servers), true);
@@ -43,12 +43,35 @@ describe('mcp.json', () => {
     expect(fail({ a: { url: 'http://127.0.0.1/', args: ['x'] } })).toThrow(/are for stdio servers/);
   });
 
-  it('refuses a sandboxed server that is shared or not stdio, and mounts that are relative or missing', () => {
+  it('refuses a sandboxed server that is shared or not stdio, and mounts that are missing', () => {
     expect(fail({ a: { command: 'x', sandbox: true, scope: 'shared' } })).toThrow(/needs "scope": "rollout"/);
     expect(fail({ a: { url: 'http://127.0.0.1/', sandbox: true } })).toThrow(/runs a stdio server/);
-    expect(fail({ a: { command: 'x', sandbox: true, mounts: ['rel/dir'] } })).toThrow(/absolute host path/);
+    expect(fail({ a: { command: 'x', sandbox: true, mounts: ['rel/dir'] } })).toThrow(/mount \/.*\/rel\/dir is not a directory/);
     expect(fail({ a: { command: 'x', sandbox: true, mounts: ['/no/such/dir'] } })).toThrow(/is not a directory/);
     expect(fail({ a: { command: 'x', mounts: ['/usr'] } })).toThrow(/for sandboxed servers/);
+  });
+
+  it("resolves relative paths against mcp.json's folder: a command with a /, arguments naming what is there or starting ./, mounts", () => {
+    const file = writeMcpJson({
+      py: {
+        command: '.venv/bin/python',
+        args: ['tools/server.py', './later.py', '-m', 'pkg', 'python3', '${RFT_WORKSPACE}/x', '/abs/y'],
+        sandbox: true,
+        mounts: ['.venv', 'tools'],
+      },
+      plain: { command: 'python3', args: ['-c', 'pass'] },
+    });
+    const dir = dirname(file);
+    mkdirSync(join(dir, '.venv/bin'), { recursive: true });
+    mkdirSync(join(dir, 'tools'));
+    writeFileSync(join(dir, 'tools/server.py'), '');
+    const [py, plain] = loadMcpConfig(file, true)?.servers ?? [];
+    expect(py).toMatchObject({
+      command: join(dir, '.venv/bin/python'),
+      args: [join(dir, 'tools/server.py'), join(dir, 'later.py'), '-m', 'pkg', 'python3', '${RFT_WORKSPACE}/x', '/abs/y'],
+      mounts: [join(dir, '.venv'), join(dir, 'tools')],
+    });
+    expect(plain).toMatchObject({ command: 'python3', args: ['-c', 'pass'] });
   });
 
   it('expands only ${RFT_TRACE_ID} and ${RFT_WORKSPACE}, and only for rollout servers', () => {
@@ -60,5 +83,40 @@ describe('mcp.json', () => {
   it('refuses server names and prefixes a tool name could not carry', () => {
     expect(fail({ 'bad name': { command: 'x' } })).toThrow(/server names/);
     expect(fail({ a: { command: 'x', prefix: 'has.dot' } })).toThrow(/prefix/);
+  });
+});
+
+describe('tools/*.py servers (pythonToolServers)', () => {
+  it("makes one sandboxed rollout server per file, run by the project's .venv (its real path), at least 60 s to start", () => {
+    const root = mkdtempSync(join(tmpdir(), 'rft-mcp-pyroot-'));
+    const real = mkdtempSync(join(tmpdir(), 'rft-mcp-venv-'));
+    mkdirSync(join(real, 'bin'));
+    writeFileSync(join(real, 'bin/python'), '');
+    symlinkSync(real, join(root, '.venv'));
+    const file = join(root, 'tools/lookup.py');
+    const [s, ...rest] = pythonToolServers([file], root, null);
+    expect(rest).toEqual([]);
+    expect(s).toMatchObject({
+      name: 'lookup',
+      command: join(realpathSync(real), 'bin/python'),
+      args: [file],
+      sandbox: true,
+      scope: 'rollout',
+      mounts: [realpathSync(real), join(root, 'tools')],
+      startTimeoutMs: 60_000,
+      source: file,
+    });
+    expect(pythonToolServers([file], mkdtempSync(join(tmpdir(), 'rft-mcp-novenv-')), null, 90_000)[0]).toMatchObject({ command: 'python3', startTimeoutMs: 90_000 });
+  });
+
+  it('leaves a file an mcp.json server already runs to it (a project init\'ed with an mcp.json), and refuses a name both have', () => {
+    const file = writeMcpJson({ python: { command: 'python3', args: ['tools/server.py'] }, lookup: { command: 'node' } });
+    const dir = dirname(file);
+    mkdirSync(join(dir, 'tools'));
+    writeFileSync(join(dir, 'tools/server.py'), '');
+    const config = loadMcpConfig(file, true);
+    expect(withPythonTools(config, [join(dir, 'tools/server.py')], dir)?.servers.map((s) => s.name)).toEqual(['python', 'lookup']);
+    expect(() => withPythonTools(config, [join(dir, 'tools/lookup.py')], dir)).toThrow(expect.objectContaining({ code: 'RFT_ERR_MCP_CONFIG' }));
+    expect(withPythonTools(null, [], dir)).toBeNull();
   });
 });

@@ -20,8 +20,8 @@ export interface ExampleSpec {
   gymDomain: string;
   /**
    * Tools served by a Python MCP server (FastMCP) instead of TypeScript units: its files, copied to
-   * tools/, and the names of its tools. The project then gets an mcp.json running it in each
-   * rollout's sandbox from the project's .venv (python.ts), which `npm install` makes.
+   * tools/, and the names of its tools. The server runs each tools/*.py in each rollout's sandbox
+   * from the project's .venv (no mcp.json: mcp/config.ts pythonToolServers), which `npm install` makes.
    */
   python?: { files: [string, string][]; tools: string[] };
 }
@@ -74,8 +74,8 @@ export const EXAMPLES = {
     gymDomain: 'agent',
   },
   python: {
-    summary: 'Python tools (calculate, describe_numbers, note) in a FastMCP server, tools/server.py, run in each rollout\'s sandbox; graded by a python grader',
-    units: [['examples/python/graders/number_match.json', 'graders/number_match.json']],
+    summary: 'Python tools (calculate, describe_numbers, note) in a FastMCP server, tools/server.py, run in each rollout\'s sandbox; graded by graders/number_match.py, a python grader',
+    units: [['examples/python/graders/number_match.py', 'graders/number_match.py']],
     assets: [],
     datasets: [['examples/python/train.jsonl', 'train.jsonl']],
     job: 'examples/python/job.json',

@@ -5,12 +5,12 @@ import type { ExampleName, ExampleSpec } from './examples.js';
 import { NEMO_GYM, nemoGymFiles } from './nemo-gym.js';
 import { orsSection } from './ors.js';
 import { openEnvSection, type ChatToolSpec } from './openenv.js';
-import { mcpJson, pythonSection, SETUP_SCRIPT } from './python.js';
+import { pythonSection, SETUP_SCRIPT } from './python.js';
 import { rewardDoorsSection } from './reward-doors.js';
 
 export interface TemplateInput {
   name: string;
-  /** The project folder's absolute path (mcp.json names its .venv and tools/). */
+  /** The project folder's absolute path. */
   dir: string;
   example: ExampleName;
   spec: ExampleSpec;
@@ -152,12 +152,12 @@ npm start          # serves this project's tools and graders on http://127.0.0.1
 \`\`\`
 
 With no key configured, \`npm start\` creates one in \`data/api-key\` and prints a \`curl\` to try. The
-server loads only \`tools/\`${t.spec.python ? ' (through `mcp.json`)' : ''} and \`graders/\` of this folder (\`RFT_TOOLS_DIR\`, \`RFT_GRADERS_DIR\`).${t.spec.python ? '' : ' While you write them, `npm run dev` restarts the server whenever a file in `tools/`, `graders/` or `job.json` changes.'}
+server loads only \`tools/\`${t.spec.python ? ' (its `.py` files through the MCP bridge)' : ''} and \`graders/\` of this folder (\`RFT_TOOLS_DIR\`, \`RFT_GRADERS_DIR\`).${t.spec.python ? '' : ' While you write them, `npm run dev` restarts the server whenever a file in `tools/`, `graders/` or `job.json` changes.'}
 ${t.spec.python ? '\n' + pythonSection(t.spec.python.tools) : ''}
 ## What is where
 
 ${t.spec.python ? toolsPython(tools) : toolsTs(tools)}
-- ${graders.join(', ')}: the grader (\`defineGrader\`, or an OpenAI grader config as \`.json\`).
+- ${graders.join(', ')}: the grader (\`defineGrader\`, an OpenAI grader config as \`.json\`, or \`grade(sample, item)\` in a \`.py\`).
 ${data.join('\n')}${data.length ? '\n' : ''}- ${datasets}: the dataset (JSONL). Each row carries \`messages\` (ending with the user's turn), the
   \`tools\` schemas (as \`GET /v1/tools\` prints them) and the fields the grader reads. Every \`*.jsonl\`
   here is a split named after its file (\`hard.jsonl\` is split \`hard\`; \`valid.jsonl\` is \`validation\`)
@@ -209,7 +209,6 @@ export function projectFiles(t: TemplateInput): Record<string, string> {
     'README.md': readme(t),
     '.gitignore': 'node_modules/\ndata/\n*.log\n.venv/\n',
     'tsconfig.json': tsconfigJson(),
-    ...(t.spec.python ? { 'mcp.json': mcpJson(t.dir) } : {}),
     ...nemoGymFiles({ name: t.name, domain: t.spec.gymDomain, maxSteps: t.maxSteps }),
   };
 }

@@ -1,8 +1,10 @@
 // A project of Python tools: `init --example python`, `npm install` (which makes .venv with FastMCP
 // from the machine's Python index), `npm start` on a sandbox driver, and calls through POST /tools
-// that run the FastMCP server's tools inside the rollout's sandbox, each call in the rollout's record.
+// that run the FastMCP server's tools inside the rollout's sandbox, each call in the rollout's record;
+// its grader is graders/number_match.py. No file of it names an absolute path (no mcp.json): it runs
+// moved to another folder after `npm install`.
 import { spawnSync } from 'node:child_process';
-import { chmodSync, mkdirSync, readdirSync, readFileSync, readlinkSync, writeFileSync } from 'node:fs';
+import { chmodSync, mkdirSync, readdirSync, readFileSync, readlinkSync, renameSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { spawnServer, type ChildServer } from '../../helpers/child-server.js';
@@ -32,6 +34,9 @@ beforeAll(async () => {
     timeout: 300_000,
   });
   expect(install.status, `${install.stdout}\n${install.stderr}`).toBe(0);
+  // Nothing names the folder: the project runs where it is moved to.
+  renameSync(dir, join(base, 'moved'));
+  dir = join(base, 'moved');
 }, 360_000);
 
 afterAll(async () => {
@@ -39,26 +44,16 @@ afterAll(async () => {
   removeTempDirs();
 });
 
-it('writes mcp.json running tools/server.py from the project .venv in each rollout\'s sandbox, and the README\'s two commands', async () => {
+it('writes tools/server.py and graders/number_match.py, no mcp.json, no absolute path, and the README\'s two commands', async () => {
   const d = join(tempDir('rft-python-'), 'calc');
   const init = await runCli(['init', d, '--example', 'python']);
   expect(init.code, init.stderr).toBe(0);
   expect(readdirSync(d).sort()).toEqual([
-    '.gitignore', 'README.md', 'graders', 'job.json', 'mcp.json', 'nemo-gym.yaml', 'package.json', 'resources_servers', 'scripted.jsonl', 'tools', 'train.jsonl', 'tsconfig.json',
+    '.gitignore', 'README.md', 'graders', 'job.json', 'nemo-gym.yaml', 'package.json', 'resources_servers', 'scripted.jsonl', 'tools', 'train.jsonl', 'tsconfig.json',
   ]);
   expect(readdirSync(join(d, 'tools')).sort()).toEqual(['requirements.txt', 'server.py']);
-  expect(JSON.parse(readFileSync(join(d, 'mcp.json'), 'utf8'))).toEqual({
-    mcpServers: {
-      python: {
-        command: join(d, '.venv/bin/python'),
-        args: [join(d, 'tools/server.py')],
-        env: { PYTHONDONTWRITEBYTECODE: '1', PYTHONUNBUFFERED: '1' },
-        sandbox: true,
-        mounts: [join(d, '.venv'), join(d, 'tools')],
-        startTimeoutMs: 60_000,
-      },
-    },
-  });
+  expect(readdirSync(join(d, 'graders'))).toEqual(['number_match.py']);
+  for (const f of ['package.json', 'README.md', 'nemo-gym.yaml', 'tools/server.py', 'graders/number_match.py']) expect(readFileSync(join(d, f), 'utf8'), f).not.toContain(d);
   const pkg = JSON.parse(readFileSync(join(d, 'package.json'), 'utf8')) as { scripts: Record<string, string> };
   expect(pkg.scripts.postinstall).toBe('npm run setup:python');
   expect(pkg.scripts['setup:python']).toMatch(/^\/usr\/bin\/python3 -m venv \.venv && PIP_RETRIES=0 /);
@@ -147,6 +142,21 @@ for (const driver of ['bwrap', 'docker'] as const) {
       expect(record.calls[0]!.output).toContain('"median":2.5');
       expect(record.calls[0]!.sandbox).toMatch(/^sb_/);
       expect(record.budget.used).toBe(3);
+    }, 120_000);
+
+    it('grades with graders/number_match.py in a sandbox', async () => {
+      const grade = async (text: string) => {
+        const res = await fetch(`${s.url}/graders/number_match`, {
+          method: 'POST',
+          headers: { authorization: `Bearer ${s.key}`, 'content-type': 'application/json' },
+          body: JSON.stringify({ sample: { output_text: text, output_tools: [], choices: [] }, item: { reference_answer: '18.4' }, trace_id: `trace_grade_${driver}_${text.length}` }),
+        });
+        const body = (await res.json()) as { score?: number };
+        expect(res.status, JSON.stringify(body)).toBe(200);
+        return body.score;
+      };
+      expect(await grade('The growth was 18.4%.')).toBe(1);
+      expect(await grade('no number')).toBe(0);
     }, 120_000);
   });
 }

@@ -39,6 +39,7 @@ export const SLOW = [
   'test/ledger/infra-failures.test.ts', // Postgres when DATABASE_URL is set
   'test/http/slow-clients.test.ts', // a server process, slow clients on real sockets
   'test/http/body-too-large.test.ts', // a server process
+  'test/http/listener.test.ts', // server processes under a low descriptor limit, idle floods on real sockets
 ];
 
 export default defineConfig({ ...base, test: { ...base.test, include: QUICK, exclude: SLOW } });

@@ -13,3 +13,14 @@ export function describeIf(available: boolean, what: string, reason: string): ty
   console.warn(`[skip] ${what}: ${reason}`);
   return describe.skip;
 }
+
+/**
+ * describe() when a trainer's checkout is named (RFT_TEST_*_SRC), otherwise a skipped suite with a reason,
+ * under CI too: the real clients run from repositories fetched by whoever refreshes the recordings
+ * (test/fixtures/README.md), which CI does not have; CI replays those recordings byte for byte instead.
+ */
+export function describeWithCheckout(available: boolean, what: string, reason: string): typeof describe | typeof describe.skip {
+  if (available) return describe;
+  console.warn(`[skip] ${what} (live run; its recording is replayed): ${reason}`);
+  return describe.skip;
+}

@@ -20,6 +20,8 @@ import { firstRunLabel, RUN_PARAM } from '../../protocol/run-label.js';
 
 /** How long a shutdown waits for a client to answer its close frame before cutting the socket. */
 const SHUTDOWN_CLOSE_MS = 2_000;
+/** How long a shutdown waits for what a socket was doing to finish. */
+const SHUTDOWN_DRAIN_MS = 5_000;
 
 export interface SocketDeps {
   core: DoorCore;
@@ -89,15 +91,22 @@ export class OpenEnvSocket {
     this.ws.close(1001, 'server shutting down');
     // A client that does not answer the close frame is cut after a moment, not ws's 30 s.
     const cut = setTimeout(() => this.ws.terminate(), SHUTDOWN_CLOSE_MS);
-    return this.ended.then(() => this.tail).finally(() => clearTimeout(cut));
+    // What the socket was doing (a step, the graded end of an episode its client closed) may finish, within a
+    // bound below Fastify's 10 s for a close hook: a shutdown must not hang on it (what is cut is ours, ungraded).
+    let bound: NodeJS.Timeout | undefined;
+    const drained = this.ended.then(() => this.tail);
+    return Promise.race([drained, new Promise<void>((resolve) => (bound = setTimeout(resolve, SHUTDOWN_DRAIN_MS)))]).finally(() => {
+      clearTimeout(cut);
+      clearTimeout(bound);
+    });
   }
 
   private async endEpisode(): Promise<void> {
     const ep = this.episode;
     this.episode = undefined;
     if (!ep) return;
-    if (this.shuttingDown) await ep.close().catch((err: unknown) => this.d.log.warn({ err, trace_id: ep.rollout.traceId }, 'openenv episode end failed'));
-    else await this.endUnanswered(ep);
+    // At a shutdown the sandboxes' own close removes the episode's sandbox.
+    if (!this.shuttingDown) await this.endUnanswered(ep);
   }
 
   /** Grades an open episode with no answer (not a broken one), then ends its rollout. */

@@ -11,7 +11,7 @@ import { spawnSync } from 'node:child_process';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { repoRoot, startTestServer, type TestServer } from '../../helpers/server.js';
-import { describeIf } from '../../helpers/require.js';
+import { describeWithCheckout } from '../../helpers/require.js';
 import { commitOf, pythonVersions, recordingProxy, replay, runDriver, toRecorded, type RecordedRequest, type WireFixture } from '../../fixtures/record-proxy.js';
 
 const FIXTURE = join(repoRoot, 'test/fixtures/openenv/requests.json');
@@ -53,7 +53,7 @@ describe("OpenEnv's GenericEnvClient on the wire", () => {
     expect(replies.at(-1)!.status).toBe(8);
   });
 
-  describeIf(reason === '', "OpenEnv's GenericEnvClient", reason)('the real client', () => {
+  describeWithCheckout(reason === '', "OpenEnv's GenericEnvClient", reason)('the real client', () => {
     it("gets the observation, the reward and the state; what it sends is the fixture's", async () => {
       const proxy = await recordingProxy(server.app.rft.privateDoors!.url);
       try {

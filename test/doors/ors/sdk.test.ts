@@ -9,7 +9,7 @@ import { spawn, spawnSync } from 'node:child_process';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { repoRoot, startTestServer, type TestServer } from '../../helpers/server.js';
-import { describeIf } from '../../helpers/require.js';
+import { describeWithCheckout } from '../../helpers/require.js';
 import { HttpStatusError, OrsClient, recordingProxy, toFixture } from '../../helpers/ors-client.js';
 
 const src = process.env.RFT_TEST_ORS_SDK_SRC;
@@ -26,7 +26,7 @@ const THINK_S = 12;
 /** The request line of a recorded request. */
 const line = (text: string) => text.slice(0, text.indexOf('\r\n'));
 
-describeIf(reason === '', 'the ORS reference client', reason)('the ORS reference client (python-sdk) against the door', () => {
+describeWithCheckout(reason === '', 'the ORS reference client', reason)('the ORS reference client (python-sdk) against the door', () => {
   let server: TestServer;
   let proxy: Awaited<ReturnType<typeof recordingProxy>>;
   beforeAll(async () => {

@@ -9,7 +9,7 @@ import { spawnSync } from 'node:child_process';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { repoRoot, startTestServer, type TestServer } from '../../helpers/server.js';
-import { describeIf } from '../../helpers/require.js';
+import { describeWithCheckout } from '../../helpers/require.js';
 import { commitOf, pythonVersions, recordingProxy, replay, runDriver, toRecorded, type WireFixture } from '../../fixtures/record-proxy.js';
 
 const FIXTURE = join(repoRoot, 'test/fixtures/openrlhf/requests.json');
@@ -50,7 +50,7 @@ describe("OpenRLHF's remote reward call on the wire", () => {
     expect(replies.map((r) => JSON.parse(r.body) as unknown)).toEqual(SAMPLES.map((s) => ({ rewards: [s.reward], scores: [s.reward], extra_logs: expect.any(Object) })));
   });
 
-  describeIf(reason === '', "OpenRLHF's SingleTurnAgentExecutor", reason)('the real client', () => {
+  describeWithCheckout(reason === '', "OpenRLHF's SingleTurnAgentExecutor", reason)('the real client', () => {
     it("keeps each reward; its bytes are the fixture's", async () => {
       const proxy = await recordingProxy(server.app.rft.privateDoors!.url);
       try {

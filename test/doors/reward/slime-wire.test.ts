@@ -9,7 +9,7 @@ import { spawnSync } from 'node:child_process';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { repoRoot, startTestServer, type TestServer } from '../../helpers/server.js';
-import { describeIf } from '../../helpers/require.js';
+import { describeWithCheckout } from '../../helpers/require.js';
 import { commitOf, pythonVersions, recordingProxy, replay, runDriver, toRecorded, type WireFixture } from '../../fixtures/record-proxy.js';
 
 const FIXTURE = join(repoRoot, 'test/fixtures/slime/requests.json');
@@ -50,7 +50,7 @@ describe("slime's remote_rm on the wire", () => {
     expect(replies.map((r) => JSON.parse(r.body) as unknown)).toEqual(SAMPLES.map((s) => s.reward));
   });
 
-  describeIf(reason === '', "slime's remote_rm", reason)('the real client', () => {
+  describeWithCheckout(reason === '', "slime's remote_rm", reason)('the real client', () => {
     it('gets each reward; its bytes are the fixture\'s', async () => {
       const proxy = await recordingProxy(server.app.rft.privateDoors!.url);
       try {

@@ -11,7 +11,7 @@ import { spawnSync } from 'node:child_process';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { repoRoot, startTestServer, type TestServer } from '../../helpers/server.js';
-import { describeIf } from '../../helpers/require.js';
+import { describeWithCheckout } from '../../helpers/require.js';
 import { commitOf, pythonVersions, recordingProxy, replay, runDriver, toRecorded, type WireFixture } from '../../fixtures/record-proxy.js';
 
 const FIXTURE = join(repoRoot, 'test/fixtures/verl/requests.json');
@@ -53,7 +53,7 @@ describe("verl's SandboxFusion client on the wire", () => {
     expect(replies.map((r) => JSON.parse(r.body) as unknown)).toMatchObject(fixture.requests.map((q) => REPLIES[stdinOf(q.request!)]!));
   }, 60_000);
 
-  describeIf(reason === '', "verl's check_correctness", reason)('the real client', () => {
+  describeWithCheckout(reason === '', "verl's check_correctness", reason)('the real client', () => {
     it("gets each case's result; its bytes are the fixture's", async () => {
       const proxy = await recordingProxy(server.app.rft.privateDoors!.url);
       try {

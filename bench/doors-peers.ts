@@ -90,7 +90,10 @@ const started = performance.now();
 const wall = new Map<Target, number>(targets.map((t) => [t, 0]));
 try {
   for (const t of targets) await loops(t, 30); // warm-up
-  for (const t of targets) (t.ms.length = 0), (t.steps = {});
+  for (const t of targets) {
+    t.ms.length = 0;
+    t.steps = {};
+  }
   for (let r = 0; r < rounds; r++) {
     for (const t of r % 2 ? [...targets].reverse() : targets) {
       const t0 = performance.now();

@@ -10,24 +10,11 @@ import { join } from 'node:path';
 import { repoRoot, startTestServer, type TestServer } from '../../helpers/server.js';
 import { gradeThroughApi } from '../../helpers/agent-rft.js';
 import { waitFor } from '../../helpers/wait.js';
+import { mcpPost, type RpcReply } from '../../helpers/openenv-mcp.js';
 
 type Row = Record<string, unknown>;
 const train = readFileSync(join(repoRoot, 'examples/finqa/train.jsonl'), 'utf8').trim().split('\n').map((l) => JSON.parse(l) as Row);
 const itemOf = ({ messages: _m, tools: _t, ...item }: Row): Row => item;
-
-interface RpcReply {
-  status: number;
-  jsonrpc: string;
-  id: string | number | null;
-  result?: Record<string, unknown>;
-  error?: { code: number; message: string; data: { code?: string; retryable?: boolean } | null };
-}
-
-/** One request as MCPClientBase._production_mcp_request posts it. */
-export async function mcpPost(url: string, method: string, params: Record<string, unknown>, id: string | number | null): Promise<RpcReply> {
-  const res = await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ jsonrpc: '2.0', method, params, id }) });
-  return { status: res.status, ...((await res.json()) as Omit<RpcReply, 'status'>) };
-}
 
 interface Rec {
   door: string;

@@ -226,6 +226,28 @@ describeIf(unavailable === undefined, 'Postgres', unavailable ?? '')('door sessi
     }
   }, 120_000);
 
+  it.runIf(noEngines === undefined)('serves an OpenEnv /mcp coding session from three replicas in one workspace, and grades it once', async () => {
+    const doors = replicas.map((r) => `${r.app.rft.privateDoors!.url}/coding/mcp`);
+    const row = coding[0]!;
+    const patch = readFileSync(join(repoRoot, 'examples/coding/tasks', String(row.task_id), 'solution.patch'), 'utf8');
+    const rpc = async (n: number, method: string, params: Record<string, unknown>, id: number) => {
+      const r = await mcpPost(doors[n]!, method, params, id);
+      expect(r.error, JSON.stringify(r)).toBeUndefined();
+      return r.result!;
+    };
+    const sid = (await rpc(0, 'openenv/session/create', { split: 'train', index: 0 }, 1)).session_id as string;
+    const call = (n: number, name: string, args: Record<string, unknown>, id: number) => rpc(n, 'tools/call', { name, arguments: args, session_id: sid }, id);
+    expect(await call(1, 'shell', { command: 'echo from-b > note.txt' }, 2)).toMatchObject({ is_error: false });
+    expect(String((await call(2, 'read_file', { path: 'note.txt' }, 3)).data)).toContain('from-b');
+    expect(String((await call(0, 'apply_patch', { patch }, 4)).data)).not.toMatch(/^Error/);
+    const submitted = await call(1, 'submit', { answer: 'Fixed.' }, 5);
+    const reward = (submitted.structured_content as { reward: number }).reward;
+    expect(reward).toBeGreaterThan(0.9);
+    const rec = await recordOf(replicas[2]!.url, replicas[2]!.key, sid);
+    expect(rec.calls.map((c) => c.status)).toEqual(['ok', 'ok', 'ok']);
+    expect(rec.grades.map((g) => g.score)).toEqual([reward]);
+  }, 300_000);
+
   it('keeps a NeMo Gym session open across a kill -9 and restart of its server between two tool calls', async () => {
     const dataDir = mkdtempSync(join(tmpdir(), 'rft-sessions-restart-'));
     const key = 'sessions-restart-key-0123456789abcdef';

@@ -26,7 +26,7 @@ interface State {
   seq: number;
   /** Each tools/call by JSON-RPC id: its call (tool and canonical arguments) and its ledger key. */
   ids: Record<string, { call: string; key: string }>;
-  /** The key of what ended the episode (a submit, a spent budget, a close, the idle end). */
+  /** The key of what ended the episode (a submit, a spent budget, a close). */
   endedBy: string | undefined;
   reward: number | null;
   /** A failure of ours in a call (its key): the episode is not the model's unless that call's retry succeeds. */
@@ -43,7 +43,6 @@ export interface McpSession {
 }
 
 const CLOSE_KEY = 'close';
-const IDLE_KEY = 'idle';
 const rpcKey = (id: string | number): string => `${typeof id}:${String(id)}`;
 
 export class McpSessions {
@@ -116,7 +115,9 @@ export class McpSessions {
   async close(s: McpSession): Promise<void> {
     let cur = s;
     if (!cur.state.closed) {
-      if (cur.state.broken === undefined && (cur.state.endedBy === undefined || cur.state.endedBy === CLOSE_KEY)) await this.end(cur, CLOSE_KEY, SUBMIT_TOOL, '', '');
+      // (a close whose grade failed on our side grades on its retry)
+      const unanswered = cur.state.endedBy === undefined || cur.state.endedBy === CLOSE_KEY;
+      if (unanswered && (cur.state.broken === undefined || cur.state.broken.key === CLOSE_KEY)) await this.end(cur, CLOSE_KEY, SUBMIT_TOOL, '', '');
       cur = await this.change(cur, (st) => (st.closed ? undefined : { ...st, closed: true }), true);
     }
     // A graded episode's sandbox goes after the grace period; an ungraded one's now.
@@ -157,18 +158,21 @@ export class McpSessions {
   private async idleEnd(r: DoorSessionRecord): Promise<void> {
     const st = JSON.parse(r.state) as State;
     const trace_id = r.traceId;
-    try {
-      if (!st.closed && st.endedBy === undefined && st.broken === undefined) {
+    // (a closed session ended at its close)
+    if (st.closed) return;
+    let graded = st.reward !== null;
+    if (st.endedBy === undefined && st.broken === undefined) {
+      try {
         const rec = await this.core.store.getRollout(r.traceId);
-        const rollout = recordedRollout(this.core, OPENENV_DOOR, { ...r, item: rec?.item ?? null }, st.run ?? undefined);
-        const g = await this.core.grade(rollout, '');
+        const g = await this.core.grade(recordedRollout(this.core, OPENENV_DOOR, { ...r, item: rec?.item ?? null }, st.run ?? undefined), '');
+        graded = true;
         this.log.info({ trace_id, reward: g.score }, 'openenv mcp session idle: ended unanswered');
-        return;
+      } catch (err) {
+        this.log.warn({ err, trace_id }, 'openenv mcp session idle: its unanswered end could not be graded');
       }
-      if (!st.closed && st.reward === null) await this.core.end({ traceId: r.traceId });
-    } catch (err) {
-      this.log.warn({ err, trace_id }, 'openenv mcp session idle: its unanswered end failed');
     }
+    // A graded episode's sandbox goes after the grace period; an ungraded one's now.
+    if (!graded) await this.core.end({ traceId: r.traceId }).catch((err: unknown) => this.log.warn({ err, trace_id }, 'openenv mcp session idle: its end failed'));
   }
 
   private of(held: Held<State>): McpSession {

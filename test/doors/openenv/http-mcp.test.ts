@@ -163,18 +163,19 @@ describe('OpenEnv HTTP /mcp: a failure of ours', () => {
   let url: string;
   const dir = mkdtempSync(join(tmpdir(), 'rft-openenv-mcp-'));
   const gate = join(dir, 'gate');
+  const gradeGate = join(dir, 'grade-gate');
   beforeAll(async () => {
-    // An environment whose tool fails on our side when the test says (a sandbox that became unavailable).
+    // An environment whose tool and grader fail on our side when the test says (a sandbox that became unavailable, a grader that could not score).
     const envDir = join(dir, 'gated');
     mkdirSync(envDir);
-    writeFileSync(join(envDir, 'job.json'), JSON.stringify({ method: { type: 'reinforcement', reinforcement: { tools: [{ name: 'fails_while_gated' }], grader: { name: 'exact' } } } }));
+    writeFileSync(join(envDir, 'job.json'), JSON.stringify({ method: { type: 'reinforcement', reinforcement: { tools: [{ name: 'fails_while_gated' }], grader: { name: 'gated_exact' } } } }));
     const tools = [{ type: 'function', function: { name: 'fails_while_gated', parameters: { type: 'object', properties: { gate: { type: 'string' } } } } }];
-    writeFileSync(join(envDir, 'train.jsonl'), `${JSON.stringify({ messages: [{ role: 'user', content: 'q' }], tools, reference_answer: '42' })}\n`);
+    writeFileSync(join(envDir, 'train.jsonl'), `${JSON.stringify({ messages: [{ role: 'user', content: 'q' }], tools, reference_answer: '42', grade_gate: gradeGate })}\n`);
     const units = join(repoRoot, 'test/fixtures/units');
     server = await startTestServer({
       toolsDir: join(units, 'flaky-tools'),
-      gradersDir: join(units, 'graders'),
-      env: { RFT_PRIVATE_PORT: '0', RFT_ENVIRONMENTS: envDir, RFT_DEFAULT_GRADER: 'exact', RFT_SQLITE_SYNC: 'normal' },
+      gradersDir: join(units, 'flaky-graders'),
+      env: { RFT_PRIVATE_PORT: '0', RFT_ENVIRONMENTS: envDir, RFT_DEFAULT_GRADER: 'gated_exact', RFT_SQLITE_SYNC: 'normal' },
     });
     url = `${server.app.rft.privateDoors!.url}/gated/mcp`;
   });
@@ -214,5 +215,20 @@ describe('OpenEnv HTTP /mcp: a failure of ours', () => {
     }
     expect((await mcpPost(url, 'openenv/session/close', { session_id: sid }, 3)).result).toEqual({ session_id: sid, closed: true });
     expect((await record(sid)).grades).toEqual([]);
+  });
+
+  it('a close whose grade failed on our side is a retryable 5xx, and its retry grades the episode once', async () => {
+    const sid = (await mcpPost(url, 'openenv/session/create', { index: 0 }, 1)).result!.session_id as string;
+    writeFileSync(gradeGate, '');
+    try {
+      expect(await mcpPost(url, 'openenv/session/close', { session_id: sid }, 2)).toMatchObject({
+        status: 500, error: { code: -32000, data: { code: 'RFT_ERR_GRADER_FAILED', retryable: true } },
+      });
+    } finally {
+      rmSync(gradeGate);
+    }
+    expect((await record(sid)).grades.filter((g) => g.score !== null)).toEqual([]);
+    expect((await mcpPost(url, 'openenv/session/close', { session_id: sid }, 2)).result).toEqual({ session_id: sid, closed: true });
+    expect((await record(sid)).grades.filter((g) => g.score !== null).map((g) => g.score)).toEqual([0]);
   });
 });

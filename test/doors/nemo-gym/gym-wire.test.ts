@@ -98,6 +98,16 @@ describe("NeMo Gym's ng_run and ng_collect_rollouts on the wire", () => {
     const fixture = JSON.parse(readFileSync(FIXTURE, 'utf8')) as GymFixture;
     const requests = fixture.requests;
     expect(Object.keys(fixture.rewards)).toHaveLength(12);
+    // What the door's session rules rest on, as Gym sent it: JSON on every POST; no cookie of ours on a
+    // /seed_session (so one carrying it is the model's call); ours on every later call of the rollout
+    const posts = requests.filter((r) => r.request!.startsWith('POST '));
+    expect(posts.map((r) => /^content-type: (.*)$/im.exec(headOf(r.request!))?.[1])).toEqual(posts.map(() => 'application/json'));
+    for (const r of posts) {
+      const path = pathOf(r.request!);
+      const cookie = /^cookie: (.*)$/im.exec(headOf(r.request!))?.[1] ?? '';
+      if (path.endsWith('/seed_session') || path.endsWith('/aggregate_metrics')) expect(cookie, path).toBe('');
+      else expect(cookie, path).toMatch(new RegExp(`(^|; )${SESSION_COOKIE}=\\{\\{SESSION:\\d+-\\d+\\}\\}($|;)`));
+    }
     const tokens = new Map<string, string>();
     const replies = await replay(s.door, requests, {
       maxPauseMs: 200,

@@ -10,6 +10,7 @@
 import { describe, expect, it } from 'vitest';
 import { spawn } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import net from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { repoRoot } from '../../helpers/server.js';
@@ -196,7 +197,14 @@ policy_model:
         writeFileSync(join(work, 'finqa.gym.jsonl'), ROWS.map((r) => `${JSON.stringify(toGymRow(r))}\n`).join(''));
         // Ray on loopback, no usage report, no hub
         const env = { ...process.env, PATH: `${venv}/bin:${process.env.PATH}`, VIRTUAL_ENV: venv, RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER: '0', RAY_USAGE_STATS_ENABLED: '0', HF_HUB_OFFLINE: '1' };
-        const common = ['+config_paths=[nemo-gym.yaml]', '+skip_venv_if_present=true', `+uv_venv_dir=${join(work, 'venvs')}`, '+allow_openai_version_skew=true'];
+        // Gym's head server on a free port rather than its fixed 11000
+        const headPort = await new Promise<number>((resolve) => {
+          const probe = net.createServer().listen(0, '127.0.0.1', () => {
+            const { port } = probe.address() as net.AddressInfo;
+            probe.close(() => resolve(port));
+          });
+        });
+        const common = ['+config_paths=[nemo-gym.yaml]', '+skip_venv_if_present=true', `+uv_venv_dir=${join(work, 'venvs')}`, '+allow_openai_version_skew=true', `+head_server={host:127.0.0.1,port:${headPort}}`];
         const run = spawn(join(venv!, 'bin/ng_run'), common, { cwd: work, env, detached: true });
         children.push(run);
         let log = '';

@@ -76,7 +76,7 @@ export async function registerOrsDoor(app: FastifyInstance): Promise<void> {
     await core.end({ traceId }).catch((err: unknown) => app.log.warn({ err, trace_id: traceId }, 'ors: ending a session\'s rollout failed'));
   }
 
-  /** A session unused for RFT_ORS_IDLE_MS, removed by this replica's sweep: ended by the core's rule, then its rollout. */
+  /** A session unused for RFT_ORS_IDLE_MS, removed by this replica (its sweep, or its client's late end): ended by the core's rule, then its rollout. */
   async function expired(r: DoorSessionRecord): Promise<void> {
     try {
       const { state, rollout } = await sessions.expired(r);
@@ -205,7 +205,9 @@ export async function registerOrsDoor(app: FastifyInstance): Promise<void> {
       if (g) req.log.info({ trace_id: s.sid, reward: g.score, replayed: g.replayed }, 'ors session ended unanswered: graded');
     }
     const r = await sessions.delete(sid);
-    if (r) await endSession(r.traceId);
+    // Past its idle limit and not swept yet: it ended idle, as the sweep would have ended it.
+    if (r && !s) await expired(r);
+    else if (r) await endSession(r.traceId);
     return { sid };
   };
   app.post('/delete', route, remove);

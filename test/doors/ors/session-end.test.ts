@@ -118,6 +118,30 @@ describe('ORS door: a session that ends without an answer', () => {
     expect((await recordOf(idle, sid)).grades).toHaveLength(1);
   });
 
+  it('ended by its client past RFT_ORS_IDLE_MS, before any sweep removed it: graded as idle, once', async () => {
+    const late = await startTestServer({ env: { RFT_SQLITE_SYNC: 'normal', RFT_ORS_IDLE_MS: String(IDLE_MS) } });
+    try {
+      // no sweep removes anything on this server: the client's end is the first to meet the idle session
+      late.app.rft.store.expireSessions = () => Promise.resolve([]);
+      const ors = new OrsClient(late.url, { token: late.key, waitScale: 0.01 });
+      const sid = await ors.session('finqa', { split: 'train', index: 9 }, async (s) => {
+        s.stopPings();
+        await s.callTool('list_docs', {});
+        // past the limit, read without a request (a ping would keep it)
+        await waitFor('the session to be past its idle limit', async () => {
+          const r = await late.app.rft.store.getSession('ors', s.sid);
+          return r && Date.now() - r.lastUsed > IDLE_MS + 100 ? true : undefined;
+        });
+        return s.sid;
+      });
+      expect(ors.swallowed).toEqual([]);
+      expect((await recordOf(late, sid)).grades.map((g) => g.score)).toEqual([await gradeThroughApi(late, itemOf(train[9]!), '')]);
+      expect(await late.app.rft.store.getSession('ors', sid)).toBeUndefined();
+    } finally {
+      await late.close();
+    }
+  });
+
   it('open when the server shuts down: not graded, nor after a restart on the same record (its client\'s end, or the sweep)', async () => {
     const dataDir = mkdtempSync(join(tmpdir(), 'rft-ors-shutdown-'));
     try {

@@ -73,3 +73,9 @@ export interface HarborInvalidTask {
 export type HarborVerdict =
   | { kind: 'scored'; score: number; subscores: Record<string, number>; file: 'reward.json' | 'reward.txt'; log: string }
   | { kind: 'model'; score: 0; reason: 'RewardFileNotFound' | 'RewardFileEmpty' | 'VerifierOutputParse' | 'VerifierTimeout'; log: string };
+
+/**
+ * How a rollout's row names its task: `row.sandbox.harbor` = "<environment>/<task name>". The sandbox
+ * side asks this (registered by the loader at boot) for the task, and gets undefined for an unknown one.
+ */
+export type HarborTaskLookup = (ref: string) => HarborTask | undefined;

@@ -6,11 +6,10 @@
 // key, which answers the recorded result (or waits for the running one). Sessions are kept by the
 // store (door_sessions), read from it per request, and deleted after RFT_ORS_IDLE_MS unused.
 import { errors } from '../../errors.js';
-import type { Item } from '../../protocol/wire.js';
 import { timeOrderedId } from '../../rollout/ids.js';
 import type { DoorSessionRecord } from '../../store/types.js';
 import type { DoorCore, Rollout } from '../core.js';
-import { SessionRecords, stored, type Held } from '../session-record.js';
+import { recordedRollout, SessionRecords, stored, type Held } from '../session-record.js';
 
 /** What /create asked for: a row by split and index, maybe with its environment. */
 export interface RowRef {
@@ -80,7 +79,7 @@ export class Sessions {
     const state = JSON.parse(r.state) as State;
     if (!state.started) return { state, rollout: undefined };
     const item = (await stored(this.core.store.getRollout(r.traceId)))?.item;
-    const rollout = item ? this.core.resume({ traceId: r.traceId, door: this.door, row: item as Item, environment: r.environment ?? undefined, tools: r.tools, run: state.row?.run }) : undefined;
+    const rollout = item ? recordedRollout(this.core, this.door, { ...r, item }, state.row?.run) : undefined;
     return { state, rollout };
   }
 
@@ -142,7 +141,7 @@ export class Sessions {
     const r = h.record;
     const rollout = !h.state.started
       ? undefined
-      : known ?? this.core.resume({ traceId: r.traceId, door: this.door, row: (r.item ?? {}) as Item, environment: r.environment ?? undefined, tools: r.tools, run: h.state.row?.run });
+      : known ?? recordedRollout(this.core, this.door, r, h.state.row?.run);
     return { ...h.state, sid: r.id, rollout, held: h };
   }
 

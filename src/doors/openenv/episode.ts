@@ -6,7 +6,7 @@
 // episode broken: its submit then answers RFT_ERR_OPENENV_ROLLOUT_LOST, never a reward for an episode the
 // model did not play.
 import { errors, isRftError, type RftError } from '../../errors.js';
-import { failureClass, type DoorCore, type Rollout } from '../core.js';
+import { failureClass, NO_ANSWER, type DoorCore, type Rollout, type UnansweredEnd } from '../core.js';
 import { graderItem, promptOf, rowToolSpecs, SUBMIT_SPEC, SUBMIT_TOOL, type PickedRow, type ToolSpec } from './rows.js';
 import { timeOrderedId } from '../../rollout/ids.js';
 import type { ToolCallOutcome } from '../../ledger/ledger.js';
@@ -155,7 +155,7 @@ export class Episode {
     if (!this.rollout.tools.has(name)) return notFoundStep(name, this.rollout.tools);
     const outcome = await this.ours(() => this.core.callTool(this.rollout, `oe-${++this.calls}`, name, args));
     // A spent budget ends the episode (trainer-doors.md §3): graded as it stands, with no answer.
-    return outcomeStep(name, outcome) ?? this.end(name, outcome.output, '');
+    return outcomeStep(name, outcome) ?? this.end(name, outcome.output, NO_ANSWER);
   }
 
   private async submit(args: unknown): Promise<StepData> {
@@ -177,13 +177,16 @@ export class Episode {
   }
 
   /**
-   * The episode ends without an answer (the client reset or closed, or it sat idle): graded as it stands
-   * with no answer, as a spent budget ends it, so the record holds the reward a trainer gets for it (the
-   * snippet's get_reward submits the same empty answer). A broken episode stays ungraded: lost, not played.
+   * The episode ends without an answer (`end`: its client reset or closed, it sat idle, or our shutdown):
+   * graded with the empty answer or not by the core's rule (DoorCore.gradesUnanswered), as a spent budget
+   * is, so the record holds the reward a trainer gets for it (the snippet's get_reward submits the same
+   * empty answer). A broken episode, or one our shutdown ended, stays ungraded.
    */
-  async endUnanswered(): Promise<void> {
-    if (this.done || this.broken) return;
-    await this.grade('');
+  async endUnanswered(end: UnansweredEnd): Promise<void> {
+    const g = await this.ours(() => this.core.endUnanswered(this.rollout, end, { answered: this.done, broken: this.broken !== undefined }));
+    if (!g) return;
+    this.done = true;
+    this.reward = g.score;
   }
 
   /** Runs a step of the core; a failure of ours breaks the episode and is thrown (an `error` frame, or HTTP's 5xx). */

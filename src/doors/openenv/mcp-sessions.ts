@@ -10,7 +10,7 @@ import type { Logger } from 'pino';
 import { errors, isRftError, type RftError } from '../../errors.js';
 import { canonicalJson } from '../../protocol/canonical.js';
 import type { DoorSessionRecord } from '../../store/types.js';
-import { failureClass, type DoorCore, type Rollout } from '../core.js';
+import { failureClass, NO_ANSWER, type DoorCore, type Rollout } from '../core.js';
 import { recordedRollout, SessionRecords, type Held } from '../session-record.js';
 import { endStep, Episode, notFoundStep, OPENENV_DOOR, outcomeStep, overStep, SUBMITTED, submittedAnswer, type StepData } from './episode.js';
 import { SUBMIT_TOOL, type PickedRow } from './rows.js';
@@ -105,19 +105,21 @@ export class McpSessions {
     const outcome = await this.ours(s, key, () => this.core.callTool(s.rollout, key, name, args));
     // (a call whose failure of ours broke the episode ran on its retry: the episode is the model's again)
     if (s.state.broken?.key === key) await this.change(s, (st) => (st.broken?.key === key ? { ...st, broken: undefined } : undefined));
-    return outcomeStep(name, outcome) ?? this.end(s, key, name, outcome.output, '');
+    return outcomeStep(name, outcome) ?? this.end(s, key, name, outcome.output, NO_ANSWER);
   }
 
   /**
-   * openenv/session/close: an episode not ended yet ends unanswered (graded with an empty answer unless a
-   * failure of ours broke it), its rollout ends, and the session is closed. A retried close answers the same.
+   * openenv/session/close: an episode not ended yet ends unanswered, graded with an empty answer or not by the
+   * core's rule (DoorCore.gradesUnanswered: not when a failure of ours broke it, nor when it was last used
+   * before this process served), its rollout ends, and the session is closed. A retried close answers the same.
    */
   async close(s: McpSession): Promise<void> {
     let cur = s;
     if (!cur.state.closed) {
       // (a close whose grade failed on our side grades on its retry)
-      const unanswered = cur.state.endedBy === undefined || cur.state.endedBy === CLOSE_KEY;
-      if (unanswered && (cur.state.broken === undefined || cur.state.broken.key === CLOSE_KEY)) await this.end(cur, CLOSE_KEY, SUBMIT_TOOL, '', '');
+      const answered = cur.state.endedBy !== undefined && cur.state.endedBy !== CLOSE_KEY;
+      const broken = cur.state.broken !== undefined && cur.state.broken.key !== CLOSE_KEY;
+      if (this.core.gradesUnanswered({ by: 'client', lastUsed: cur.held.lastUsed }, { answered, broken })) await this.end(cur, CLOSE_KEY, SUBMIT_TOOL, '', NO_ANSWER);
       cur = await this.change(cur, (st) => (st.closed ? undefined : { ...st, closed: true }), true);
     }
     // A graded episode's sandbox goes after the grace period; an ungraded one's now.
@@ -161,12 +163,14 @@ export class McpSessions {
     // (a closed session ended at its close)
     if (st.closed) return;
     let graded = st.reward !== null;
-    if (st.endedBy === undefined && st.broken === undefined) {
+    const end = { by: 'idle', lastUsed: r.lastUsed } as const;
+    const episode = { answered: st.endedBy !== undefined, broken: st.broken !== undefined };
+    if (this.core.gradesUnanswered(end, episode)) {
       try {
         const rec = await this.core.store.getRollout(r.traceId);
-        const g = await this.core.grade(recordedRollout(this.core, OPENENV_DOOR, { ...r, item: rec?.item ?? null }, st.run ?? undefined), '');
-        graded = true;
-        this.log.info({ trace_id, reward: g.score }, 'openenv mcp session idle: ended unanswered');
+        const g = await this.core.endUnanswered(recordedRollout(this.core, OPENENV_DOOR, { ...r, item: rec?.item ?? null }, st.run ?? undefined), end, episode);
+        graded = g !== undefined;
+        this.log.info({ trace_id, reward: g?.score ?? null }, 'openenv mcp session idle: ended unanswered');
       } catch (err) {
         this.log.warn({ err, trace_id }, 'openenv mcp session idle: its unanswered end could not be graded');
       }

@@ -156,6 +156,40 @@ describe('OpenEnv HTTP /mcp: the idle end', () => {
     }
   });
 
+  it('a session open when the server shuts down is graded neither by its close after the restart nor by its idle end there', async () => {
+    const dataDir = mkdtempSync(join(tmpdir(), 'rft-openenv-mcp-restart-'));
+    const at = (s: TestServer) => `${s.app.rft.privateDoors!.url}/finqa/mcp`;
+    const rec = async (s: TestServer, sid: string): Promise<Rec> => (await (await fetch(`${s.url}/v1/rollouts/${sid}`, { headers: { authorization: `Bearer ${s.key}` } })).json()) as Rec;
+    try {
+      const closing = await startTestServer({ dataDir, env: { RFT_PRIVATE_PORT: '0', RFT_SQLITE_SYNC: 'normal' } });
+      const sids: string[] = [];
+      for (const index of [5, 6]) {
+        const sid = (await mcpPost(at(closing), 'openenv/session/create', { index }, 1)).result!.session_id as string;
+        expect((await mcpPost(at(closing), 'tools/call', { name: 'list_docs', arguments: {}, session_id: sid }, 2)).result).toMatchObject({ is_error: false });
+        sids.push(sid);
+      }
+      await closing.close();
+      // (an idle limit the restart takes far less than: the first one's close finds its session there)
+      const again = await startTestServer({ dataDir, env: { RFT_PRIVATE_PORT: '0', RFT_SQLITE_SYNC: 'normal', RFT_OPENENV_IDLE_MS: '3000' } });
+      try {
+        expect((await mcpPost(at(again), 'openenv/session/close', { session_id: sids[0] }, 3)).result).toEqual({ session_id: sids[0], closed: true });
+        // a session of the new process, left idle, is graded there: its sweep runs and grades
+        const fresh = (await mcpPost(at(again), 'openenv/session/create', { index: 7 }, 1)).result!.session_id as string;
+        await mcpPost(at(again), 'tools/call', { name: 'list_docs', arguments: {}, session_id: fresh }, 2);
+        await waitFor('the new session\'s idle grade', async () => ((await rec(again, fresh)).grades.length > 0 ? true : undefined));
+        await waitFor('the old session to leave the store', async () => ((await again.app.rft.store.getSession('openenv', sids[1]!)) === undefined ? true : undefined));
+        for (const sid of sids) {
+          expect((await rec(again, sid)).calls.map((c) => c.tool), sid).toEqual(['list_docs']);
+          expect((await rec(again, sid)).grades, sid).toEqual([]);
+        }
+      } finally {
+        await again.close();
+      }
+    } finally {
+      rmSync(dataDir, { recursive: true, force: true });
+    }
+  }, 60_000);
+
 });
 
 describe('OpenEnv HTTP /mcp: a failure of ours', () => {

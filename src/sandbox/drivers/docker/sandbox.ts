@@ -373,7 +373,9 @@ export class DockerSandbox implements Sandbox {
   private async agentEnded(ch: AgentChannel, end: AgentEnd): Promise<void> {
     let reason: Error;
     if (this.destroying) reason = errors.sandboxFailed(`sandbox ${this.id} was destroyed`);
-    else if (!(await this.running())) reason = await this.lost();
+    // Whether the container died (runs no `true` and is then found stopped): the engine may still
+    // report it running for a moment after a kill from outside, which is ours, never the rollout's.
+    else if (await this.diedUnder()) reason = await this.lost();
     else if (end.exitCode !== null && end.exitCode !== 0) reason = await this.endedByItsRollout();
     else {
       reason = errors.sandboxInterrupted();

@@ -127,12 +127,13 @@ export class AgentChannel {
     let done = false;
     const finish = (): void => void (done = true);
     exited.then(finish, finish);
-    if (!this.open) {
-      fail(this.endReason ?? errors.sandboxInterrupted());
+    if (this.endReason !== null) {
+      fail(this.endReason);
     } else {
+      // A stream already closed but not yet classified: the command waits for what its end means (fail()).
       this.running.set(id, { data: listeners, settle, fail });
       const flags = `${spec.resultChannel ? 'r' : ''}${spec.streamed ? 's' : ''}`;
-      this.sock.write(frame('X', id, ['', '', '', spec.cwd, spec.limits, nulList(spec.argv), nulList(spec.env), spec.stdin ?? '', flags, String(spec.cap)]));
+      if (this.open) this.sock.write(frame('X', id, ['', '', '', spec.cwd, spec.limits, nulList(spec.argv), nulList(spec.env), spec.stdin ?? '', flags, String(spec.cap)]));
     }
     const send = (type: string, fields: Buffer[]): void => {
       if (!done && this.open) this.sock.write(frame(type, id, fields));

@@ -353,7 +353,13 @@ export class DockerSandbox implements Sandbox {
   private async startAgent(): Promise<AgentChannel | null> {
     try {
       const ch = await AgentChannel.start(this.o.engine, this.o.container, this.user, await agentBinary());
-      void ch.ended.then((end) => this.agentEnded(ch, end));
+      // gVisor keeps an exec's stream open after the sandbox's kernel was killed (a memory hog): the
+      // container's death, seen on the engine's event stream, ends the channel (see exec()).
+      const unwatch = this.o.engine.events.onDeath(this.o.container, () => ch.drop());
+      void ch.ended.then((end) => {
+        unwatch();
+        return this.agentEnded(ch, end);
+      });
       return ch;
     } catch {
       return null;
@@ -514,7 +520,7 @@ export class DockerSandbox implements Sandbox {
       }
       // Ended by a signal that was not ours: its container may have died under it (gVisor's kernel
       // taken down by the rollout's hog), and then the end is the sandbox's (see exec()).
-      if (!killed && exit.signal !== null && (await this.diedUnder())) throw await this.lost();
+      if (!killed && (exit.signal !== null || (exit.exitCode ?? 0) >= 128) && (await this.diedUnder())) throw await this.lost();
       return {
         exitCode: exit.exitCode,
         signal: exit.signal,
@@ -556,7 +562,9 @@ export class DockerSandbox implements Sandbox {
     const exited = cmd.exited.then(
       (e): ProcessExit => {
         if (e.failure) lost = this.agentFailure(e.failure) ?? undefined;
-        return e.failure ? { exitCode: null, signal: 'SIGKILL' } : { exitCode: e.exitCode, signal: e.signal };
+        // A kill as the exec path reports it (dockerSpawn): 137 is SIGKILL, whoever sent it.
+        if (e.failure || e.exitCode === 137) return { exitCode: null, signal: 'SIGKILL' };
+        return { exitCode: e.exitCode, signal: e.signal };
       },
       (e: unknown): ProcessExit => {
         lost = e instanceof Error ? e : errors.sandboxInterrupted();

@@ -21,7 +21,8 @@
 //   'X' sandbox (unused), uid, gid (unused: the agent's own), cwd, limits, argv, env (NUL-separated),
 //       stdin, flags ('r' result channel on fd 3, 's' stdin streamed), output cap per stream
 //   'I' data      'J' (end of stdin)      'S' (kill the command), with the id of its 'X'
-// Replies: 'R' 0 "ready" <pid> once started; 'o' 'e' 'r' data; 'x' exit code or "", signal or "",
+// Replies: 'R' 0 "ready" <pid> once started; 'o' 'e' 'r' data; 'x' exit code or "" (128 + n for a
+//   signal the command got elsewhere than from an 'S', as the bwrap supervisor reports it), signal or "",
 //   truncated streams ("oer" subset), failure ("" or one line: "setup <what>: <error>").
 #define _GNU_SOURCE
 #include <dirent.h>
@@ -63,6 +64,7 @@ struct proc {
   char status[256];
   size_t status_len;
   int exited, code, sig;
+  int killed; /* by an 'S': its end is reported as the signal, else as a shell says it (128 + n) */
   long long linger_until;
 };
 
@@ -443,7 +445,8 @@ static void reap(void) {
     kill(-pid, SIGKILL); /* its process group */
     p->exited = 1;
     if (WIFEXITED(st)) p->code = WEXITSTATUS(st);
-    else p->sig = WTERMSIG(st);
+    else if (p->killed) p->sig = WTERMSIG(st);
+    else p->code = 128 + WTERMSIG(st); /* its own signal (a crash, a kill from the rollout) */
     p->linger_until = now_ms() + LINGER_MS;
     swept = 1;
   }
@@ -488,7 +491,10 @@ static void handle_frame(const unsigned char *p, size_t n) {
     }
     break;
   case 'S':
-    if ((pr = find_id(id)) && !pr->exited) kill_proc(pr); /* the sweep follows its reaping */
+    if ((pr = find_id(id)) && !pr->exited) {
+      pr->killed = 1;
+      kill_proc(pr); /* the sweep follows its reaping */
+    }
     break;
   default: break;
   }

@@ -163,6 +163,11 @@ export class AgentChannel {
     this.sock.destroy();
   }
 
+  /** Closes the stream; its commands wait for what the end means (the owner's fail()). */
+  drop(): void {
+    this.sock.destroy();
+  }
+
   /** Ends the channel: the agent kills what it runs and exits. */
   close(): void {
     this.fail(errors.sandboxInterrupted());

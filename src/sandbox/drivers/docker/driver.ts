@@ -42,6 +42,8 @@ export interface DockerDriverOptions {
   log?: Logger;
   /** Accepted for the drivers' common options; Docker keeps nothing on the server's disk. */
   sandboxesRoot?: string;
+  /** Every call through an agent in the container (sandbox.ts, agent/), or one engine exec per call (false). Default true. */
+  agent?: boolean;
 }
 
 export const SANDBOX_LABEL = 'rft-endpoints.sandbox';
@@ -389,6 +391,7 @@ export class DockerDriver implements SandboxDriver {
         container: w.name,
         uid: w.uid,
         limits: spec.limits,
+        agent: this.o.agent === false ? false : 'eager',
         onDestroy: () => {
           engine.live--;
           unhold();
@@ -414,7 +417,7 @@ export class DockerDriver implements SandboxDriver {
     const labels = info.body.Config?.Labels ?? {};
     const uid = Number(labels[UID_LABEL]);
     if (info.status === 404 || !Number.isInteger(uid) || labels[SANDBOX_LABEL] === undefined) throw errors.notFound(`sandbox ${ref.container}`);
-    return new DockerSandbox({ id: labels[SANDBOX_LABEL], traceId, engine, container: ref.container, uid, limits, onDestroy: engine.events.hold() });
+    return new DockerSandbox({ id: labels[SANDBOX_LABEL], traceId, engine, container: ref.container, uid, limits, onDestroy: engine.events.hold(), ...(this.o.agent === false ? { agent: false as const } : {}) });
   }
 
   async remove(ref: SandboxRef): Promise<void> {

@@ -3,7 +3,7 @@
 // driver keeps per rollout (the holder, the supervisor) is out of the commands' reach and, when it
 // fails, fails as the server's fault (503), never as the command's.
 import { readdir, readFile } from 'node:fs/promises';
-import { afterAll, beforeAll, expect, it } from 'vitest';
+import { afterAll, beforeAll, expect, it, onTestFinished } from 'vitest';
 import { canSwitchUid } from '../../src/sandbox/host/uids.js';
 import type { Sandbox, SandboxDriver } from '../../src/sandbox/types.js';
 import { describeIf } from '../helpers/require.js';
@@ -99,13 +99,21 @@ for (const name of ['process', 'bwrap', 'docker'] as const) {
       if (name !== 'process' || root) await until(async () => (await pidsWith(marker)).length === 0, 5_000);
     });
 
-    it.skipIf(name !== 'docker')('a sweep from outside the container never kills a command another replica runs in it', { timeout: 60_000 }, async () => {
+    it.skipIf(name !== 'docker')('a sweep from outside the container never kills a command another replica runs in it (the exec path)', { timeout: 60_000 }, async () => {
       // Two replicas with the same container (Postgres placements): the first's command kills its
       // own wrapper and leaves a job holding the output, so that replica sweeps from outside; the
-      // other replica's command runs meanwhile, which the first cannot count.
+      // other replica's command runs meanwhile, which the first cannot count. The exec path
+      // (RFT_DOCKER_AGENT=false, or an image without perl): over the agent, the command's parent is
+      // the agent, and killing it ends the rollout's sandbox (test/sandbox/drivers/docker/agent.test.ts).
       const marker = `${34_000 + Math.floor(Math.random() * 1000)}`;
+      const execDriver = await makeTestDriver(name, { sandboxesRoot: tmp.root, instanceId: `commands-exec-${process.pid}`, dockerAgent: false });
+      const sb = await execDriver.create(spec('trace_commands_exec'));
+      onTestFinished(async () => {
+        await sb.destroy();
+        await execDriver.close?.();
+      });
       const ref = sb.ref!;
-      const other = await driver.attach!('trace_commands', ref, spec('trace_commands').limits);
+      const other = await execDriver.attach!('trace_commands_exec', ref, spec('trace_commands_exec').limits);
       const running = other.exec('touch other-started; sleep 2; echo ok', { timeoutMs: 30_000 });
       await until(async () => (await sb.exec('test -e other-started')).exitCode === 0, 10_000);
       // Its own exec answers 137 (the wrapper, its process, was killed): the model's doing.

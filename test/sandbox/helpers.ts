@@ -61,10 +61,11 @@ export async function driversPresent(): Promise<Record<TestDriver, boolean>> {
 }
 
 /** A driver by test name (gvisor: the Docker driver with runtime runsc on GVISOR_ENGINE); `warmPool`: its pool's floor. */
-export async function makeTestDriver(name: TestDriver, opts: { sandboxesRoot: string; instanceId: string; warmPool?: number }): Promise<SandboxDriver> {
-  const { warmPool, ...o } = opts;
+/** `dockerAgent: false`: Docker's exec path (RFT_DOCKER_AGENT=false), one engine exec per call. */
+export async function makeTestDriver(name: TestDriver, opts: { sandboxesRoot: string; instanceId: string; warmPool?: number; dockerAgent?: boolean }): Promise<SandboxDriver> {
+  const { warmPool, dockerAgent, ...o } = opts;
   const warm = warmPool ? { localWarm: warmPool, dockerWarm: warmPool } : {};
-  if (name !== 'gvisor') return selectDriver(name, { ...o, dockerImage: DOCKER_IMAGE, dockerLabels: runLabels, ...warm });
+  if (name !== 'gvisor') return selectDriver(name, { ...o, dockerImage: DOCKER_IMAGE, dockerLabels: runLabels, ...warm, ...(dockerAgent === false ? { dockerAgent } : {}) });
   const d = gvisorDriver(o.instanceId, warmPool);
   await d.available();
   return d;

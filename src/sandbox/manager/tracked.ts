@@ -31,6 +31,9 @@ export class TrackedSandbox implements Sandbox {
   get traceId(): string {
     return this.inner.traceId;
   }
+  get memoryRlimit(): 'data' | 'address-space' | undefined {
+    return this.inner.memoryRlimit;
+  }
   get isDestroyed(): boolean {
     return this.destroyed !== null;
   }

@@ -389,6 +389,7 @@ export class DockerDriver implements SandboxDriver {
         container: w.name,
         uid: w.uid,
         limits: spec.limits,
+        gvisor: this.o.runtime === 'runsc',
         onDestroy: () => {
           engine.live--;
           unhold();
@@ -414,7 +415,7 @@ export class DockerDriver implements SandboxDriver {
     const labels = info.body.Config?.Labels ?? {};
     const uid = Number(labels[UID_LABEL]);
     if (info.status === 404 || !Number.isInteger(uid) || labels[SANDBOX_LABEL] === undefined) throw errors.notFound(`sandbox ${ref.container}`);
-    return new DockerSandbox({ id: labels[SANDBOX_LABEL], traceId, engine, container: ref.container, uid, limits, onDestroy: engine.events.hold() });
+    return new DockerSandbox({ id: labels[SANDBOX_LABEL], traceId, engine, container: ref.container, uid, limits, gvisor: this.o.runtime === 'runsc', onDestroy: engine.events.hold() });
   }
 
   async remove(ref: SandboxRef): Promise<void> {

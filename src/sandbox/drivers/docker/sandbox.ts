@@ -171,6 +171,8 @@ export interface DockerSandboxInit {
   from?: DockerSandbox;
   /** What the warm container started for its rollout (SandboxSpec.prestarts). */
   prestarted?: Prestarted;
+  /** Under gVisor (runtime runsc) only RLIMIT_AS binds a process's memory (Sandbox.memoryRlimit). */
+  gvisor?: boolean;
 }
 
 export class DockerSandbox implements Sandbox {
@@ -205,6 +207,10 @@ export class DockerSandbox implements Sandbox {
 
   get container(): string {
     return this.o.container;
+  }
+
+  get memoryRlimit(): 'data' | 'address-space' {
+    return this.o.gvisor ? 'address-space' : 'data';
   }
 
   /** The engine that holds it. */

@@ -97,17 +97,23 @@ describe('SandboxManager', () => {
 
   it('admits rollouts within the memory budget (each with room for its MCP instances), makes the next wait, refuses it with RFT_ERR_MEMORY_BUDGET, and admits it once one ends', async () => {
     const MB = 1024 * 1024;
-    const m = await manager({ cap: 100, queueTimeoutMs: 300, memoryBudgetBytes: 100 * MB });
-    m.memory.perRollout('mcp:fastmcp');
-    m.memory.record('mcp:fastmcp', 40 * MB);
-    m.memory.record('sandbox:process', 2 * MB);
-    expect(m.memory.rolloutBytes('process')).toBe(42 * MB);
-    await m.acquire('t1', {});
-    await m.acquire('t2', {});
+    const budgeted = async (queueTimeoutMs: number) => {
+      const m = await manager({ cap: 100, queueTimeoutMs, memoryBudgetBytes: 100 * MB });
+      m.memory.perRollout('mcp:fastmcp');
+      m.memory.record('mcp:fastmcp', 40 * MB);
+      m.memory.record('sandbox:process', 2 * MB);
+      expect(m.memory.rolloutBytes('process')).toBe(42 * MB);
+      await m.acquire('t1', {});
+      await m.acquire('t2', {});
+      return m;
+    };
     // 84 MB held: a third rollout (42 MB) does not fit, a grader's sandbox alone (2 MB) does.
-    await expect(m.acquire('t3', {})).rejects.toMatchObject({ code: 'RFT_ERR_MEMORY_BUDGET', statusCode: 503, details: { needed_mb: 42, held_mb: 84, budget_mb: 100 } });
-    const grading = await m.createEphemeral({ traceId: 'g1' });
+    const full = await budgeted(300);
+    await expect(full.acquire('t3', {})).rejects.toMatchObject({ code: 'RFT_ERR_MEMORY_BUDGET', statusCode: 503, details: { needed_mb: 42, held_mb: 84, budget_mb: 100 } });
+    const grading = await full.createEphemeral({ traceId: 'g1' });
     await grading.destroy();
+    // (a wait long enough for a loaded machine)
+    const m = await budgeted(60_000);
     let third: Sandbox | undefined;
     const waiting = m.acquire('t3', {}).then((sb) => (third = sb));
     await waitFor(() => m.stats().queued === 1);

@@ -1,7 +1,7 @@
 // One zod schema for the whole configuration. Sources, later wins: defaults, the JSON config file
 // (RFT_CONFIG or --config; same names as the environment), the environment. Checked once at boot.
 import { readFileSync } from 'node:fs';
-import { hostname } from 'node:os';
+import { hostname, totalmem } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { z } from 'zod';
 import { errors } from './errors.js';
@@ -150,6 +150,14 @@ export const configSchema = z.object({
    */
   RFT_SANDBOX_CAP: int(1).optional(),
   RFT_SANDBOX_QUEUE: int(0).default(2000),
+  /**
+   * The memory live sandboxes, the bridged MCP instances their rollouts start, shared instances and
+   * the warm pool may hold together, MB; a new rollout's sandbox waits for room (RFT_SANDBOX_QUEUE,
+   * RFT_SANDBOX_QUEUE_TIMEOUT_MS), then is refused with RFT_ERR_MEMORY_BUDGET (503). Each kind's
+   * cost is measured (src/sandbox/manager/memory.ts; README, "Memory"). Unset: three quarters of the
+   * host's memory; 0: no budget.
+   */
+  RFT_MEMORY_BUDGET_MB: int(0).optional(),
   RFT_SANDBOX_QUEUE_TIMEOUT_MS: int(0).default(120_000),
   RFT_SANDBOX_TTL_MS: int(1000).default(30 * 60_000),
   RFT_SANDBOX_GRACE_MS: int(0).default(120_000),
@@ -309,6 +317,12 @@ export type Env = Record<string, string | undefined>;
 const MCP_INHERITED = ['HOME', 'LOGNAME', 'PATH', 'SHELL', 'TERM', 'USER', 'LANG', 'TMPDIR'] as const;
 
 /** The process environment: config.ts is the one module that reads it. */
+/** RFT_MEMORY_BUDGET_MB in bytes: unset, three quarters of the host's memory; 0, no budget. */
+export function memoryBudgetBytes(mb: number | undefined): number | undefined {
+  if (mb === 0) return undefined;
+  return mb !== undefined ? mb * 1024 * 1024 : Math.floor(totalmem() * 0.75);
+}
+
 export function processEnv(): Env {
   return process.env;
 }
@@ -398,6 +412,7 @@ export function loadConfig(
       ttlMs: c.RFT_SANDBOX_TTL_MS,
       graceMs: c.RFT_SANDBOX_GRACE_MS,
       templatesRoot: resolve(c.RFT_SANDBOX_TEMPLATES),
+      memoryBudgetBytes: memoryBudgetBytes(c.RFT_MEMORY_BUDGET_MB),
       ...Object.assign({}, ...DRIVERS.map((d) => d.options(c, c.RFT_SANDBOX_CAP))),
       limits: {
         cpuSeconds: c.RFT_SANDBOX_CPU_SECONDS,

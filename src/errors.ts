@@ -317,6 +317,10 @@ export const errors = {
     `no sandbox became free within ${waitedMs} ms`,
     { waited_ms: waitedMs },
   ]),
+  memoryBudget: define('RFT_ERR_MEMORY_BUDGET', 503, (neededMb: number, heldMb: number, budgetMb: number, waitedMs: number) => [
+    `no room for a sandbox and what its rollout starts (${neededMb} MB) within ${waitedMs} ms: ${heldMb} MB of the ${budgetMb} MB memory budget (RFT_MEMORY_BUDGET_MB) are held`,
+    { needed_mb: neededMb, held_mb: heldMb, budget_mb: budgetMb, waited_ms: waitedMs },
+  ]),
   sandboxFailed: define('RFT_ERR_SANDBOX', 500, (msg: string) => [msg]),
   sandboxTemplate: define('RFT_ERR_SANDBOX_TEMPLATE', 400, (template: string, why: string) => [
     `sandbox template "${template}": ${why}`,

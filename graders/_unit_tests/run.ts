@@ -16,6 +16,34 @@ export interface CaseResult {
   detail: string;
   /** Kept off the CPU by something outside its sandbox (runner.py, "Time"): the grader decides whose. */
   starved?: boolean;
+  /** Timed out wanting the CPU where its waits for it are unknown (runner.py): settled by runCases, never returned. */
+  unsure?: boolean;
+}
+
+/**
+ * The share of the CPU seconds its cases wanted that the sandbox must have got from the host for its
+ * unsure cases to have timed out on their own: less, and the machine starved them.
+ */
+export const STARVED_BELOW = 0.5;
+
+/** Never rejects: null where the driver cannot tell. */
+const hostCpu = (sandbox: Sandbox): Promise<number | null> => (sandbox.cpuSeconds?.() ?? Promise.resolve(null)).catch(() => null);
+
+/**
+ * Settles the cases the runner was unsure of (timed out while they wanted the CPU, on a kernel that
+ * does not tell a process's waits for it: gVisor has no schedstat) with the host's count of the
+ * sandbox's CPU (Sandbox.cpuSeconds, the engine's cgroup), read once, after the run: all the fresh
+ * sandbox used, its own start and the runner's too, so a little more than the cases got. Less than
+ * STARVED_BELOW of the CPU seconds the cases wanted (runner.py) and they were starved (starved.ts
+ * decides whose); else they timed out.
+ */
+async function settleUnsure(results: CaseResult[], wanted: number | undefined, sandbox: Sandbox): Promise<CaseResult[]> {
+  if (!results.some((c) => c.unsure)) return results;
+  const got = wanted === undefined ? null : await hostCpu(sandbox);
+  const starved = got !== null && wanted !== undefined && got < STARVED_BELOW * wanted;
+  return results.map(({ unsure, ...c }) =>
+    unsure && starved ? { ...c, starved: true, detail: `starved: its sandbox got ${got.toFixed(2)} s of CPU from the host while its cases wanted ${wanted.toFixed(2)} s (${c.detail})` } : c,
+  );
 }
 
 /** How many times its time limit a case may go without getting that far before it counts as starved (runner.py). */
@@ -47,6 +75,7 @@ export function caseResults(reported: unknown, cases: CasesFile): CaseResult[] {
       passed: c.passed === true,
       detail: typeof c.detail === 'string' ? c.detail : '',
       ...(c.starved === true && c.passed !== true ? { starved: true } : {}),
+      ...(c.unsure === true && c.passed !== true ? { unsure: true } : {}),
     });
   }
   return cases.cases.map((c) => byName.get(c.name) ?? { name: c.name, passed: false, detail: 'no result' });
@@ -74,7 +103,7 @@ export async function runCases(sandbox: Sandbox, cases: CasesFile, signal: Abort
     const why = r.timedOut ? `timed out after ${budgetMs} ms` : `exit code ${r.exitCode ?? r.signal}`;
     return { cases: null, failure: `the test runner gave no result (${why}): ${r.stderr.trim().slice(-500)}` };
   }
-  let verdict: { cases?: unknown; error?: unknown };
+  let verdict: { cases?: unknown; error?: unknown; wanted_cpu_s?: unknown };
   try {
     verdict = JSON.parse(line) as typeof verdict;
   } catch {
@@ -82,5 +111,6 @@ export async function runCases(sandbox: Sandbox, cases: CasesFile, signal: Abort
     throw errors.graderFailed('unit_tests', 'the test runner wrote an unreadable verdict');
   }
   if (typeof verdict.error === 'string') throw errors.graderFailed('unit_tests', verdict.error);
-  return { cases: caseResults(verdict.cases, cases), failure: null };
+  const wanted = typeof verdict.wanted_cpu_s === 'number' && Number.isFinite(verdict.wanted_cpu_s) ? verdict.wanted_cpu_s : undefined;
+  return { cases: await settleUnsure(caseResults(verdict.cases, cases), wanted, sandbox), failure: null };
 }

@@ -18,7 +18,13 @@
 # passes the limit, so sleeping or blocked code still times out and a correct solution on a loaded
 # machine does not (a CI run at load 20 paid 0.8 for a full solution); or when the CPU its tree
 # used (the case's process and every process under it, in any session) passes it. gVisor has no
-# schedstat: there wall time counts.
+# schedstat: there wall time counts, and a case that timed out while it wanted the CPU (its tree had
+# a process in state "R" at half the looks or more: gVisor says "R" for a process that wants the CPU,
+# whether the host gives it or not, and "S" for one that sleeps or blocks) is reported "unsure", with
+# the CPU seconds the cases wanted (the time their trees had processes in "R", as many at once as the
+# sandbox has CPUs); the grader asks the host what the sandbox really got (run.ts): less than half of
+# that, and the machine starved it. Sleeping or blocked code never wants the CPU: it times out at its
+# limit, loaded or not.
 # A case that gets neither far in starve_factor x timeout_s of wall time was kept off the CPU: by
 # other processes of this sandbox (the model's code: what cases left running, or started in
 # bulk), when it got less than half its fair share of the CPU they all used, and then it timed out;
@@ -142,13 +148,26 @@ CLK = os.sysconf("SC_CLK_TCK")
 POLL_S = 0.2
 
 def read_stat(pid):
-    """(ppid, session, own CPU s, reaped children's CPU s) of a process, or None once it is gone."""
+    """(ppid, session, own CPU s, reaped children's CPU s, wants the CPU) of a process, or None once it is gone."""
     try:
         with open("/proc/%d/stat" % pid, "rb") as f:
             rest = f.read().rsplit(b")", 1)[1].split()
-        return int(rest[1]), int(rest[3]), (int(rest[11]) + int(rest[12])) / CLK, (int(rest[13]) + int(rest[14])) / CLK
+        return int(rest[1]), int(rest[3]), (int(rest[11]) + int(rest[12])) / CLK, (int(rest[13]) + int(rest[14])) / CLK, rest[0] == b"R"
     except (OSError, IndexError, ValueError):
         return None
+
+def tree_of(procs, root):
+    """A live process and everything under it."""
+    kids = {}
+    for pid, st in procs.items():
+        kids.setdefault(st[0], []).append(pid)
+    out = []
+    todo = [root] if root in procs else []
+    while todo:
+        pid = todo.pop()
+        out.append(pid)
+        todo.extend(kids.get(pid, []))
+    return out
 
 def waited_s(pid):
     """How long the process has waited for a CPU while runnable, or None where the kernel does not say."""
@@ -197,6 +216,8 @@ def same(expect, got, tol):
     return type(expect) is type(got) and expect == got
 
 reap_lock = threading.Lock()
+demand = [0.0]   # (no schedstat) CPU seconds the cases' trees wanted, as far as looked
+CPUS = os.cpu_count() or 1
 running = set()
 before_cases = set()
 isolated = True
@@ -248,6 +269,9 @@ def run_case(spec, case, timeout_s, starve_s, workers):
     payload["sys_path"] = spec.get("sys_path", ["."])
     sandbox_cpu_at_start = descendants_cpu(processes())
     started = time.monotonic()
+    unsure = False   # timed out while it wanted the CPU, its waits for it unknown (no schedstat)
+    looks = wanting = 0   # (no schedstat) looks at the case, and those that found its tree wanting the CPU
+    looked = started
     try:
         with reap_lock:
             child = subprocess.Popen(
@@ -282,14 +306,26 @@ def run_case(spec, case, timeout_s, starve_s, workers):
                 out = (out + chunk)[-2000:]
         if not streams:
             break
-        wall = time.monotonic() - started
+        now = time.monotonic()
+        wall = now - started
         procs = processes()
         with reap_lock:
             sweep_leftovers(procs)
         waited = waited_s(child.pid)
         own = wall - (waited or 0.0)
-        if own > timeout_s or tree_cpu(procs, child.pid) > timeout_s:
+        cpu = tree_cpu(procs, child.pid)
+        if waited is None:
+            # What of the case's tree wanted the CPU at this look, counted since the last one (at most
+            # the CPUs the sandbox sees: more cannot run at once).
+            looks += 1
+            want = sum(1 for p in tree_of(procs, child.pid) if procs[p][4])
+            wanting += want > 0
+            with reap_lock:
+                demand[0] += min(want, CPUS) * (now - looked)
+            looked = now
+        if own > timeout_s or cpu > timeout_s:
             ended = "timed out after %gs" % timeout_s
+            unsure = waited is None and wanting * 2 >= looks > 0
         elif wall > starve_s:
             main = procs.get(child.pid)
             got = main[2] if main else 0.0
@@ -310,7 +346,7 @@ def run_case(spec, case, timeout_s, starve_s, workers):
     os.close(r)
     reap_orphans()
     if ended:
-        return False, ended
+        return False, ended + (UNSURE if unsure else "")
     lines = data.decode("utf-8", "replace").splitlines()
     if len(lines) != 1:
         return False, "no result (the process exited with %s)" % child.returncode
@@ -330,6 +366,8 @@ def run_case(spec, case, timeout_s, starve_s, workers):
     if same(case.get("expect"), res.get("value"), float(case.get("tol", 1e-9))):
         return True, ""
     return False, "expected %s, got %s" % (json.dumps(case.get("expect"))[:200], json.dumps(res.get("value"))[:200])
+
+UNSURE = "\0unsure"   # never in a detail otherwise (a case's text never reaches one)
 
 def send_verdict(obj):
     fd = int(os.environ["RFT_RESULT_FD"])
@@ -355,8 +393,14 @@ def main(encoded):
     workers = max(1, min(int(spec.get("parallel", 4)), os.cpu_count() or 1, len(spec["cases"])))
     with concurrent.futures.ThreadPoolExecutor(max_workers=workers) as pool:
         outcomes = list(pool.map(lambda c: run_case(spec, c, timeout_s, starve_s, workers), spec["cases"]))
-    results = [{"name": c["name"], "passed": ok, "detail": detail[:300], **({"starved": True} if detail.startswith("starved:") else {})}
-               for c, (ok, detail) in zip(spec["cases"], outcomes)]
-    send_verdict({"cases": results})
+    results = []
+    for c, (ok, detail) in zip(spec["cases"], outcomes):
+        flags = {"starved": True} if detail.startswith("starved:") else {"unsure": True} if detail.endswith(UNSURE) else {}
+        results.append({"name": c["name"], "passed": ok, "detail": detail.replace(UNSURE, "")[:300], **flags})
+    verdict = {"cases": results}
+    if any(r.get("unsure") for r in results):
+        # What this sandbox's processes were counted (this one's and every one it reaped) in the wall time of the run.
+        verdict["wanted_cpu_s"] = demand[0]
+    send_verdict(verdict)
 
 # The grader appends the call: main("<base64 of the cases JSON>")

@@ -73,6 +73,12 @@ function cutOf(result: { _meta?: Record<string, unknown> | undefined }): { bytes
   return typeof cut?.bytes === 'number' ? { bytes: cut.bytes } : null;
 }
 
+/** A server's kind in the memory budget (src/sandbox/manager/memory.ts). */
+const memoryKind = (s: McpServerSpec): string => `mcp:${s.name}`;
+
+/** Never rejects: null where the sandbox cannot tell. */
+const sandboxMemory = (sb: Sandbox): Promise<number | null> => (sb.memoryBytes?.() ?? Promise.resolve(null)).catch(() => null);
+
 /** Tool names the trainer accepts; other characters of an MCP tool name become `_`. */
 export function bridgedName(prefix: string, mcpName: string): string {
   return prefix + mcpName.replace(/[^A-Za-z0-9_-]/g, '_');
@@ -121,6 +127,8 @@ export class McpBridge {
   /** Starts each server once, lists its tools, builds them; a server that cannot start stops the boot. */
   static async start(config: McpConfig, o: BridgeOptions): Promise<McpBridge> {
     const bridge = new McpBridge(config, o);
+    // Every rollout's sandbox holds room for one instance of each rollout server (its session may start each).
+    for (const s of config.servers) if (s.scope === 'rollout') o.sandboxes?.memory?.perRollout(memoryKind(s));
     try {
       // What a crashed predecessor left: its host instances' processes, then their directories.
       const reaped = await reapHostProcesses(hostRecords(o.workRoot));
@@ -162,9 +170,36 @@ export class McpBridge {
     return [...(this.rollouts.get(traceId)?.keys() ?? [])];
   }
 
-  /** Starts an instance and keeps count of it while it runs. */
+  /** Starts an instance and keeps count of it while it runs; its memory is measured once it answers (not awaited). */
   private async launch(s: McpServerSpec, where: Placement): Promise<McpInstance> {
-    return this.track(await McpInstance.start(s, where, readLimit(this.maxOutputBytes(s))));
+    const memory = this.o.sandboxes?.memory;
+    // Not every start is measured (memory.ts); a shared instance's always is, it is held while it runs.
+    const due = !!memory && (s.scope === 'shared' || memory.due(memoryKind(s)));
+    const before = due && where.kind === 'sandbox' ? sandboxMemory(where.sandbox) : null;
+    const instance = this.track(await McpInstance.start(s, where, readLimit(this.maxOutputBytes(s))));
+    if (due) void this.measure(s, instance, where.kind === 'sandbox' ? where.sandbox : null, before).catch(() => {});
+    return instance;
+  }
+
+  /**
+   * One instance's memory, for the budget (src/sandbox/manager/memory.ts): its process tree's on the
+   * host; inside a sandbox, what the sandbox grew by since before it started. A shared instance's is
+   * held outside every rollout while it runs.
+   */
+  private async measure(s: McpServerSpec, instance: McpInstance, sandbox: Sandbox | null, before: Promise<number | null> | null): Promise<number | null> {
+    const memory = this.o.sandboxes?.memory;
+    if (!memory) return null;
+    const [from, own] = await Promise.all([before, instance.memoryBytes()]);
+    const to = sandbox && from !== null ? await sandboxMemory(sandbox) : null;
+    const bytes = own ?? (to !== null && from !== null ? to - from : null);
+    if (bytes === null || !(bytes > 0)) return null;
+    memory.record(memoryKind(s), bytes);
+    if (s.scope === 'shared' && instance.alive) {
+      const key = memoryKind(s);
+      this.o.sandboxes?.holdOutside?.(key, bytes);
+      instance.onEnd(() => this.o.sandboxes?.holdOutside?.(key, 0));
+    }
+    return bytes;
   }
 
   private track(instance: McpInstance): McpInstance {

@@ -6,6 +6,7 @@ import { errors } from '../errors.js';
 import { SANDBOX_PATH } from '../sandbox/host/local-sandbox.js';
 import { WORKSPACE_MOUNT } from '../sandbox/workspace/paths.js';
 import { startProgram } from '../sandbox/host/spawn.js';
+import { treeMemory } from '../sandbox/host/memory.js';
 import { recordHostProcess, withDeathSignal } from './host-processes.js';
 import type { PrestartSpec, Sandbox, SandboxProcess } from '../sandbox/types.js';
 import { expand, usesVariables, type McpServerSpec, type Variable } from './config.js';
@@ -126,6 +127,15 @@ export class McpInstance {
    */
   get lost(): Error | undefined {
     return this.transport instanceof ProcessTransport ? this.transport.exit?.lost : undefined;
+  }
+
+  /**
+   * Bytes its process tree holds (PSS, from the host's /proc) when it runs on the host; null for one
+   * in a sandbox (its sandbox's measurement counts it: bridge.ts) or over HTTP (not ours to hold).
+   */
+  async memoryBytes(): Promise<number | null> {
+    const pid = this.transport instanceof ProcessTransport ? (this.transport.proc as { pid?: unknown }).pid : undefined;
+    return typeof pid === 'number' && this.alive ? treeMemory(pid) : null;
   }
 
   /** Why the instance is gone, for the model and the logs: exit status and the tail of its stderr. */

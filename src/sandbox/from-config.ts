@@ -69,6 +69,7 @@ export async function createManagerFromConfig(config: SandboxServerConfig, log: 
     cap,
     maxQueue: s.maxQueue,
     queueTimeoutMs: s.queueTimeoutMs,
+    ...(s.memoryBudgetBytes !== undefined ? { memoryBudgetBytes: s.memoryBudgetBytes } : {}),
     ttlMs: s.ttlMs,
     graceMs: s.graceMs,
     instanceId: module?.shared ? owner : instanceId,
@@ -82,6 +83,6 @@ export async function createManagerFromConfig(config: SandboxServerConfig, log: 
   });
   await manager.start();
   await module?.started?.(driver, { owner, placements: extra.placements, log: log.child({ component: 'sandbox' }) });
-  log.info({ driver: driver.name, cap, sandboxes_root: sandboxesRoot }, 'sandboxes ready');
+  log.info({ driver: driver.name, cap, memory_budget_mb: s.memoryBudgetBytes === undefined ? null : Math.round(s.memoryBudgetBytes / 1024 / 1024), sandboxes_root: sandboxesRoot }, 'sandboxes ready');
   return manager;
 }

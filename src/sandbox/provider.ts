@@ -5,6 +5,7 @@ import type { Logger } from 'pino';
 import type { SandboxExtras } from './from-config.js';
 import type { SandboxServerConfig } from './settings.js';
 import type { Sandbox, SandboxItem, SandboxStats } from './types.js';
+import type { MemoryCosts } from './manager/memory.js';
 
 /** What the ledger, grading and the doors need from the sandbox manager (manager/manager.ts implements it). */
 export interface SandboxProvider {
@@ -22,6 +23,10 @@ export interface SandboxProvider {
   onRolloutEnd(listener: (traceId: string) => void): void;
   stats(): SandboxStats;
   close(): Promise<void>;
+  /** What each kind a session holds costs, measured (manager/memory.ts): the bridge records its MCP instances there. */
+  readonly memory?: MemoryCosts;
+  /** Memory held outside any rollout under `key` (a shared MCP instance), as measured; 0 drops it. */
+  holdOutside?(key: string, bytes: number): void;
 }
 
 export async function createSandboxProvider(config: SandboxServerConfig, log: Logger, extra: SandboxExtras = {}): Promise<SandboxProvider | undefined> {

@@ -19,6 +19,8 @@ export type SandboxSettings = {
   graceMs: number;
   templatesRoot: string;
   limits: SandboxLimits;
+  /** RFT_MEMORY_BUDGET_MB in bytes (manager/memory.ts); undefined: no budget. */
+  memoryBudgetBytes: number | undefined;
 } & DriverSettings;
 
 /** What the sandbox manager is built from: the config's sandbox section and where the server's own files are. */

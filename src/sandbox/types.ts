@@ -169,6 +169,18 @@ export interface Sandbox {
    */
   cpuSeconds?(): Promise<number | null>;
   /**
+   * Bytes of memory the sandbox holds now, measured from outside it (the engine's cgroup less its
+   * page cache; the host's /proc PSS of the sandbox's uid), for the memory budget
+   * (manager/memory.ts); null where the driver cannot tell.
+   */
+  memoryBytes?(): Promise<number | null>;
+  /**
+   * The rlimit its kernel applies to a process's memory: RLIMIT_DATA (Linux: absent means this), or
+   * only RLIMIT_AS ('address-space': gVisor keeps RLIMIT_DATA without applying it; measured under
+   * runsc, a 384 MB bytearray under `ulimit -d 262144` succeeds, under `ulimit -v 262144` it fails).
+   */
+  readonly memoryRlimit?: 'data' | 'address-space' | undefined;
+  /**
    * The process started for `key` before this sandbox was handed over (SandboxSpec.prestarts), once:
    * null when there is none or it has exited since. What is never claimed runs until the sandbox goes.
    */
@@ -326,4 +338,6 @@ export interface SandboxStats {
   cap: number;
   /** The driver's warm pool, when it has one. */
   pool: WarmPoolStats | null;
+  /** The memory budget (RFT_MEMORY_BUDGET_MB; null: none) and what is held of it now, MB (manager/memory.ts). */
+  memoryMb?: { budget: number | null; held: number };
 }

@@ -124,9 +124,12 @@ export async function runCode(o: RunOptions, traceId: string, req: RunCodeReques
       ours(e, 'its files could not be written');
     }
     const timeoutMs = Math.max(1, Math.min(req.run_timeout * 1000, o.limits.wallTimeoutMs));
-    // RLIMIT_DATA, as the driver's own memory limit (src/sandbox/limits.ts): lowered, never raised.
+    // RLIMIT_DATA, as the driver's own memory limit (src/sandbox/limits.ts): lowered, never raised;
+    // under gVisor, which does not apply it, RLIMIT_AS too (Sandbox.memoryRlimit), so the request's
+    // limit binds there as well, not only the container's.
     const kb = Math.floor(memoryBytes(req, o.limits) / 1024);
-    const argv = ['/bin/sh', '-c', `ulimit -d ${kb} && exec python3 -I -S -c "$0" "$@"`, LAUNCHER, String(RUN_CODE_MAX_OUTPUT_BYTES), ...runner.argv];
+    const rlimits = sb.memoryRlimit === 'address-space' ? `ulimit -d ${kb} && ulimit -v ${kb}` : `ulimit -d ${kb}`;
+    const argv = ['/bin/sh', '-c', `${rlimits} && exec python3 -I -S -c "$0" "$@"`, LAUNCHER, String(RUN_CODE_MAX_OUTPUT_BYTES), ...runner.argv];
     let run: CommandRunResult;
     try {
       // (room for the launcher's report past the program's stderr)

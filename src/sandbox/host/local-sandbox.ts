@@ -6,6 +6,7 @@ import { copyBoundsFor, copyTree, CopyBudget, type CopyBounds, type CopyReport }
 import { HostWorkspace } from '../workspace/host-fs.js';
 import { workspaceComponents } from '../workspace/paths.js';
 import { cpuSecondsOfUid } from './cpu.js';
+import { memoryOfUid } from './memory.js';
 import type { Prestarted } from '../pool/prestarted.js';
 import { RESULT_FD } from './spawn.js';
 import type { Workdir } from './workdir.js';
@@ -104,6 +105,11 @@ export class LocalSandbox implements Sandbox {
   async cpuSeconds(): Promise<number | null> {
     const uid = this.workdir.meta.uid;
     return uid === null || this.destroying ? null : cpuSecondsOfUid(uid);
+  }
+
+  async memoryBytes(): Promise<number | null> {
+    const uid = this.workdir.meta.uid;
+    return uid === null || this.destroying ? null : memoryOfUid(uid);
   }
 
   claimPrestarted(key: string): PrestartedProcess | null {

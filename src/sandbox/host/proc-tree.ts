@@ -6,7 +6,7 @@ import { readdir, readFile } from 'node:fs/promises';
 
 const MAX_PASSES = 8;
 
-async function parentsByPid(): Promise<Map<number, number>> {
+export async function parentsByPid(): Promise<Map<number, number>> {
   const parents = new Map<number, number>();
   await Promise.all(
     (await readdir('/proc')).map(async (name) => {
@@ -20,7 +20,8 @@ async function parentsByPid(): Promise<Map<number, number>> {
   return parents;
 }
 
-function treeOf(root: number, parents: Map<number, number>): number[] {
+/** A process and everything under it, from a map of parents (parentsByPid). */
+export function treeOf(root: number, parents: Map<number, number>): number[] {
   const children = new Map<number, number[]>();
   for (const [pid, ppid] of parents) children.set(ppid, [...(children.get(ppid) ?? []), pid]);
   const out: number[] = [];

@@ -10,6 +10,7 @@ import type { Logger } from 'pino';
 import { errors, isRftError } from '../../errors.js';
 import type { PlacementStore } from '../placements.js';
 import { Admission } from './admission.js';
+import { MemoryCosts } from './memory.js';
 import { gradingLimits } from '../workspace/limits.js';
 import { TrackedSandbox } from './tracked.js';
 import { INSTANCE_LABEL } from '../host/workdir.js';
@@ -41,6 +42,11 @@ export interface SandboxManagerOptions {
   /** Metrics and integrity flags. */
   observer?: SandboxObserver;
   /**
+   * Bytes live sandboxes, what their rollouts start (bridged MCP instances) and what no session owns
+   * (shared instances, the warm pool) may hold together (RFT_MEMORY_BUDGET_MB); unset: no budget.
+   */
+  memoryBudgetBytes?: number;
+  /**
    * Where rollouts' sandboxes are, shared by replicas (the Postgres store): with a driver whose
    * sandboxes any replica can reach (docker), a rollout's sandbox is created once for all replicas
    * and opened by the others from its record. Without it, each replica keeps its own.
@@ -63,6 +69,7 @@ function waitOutcome(e: unknown): 'timeout' | 'full' | 'aborted' | 'closed' {
 }
 
 const SWEEP_PARALLELISM = 8;
+const MB = 1024 * 1024;
 const PURPOSE_LABEL = 'rft-endpoints.purpose';
 const ROLLOUT = 'rollout';
 const EPHEMERAL = 'ephemeral';
@@ -98,8 +105,31 @@ export class SandboxManager {
   /** This process, as the history records it (a restarted server is another boot). */
   private readonly boot = randomUUID();
 
+  /** What each kind a session holds costs, measured (memory.ts); the bridge records its instances here. */
+  readonly memory = new MemoryCosts();
+  /** Bytes held outside any rollout (shared MCP instances), as the bridge last measured them. */
+  private readonly fixedBytes = new Map<string, number>();
+
   constructor(private readonly opts: SandboxManagerOptions) {
-    this.admission = new Admission(opts.cap, opts.maxQueue, opts.queueTimeoutMs, () => this.reclaim());
+    this.admission = new Admission(opts.cap, opts.maxQueue, opts.queueTimeoutMs, () => this.reclaim(), opts.memoryBudgetBytes ?? Infinity, () => this.heldOutside());
+  }
+
+  /** Memory no session owns: what is set aside (shared MCP instances), and the warm pool's prepared sandboxes with what they started. */
+  private heldOutside(): number {
+    let bytes = [...this.fixedBytes.values()].reduce((a, b) => a + b, 0);
+    const pool = this.opts.driver.poolStats?.();
+    if (pool) {
+      const each = pool.bounds.preparedKb !== null ? pool.bounds.preparedKb * 1024 : this.memory.of(`sandbox:${this.driverName}`);
+      bytes += pool.warm * each + Math.min(pool.warm, pool.bounds.floor) * (this.memory.rolloutBytes(this.driverName) - this.memory.of(`sandbox:${this.driverName}`));
+    }
+    return bytes;
+  }
+
+  /** Sets memory held outside any rollout under `key` (a shared MCP instance), as measured; 0 drops it. */
+  holdOutside(key: string, bytes: number): void {
+    if (bytes > 0) this.fixedBytes.set(key, bytes);
+    else this.fixedBytes.delete(key);
+    this.admission.recheck();
   }
 
   get driverName(): string {
@@ -186,12 +216,17 @@ export class SandboxManager {
     signal?: AbortSignal,
   ): Promise<Sandbox> {
     if (this.closed) throw errors.sandboxClosed();
-    const sb = await this.create(spec.traceId, signal, async () => ({
-      ...(spec.templateDir !== undefined ? { templateDir: spec.templateDir } : {}),
-      ...(spec.files !== undefined ? { files: spec.files } : {}),
-      labels: { [PURPOSE_LABEL]: EPHEMERAL },
-      limits: gradingLimits(this.opts.limits),
-    }));
+    const sb = await this.create(
+      spec.traceId,
+      signal,
+      async () => ({
+        ...(spec.templateDir !== undefined ? { templateDir: spec.templateDir } : {}),
+        ...(spec.files !== undefined ? { files: spec.files } : {}),
+        labels: { [PURPOSE_LABEL]: EPHEMERAL },
+        limits: gradingLimits(this.opts.limits),
+      }),
+      false,
+    );
     this.ephemeral.add(sb);
     return sb;
   }
@@ -258,6 +293,7 @@ export class SandboxManager {
       queued: this.admission.queued,
       cap: this.opts.cap,
       pool: this.opts.driver.poolStats?.() ?? null,
+      memoryMb: { budget: this.opts.memoryBudgetBytes === undefined ? null : Math.round(this.opts.memoryBudgetBytes / MB), held: Math.round(this.admission.memoryInUse / MB) },
     };
   }
 
@@ -310,11 +346,14 @@ export class SandboxManager {
     traceId: string,
     signal: AbortSignal | undefined,
     source: () => Promise<Omit<SandboxSpec, 'traceId' | 'limits'> & { limits?: SandboxLimits }>,
+    forRollout = true,
   ): Promise<TrackedSandbox> {
     const observer = this.opts.observer;
     const waitStart = performance.now();
+    // A rollout's sandbox holds room for what its rollout may start (memory.ts); a grader's, itself.
+    const bytes = this.opts.memoryBudgetBytes === undefined ? 0 : forRollout ? this.memory.rolloutBytes(this.driverName) : this.memory.of(`sandbox:${this.driverName}`);
     try {
-      await this.admission.acquire(signal);
+      await this.admission.acquire(signal, bytes);
     } catch (e) {
       observer?.queueWait?.(waitOutcome(e), (performance.now() - waitStart) / 1000);
       throw e;
@@ -330,7 +369,7 @@ export class SandboxManager {
       inner = await this.opts.driver.create({ ...src, traceId, limits: src.limits ?? this.opts.limits, labels, ...mounts });
       observer?.created?.(this.opts.driver.name, (performance.now() - createStart) / 1000);
     } catch (e) {
-      this.admission.release();
+      this.admission.release(bytes);
       throw e;
     }
     if (this.closed) {
@@ -339,16 +378,27 @@ export class SandboxManager {
       throw errors.sandboxClosed();
     }
     this.created++;
+    // A fresh sandbox as made, measured from outside (a rollout's may hold what the pool started ahead for it: not the sandbox's own cost).
+    if (this.opts.memoryBudgetBytes !== undefined && (!forRollout || !this.opts.prestarts?.length)) this.measure(inner);
     const rollout = labels[PURPOSE_LABEL] === ROLLOUT;
     const onExec = observer?.exec;
     return new TrackedSandbox(
       inner,
       (sb, removed) => {
         this.ephemeral.delete(sb);
-        this.admission.release();
+        this.admission.release(bytes);
         if (rollout) this.ended(sb, removed);
       },
       onExec ? (command, result) => onExec.call(observer, traceId, command, result) : undefined,
+    );
+  }
+
+  /** Records a fresh sandbox's footprint (not awaited; one it cannot tell, or gone meanwhile, records nothing). */
+  private measure(sb: Sandbox): void {
+    if (!this.memory.due(`sandbox:${this.driverName}`)) return;
+    void sb.memoryBytes?.().then(
+      (b) => b !== null && this.memory.record(`sandbox:${this.driverName}`, b),
+      () => {},
     );
   }
 

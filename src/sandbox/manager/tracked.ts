@@ -31,6 +31,12 @@ export class TrackedSandbox implements Sandbox {
   get traceId(): string {
     return this.inner.traceId;
   }
+  async memoryBytes(): Promise<number | null> {
+    return (await this.inner.memoryBytes?.()) ?? null;
+  }
+  get memoryRlimit(): 'data' | 'address-space' | undefined {
+    return this.inner.memoryRlimit;
+  }
   get isDestroyed(): boolean {
     return this.destroyed !== null;
   }

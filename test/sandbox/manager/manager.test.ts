@@ -95,6 +95,49 @@ describe('SandboxManager', () => {
     await expect(queued).resolves.toMatchObject({ traceId: 't2' });
   });
 
+  it('admits rollouts within the memory budget (each with room for its MCP instances), makes the next wait, refuses it with RFT_ERR_MEMORY_BUDGET, and admits it once one ends', async () => {
+    const MB = 1024 * 1024;
+    const budgeted = async (queueTimeoutMs: number) => {
+      const m = await manager({ cap: 100, queueTimeoutMs, memoryBudgetBytes: 100 * MB });
+      m.memory.perRollout('mcp:fastmcp');
+      m.memory.record('mcp:fastmcp', 40 * MB);
+      m.memory.record('sandbox:process', 2 * MB);
+      expect(m.memory.rolloutBytes('process')).toBe(42 * MB);
+      await m.acquire('t1', {});
+      await m.acquire('t2', {});
+      return m;
+    };
+    // 84 MB held: a third rollout (42 MB) does not fit, a grader's sandbox alone (2 MB) does.
+    const full = await budgeted(300);
+    await expect(full.acquire('t3', {})).rejects.toMatchObject({ code: 'RFT_ERR_MEMORY_BUDGET', statusCode: 503, details: { needed_mb: 42, held_mb: 84, budget_mb: 100 } });
+    const grading = await full.createEphemeral({ traceId: 'g1' });
+    await grading.destroy();
+    // (a wait long enough for a loaded machine)
+    const m = await budgeted(60_000);
+    let third: Sandbox | undefined;
+    const waiting = m.acquire('t3', {}).then((sb) => (third = sb));
+    await waitFor(() => m.stats().queued === 1);
+    expect(third).toBeUndefined();
+    await m.destroy('t1');
+    await waiting;
+    expect(third?.traceId).toBe('t3');
+  });
+
+  it('counts what no rollout owns (a shared MCP instance) against the memory budget, and admits a waiter once it is gone', async () => {
+    const MB = 1024 * 1024;
+    const m = await manager({ cap: 100, memoryBudgetBytes: 10 * MB });
+    m.memory.record('sandbox:process', 2 * MB);
+    m.holdOutside('mcp:shared', 9 * MB);
+    await m.acquire('t1', {}); // nothing granted yet: one bigger than what is left still runs alone
+    let second: Sandbox | undefined;
+    const waiting = m.acquire('t2', {}).then((sb) => (second = sb));
+    await waitFor(() => m.stats().queued === 1);
+    expect(second).toBeUndefined();
+    m.holdOutside('mcp:shared', 0);
+    await waiting;
+    expect(second?.traceId).toBe('t2');
+  });
+
   it('lets a queued caller leave when its request is aborted', async () => {
     const m = await manager({ cap: 1 });
     await m.acquire('t1', {});

@@ -392,6 +392,7 @@ export class DockerDriver implements SandboxDriver {
         uid: w.uid,
         limits: spec.limits,
         agent: this.o.agent === false ? false : 'eager',
+        gvisor: this.o.runtime === 'runsc',
         onDestroy: () => {
           engine.live--;
           unhold();
@@ -417,7 +418,10 @@ export class DockerDriver implements SandboxDriver {
     const labels = info.body.Config?.Labels ?? {};
     const uid = Number(labels[UID_LABEL]);
     if (info.status === 404 || !Number.isInteger(uid) || labels[SANDBOX_LABEL] === undefined) throw errors.notFound(`sandbox ${ref.container}`);
-    return new DockerSandbox({ id: labels[SANDBOX_LABEL], traceId, engine, container: ref.container, uid, limits, onDestroy: engine.events.hold(), ...(this.o.agent === false ? { agent: false as const } : {}) });
+    return new DockerSandbox({
+      id: labels[SANDBOX_LABEL], traceId, engine, container: ref.container, uid, limits, gvisor: this.o.runtime === 'runsc', onDestroy: engine.events.hold(),
+      ...(this.o.agent === false ? { agent: false as const } : {}),
+    });
   }
 
   async remove(ref: SandboxRef): Promise<void> {

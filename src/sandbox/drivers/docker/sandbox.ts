@@ -181,6 +181,8 @@ export interface DockerSandboxInit {
    * replica); false: execs only.
    */
   agent?: 'eager' | 'lazy' | false;
+  /** Under gVisor (runtime runsc) only RLIMIT_AS binds a process's memory (Sandbox.memoryRlimit). */
+  gvisor?: boolean;
 }
 
 export class DockerSandbox implements Sandbox {
@@ -218,6 +220,10 @@ export class DockerSandbox implements Sandbox {
 
   get container(): string {
     return this.o.container;
+  }
+
+  get memoryRlimit(): 'data' | 'address-space' {
+    return this.o.gvisor ? 'address-space' : 'data';
   }
 
   /** The engine that holds it. */
@@ -899,6 +905,16 @@ export class DockerSandbox implements Sandbox {
     );
     const ns = res.status === 404 ? undefined : res.body.cpu_stats?.cpu_usage?.total_usage;
     return typeof ns === 'number' ? ns / 1e9 : null;
+  }
+
+  /** The container cgroup's memory less its page cache (under gVisor: its kernel's too, which holds all the sandbox does). */
+  async memoryBytes(): Promise<number | null> {
+    if (this.gone || this.destroying) return null;
+    type Mem = { memory_stats?: { usage?: number; stats?: { total_inactive_file?: number; inactive_file?: number; cache?: number } } };
+    const res = await this.o.engine.use((api) => api.call<Mem>('GET', `/containers/${this.o.container}/stats?stream=false&one-shot=true`, undefined, { ok: [404] }));
+    const m = res.status === 404 ? undefined : res.body.memory_stats;
+    if (typeof m?.usage !== 'number') return null;
+    return Math.max(0, m.usage - (m.stats?.total_inactive_file ?? m.stats?.inactive_file ?? 0));
   }
 
   claimPrestarted(key: string): PrestartedProcess | null {

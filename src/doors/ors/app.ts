@@ -10,7 +10,7 @@ import type { Rollout } from '../core.js';
 import { promptOf, rowAt, rowTools, splitName, splitsOf, taskSpec, taskSpecAddress, toolSpecs } from './catalog.js';
 import { Sessions, type RowRef, type Session } from './sessions.js';
 import { EventStream } from './sse.js';
-import { runCall, type CallResult } from './call.js';
+import { endsEpisode, runCall, type CallResult } from './call.js';
 import { firstRunLabel, RUN_HEADER, RUN_PARAM } from '../../protocol/run-label.js';
 
 export const ORS_DOOR = 'ors';
@@ -207,7 +207,7 @@ export async function registerOrsDoor(app: FastifyInstance): Promise<void> {
       if (s.tasks[sent] === undefined) throw errors.orsTaskId(sent);
       if (s.tasks[sent] !== fingerprint) throw errors.callConflict(sent);
     } else {
-      s = await sessions.addTask(s, taskId, fingerprint);
+      s = await sessions.addTask(s, taskId, fingerprint, endsEpisode(name, input, submitTool));
     }
     // A reconnect joins the run still going on this replica; else the call runs (again) under its task_id,
     // which the ledger answers with the recorded result (and the grading service with the recorded grade).

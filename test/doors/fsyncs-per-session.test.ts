@@ -1,7 +1,8 @@
 // How many fsyncs a session waits for, one at a time (issue 41: "one trainer at a time as fast as the peers").
 // The writes a retry or a budget depends on stay durable (src/store/README.md, "Fsync policy"); those of one
 // step that need not follow each other share one commit: NeMo Gym's seed opens the rollout and writes its
-// session in one, ORS's submit records its task_id and the episode's end in one.
+// session in one, ORS's /create opens the rollout and binds it to the session in one, its submit records its
+// task_id and the episode's end in one.
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { join } from 'node:path';
 import { repoRoot, startTestServer, type TestServer } from '../helpers/server.js';
@@ -55,12 +56,13 @@ describe('fsyncs a session waits for, one request at a time (SQLite sync=full)',
     expect(JSON.parse(verify.text)).toMatchObject({ reward: 1 });
   });
 
-  it('ORS: a submit is two fsyncs (its task_id with the episode\'s end, then the grade); the episode is over after it', async () => {
+  it('ORS: a /create is two fsyncs, a submit two (its task_id with the episode\'s end, then the grade); the episode is over after it', async () => {
     const key = { 'x-api-key': server.key };
     const created = await (await fetch(`${server.url}/create_session`, { method: 'POST', headers: { ...key, accept: 'text/event-stream' } })).text();
     const sid = /event: task_id\r?\ndata: (\S+)/.exec(created)![1]!;
     const h = { ...key, 'x-session-id': sid, 'content-type': 'application/json' };
-    await counted(() => fetch(`${server.url}/create`, { method: 'POST', headers: h, body: JSON.stringify({ env_name: 'bench', split: 'train', index: 0 }) }));
+    // The row claimed, then the rollout opened and bound to the session in one commit.
+    expect((await counted(() => fetch(`${server.url}/create`, { method: 'POST', headers: h, body: JSON.stringify({ env_name: 'bench', split: 'train', index: 0 }) }))).syncs).toBe(2);
     const call = (input: object) => counted(() => fetch(`${server.url}/bench/call`, { method: 'POST', headers: { ...h, accept: 'text/event-stream' }, body: JSON.stringify(input) }));
     const end = (text: string) => JSON.parse(/event: end\r?\ndata: (.*)/.exec(text)![1]!) as { ok: boolean; output: { reward: number | null; finished: boolean; blocks: { text: string }[] } };
     const submit = await call({ name: 'submit', input: { answer: '42' } });

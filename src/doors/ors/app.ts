@@ -96,7 +96,13 @@ export async function registerOrsDoor(app: FastifyInstance): Promise<void> {
       started = (async () => {
         const row = await rowAt(environments, env, ref.split, ref.index);
         const { messages: _m, tools: _t, ...item } = row;
-        return sessions.bind(s, await core.start({ traceId: s.sid, door: ORS_DOOR, row: item, tools: rowTools(row, environments.get(env)), environment: env, warmSandbox: true, run: ref.run }));
+        // Bound in the rollout's opening commit (one fsync, not two in a row). Were the opening to fail alone
+        // (Postgres: two statements), the session's first call opens the rollout's record (the ledger's ensure).
+        let bound: Session | undefined;
+        await core.start({ traceId: s.sid, door: ORS_DOOR, row: item, tools: rowTools(row, environments.get(env)), environment: env, warmSandbox: true, run: ref.run }, async (r) => {
+          bound = await sessions.bind(s, r);
+        });
+        return bound!;
       })();
       starting.set(s.sid, started);
       started.then(() => starting.delete(s.sid), () => starting.delete(s.sid));

@@ -48,12 +48,14 @@ export async function startUvicorn(python: string, app: string, hint: string, op
     stdio: ['ignore', opts.quiet ? 'ignore' : 'inherit', 'inherit'],
   });
   const url = `http://127.0.0.1:${port}`;
-  for (let i = 0; ; i++) {
+  // (a heavy app, NeMo Gym's, imports for many seconds on a loaded machine)
+  const deadline = Date.now() + 180_000;
+  for (;;) {
     if (proc.exitCode !== null) throw new Error(`uvicorn exited with ${proc.exitCode} (${hint})`);
     try {
       if ((await fetch(`${url}/docs`)).ok) return { url, proc };
     } catch {
-      if (i > 300) throw new Error('uvicorn did not start');
+      if (Date.now() > deadline) throw new Error('uvicorn did not start');
       await new Promise((r) => setTimeout(r, 50));
     }
   }

@@ -135,8 +135,13 @@ export class DoorCore {
     return environments.forTools(input.tools);
   }
 
-  /** Checks the row against its environment and opens its record (door, row, budget). */
-  async start(input: StartRollout): Promise<Rollout> {
+  /**
+   * Checks the row against its environment and opens its record (door, row, budget). `alongside`, given the
+   * rollout, writes what the door keeps of it (its session) in the same turn as the record's opening: one
+   * commit, one fsync, not two in a row (issue 41: one session at a time). Both are awaited; either failing
+   * fails the start (a session whose rollout did not open is never handed out: the door answers 5xx).
+   */
+  async start(input: StartRollout, alongside?: (rollout: Rollout) => Promise<unknown>): Promise<Rollout> {
     const { registry, environments } = this.s;
     const env = this.environmentOf(input);
     // With environments, a row belongs to one: tools of several (finqa's and coding's) never mix.
@@ -159,12 +164,15 @@ export class DoorCore {
       this.s.log.warn({ err: e, trace_id: input.traceId, door: input.door, environment: env?.name }, 'row refused at the rollout\'s start');
       throw e;
     }
-    try {
-      await this.s.store.openRollout(input.traceId, input.door, input.row, budgetFromItem(input.row, this.s.defaultBudget), Date.now(), input.run);
-    } catch (e) {
-      throw errors.store((e as Error).message);
-    }
     const rollout: Rollout = { traceId: input.traceId, door: input.door, row: input.row, environment: env?.name, tools: new Set(input.tools), grader, run: input.run };
+    const opened = this.s.store.openRollout(input.traceId, input.door, input.row, budgetFromItem(input.row, this.s.defaultBudget), Date.now(), input.run).catch((e: unknown) => {
+      throw errors.store((e as Error).message);
+    });
+    const kept = alongside?.(rollout);
+    // (both settle before the start answers: a failure of one is never left running behind it)
+    const [o, k] = await Promise.allSettled([opened, kept]);
+    if (o.status === 'rejected') throw o.reason;
+    if (k.status === 'rejected') throw k.reason;
     const { sandboxes } = this.s;
     if (input.warmSandbox && sandboxes && typeof input.row.sandbox === 'object' && input.row.sandbox !== null) {
       // Not awaited: a failure here is the first tool call's to meet (acquire runs again there).

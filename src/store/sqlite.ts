@@ -299,6 +299,8 @@ export class SqliteStore implements Store {
   /** Committed turns waiting for an fdatasync to begin, and whether one is running. */
   private unsynced: Unsynced[] = [];
   private syncing: Promise<void> | undefined;
+  /** What the running fdatasync answers (it began after each of those turns was committed). */
+  private covering: Unsynced[] | undefined;
   /** Committed turns with durable writes whose fdatasync has not ended (queued or running). */
   private durableUnsynced = 0;
   /** An fdatasync failed: what was written may not be on disk, so nothing more is acknowledged. */
@@ -402,7 +404,9 @@ export class SqliteStore implements Store {
     while (this.unsynced.length > 0) {
       const covered = this.unsynced;
       this.unsynced = [];
+      this.covering = covered;
       const e = await new Promise<Error | null>((resolve) => fdatasync(fd, resolve));
+      this.covering = undefined;
       if (e) this.broken ??= e;
       for (const { answer, durable } of covered) {
         if (durable) this.durableUnsynced--;
@@ -415,7 +419,8 @@ export class SqliteStore implements Store {
   /**
    * A read sees every write submitted before it, and answers only once what it saw is durable: after
    * writes still queued, it runs as a unit; while committed turns with durable writes are not yet
-   * fsynced, it runs now and is answered with them, by the next fdatasync (no transaction of its own).
+   * fsynced, it runs now and is answered with them, by the fdatasync under way when it covers every one of
+   * them, else by the next (no transaction of its own).
    * Unsynced 'committed' writes alone do not hold it: their answer did not wait either.
    */
   private read<T>(fn: () => T): Promise<T> {
@@ -424,7 +429,11 @@ export class SqliteStore implements Store {
     return new Promise<T>((resolve, reject) => {
       const value = fn();
       if (this.durableUnsynced === 0 || this.walFd === undefined) return resolve(value);
-      this.unsynced.push({ answer: (e) => (e ? reject(e) : resolve(value)), durable: false });
+      const waiting: Unsynced = { answer: (e) => (e ? reject(e) : resolve(value)), durable: false };
+      // Every durable turn it saw was committed before the running fdatasync began: that one covers them
+      // (one session at a time, a reply's last write is being fsynced when the next request reads).
+      if (this.covering && !this.unsynced.some((u) => u.durable)) return void this.covering.push(waiting);
+      this.unsynced.push(waiting);
       this.syncing ??= this.syncWal(this.walFd);
     });
   }

@@ -81,6 +81,43 @@ describe('SqliteStore, the group fsync', () => {
     await vi.waitFor(() => expect([call.done, durable.done, read.done]).toEqual([true, true, true]), { timeout: 10_000 });
   });
 
+  it('answers a read that saw only writes an fsync under way covers with that fsync, not a second one', async () => {
+    // One session at a time (issue 41): a reply's last write (NeMo Gym's "delivered" mark) is being fsynced
+    // when the client's next request reads the session; that read waited for a second fsync of its own.
+    const store = freshStore();
+    await store.beginCall(begin('trace_w', 'c0'));
+    disk.held = true;
+    const write = settled(store.beginCall(begin('trace_w', 'c1')));
+    await vi.waitFor(() => expect(disk.waiting).toHaveLength(1), { timeout: 10_000 }); // c1's fsync under way (held)
+    const readP = store.getCall('trace_w', 'c1');
+    const read = settled(readP);
+    await new Promise((r) => setTimeout(r, 20));
+    expect([write.done, read.done]).toEqual([false, false]);
+    // That fsync ends: both are answered by it, and no other is begun (the disk stays held: a second would wait).
+    disk.waiting.splice(0).forEach((go) => go());
+    await vi.waitFor(() => expect([write.done, read.done]).toEqual([true, true]), { timeout: 10_000 });
+    expect(await readP).toMatchObject({ callId: 'c1', status: 'running' });
+    expect(disk.waiting).toHaveLength(0);
+  });
+
+  it('holds a read that saw a durable write committed after the fsync under way began until the next fsync', async () => {
+    const store = freshStore();
+    disk.held = true;
+    const first = settled(store.beginCall(begin('trace_n', 'c1')));
+    await vi.waitFor(() => expect(disk.waiting).toHaveLength(1), { timeout: 10_000 }); // c1's fsync under way
+    const second = settled(store.beginCall(begin('trace_n', 'c2'))); // committed after it began
+    await new Promise((r) => setTimeout(r, 20)); // (its turn committed: the read below runs at once)
+    const read = settled(store.getCall('trace_n', 'c2'));
+    await new Promise((r) => setTimeout(r, 20));
+    disk.waiting.splice(0).forEach((go) => go()); // the first fsync ends; the next one begins, held
+    await vi.waitFor(() => expect(first.done).toBe(true), { timeout: 10_000 });
+    await vi.waitFor(() => expect(disk.waiting).toHaveLength(1), { timeout: 10_000 });
+    await new Promise((r) => setTimeout(r, 20));
+    expect([second.done, read.done]).toEqual([false, false]);
+    disk.waiting.splice(0).forEach((go) => go());
+    await vi.waitFor(() => expect([second.done, read.done]).toEqual([true, true]), { timeout: 10_000 });
+  });
+
   it('refuses the writes a failed fsync covered, every later one, and reads', async () => {
     const store = freshStore();
     expect(await store.beginCall(begin('trace_ok', 'c1'))).toMatchObject({ kind: 'started' });

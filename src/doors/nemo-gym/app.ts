@@ -223,16 +223,14 @@ export async function buildNemoGymApp(o: NemoGymDoorOptions): Promise<FastifyIns
     const row = graderItem(parsed.data);
     const rolloutId = of(req).rolloutId;
     if (rolloutId !== undefined && row._ng_rollout_id === undefined) row._ng_rollout_id = rolloutId;
-    const rollout = await o.core.start({
-      traceId: traceIdOf(token),
-      door: NEMO_GYM_DOOR,
-      row,
-      tools: rowTools(parsed.data),
-      environment: o.environment,
-      warmSandbox: true,
-      run,
-    });
-    of(req).session = await sessions.add(token, rollout, canonicalJson(parsed.data.responses_create_params), run);
+    const params = canonicalJson(parsed.data.responses_create_params);
+    // The session is written in the rollout's opening commit (one fsync).
+    let added: Session | undefined;
+    const rollout = await o.core.start(
+      { traceId: traceIdOf(token), door: NEMO_GYM_DOOR, row, tools: rowTools(parsed.data), environment: o.environment, warmSandbox: true, run },
+      async (r) => (added = await sessions.add(token, r, params, run)),
+    );
+    of(req).session = added!;
     of(req).token = token;
     req.log.info({ trace_id: rollout.traceId, environment: rollout.environment, ng_rollout_id: rolloutId }, 'nemo-gym session');
     // Gym's MCPServerMetadata (nemo_gym/base_resources_server.py), under the key its agents read.

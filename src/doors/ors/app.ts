@@ -11,7 +11,7 @@ import type { Rollout } from '../core.js';
 import { promptOf, rowAt, rowTools, splitName, splitsOf, taskSpec, taskSpecAddress, toolSpecs } from './catalog.js';
 import { Sessions, type RowRef, type Session } from './sessions.js';
 import { EventStream } from './sse.js';
-import { runCall, type CallResult } from './call.js';
+import { endsEpisode, runCall, type CallResult } from './call.js';
 import { firstRunLabel, RUN_HEADER, RUN_PARAM } from '../../protocol/run-label.js';
 
 export const ORS_DOOR = 'ors';
@@ -110,7 +110,13 @@ export async function registerOrsDoor(app: FastifyInstance): Promise<void> {
       started = (async () => {
         const row = await rowAt(environments, env, ref.split, ref.index);
         const { messages: _m, tools: _t, ...item } = row;
-        return sessions.bind(s, await core.start({ traceId: s.sid, door: ORS_DOOR, row: item, tools: rowTools(row, environments.get(env)), environment: env, warmSandbox: true, run: ref.run }));
+        // Bound in the rollout's opening commit (one fsync, not two in a row). Were the opening to fail alone
+        // (Postgres: two statements), the session's first call opens the rollout's record (the ledger's ensure).
+        let bound: Session | undefined;
+        await core.start({ traceId: s.sid, door: ORS_DOOR, row: item, tools: rowTools(row, environments.get(env)), environment: env, warmSandbox: true, run: ref.run }, async (r) => {
+          bound = await sessions.bind(s, r);
+        });
+        return bound!;
       })();
       starting.set(s.sid, started);
       started.then(() => starting.delete(s.sid), () => starting.delete(s.sid));
@@ -233,7 +239,7 @@ export async function registerOrsDoor(app: FastifyInstance): Promise<void> {
       if (s.tasks[sent] === undefined) throw errors.orsTaskId(sent);
       if (s.tasks[sent] !== fingerprint) throw errors.callConflict(sent);
     } else {
-      s = await sessions.addTask(s, taskId, fingerprint);
+      s = await sessions.addTask(s, taskId, fingerprint, endsEpisode(name, input, submitTool));
     }
     // A reconnect joins the run still going on this replica; else the call runs (again) under its task_id,
     // which the ledger answers with the recorded result (and the grading service with the recorded grade).

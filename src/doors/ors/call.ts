@@ -27,6 +27,12 @@ export interface CallInput {
 
 const submitInput = z.object({ answer: z.string() }).strict();
 
+/**
+ * Whether a new call ends the episode as it is recorded (its task_id and the end in one write, one fsync:
+ * issue 41): a submit whose input is one, which submit() below would take the end for first thing.
+ */
+export const endsEpisode = (name: string, input: unknown, submitTool: string): boolean => name === submitTool && submitInput.safeParse(input).success;
+
 const output = (text: string, finished = false, reward: number | null = null, metadata: Record<string, unknown> | null = null): CallResult => ({
   ok: true,
   output: { blocks: [{ type: 'text', text }], metadata, reward, finished },

@@ -114,9 +114,12 @@ export class Sessions {
     return this.change(s, (st) => ({ ...st }));
   }
 
-  /** Records a new task_id with its call's fingerprint. */
-  addTask(s: Session, taskId: string, fingerprint: string): Promise<Session> {
-    return this.change(s, (st) => ({ ...st, tasks: { ...st.tasks, [taskId]: fingerprint } }));
+  /**
+   * Records a new task_id with its call's fingerprint; `ends` (a submit), the episode's end by it too unless
+   * something ended it first: the write finish() would make next, made in this one.
+   */
+  addTask(s: Session, taskId: string, fingerprint: string, ends = false): Promise<Session> {
+    return this.change(s, (st) => ({ ...st, tasks: { ...st.tasks, [taskId]: fingerprint }, ...(ends && !st.finished ? { finished: true, finishedBy: taskId } : {}) }));
   }
 
   /**

@@ -61,6 +61,8 @@ export interface HarborTask {
 /** A task folder that is not a valid task, and Harbor's reason. */
 export interface HarborInvalidTask {
   dir: string;
+  /** The reason's stable code (RFT_ERR_HARBOR_TASK_*, src/errors.ts): what kind of invalid. */
+  code: string;
   reason: string;
 }
 

@@ -122,6 +122,27 @@ export const errors = {
     `a step of this episode failed on the server's side (${cause}): its episode is not the model's, reset and run it again`,
     { cause },
   ]),
+  // Harbor tasks (src/harbor/task.ts, dataset.ts): a folder that is not a task this server can run, and
+  // why, by kind. Reported per task (the boot log, `harbor check`, `dataset convert`), never dropped silently.
+  harborTaskToml: define('RFT_ERR_HARBOR_TASK_TOML', 400, (dir: string, why: string) => [`${dir}: task.toml: ${why}`, { dir }]),
+  harborTaskFiles: define('RFT_ERR_HARBOR_TASK_FILES', 400, (dir: string, why: string) => [`${dir}: ${why}`, { dir }]),
+  harborTaskCompose: define('RFT_ERR_HARBOR_TASK_COMPOSE', 400, (dir: string, why: string) => [
+    `${dir}: environment/docker-compose.yaml: ${why} (one sandbox per rollout: only a compose file whose one service is "main" runs here)`,
+    { dir },
+  ]),
+  harborTaskMultiStep: define('RFT_ERR_HARBOR_TASK_MULTI_STEP', 400, (dir: string, steps: number) => [
+    `${dir}: a multi-step task ([[steps]], ${steps} of them) is not supported: one instruction and one verify step per rollout`,
+    { dir, steps },
+  ]),
+  harborTaskUnsupported: define('RFT_ERR_HARBOR_TASK_UNSUPPORTED', 400, (dir: string, why: string) => [`${dir}: ${why}`, { dir }]),
+  harborTaskRemote: define('RFT_ERR_HARBOR_TASK_REMOTE', 400, (where: string, why: string) => [
+    `${where}: ${why} (only tasks on this machine are loaded: fetch the dataset and name its folder)`,
+    { where },
+  ]),
+  harborTaskDuplicate: define('RFT_ERR_HARBOR_TASK_DUPLICATE', 400, (dir: string, name: string, first: string) => [
+    `${dir}: another task named "${name}" was found first (${first}): a task's folder name is its row id and must be unique in its environment`,
+    { dir, name, first },
+  ]),
   environmentLoad: define('RFT_ERR_ENVIRONMENT_LOAD', 500, (dir: string, why: string) => [`environment ${dir}: ${why}`, { dir }]),
   // The project's job.json names a tool or grader its tools/ and graders/ no longer have (replaced, renamed):
   // every door that knows environments would serve none of it, so the boot stops and names the file.

@@ -41,6 +41,7 @@ import { startMetricsListener, type MetricsListener } from './metrics/listener.j
 import { IntegrityFlags } from './integrity/flags.js';
 import { sandboxObserver } from './integrity/observer.js';
 import { loadEnvironments } from './environments/load.js';
+import { HarborTasks } from './harbor/registry.js';
 import type { Environments } from './environments/environment.js';
 import { DoorCore } from './doors/core.js';
 import { buildNemoGymApp } from './doors/nemo-gym/app.js';
@@ -203,7 +204,10 @@ export async function buildApp(config: AppConfig, opts: BuildOptions = {}): Prom
       dirname(config.toolsDir),
       config.mcpConfig.startTimeoutMs,
     );
+    // Filled when the environments load (below), asked by the sandbox side for a row's `sandbox.harbor` task.
+    const harborTasks = new HarborTasks();
     sandboxes = await createSandboxProvider(config, log, {
+      harborTasks: harborTasks.lookup,
       observer: sandboxObserver(metrics, integrity),
       readOnlyMounts: McpBridge.readOnlyMounts(mcpConfig),
       prestarts: McpBridge.prestarts(mcpConfig, config.maxOutputBytes),
@@ -226,7 +230,7 @@ export async function buildApp(config: AppConfig, opts: BuildOptions = {}): Prom
       sandboxes?.onRolloutEnd((traceId) => bridge.endRollout(traceId));
     }
     // The project (where tools/ and graders/ were loaded from) serves its units unless its job.json names others.
-    environments = loadEnvironments(config.environmentsDirs, registry, log, { dirs: [dirname(config.toolsDir), dirname(config.gradersDir)], defaultGrader: config.defaultGrader });
+    environments = loadEnvironments(config.environmentsDirs, registry, log, { dirs: [dirname(config.toolsDir), dirname(config.gradersDir)], defaultGrader: config.defaultGrader }, harborTasks);
   } catch (e) {
     // A boot that stops here must not leave the store (its threads, its pool), Redis, MCP servers or sandboxes open.
     redis?.disconnect();

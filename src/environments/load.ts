@@ -16,6 +16,9 @@ import type { Logger } from 'pino';
 import { z } from 'zod';
 import { errors } from '../errors.js';
 import { defaultGrader, type Registry } from '../registry/loader.js';
+import { HARBOR_TOOLS, isHarborDataset } from '../harbor/dataset.js';
+import { HARBOR_GRADER, harborEnvironment } from '../harbor/environment.js';
+import { HarborTasks } from '../harbor/registry.js';
 import { Dataset } from './dataset.js';
 import { Environments, type Environment } from './environment.js';
 
@@ -98,20 +101,41 @@ function projectEnvironment(dir: string, registry: Registry, opts: ProjectOption
   return environment(dir, tools, grader, log);
 }
 
-function candidates(dir: string): string[] {
-  if (!existsSync(dir)) return [];
-  if (existsSync(join(dir, 'job.json'))) return [dir];
-  return readdirSync(dir, { withFileTypes: true })
-    .filter((e) => e.isDirectory() && existsSync(join(dir, e.name, 'job.json')))
-    .map((e) => join(dir, e.name))
-    .sort();
+/** An environment's folder: one with a job.json, or a folder of Harbor tasks (src/harbor/dataset.ts). */
+function isEnvironment(dir: string): boolean {
+  return existsSync(join(dir, 'job.json')) || isHarborDataset(dir);
 }
 
-export function loadEnvironments(dirs: readonly string[], registry: Registry, log?: Logger, project?: ProjectOptions): Environments {
+function candidates(dir: string): string[] {
+  if (!existsSync(dir)) return [];
+  // A folder whose children are environments holds them (examples/), even when one of them is Harbor's.
+  const children = readdirSync(dir, { withFileTypes: true })
+    .filter((e) => e.isDirectory() && !e.name.startsWith('.'))
+    .map((e) => join(dir, e.name));
+  if (existsSync(join(dir, 'job.json'))) return [dir];
+  if (!children.some((c) => existsSync(join(c, 'job.json'))) && isHarborDataset(dir)) return [dir];
+  return children.filter(isEnvironment).sort();
+}
+
+export function loadEnvironments(dirs: readonly string[], registry: Registry, log?: Logger, project?: ProjectOptions, harbor = new HarborTasks()): Environments {
   const projectDirs = new Set((project?.dirs ?? []).map((d) => resolve(d)));
   const found = new Map<string, Environment>();
   for (const dir of [...new Set(dirs.flatMap(candidates))]) {
     let env: Environment | undefined;
+    if (!existsSync(join(dir, 'job.json'))) {
+      const name = basename(dir);
+      if (found.has(name)) {
+        log?.warn({ environment: name, dirs: [found.get(name)!.dir, dir] }, 'environment left out: another of that name was found first');
+        continue;
+      }
+      const missing = [...HARBOR_TOOLS.filter((t) => !registry.tools.has(t)), ...(registry.graders.has(HARBOR_GRADER) ? [] : [HARBOR_GRADER])];
+      if (missing.length > 0) {
+        log?.warn({ environment: name, dir, missing }, 'Harbor environment left out: the server has none of these units (the harness tools of tools/, the harbor grader of graders/)');
+        continue;
+      }
+      found.set(name, harborEnvironment(name, dir, registry, harbor, log));
+      continue;
+    }
     if (project && projectDirs.has(resolve(dir))) {
       // The project's own job.json: what is wrong with it stops the boot (as /v1/job-config's reading of it does).
       env = projectEnvironment(dir, registry, project, log);

@@ -64,6 +64,10 @@ const configSchema = z.looseObject({
   environment: environmentSchema.optional(),
   solution: z.looseObject({ env: strMap.optional() }).optional(),
   steps: z.array(z.unknown()).nullish(),
+  artifacts: z
+    .array(z.union([z.string(), z.looseObject({ source: z.string() }).transform((a) => a.source)]))
+    .refine((a) => a.every((p) => !p.split('/').includes('..')), "artifact sources must not contain '..'")
+    .optional(),
 });
 
 type RawEnvironment = z.infer<typeof environmentSchema>;
@@ -161,6 +165,7 @@ export function parseTaskToml(text: string): ParsedTaskToml {
     },
     environment: stripExtras(env),
     solution: { env: c.solution?.env ?? {} },
+    ...(c.artifacts?.length ? { artifacts: c.artifacts } : {}),
   };
   return { config, steps: c.steps?.length ?? 0, os: env.os, gpus: Math.max(env.gpus ?? 0, verifierEnv?.gpus ?? 0), tpu: env.tpu || !!verifierEnv?.tpu };
 }

@@ -63,6 +63,12 @@ describe('task.toml', () => {
     expect(config.verifier.environment?.dockerImage).toBe('v:1');
   });
 
+  it('reads root artifacts as their sources, and refuses ".." in them as Harbor does', () => {
+    expect(parseTaskToml('artifacts = ["/app/out", { source = "/logs/x.txt", destination = "x" }]\n').config.artifacts).toEqual(['/app/out', '/logs/x.txt']);
+    expect(parseTaskToml('schema_version = "1.4"\n').config.artifacts).toBeUndefined();
+    expect(() => parseTaskToml('artifacts = ["/app/../etc"]\n')).toThrow(/\.\./);
+  });
+
   it('converts sizes as Harbor does', () => {
     expect(sizeToMb('2G')).toBe(2048);
     expect(sizeToMb(' 1.5g ')).toBe(1536);

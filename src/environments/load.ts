@@ -101,20 +101,25 @@ function projectEnvironment(dir: string, registry: Registry, opts: ProjectOption
   return environment(dir, tools, grader, log);
 }
 
-/** An environment's folder: one with a job.json, or a folder of Harbor tasks (src/harbor/dataset.ts). */
-function isEnvironment(dir: string): boolean {
-  return existsSync(join(dir, 'job.json')) || isHarborDataset(dir);
+const hasJob = (dir: string) => existsSync(join(dir, 'job.json'));
+
+function subfolders(dir: string): string[] {
+  return readdirSync(dir, { withFileTypes: true })
+    .filter((e) => e.isDirectory() && !e.name.startsWith('.'))
+    .map((e) => join(dir, e.name));
+}
+
+/** A folder of Harbor tasks, and not a folder that holds environments (examples/ holds one of them). */
+function isHarborEnvironment(dir: string): boolean {
+  return !hasJob(dir) && isHarborDataset(dir) && !subfolders(dir).some(hasJob);
 }
 
 function candidates(dir: string): string[] {
   if (!existsSync(dir)) return [];
-  // A folder whose children are environments holds them (examples/), even when one of them is Harbor's.
-  const children = readdirSync(dir, { withFileTypes: true })
-    .filter((e) => e.isDirectory() && !e.name.startsWith('.'))
-    .map((e) => join(dir, e.name));
-  if (existsSync(join(dir, 'job.json'))) return [dir];
-  if (!children.some((c) => existsSync(join(c, 'job.json'))) && isHarborDataset(dir)) return [dir];
-  return children.filter(isEnvironment).sort();
+  if (hasJob(dir) || isHarborEnvironment(dir)) return [dir];
+  return subfolders(dir)
+    .filter((c) => hasJob(c) || isHarborEnvironment(c))
+    .sort();
 }
 
 export function loadEnvironments(dirs: readonly string[], registry: Registry, log?: Logger, project?: ProjectOptions, harbor = new HarborTasks()): Environments {

@@ -334,6 +334,26 @@ export const errors = {
     `sandbox template "${template}": ${why}`,
     { template },
   ]),
+  // A Harbor task's sandbox (src/harbor/sandbox-spec.ts, drivers/docker/images.ts). A row naming a task this
+  // server does not serve is the row's (400 at any step: ROW_CODES in src/doors/core.ts); a task whose image
+  // cannot be had (missing, its build failed or ran out of time) is not the model's doing: ours, 5xx, so the
+  // rollout is discarded, never scored (docs/door-failures.md); `harbor check` finds such tasks before training.
+  harborUnknownTask: define('RFT_ERR_HARBOR_UNKNOWN_TASK', 400, (ref: string) => [
+    `the row names Harbor task "${ref}" (sandbox.harbor), which this server does not serve: check the environment's task folders`,
+    { task: ref },
+  ]),
+  harborImageMissing: define('RFT_ERR_HARBOR_IMAGE_MISSING', 500, (image: string, engine: string) => [
+    `the task's image ${image} is not on Docker engine "${engine}" (images are never pulled: load or build it there)`,
+    { image, engine },
+  ]),
+  harborImageBuild: define('RFT_ERR_HARBOR_IMAGE_BUILD', 500, (image: string, why: string) => [
+    `the task's environment/Dockerfile did not build (${image}): ${why}`,
+    { image },
+  ]),
+  harborImageBuildTimeout: define('RFT_ERR_HARBOR_IMAGE_BUILD_TIMEOUT', 504, (image: string, seconds: number) => [
+    `the task's environment/Dockerfile did not build within its build_timeout_sec (${seconds} s): ${image}`,
+    { image, build_timeout_sec: seconds },
+  ]),
   processDriverNotAllowed: define('RFT_ERR_SANDBOX_PROCESS_DRIVER', 500, (host: string) => [
     `the process sandbox driver isolates nothing and is refused while listening on ${host}: give the server an isolating driver ` +
       `(RFT_SANDBOX=docker with the engine's socket mounted, or bwrap where user namespaces are allowed: docs/deploy.md), ` +

@@ -85,7 +85,8 @@ export interface Grade {
  */
 export type FailureClass = 'model' | 'row' | 'ours';
 
-const ROW_CODES: ReadonlySet<string> = new Set([errors.rowUnreadable.code, errors.rowTooDeep.code, errors.badRow.code, errors.bodyTooDeep.code]);
+// A row naming a Harbor task this server does not serve is the row's even at a tool call (its sandbox is made on first use).
+const ROW_CODES: ReadonlySet<string> = new Set([errors.rowUnreadable.code, errors.rowTooDeep.code, errors.badRow.code, errors.bodyTooDeep.code, errors.harborUnknownTask.code]);
 
 export function failureClass(e: unknown, step: 'start' | 'call' | 'grade'): FailureClass {
   if (!isRftError(e)) return 'ours';

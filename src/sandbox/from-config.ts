@@ -76,6 +76,7 @@ export async function createManagerFromConfig(config: SandboxServerConfig, log: 
     graceMs: s.graceMs,
     instanceId: module?.shared ? owner : instanceId,
     templatesRoot: s.templatesRoot,
+    harborNetwork: s.harborNetwork,
     log: log.child({ component: 'sandbox', driver: driver.name }),
     ...(extra.readOnlyMounts ? { readOnlyMounts: extra.readOnlyMounts } : {}),
     ...(extra.prestarts?.length ? { prestarts: extra.prestarts } : {}),

@@ -15,7 +15,7 @@ import { basename, join, resolve } from 'node:path';
 import type { Logger } from 'pino';
 import { z } from 'zod';
 import { errors } from '../errors.js';
-import { defaultGrader, type Registry } from '../registry/loader.js';
+import { defaultGrader, type LoadedGrader, type Registry } from '../registry/loader.js';
 import { HARBOR_TOOLS, isHarborDataset } from '../harbor/dataset.js';
 import { HARBOR_GRADER, harborEnvironment } from '../harbor/environment.js';
 import { HarborTasks } from '../harbor/registry.js';
@@ -122,9 +122,17 @@ function candidates(dir: string): string[] {
     .sort();
 }
 
-export function loadEnvironments(dirs: readonly string[], registry: Registry, log?: Logger, project?: ProjectOptions, harbor = new HarborTasks()): Environments {
+/** What a Harbor environment needs from the server: where its tasks are registered, and its grader (src/harbor/grader.ts). */
+export interface HarborOptions {
+  tasks: HarborTasks;
+  /** The built-in harbor grader, registered when a Harbor environment is found and the registry has none. */
+  grader?: () => LoadedGrader;
+}
+
+export function loadEnvironments(dirs: readonly string[], registry: Registry, log?: Logger, project?: ProjectOptions, harbor: HarborOptions = { tasks: new HarborTasks() }): Environments {
   const projectDirs = new Set((project?.dirs ?? []).map((d) => resolve(d)));
   const found = new Map<string, Environment>();
+  let harborFound = false;
   for (const dir of [...new Set(dirs.flatMap(candidates))]) {
     let env: Environment | undefined;
     if (!existsSync(join(dir, 'job.json'))) {
@@ -133,12 +141,13 @@ export function loadEnvironments(dirs: readonly string[], registry: Registry, lo
         log?.warn({ environment: name, dirs: [found.get(name)!.dir, dir] }, 'environment left out: another of that name was found first');
         continue;
       }
-      const missing = [...HARBOR_TOOLS.filter((t) => !registry.tools.has(t)), ...(registry.graders.has(HARBOR_GRADER) ? [] : [HARBOR_GRADER])];
+      const missing = [...HARBOR_TOOLS.filter((t) => !registry.tools.has(t)), ...(registry.graders.has(HARBOR_GRADER) || harbor.grader ? [] : [HARBOR_GRADER])];
       if (missing.length > 0) {
         log?.warn({ environment: name, dir, missing }, 'Harbor environment left out: the server has none of these units (the harness tools of tools/, the harbor grader of graders/)');
         continue;
       }
-      found.set(name, harborEnvironment(name, dir, registry, harbor, log));
+      found.set(name, harborEnvironment(name, dir, registry, harbor.tasks, log));
+      harborFound = true;
       continue;
     }
     if (project && projectDirs.has(resolve(dir))) {
@@ -169,5 +178,7 @@ export function loadEnvironments(dirs: readonly string[], registry: Registry, lo
     }
     found.set(env.name, env);
   }
+  // After the loop: the project's default grader (the only one of its graders/) is chosen without it.
+  if (harborFound && harbor.grader && !registry.graders.has(HARBOR_GRADER)) registry.graders.set(HARBOR_GRADER, harbor.grader());
   return new Environments([...found.values()]);
 }

@@ -83,6 +83,7 @@ export async function createManagerFromConfig(config: SandboxServerConfig, log: 
     ...(extra.observer ? { observer: extra.observer } : {}),
     ...(module?.shared && extra.placements ? { placements: extra.placements } : {}),
     ...(extra.history ? { history: extra.history } : {}),
+    ...(extra.harborTasks ? { harborTasks: extra.harborTasks } : {}),
   });
   await manager.start();
   await module?.started?.(driver, { owner, placements: extra.placements, log: log.child({ component: 'sandbox' }) });

@@ -75,7 +75,7 @@ describe('environments', () => {
       cpSync(join(repoRoot, 'examples/harbor/write-greeting'), join(tb, 'write-greeting'), { recursive: true });
       cpSync(join(repoRoot, 'examples/harbor/count-answers'), join(tb, 'validation', 'count-answers'), { recursive: true });
       cpSync(join(repoRoot, 'test/fixtures/harbor-invalid/multi-step'), join(tb, 'multi-step'), { recursive: true });
-      const envs = loadEnvironments([tb], registry, log, undefined, tasks);
+      const envs = loadEnvironments([tb], registry, log, undefined, { tasks });
       expect(envs.get('tb')).toMatchObject({ tools: ['shell', 'read_file', 'write_file', 'list_files'], grader: 'harbor' });
       expect(envs.splits('tb')).toEqual(['train', 'validation']);
       const [row] = await envs.rows('tb', 'train');
@@ -89,6 +89,11 @@ describe('environments', () => {
       warned.length = 0;
       expect(loadEnvironments([tb], bare, log).list()).toEqual([]);
       expect(warned).toEqual([expect.objectContaining({ environment: 'tb', missing: ['harbor'] })]);
+      // Given the built-in grader, the load registers it (after the project's default grader was chosen) and serves tb.
+      const reg = { tools: bare.tools, graders: new Map(bare.graders) };
+      const grader = harborGrader({ tasks: tasks.lookup, verify: () => Promise.reject(new Error('not graded here')) });
+      expect(loadEnvironments([tb], reg, log, undefined, { tasks, grader: () => grader }).list().map((e) => e.name)).toEqual(['tb']);
+      expect(reg.graders.get('harbor')).toBe(grader);
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }

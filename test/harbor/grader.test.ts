@@ -5,6 +5,7 @@ import { describe, expect, it } from 'vitest';
 import { join } from 'node:path';
 import { errors } from '../../src/errors.js';
 import { harborGrader } from '../../src/harbor/grader.js';
+import { defaultGrader } from '../../src/registry/loader.js';
 import { readHarborTask } from '../../src/harbor/task.js';
 import type { HarborTask, HarborVerdict } from '../../src/harbor/types.js';
 import type { GraderContext } from '../../src/registry/define.js';
@@ -79,5 +80,12 @@ describe('the harbor grader', () => {
     const { g } = grade({ kind: 'scored', score: 1, subscores: {}, file: 'reward.txt', log: '' });
     expect(g).toMatchObject({ readsCalls: true, range: [0, 1] });
     expect(g.def.name).toBe('harbor');
+  });
+
+  it("is built in: never the project's default grader, which stays its only grader of graders/", () => {
+    const { g } = grade({ kind: 'scored', score: 1, subscores: {}, file: 'reward.txt', log: '' });
+    const own = { ...g, def: { ...g.def, name: 'mine' }, builtIn: undefined };
+    expect(defaultGrader({ tools: new Map(), graders: new Map([['mine', own], ['harbor', g]]) }, undefined)).toBe('mine');
+    expect(defaultGrader({ tools: new Map(), graders: new Map([['harbor', g]]) }, undefined)).toBeUndefined();
   });
 });

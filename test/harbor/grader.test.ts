@@ -84,7 +84,7 @@ describe('the harbor grader', () => {
 
   it("is built in: never the project's default grader, which stays its only grader of graders/", () => {
     const { g } = grade({ kind: 'scored', score: 1, subscores: {}, file: 'reward.txt', log: '' });
-    const own = { ...g, def: { ...g.def, name: 'mine' }, builtIn: undefined };
+    const own = { ...g, def: { ...g.def, name: 'mine' }, builtIn: false };
     expect(defaultGrader({ tools: new Map(), graders: new Map([['mine', own], ['harbor', g]]) }, undefined)).toBe('mine');
     expect(defaultGrader({ tools: new Map(), graders: new Map([['harbor', g]]) }, undefined)).toBeUndefined();
   });

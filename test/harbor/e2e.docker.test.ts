@@ -3,6 +3,7 @@
 // whose score is the task's tests' (reward.txt, reward.json's reward, their 0 for an untouched task).
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, expect, it } from 'vitest';
+import { postJson } from '../helpers/agent-rft.js';
 import { describeIf } from '../helpers/require.js';
 import { startTestServer, type TestServer } from '../helpers/server.js';
 import { baseImageOn } from './task-folders.js';
@@ -19,14 +20,7 @@ describeIf(base === 'rft-endpoints-base:bookworm', 'Harbor rollouts over HTTP on
   }, 60_000);
   afterAll(() => server?.close());
 
-  async function post(path: string, body: unknown): Promise<{ status: number; json: Record<string, unknown> }> {
-    const res = await fetch(`${server.url}${path}`, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json', authorization: `Bearer ${server.key}` },
-      body: JSON.stringify(body),
-    });
-    return { status: res.status, json: (await res.json()) as Record<string, unknown> };
-  }
+  const post = (path: string, body: unknown) => postJson(server, path, body);
   /** The row's fields as the trainer sends them with each call: the item, without the conversation and tools. */
   const itemOf = (id: string) => {
     const { messages: _m, tools: _t, ...item } = rows[id]!;

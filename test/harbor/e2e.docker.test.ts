@@ -4,6 +4,7 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { postJson } from '../helpers/agent-rft.js';
+import { OrsClient, TrlRollout } from '../helpers/ors-client.js';
 import { describeIf } from '../helpers/require.js';
 import { startTestServer, type TestServer } from '../helpers/server.js';
 import { baseImageOn } from './task-folders.js';
@@ -13,10 +14,12 @@ const base = await baseImageOn('/var/run/docker.sock');
 describeIf(base === 'rft-endpoints-base:bookworm', 'Harbor rollouts over HTTP on Docker', 'no Docker engine with rft-endpoints-base:bookworm')('Harbor rollouts over HTTP on Docker', () => {
   let server: TestServer;
   let rows: Record<string, Record<string, unknown>>;
+  let order: string[];
   beforeAll(async () => {
     server = await startTestServer({ env: { RFT_SANDBOX: 'docker' } });
     const list = await server.app.rft.environments.rows('harbor', 'train');
     rows = Object.fromEntries(list.map((r) => [r.id as string, r]));
+    order = list.map((r) => r.id as string);
   }, 60_000);
   afterAll(() => server?.close());
 
@@ -69,5 +72,19 @@ describeIf(base === 'rft-endpoints-base:bookworm', 'Harbor rollouts over HTTP on
     expect(await call(t, 'workdir-project', 'read_file', { path: 'VERSION' })).toBe('1\t1.2.3');
     await call(t, 'workdir-project', 'shell', { command: "echo 1.3.0 > VERSION && { echo '## 1.3.0'; cat CHANGELOG.md; } > c && mv c CHANGELOG.md" });
     expect(await grade(t, 'workdir-project')).toEqual({ status: 200, json: { score: 1 } });
+  }, 180_000);
+
+  it('an ORS session of a task gets the same reward from its submit: the harness tools, the task container, the tests', async () => {
+    const ors = new OrsClient(server.url, { token: server.key });
+    const play = (id: string, commands: string[]) =>
+      ors.session('harbor', { split: 'train', index: order.indexOf(id) }, async (s) => {
+        expect((await s.listTools()).map((t) => t.name)).toEqual(['shell', 'read_file', 'write_file', 'list_files', 'submit']);
+        const trl = new TrlRollout(s);
+        for (const command of commands) expect(await trl.call('shell', { command })).toMatch(/^exit_code: 0/);
+        await trl.call('submit', { answer: '' });
+        return trl.reward;
+      });
+    expect(await play('fill-form', ["printf 'name=Ada Lovelace\\nyear=1843\\n' > form.txt"])).toBeCloseTo(0.4, 6);
+    expect(await play('weighted-json', ['echo beta > b.txt'])).toBeCloseTo(0.2, 6);
   }, 180_000);
 });

@@ -69,6 +69,22 @@ describe('task.toml', () => {
     expect(() => parseTaskToml('artifacts = ["/app/../etc"]\n')).toThrow(/\.\./);
   });
 
+  it("reads the shape of Terminal-Bench's converted tasks (schema 1.0, empty env tables, gpus = 0, mcp_servers = [])", () => {
+    const text = [
+      'version = "1.0"',
+      '[metadata]\nauthor_name = "x"\ndifficulty = "medium"\ntags = [ "coding", "automation",]\nexpert_time_estimate_min = 30.0',
+      '[verifier]\ntimeout_sec = 240.0',
+      '[agent]\ntimeout_sec = 900.0',
+      '[environment]\nbuild_timeout_sec = 600.0\ncpus = 1\nmemory_mb = 2048\nstorage_mb = 10240\ngpus = 0\nallow_internet = true\nmcp_servers = []',
+      '[verifier.env]',
+      '[solution.env]',
+    ].join('\n');
+    const parsed = parseTaskToml(text);
+    expect(parsed.gpus).toBe(0);
+    expect(parsed.config).toMatchObject({ schemaVersion: '1.0', agent: { timeoutSec: 900 }, verifier: { timeoutSec: 240, env: {}, mode: 'shared' } });
+    expect(parsed.config.environment).toMatchObject({ cpus: 1, memoryMb: 2048, storageMb: 10240, networkMode: 'public' });
+  });
+
   it('converts sizes as Harbor does', () => {
     expect(sizeToMb('2G')).toBe(2048);
     expect(sizeToMb(' 1.5g ')).toBe(1536);

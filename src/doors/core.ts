@@ -17,6 +17,7 @@ import type { SandboxProvider } from '../sandbox/provider.js';
 import type { Sandbox } from '../sandbox/types.js';
 import { budgetFromItem } from '../rollout/budget.js';
 import type { Store, WriteDurability } from '../store/types.js';
+import { harborEnvironmentOf } from '../harbor/registry.js';
 
 export interface CoreServices {
   registry: Registry;
@@ -112,6 +113,9 @@ export class DoorCore {
   private environmentOf(input: StartRollout): Environment | undefined {
     const { environments } = this.s;
     if (input.environment !== undefined) return environments.get(input.environment);
+    // A Harbor row names its environment with its task (the harness tools are coding's too: they cannot tell).
+    const harbor = harborEnvironmentOf(input.row);
+    if (harbor !== undefined && environments.list().some((e) => e.name === harbor)) return environments.get(harbor);
     return environments.forTools(input.tools);
   }
 

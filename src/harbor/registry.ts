@@ -24,3 +24,11 @@ export class HarborTasks {
 export function harborRef(environment: string, task: string): string {
   return `${environment}/${task}`;
 }
+
+/** The environment a row's `sandbox.harbor` names (the part before the task's name), or undefined. */
+export function harborEnvironmentOf(row: Readonly<Record<string, unknown>>): string | undefined {
+  const ref = (row['sandbox'] as { harbor?: unknown } | null | undefined)?.harbor;
+  if (typeof ref !== 'string') return undefined;
+  const slash = ref.indexOf('/');
+  return slash > 0 ? ref.slice(0, slash) : undefined;
+}

@@ -5,6 +5,8 @@ import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { postJson } from '../helpers/agent-rft.js';
 import { OrsClient, TrlRollout } from '../helpers/ors-client.js';
+import { simpleAgentRun } from '../helpers/nemo-gym-client.js';
+import { toGymRow } from '../../src/cli/dataset/nemo-gym-row.js';
 import { describeIf } from '../helpers/require.js';
 import { startTestServer, type TestServer } from '../helpers/server.js';
 import { baseImageOn } from './task-folders.js';
@@ -16,7 +18,7 @@ describeIf(base === 'rft-endpoints-base:bookworm', 'Harbor rollouts over HTTP on
   let rows: Record<string, Record<string, unknown>>;
   let order: string[];
   beforeAll(async () => {
-    server = await startTestServer({ env: { RFT_SANDBOX: 'docker' } });
+    server = await startTestServer({ env: { RFT_SANDBOX: 'docker', RFT_NEMO_GYM_PORT: '0' } });
     const list = await server.app.rft.environments.rows('harbor', 'train');
     rows = Object.fromEntries(list.map((r) => [r.id as string, r]));
     order = list.map((r) => r.id as string);
@@ -86,5 +88,15 @@ describeIf(base === 'rft-endpoints-base:bookworm', 'Harbor rollouts over HTTP on
       });
     expect(await play('fill-form', ["printf 'name=Ada Lovelace\\nyear=1843\\n' > form.txt"])).toBeCloseTo(0.4, 6);
     expect(await play('weighted-json', ['echo beta > b.txt'])).toBeCloseTo(0.2, 6);
+  }, 180_000);
+
+  it("a NeMo Gym rollout (simple_agent's calls) of a task finds its environment by the row's task, and gets the tests' reward", async () => {
+    // The harness tools are coding's too: the row's sandbox.harbor, not its tools, names the environment.
+    const command = (c: string) => ({ calls: [{ name: 'shell', arguments: JSON.stringify({ command: c }) }] });
+    const ep = await simpleAgentRun(server.app.rft.nemoGym!.url, toGymRow(rows['write-greeting']), (step) =>
+      step === 1 ? command("printf 'hello harbor\\n' > greeting.txt") : { message: 'done' },
+    );
+    expect(ep.verify.status).toBe(200);
+    expect(ep.result!.reward).toBe(1);
   }, 180_000);
 });

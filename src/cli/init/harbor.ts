@@ -5,10 +5,12 @@
 import { cpSync, mkdirSync, readdirSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { HARBOR_TOOLS } from '../../harbor/dataset.js';
-import { importClosure } from './project.js';
 
-/** Writes the project into `staging` (initProject renames it into place); returns the number of files. */
-export function writeHarborProject(root: string, staging: string, name: string, dependency: string): number {
+/**
+ * Writes the project into `staging` (initProject renames it into place); returns the number of files.
+ * `importClosure`: a unit and the modules it imports relatively (project.ts's, passed in: it imports this file).
+ */
+export function writeHarborProject(root: string, staging: string, name: string, dependency: string, importClosure: (root: string, entry: string) => string[]): number {
   let files = 0;
   for (const tool of HARBOR_TOOLS) {
     for (const file of importClosure(root, `tools/${tool}.ts`)) {

@@ -147,7 +147,7 @@ export function initProject(opts: InitOptions): InitResult {
   try {
     if (harbor) {
       // A folder of Harbor tasks: no job.json, dataset or units of its own but the harness (init/harbor.ts).
-      const files = writeHarborProject(root, staging, basename(dir), dependency);
+      const files = writeHarborProject(root, staging, basename(dir), dependency, importClosure);
       if (existsSync(dir)) rmSync(dir, { recursive: true }); // empty, checked above
       renameSync(staging, dir);
       return { dir: relative(process.cwd(), dir) || '.', example: HARBOR_EXAMPLE, files, dependency };

@@ -71,6 +71,11 @@ const UID_SPAN = 1_000_000;
  * kernel memory; 8.5 MB by the host's available memory, page cache included, counted here.
  */
 const PREPARED_KB = 8_704;
+/**
+ * Warm containers a refill starts at once per engine. One at a time, the pool held 19 of a 128-rollout
+ * Harbor step after a 20 s pause under gVisor (bench/harbor-step.ts, bench/README.md).
+ */
+const POOL_PARALLEL = 4;
 
 interface Container {
   id: string;
@@ -243,7 +248,9 @@ export class DockerDriver implements SandboxDriver {
    * bounds what they cost. Lazy: the engines are known once the driver is built.
    */
   private get pool(): WarmPool<Warm> {
-    this.poolInstance ??= new WarmPool(poolSizing((this.o.warmPool ?? 0) * this.engines.length, this.o.warmLearning, PREPARED_KB), {
+    // Refills prepare POOL_PARALLEL containers at once per engine (each engine bounds its own creations: engine.ts).
+    const sizing = { ...poolSizing((this.o.warmPool ?? 0) * this.engines.length, this.o.warmLearning, PREPARED_KB), parallel: POOL_PARALLEL * this.engines.length };
+    this.poolInstance ??= new WarmPool(sizing, {
       make: (spec) => this.makeWarm(spec),
       discard: (w) => {
         this.leaveQuota(w);

@@ -156,6 +156,16 @@ for (const eng of ENGINES) {
       expect(await verifyHarborTask(sb, task)).toMatchObject({ kind: 'scored', score: 1 });
     }, 300_000);
 
+    it('a memory hog at the end is the model\'s doing: the work\'s score, or 0 when it took the sandbox down (gVisor), never a thrown 5xx', async () => {
+      const sb = await rollout(task, 'hog');
+      await sb.writeFile('greeting.txt', 'hello harbor\n');
+      // perl, in every Debian image: 3 GB touched, past the sandbox's memory.
+      const ran = await sb.exec(['perl', '-e', '$x = "y" x (3 * 1024 ** 3); print "allocated\n"'], { timeoutMs: 40_000 }).catch((e: unknown) => e);
+      const v = await verifyHarborTask(sb, task);
+      if (v.kind === 'scored') expect(v.score).toBe(1);
+      else expect(v, `${v.log} ${JSON.stringify(ran)}`).toMatchObject({ kind: 'model', score: 0 });
+    }, 300_000);
+
     it('a verifier over its timeout is the model\'s 0 (VerifierTimeout), and what it left is killed', async () => {
       const sb = await rollout(slowTask, 'slow');
       const v = await verifyHarborTask(sb, slowTask);

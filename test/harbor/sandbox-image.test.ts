@@ -135,6 +135,12 @@ for (const eng of ENGINES) {
       expect(info.body.HostConfig).toMatchObject({ NetworkMode: 'none', NanoCpus: 500_000_000, CapDrop: ['ALL'], ReadonlyRootfs: false });
       expect(info.body.HostConfig.Memory).toBe(300 * 2 ** 20 + (eng.runtime ? 256 * 2 ** 20 : 0));
       expect(await verifyHarborTask(sb, task)).toMatchObject({ kind: 'scored', score: 1 });
+      // Another replica opening it from its placement runs as the same user, in the same workdir.
+      const replica = mk();
+      const att = await replica.attach('harbor_users', sb.ref!, testLimits);
+      expect((await att.exec('id -un; pwd')).stdout).toBe('agent\n/srv/work\n');
+      expect(att.admin?.workdir).toBe('/srv/work');
+      await replica.close();
     }, 300_000);
 
     it('separate verifier mode: a fresh container of [verifier.environment] with the artifacts copied in; the agent\'s container is not graded', async () => {

@@ -13,7 +13,10 @@ import type { Sandbox } from '../../src/sandbox/types.js';
 import { describeIf } from '../helpers/require.js';
 import { runLabels } from '../helpers/run-label.js';
 import { DOCKER_IMAGE, GVISOR_ENGINE, testLimits, until } from '../sandbox/helpers.js';
-import { baseImageOn, makeTask, removeTaskImages } from './task-folders.js';
+import { baseImageOn, makeTask, removeTaskImages, type TaskFolder } from './task-folders.js';
+
+const SCOPE = 'forge';
+const makeScoped = (t: TaskFolder): Promise<HarborTask> => makeTask(t, undefined, SCOPE);
 
 const ENGINES = [
   { name: 'docker', socket: '/var/run/docker.sock', runtime: undefined },
@@ -49,13 +52,13 @@ for (const eng of ENGINES) {
       });
       await driver.available();
       const dockerfile = `FROM ${base}\nUSER root\nWORKDIR /app\n`;
-      task = await makeTask({ name: 'greeting', dockerfile, testSh: GREETING_TEST });
-      jsonTask = await makeTask({
+      task = await makeScoped({ name: 'greeting', dockerfile, testSh: GREETING_TEST });
+      jsonTask = await makeScoped({
         name: 'components',
         dockerfile,
         testSh: `#!/bin/bash\nmkdir -p /logs/verifier\na=0; b=0\n[ -f /app/a ] && a=1\n[ -f /app/b ] && b=1\necho "{\\"a\\": $a, \\"b\\": $b, \\"c\\": 0}" > /logs/verifier/reward.json\n`,
       });
-      slowTask = await makeTask({
+      slowTask = await makeScoped({
         name: 'slow-verifier',
         dockerfile,
         testSh: `#!/bin/bash\nmkdir -p /logs/verifier\n(sleep 300; echo 1 > /logs/verifier/reward.txt) &\nsleep 300\n`,
@@ -66,7 +69,7 @@ for (const eng of ENGINES) {
     afterAll(async () => {
       await Promise.all(made.map((s) => s.destroy().catch(() => {})));
       await driver?.close();
-      await removeTaskImages(eng.socket);
+      await removeTaskImages(eng.socket, SCOPE);
     }, 120_000);
 
     async function rollout(t: HarborTask, id: string): Promise<Sandbox> {

@@ -9,7 +9,7 @@ import { randomInt, randomUUID } from 'node:crypto';
 import type { Logger } from 'pino';
 import { readFileSync, statSync } from 'node:fs';
 import { errors, isRftError, type RftError } from '../../../errors.js';
-import { SLOW_TIMEOUT_MS } from './api.js';
+import { DockerStatusError, SLOW_TIMEOUT_MS } from './api.js';
 import { DockerEngine } from './engine.js';
 import { endpointFor, type DockerHostSpec } from './hosts.js';
 import { DockerSandbox } from './sandbox.js';
@@ -422,8 +422,21 @@ export class DockerDriver implements SandboxDriver {
     };
   }
 
-  /** Creates and starts a container on `engine`; removed again if it cannot start. */
+  /**
+   * Creates and starts a container on `engine`; removed again if it cannot start. A task image the engine
+   * no longer has (removed since it was built or found: an operator's prune) is found or built again, once.
+   */
   private async createContainer(engine: DockerEngine, limits: SandboxLimits, labels: Record<string, string>, readOnlyMounts: string[] = [], image?: SandboxImage): Promise<Container> {
+    try {
+      return await this.createOnce(engine, limits, labels, readOnlyMounts, image);
+    } catch (e) {
+      if (!image || !(e instanceof DockerStatusError) || e.dockerStatus !== 404 || e.path !== '/containers/create') throw e;
+      this.images.forget(engine, image);
+      return this.createOnce(engine, limits, labels, readOnlyMounts, image);
+    }
+  }
+
+  private async createOnce(engine: DockerEngine, limits: SandboxLimits, labels: Record<string, string>, readOnlyMounts: string[], image: SandboxImage | undefined): Promise<Container> {
     const id = `sb_${randomUUID().replace(/-/g, '').slice(0, 16)}`;
     const name = `rft-${id}`;
     // A task image: built (once per digest and engine) before the container; its workdir and user are the image's unless the task says.

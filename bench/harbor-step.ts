@@ -47,7 +47,7 @@ async function main(): Promise<void> {
   const root = await mkdtemp(join(tmpdir(), 'rft-bench-harbor-'));
   const images: SandboxImage[] = [];
   for (let t = 0; t < tasks; t++) {
-    const task = await makeTask({ name: `task${t}`, dockerfile: `FROM ${base}\nUSER root\nWORKDIR /app\nRUN echo task${t}-${process.pid} > /marker\n`, testSh: 'true\n' }, root);
+    const task = await makeTask({ name: `task${t}`, dockerfile: `FROM ${base}\nUSER root\nWORKDIR /app\nRUN echo task${t}-${process.pid} > /marker\n`, testSh: 'true\n' }, root, 'bench');
     images.push(harborSandboxImage(task));
   }
   const driver = new DockerDriver({
@@ -107,7 +107,7 @@ async function main(): Promise<void> {
     results.push(['3 warm pool (baseline)', await step('s3')]);
   } finally {
     await driver.close();
-    await removeTaskImages(socket).catch(() => 0);
+    await removeTaskImages(socket, 'bench').catch(() => 0);
     await rm(root, { recursive: true, force: true });
   }
 

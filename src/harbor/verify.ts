@@ -128,10 +128,24 @@ export async function verifyHarborTask(sandbox: Sandbox, task: HarborTask, opts:
   try {
     return await verifyStep(sandbox, task, opts);
   } catch (e) {
+    // The container is gone: the sandbox's own classification says whose doing (a gVisor sandbox whose
+    // kernel the rollout's memory hog or fork bomb took down is the rollout's: RFT_ERR_SANDBOX_ENDED_BY_ROLLOUT).
+    if (isRftError(e) && e.code === errors.sandboxLost.code && (await endedByRollout(sandbox))) {
+      return { kind: 'model', score: 0, reason: 'RewardFileNotFound', log: "the rollout's own commands took its sandbox down (its memory or process limit): there was nothing left to grade" };
+    }
     // An engine that stopped answering mid-step (an uncoded error) is ours too, coded.
     if (isRftError(e)) throw e;
     throw errors.sandboxFailed(`Harbor's verify step of task ${task.name} failed on the server's side: ${(e as Error).message}`);
   }
+}
+
+/** Whether the rollout's sandbox answers that its own commands ended it (a call on it: the driver classifies). */
+async function endedByRollout(sandbox: Sandbox): Promise<boolean> {
+  const why = await sandbox.exec(['true']).then(
+    () => undefined,
+    (x: unknown) => x,
+  );
+  return isRftError(why) && why.code === errors.sandboxEndedByRollout.code;
 }
 
 async function verifyStep(sandbox: Sandbox, task: HarborTask, opts: VerifyOptions): Promise<HarborVerdict> {

@@ -6,6 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DockerDriver } from '../../src/sandbox/drivers/docker/driver.js';
 import { parseDockerHosts } from '../../src/sandbox/drivers/docker/hosts.js';
 import { DockerApi } from '../../src/sandbox/drivers/docker/api.js';
+import { builtTag } from '../../src/sandbox/drivers/docker/images.js';
 import { harborSandboxImage, resolveTemplates } from '../../src/harbor/sandbox-spec.js';
 import { parseReward, verifyHarborTask } from '../../src/harbor/verify.js';
 import { workspaceSource } from '../../src/sandbox/workspace/workspace.js';
@@ -16,7 +17,10 @@ import type { Sandbox, SandboxImage } from '../../src/sandbox/types.js';
 import { describeIf } from '../helpers/require.js';
 import { runLabels } from '../helpers/run-label.js';
 import { DOCKER_IMAGE, GVISOR_ENGINE, testLimits, until } from '../sandbox/helpers.js';
-import { baseImageOn, makeTask, removeTaskImages } from './task-folders.js';
+import { baseImageOn, makeTask, removeTaskImages, SCOPE_LABEL, type TaskFolder } from './task-folders.js';
+
+const SCOPE = 'sandbox-image';
+const makeScoped = (t: TaskFolder): Promise<HarborTask> => makeTask(t, undefined, SCOPE);
 
 describe('reward files by Harbor\'s rule', () => {
   it('reward.txt: a float kept as is; empty and unparsable are their own kinds', () => {
@@ -88,11 +92,11 @@ for (const eng of ENGINES) {
     afterAll(async () => {
       await Promise.all(made.map((s) => s.destroy().catch(() => {})));
       await driver?.close();
-      await removeTaskImages(eng.socket);
+      await removeTaskImages(eng.socket, SCOPE);
     }, 120_000);
 
     it('a Dockerfile is built once per digest however many rollouts start at once; the same digest again builds nothing', async () => {
-      const task = await makeTask({ name: 'once', dockerfile: `FROM ${base}\nUSER root\nWORKDIR /app\nRUN echo built > /app/marker\n`, testSh: 'true\n' });
+      const task = await makeScoped({ name: 'once', dockerfile: `FROM ${base}\nUSER root\nWORKDIR /app\nRUN echo built > /app/marker\n`, testSh: 'true\n' });
       const before = driver.images.builds;
       const sbs = await Promise.all([1, 2, 3, 4].map((i) => create(driver, harborSandboxImage(task), `once${i}`)));
       expect(driver.images.builds - before).toBe(1);
@@ -102,13 +106,21 @@ for (const eng of ENGINES) {
       await create(again, harborSandboxImage(task), 'once5');
       expect(again.images.builds).toBe(0);
       await again.close();
+      // The image removed from the engine since (an operator's prune): the next rollout builds it again, not a 500.
+      const api = new DockerApi(eng.socket);
+      for (const sb of sbs) await sb.destroy();
+      await api.call('DELETE', `/images/${encodeURIComponent(builtTag(task.environmentDigest))}?force=true`);
+      await api.close();
+      const rebuilt = await create(driver, harborSandboxImage(task), 'once6');
+      expect((await rebuilt.exec('cat marker')).stdout).toBe('built\n');
+      expect(driver.images.builds - before).toBe(2);
     }, 300_000);
 
     it('a failed build, a build past build_timeout_sec and a missing prebuilt image are coded errors of ours (5xx), never the model\'s', async () => {
-      const broken = await makeTask({ name: 'broken', dockerfile: `FROM ${base}\nRUN exit 3\n`, testSh: 'true\n' });
+      const broken = await makeScoped({ name: 'broken', dockerfile: `FROM ${base}\nRUN exit 3\n`, testSh: 'true\n' });
       const e1 = await create(driver, harborSandboxImage(broken), 'broken').catch((x: unknown) => x);
       expect(isRftError(e1) && e1.code).toBe(errors.harborImageBuild.code);
-      const slow = await makeTask({ name: 'slow-build', dockerfile: `FROM ${base}\nRUN sleep 30\n`, testSh: 'true\n', config: { environment: { buildTimeoutSec: 1 } } });
+      const slow = await makeScoped({ name: 'slow-build', dockerfile: `FROM ${base}\nRUN sleep 30\n`, testSh: 'true\n', config: { environment: { buildTimeoutSec: 1 } } });
       const e2 = await create(driver, harborSandboxImage(slow), 'slowbuild').catch((x: unknown) => x);
       expect(isRftError(e2) && e2.code).toBe(errors.harborImageBuildTimeout.code);
       const e3 = await create(driver, { ref: 'rft-harbor-test-absent:never' }, 'absent').catch((x: unknown) => x);
@@ -117,7 +129,7 @@ for (const eng of ENGINES) {
     }, 300_000);
 
     it('task.toml\'s workdir, [agent] user, env, cpus and memory apply; the verifier runs as [verifier].user; no network', async () => {
-      const task = await makeTask({
+      const task = await makeScoped({
         name: 'users',
         dockerfile: `FROM ${base}\nUSER root\nRUN useradd -m -u 4321 agent && useradd -m -u 4322 checker\nWORKDIR /app\n`,
         testSh: '#!/bin/bash\nmkdir -p /logs/verifier\n[ "$(id -un)" = checker ] && [ "$(pwd)" = /srv/work ] && [ "$CHECK" = yes ] && [ -f /srv/work/done ] && echo 1 > /logs/verifier/reward.txt || echo 0 > /logs/verifier/reward.txt\n',
@@ -135,10 +147,16 @@ for (const eng of ENGINES) {
       expect(info.body.HostConfig).toMatchObject({ NetworkMode: 'none', NanoCpus: 500_000_000, CapDrop: ['ALL'], ReadonlyRootfs: false });
       expect(info.body.HostConfig.Memory).toBe(300 * 2 ** 20 + (eng.runtime ? 256 * 2 ** 20 : 0));
       expect(await verifyHarborTask(sb, task)).toMatchObject({ kind: 'scored', score: 1 });
+      // Another replica opening it from its placement runs as the same user, in the same workdir.
+      const replica = mk();
+      const att = await replica.attach('harbor_users', sb.ref!, testLimits);
+      expect((await att.exec('id -un; pwd')).stdout).toBe('agent\n/srv/work\n');
+      expect(att.admin?.workdir).toBe('/srv/work');
+      await replica.close();
     }, 300_000);
 
     it('separate verifier mode: a fresh container of [verifier.environment] with the artifacts copied in; the agent\'s container is not graded', async () => {
-      const task = await makeTask({
+      const task = await makeScoped({
         name: 'separate',
         dockerfile: `FROM ${base}\nUSER root\nWORKDIR /app\n`,
         testSh: '#!/bin/bash\nmkdir -p /logs/verifier\n[ -f /verifier-image ] && [ "$(cat /app/out.txt)" = 42 ] && [ ! -e /app/junk ] && echo 1 > /logs/verifier/reward.txt || echo 0 > /logs/verifier/reward.txt\n',
@@ -146,7 +164,7 @@ for (const eng of ENGINES) {
       });
       // [verifier.environment]: an image built from tests/ that holds /tests/test.sh itself.
       const { writeFile } = await import('node:fs/promises');
-      await writeFile(`${task.dir}/tests/Dockerfile`, `FROM ${base}\nUSER root\nCOPY test.sh /tests/test.sh\nRUN touch /verifier-image\nWORKDIR /app\nLABEL rft-endpoints.test-run=${runLabels['rft-endpoints.test-run']}\n`);
+      await writeFile(`${task.dir}/tests/Dockerfile`, `FROM ${base}\nUSER root\nCOPY test.sh /tests/test.sh\nRUN touch /verifier-image\nWORKDIR /app\nLABEL rft-endpoints.test-run=${runLabels['rft-endpoints.test-run']} ${SCOPE_LABEL}=${SCOPE}\n`);
       task.config.verifier.environment = { buildTimeoutSec: 300, env: {}, networkMode: 'no-network' };
       const sb = await create(driver, harborSandboxImage(task), 'sep');
       await sb.exec('echo 42 > /app/out.txt; echo x > /app/junk; mkdir -p /logs/verifier; echo 1 > /logs/verifier/reward.txt');
@@ -158,7 +176,7 @@ for (const eng of ENGINES) {
     }, 300_000);
 
     it('the warm pool learns per image: a second step of the same task is served prepared', async () => {
-      const task = await makeTask({ name: 'pooled', dockerfile: `FROM ${base}\nUSER root\nWORKDIR /app\n`, testSh: 'true\n' });
+      const task = await makeScoped({ name: 'pooled', dockerfile: `FROM ${base}\nUSER root\nWORKDIR /app\n`, testSh: 'true\n' });
       const pooled = mk(2);
       try {
         const image = harborSandboxImage(task);
@@ -169,7 +187,7 @@ for (const eng of ENGINES) {
         expect((await sb.exec('pwd')).stdout).toBe('/app\n');
         await sb.destroy();
         // Another image's rollout is never handed this image's container.
-        const other = await makeTask({ name: 'pooled-other', dockerfile: `FROM ${base}\nUSER root\nWORKDIR /other\n`, testSh: 'true\n' });
+        const other = await makeScoped({ name: 'pooled-other', dockerfile: `FROM ${base}\nUSER root\nWORKDIR /other\n`, testSh: 'true\n' });
         const sb2 = await pooled.create({ traceId: 'harbor_pool2', limits: testLimits, labels: {}, image: harborSandboxImage(other) });
         expect((await sb2.exec('pwd')).stdout).toBe('/other\n');
         expect(pooled.poolStats().hits).toBe(1);

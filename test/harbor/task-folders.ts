@@ -44,13 +44,19 @@ export interface TaskFolder {
 const sha = (s: string): string => createHash('sha256').update(s).digest('hex');
 
 /** Writes the task folder under a fresh temp root and returns its HarborTask. `salt` makes its image this run's own. */
-export async function makeTask(t: TaskFolder, root?: string): Promise<HarborTask> {
+/**
+ * Label of the images a test file builds (each file its own, so one file's cleanup never removes an
+ * image another file running at the same time uses).
+ */
+export const SCOPE_LABEL = 'rft-endpoints.test-scope';
+
+export async function makeTask(t: TaskFolder, root?: string, scope = 'default'): Promise<HarborTask> {
   const base = root ?? (await mkdtemp(join(tmpdir(), 'rft-harbor-task-')));
   const dir = join(base, t.name);
   await mkdir(join(dir, 'environment'), { recursive: true });
   await mkdir(join(dir, 'tests'), { recursive: true });
   // The run id goes into the Dockerfile: each run builds (and removes) its own images.
-  const dockerfile = `${t.dockerfile}\nLABEL rft-endpoints.test-run=${runId}\n`;
+  const dockerfile = `${t.dockerfile}\nLABEL rft-endpoints.test-run=${runId} ${SCOPE_LABEL}=${scope}\n`;
   await writeFile(join(dir, 'environment', 'Dockerfile'), dockerfile);
   for (const [n, c] of Object.entries(t.envFiles ?? {})) await writeFile(join(dir, 'environment', n), c);
   await writeFile(join(dir, 'tests', 'test.sh'), t.testSh);
@@ -71,12 +77,12 @@ export async function makeTask(t: TaskFolder, root?: string): Promise<HarborTask
   return { name: t.name, dir, instruction: `Task ${t.name}.`, config, digest: sha(envDigest + t.testSh + JSON.stringify(t.tests ?? {})), environmentDigest: envDigest };
 }
 
-/** Removes this run's task images (and the run's label on the engine finds nothing left). */
-export async function removeTaskImages(socket: string): Promise<number> {
+/** Removes the task images this run built for `scope`. */
+export async function removeTaskImages(socket: string, scope = 'default'): Promise<number> {
   const api = new DockerApi(socket);
   let n = 0;
   try {
-    const filters = encodeURIComponent(JSON.stringify({ label: [`rft-endpoints.test-run=${runId}`] }));
+    const filters = encodeURIComponent(JSON.stringify({ label: [`rft-endpoints.test-run=${runId}`, `${SCOPE_LABEL}=${scope}`] }));
     const list = await api.call<{ Id: string; RepoTags?: string[] }[]>('GET', `/images/json?filters=${filters}`);
     for (const img of list.body) {
       for (const tag of img.RepoTags ?? []) if (tag.startsWith(`${TASK_IMAGE_REPO}:`)) await api.call('DELETE', `/images/${encodeURIComponent(tag)}?force=true`, undefined, { ok: [404, 409] });

@@ -13,7 +13,10 @@ import type { Sandbox } from '../../src/sandbox/types.js';
 import { describeIf } from '../helpers/require.js';
 import { runLabels } from '../helpers/run-label.js';
 import { DOCKER_IMAGE, GVISOR_ENGINE, testLimits, until } from '../sandbox/helpers.js';
-import { baseImageOn, makeTask, removeTaskImages } from './task-folders.js';
+import { baseImageOn, makeTask, removeTaskImages, type TaskFolder } from './task-folders.js';
+
+const SCOPE = 'forge';
+const makeScoped = (t: TaskFolder): Promise<HarborTask> => makeTask(t, undefined, SCOPE);
 
 const ENGINES = [
   { name: 'docker', socket: '/var/run/docker.sock', runtime: undefined },
@@ -49,13 +52,13 @@ for (const eng of ENGINES) {
       });
       await driver.available();
       const dockerfile = `FROM ${base}\nUSER root\nWORKDIR /app\n`;
-      task = await makeTask({ name: 'greeting', dockerfile, testSh: GREETING_TEST });
-      jsonTask = await makeTask({
+      task = await makeScoped({ name: 'greeting', dockerfile, testSh: GREETING_TEST });
+      jsonTask = await makeScoped({
         name: 'components',
         dockerfile,
         testSh: `#!/bin/bash\nmkdir -p /logs/verifier\na=0; b=0\n[ -f /app/a ] && a=1\n[ -f /app/b ] && b=1\necho "{\\"a\\": $a, \\"b\\": $b, \\"c\\": 0}" > /logs/verifier/reward.json\n`,
       });
-      slowTask = await makeTask({
+      slowTask = await makeScoped({
         name: 'slow-verifier',
         dockerfile,
         testSh: `#!/bin/bash\nmkdir -p /logs/verifier\n(sleep 300; echo 1 > /logs/verifier/reward.txt) &\nsleep 300\n`,
@@ -66,7 +69,7 @@ for (const eng of ENGINES) {
     afterAll(async () => {
       await Promise.all(made.map((s) => s.destroy().catch(() => {})));
       await driver?.close();
-      await removeTaskImages(eng.socket);
+      await removeTaskImages(eng.socket, SCOPE);
     }, 120_000);
 
     async function rollout(t: HarborTask, id: string): Promise<Sandbox> {
@@ -154,6 +157,16 @@ for (const eng of ENGINES) {
       await sb.spawn(['/bin/bash', '-c', 'b() { b | b & }; b']);
       await new Promise((r) => setTimeout(r, 1000)); // let it fill the process table (the condition under test)
       expect(await verifyHarborTask(sb, task)).toMatchObject({ kind: 'scored', score: 1 });
+    }, 300_000);
+
+    it('a memory hog at the end is the model\'s doing: the work\'s score, or 0 when it took the sandbox down (gVisor), never a thrown 5xx', async () => {
+      const sb = await rollout(task, 'hog');
+      await sb.writeFile('greeting.txt', 'hello harbor\n');
+      // perl, in every Debian image: 3 GB touched, past the sandbox's memory.
+      const ran = await sb.exec(['perl', '-e', '$x = "y" x (3 * 1024 ** 3); print "allocated\n"'], { timeoutMs: 40_000 }).catch((e: unknown) => e);
+      const v = await verifyHarborTask(sb, task);
+      if (v.kind === 'scored') expect(v.score).toBe(1);
+      else expect(v, `${v.log} ${JSON.stringify(ran)}`).toMatchObject({ kind: 'model', score: 0 });
     }, 300_000);
 
     it('a verifier over its timeout is the model\'s 0 (VerifierTimeout), and what it left is killed', async () => {

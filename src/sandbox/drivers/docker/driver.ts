@@ -9,7 +9,7 @@ import { randomInt, randomUUID } from 'node:crypto';
 import type { Logger } from 'pino';
 import { readFileSync, statSync } from 'node:fs';
 import { errors, isRftError, type RftError } from '../../../errors.js';
-import { SLOW_TIMEOUT_MS } from './api.js';
+import { DockerStatusError, SLOW_TIMEOUT_MS } from './api.js';
 import { DockerEngine } from './engine.js';
 import { endpointFor, type DockerHostSpec } from './hosts.js';
 import { DockerSandbox } from './sandbox.js';
@@ -71,6 +71,11 @@ const UID_SPAN = 1_000_000;
  * kernel memory; 8.5 MB by the host's available memory, page cache included, counted here.
  */
 const PREPARED_KB = 8_704;
+/**
+ * Warm containers a refill starts at once per engine. One at a time, the pool held 19 of a 128-rollout
+ * Harbor step after a 20 s pause under gVisor (bench/harbor-step.ts, bench/README.md).
+ */
+const POOL_PARALLEL = 4;
 
 interface Container {
   id: string;
@@ -243,7 +248,9 @@ export class DockerDriver implements SandboxDriver {
    * bounds what they cost. Lazy: the engines are known once the driver is built.
    */
   private get pool(): WarmPool<Warm> {
-    this.poolInstance ??= new WarmPool(poolSizing((this.o.warmPool ?? 0) * this.engines.length, this.o.warmLearning, PREPARED_KB), {
+    // Refills prepare POOL_PARALLEL containers at once per engine (each engine bounds its own creations: engine.ts).
+    const sizing = { ...poolSizing((this.o.warmPool ?? 0) * this.engines.length, this.o.warmLearning, PREPARED_KB), parallel: POOL_PARALLEL * this.engines.length };
+    this.poolInstance ??= new WarmPool(sizing, {
       make: (spec) => this.makeWarm(spec),
       discard: (w) => {
         this.leaveQuota(w);
@@ -415,8 +422,21 @@ export class DockerDriver implements SandboxDriver {
     };
   }
 
-  /** Creates and starts a container on `engine`; removed again if it cannot start. */
+  /**
+   * Creates and starts a container on `engine`; removed again if it cannot start. A task image the engine
+   * no longer has (removed since it was built or found: an operator's prune) is found or built again, once.
+   */
   private async createContainer(engine: DockerEngine, limits: SandboxLimits, labels: Record<string, string>, readOnlyMounts: string[] = [], image?: SandboxImage): Promise<Container> {
+    try {
+      return await this.createOnce(engine, limits, labels, readOnlyMounts, image);
+    } catch (e) {
+      if (!image || !(e instanceof DockerStatusError) || e.dockerStatus !== 404 || e.path !== '/containers/create') throw e;
+      this.images.forget(engine, image);
+      return this.createOnce(engine, limits, labels, readOnlyMounts, image);
+    }
+  }
+
+  private async createOnce(engine: DockerEngine, limits: SandboxLimits, labels: Record<string, string>, readOnlyMounts: string[], image: SandboxImage | undefined): Promise<Container> {
     const id = `sb_${randomUUID().replace(/-/g, '').slice(0, 16)}`;
     const name = `rft-${id}`;
     // A task image: built (once per digest and engine) before the container; its workdir and user are the image's unless the task says.

@@ -55,6 +55,11 @@ export class TaskImages {
     return p;
   }
 
+  /** Forgets what was found of `img` on `engine` (the engine no longer has it): the next ensure() looks again. */
+  forget(engine: DockerEngine, img: SandboxImage): void {
+    this.ready.delete(`${engine.name}\0${imageTag(img)}`);
+  }
+
   private async resolve(engine: DockerEngine, img: SandboxImage, tag: string): Promise<ImageFacts> {
     const found = await this.inspect(engine, tag);
     if (found) return found;

@@ -41,6 +41,11 @@ import { startMetricsListener, type MetricsListener } from './metrics/listener.j
 import { IntegrityFlags } from './integrity/flags.js';
 import { sandboxObserver } from './integrity/observer.js';
 import { loadEnvironments } from './environments/load.js';
+import { HARBOR_GRADER } from './harbor/environment.js';
+import { harborGrader } from './harbor/grader.js';
+import { HarborTasks } from './harbor/registry.js';
+import { verifyHarborTask } from './harbor/verify.js';
+import type { SandboxImage } from './sandbox/types.js';
 import type { Environments } from './environments/environment.js';
 import { DoorCore } from './doors/core.js';
 import { buildNemoGymApp } from './doors/nemo-gym/app.js';
@@ -204,7 +209,10 @@ export async function buildApp(config: AppConfig, opts: BuildOptions = {}): Prom
       dirname(config.toolsDir),
       config.mcpConfig.startTimeoutMs,
     );
+    // Filled when the environments load (below), asked by the sandbox side for a row's `sandbox.harbor` task.
+    const harborTasks = new HarborTasks();
     sandboxes = await createSandboxProvider(config, log, {
+      harborTasks: harborTasks.lookup,
       observer: sandboxObserver(metrics, integrity),
       readOnlyMounts: McpBridge.readOnlyMounts(mcpConfig),
       prestarts: McpBridge.prestarts(mcpConfig, config.maxOutputBytes),
@@ -227,7 +235,22 @@ export async function buildApp(config: AppConfig, opts: BuildOptions = {}): Prom
       sandboxes?.onRolloutEnd((traceId) => bridge.endRollout(traceId));
     }
     // The project (where tools/ and graders/ were loaded from) serves its units unless its job.json names others.
-    environments = loadEnvironments(config.environmentsDirs, registry, log, { dirs: [dirname(config.toolsDir), dirname(config.gradersDir)], defaultGrader: config.defaultGrader });
+    environments = loadEnvironments(config.environmentsDirs, registry, log, { dirs: [dirname(config.toolsDir), dirname(config.gradersDir)], defaultGrader: config.defaultGrader }, {
+      tasks: harborTasks,
+      grader: () => {
+        metrics?.declare([], [HARBOR_GRADER]);
+        const provider = sandboxes;
+        return harborGrader({
+          tasks: harborTasks.lookup,
+          verify: (sandbox, task, run) =>
+            verifyHarborTask(sandbox, task, {
+              signal: run.signal,
+              // Separate verifier mode: a fresh container of the verifier's image, owned by this grading run.
+              ...(provider ? { freshSandbox: (image: SandboxImage) => provider.createEphemeral({ traceId: run.traceId, image }, run.signal) } : {}),
+            }),
+        });
+      },
+    });
   } catch (e) {
     // A boot that stops here must not leave the store (its threads, its pool), Redis, MCP servers or sandboxes open.
     redis?.disconnect();

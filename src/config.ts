@@ -170,6 +170,16 @@ export const configSchema = z.object({
   /** Files a sandbox may create (workspace, /tmp, /dev/shm): each pins ~1 KB of kernel memory. */
   RFT_SANDBOX_INODES: int(64).default(16_384),
   RFT_SANDBOX_EXEC_TIMEOUT_MS: int(100).default(30_000),
+  /**
+   * The network a Harbor task's sandbox gets when its task.toml asks for one (network_mode "public"):
+   * `none` (the default: no network for any task), or the name of a Docker network the server's
+   * operator made for it (never the default bridge). "allowlist" tasks get none: hosts are not filtered here.
+   */
+  RFT_HARBOR_NETWORK: z
+    .string()
+    .regex(/^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$/, 'none, or a Docker network name')
+    .refine((v) => v !== 'bridge' && v !== 'host' && v !== 'default', 'the default bridge and the host network are refused: name a network made for the tasks')
+    .default('none'),
   // Each driver's own settings (RFT_DOCKER_*, RFT_SANDBOX_WARM, ...): its module in src/sandbox/drivers/.
   ...driverSettings,
   OPENAI_BASE_URL: z.string().url().optional(),
@@ -413,6 +423,7 @@ export function loadConfig(
       graceMs: c.RFT_SANDBOX_GRACE_MS,
       templatesRoot: resolve(c.RFT_SANDBOX_TEMPLATES),
       memoryBudgetBytes: memoryBudgetBytes(c.RFT_MEMORY_BUDGET_MB),
+      harborNetwork: c.RFT_HARBOR_NETWORK === 'none' ? undefined : c.RFT_HARBOR_NETWORK,
       ...Object.assign({}, ...DRIVERS.map((d) => d.options(c, c.RFT_SANDBOX_CAP))),
       limits: {
         cpuSeconds: c.RFT_SANDBOX_CPU_SECONDS,

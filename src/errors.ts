@@ -131,6 +131,27 @@ export const errors = {
     `Session ${id} is closed (openenv/session/close): call openenv/session/create for another episode`,
     { session_id: id },
   ]),
+  // Harbor tasks (src/harbor/task.ts, dataset.ts): a folder that is not a task this server can run, and
+  // why, by kind. Reported per task (the boot log, `harbor check`, `dataset convert`), never dropped silently.
+  harborTaskToml: define('RFT_ERR_HARBOR_TASK_TOML', 400, (dir: string, why: string) => [`${dir}: task.toml: ${why}`, { dir }]),
+  harborTaskFiles: define('RFT_ERR_HARBOR_TASK_FILES', 400, (dir: string, why: string) => [`${dir}: ${why}`, { dir }]),
+  harborTaskCompose: define('RFT_ERR_HARBOR_TASK_COMPOSE', 400, (dir: string, why: string) => [
+    `${dir}: environment/docker-compose.yaml: ${why} (one sandbox per rollout: only a compose file whose one service is "main" runs here)`,
+    { dir },
+  ]),
+  harborTaskMultiStep: define('RFT_ERR_HARBOR_TASK_MULTI_STEP', 400, (dir: string, steps: number) => [
+    `${dir}: a multi-step task ([[steps]], ${steps} of them) is not supported: one instruction and one verify step per rollout`,
+    { dir, steps },
+  ]),
+  harborTaskUnsupported: define('RFT_ERR_HARBOR_TASK_UNSUPPORTED', 400, (dir: string, why: string) => [`${dir}: ${why}`, { dir }]),
+  harborTaskRemote: define('RFT_ERR_HARBOR_TASK_REMOTE', 400, (where: string, why: string) => [
+    `${where}: ${why} (only tasks on this machine are loaded: fetch the dataset and name its folder)`,
+    { where },
+  ]),
+  harborTaskDuplicate: define('RFT_ERR_HARBOR_TASK_DUPLICATE', 400, (dir: string, name: string, first: string) => [
+    `${dir}: another task named "${name}" was found first (${first}): a task's folder name is its row id and must be unique in its environment`,
+    { dir, name, first },
+  ]),
   environmentLoad: define('RFT_ERR_ENVIRONMENT_LOAD', 500, (dir: string, why: string) => [`environment ${dir}: ${why}`, { dir }]),
   // The project's job.json names a tool or grader its tools/ and graders/ no longer have (replaced, renamed):
   // every door that knows environments would serve none of it, so the boot stops and names the file.
@@ -325,6 +346,26 @@ export const errors = {
   sandboxTemplate: define('RFT_ERR_SANDBOX_TEMPLATE', 400, (template: string, why: string) => [
     `sandbox template "${template}": ${why}`,
     { template },
+  ]),
+  // A Harbor task's sandbox (src/harbor/sandbox-spec.ts, drivers/docker/images.ts). A row naming a task this
+  // server does not serve is the row's (400 at any step: ROW_CODES in src/doors/core.ts); a task whose image
+  // cannot be had (missing, its build failed or ran out of time) is not the model's doing: ours, 5xx, so the
+  // rollout is discarded, never scored (docs/door-failures.md); `harbor check` finds such tasks before training.
+  harborUnknownTask: define('RFT_ERR_HARBOR_UNKNOWN_TASK', 400, (ref: string) => [
+    `the row names Harbor task "${ref}" (sandbox.harbor), which this server does not serve: check the environment's task folders`,
+    { task: ref },
+  ]),
+  harborImageMissing: define('RFT_ERR_HARBOR_IMAGE_MISSING', 500, (image: string, engine: string) => [
+    `the task's image ${image} is not on Docker engine "${engine}" (images are never pulled: load or build it there)`,
+    { image, engine },
+  ]),
+  harborImageBuild: define('RFT_ERR_HARBOR_IMAGE_BUILD', 500, (image: string, why: string) => [
+    `the task's environment/Dockerfile did not build (${image}): ${why}`,
+    { image },
+  ]),
+  harborImageBuildTimeout: define('RFT_ERR_HARBOR_IMAGE_BUILD_TIMEOUT', 504, (image: string, seconds: number) => [
+    `the task's environment/Dockerfile did not build within its build_timeout_sec (${seconds} s): ${image}`,
+    { image, build_timeout_sec: seconds },
   ]),
   processDriverNotAllowed: define('RFT_ERR_SANDBOX_PROCESS_DRIVER', 500, (host: string) => [
     `the process sandbox driver isolates nothing and is refused while listening on ${host}: give the server an isolating driver ` +

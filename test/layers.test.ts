@@ -12,12 +12,12 @@ import { repoRoot } from './helpers/server.js';
 /** Bottom to top. A path ending in / is a folder; the longest matching path decides a file's layer. */
 const LAYERS: readonly { name: string; paths: readonly string[] }[] = [
   { name: 'errors and loopback', paths: ['src/errors.ts', 'src/loopback.ts'] },
-  { name: 'sandbox', paths: ['src/sandbox/'] },
+  { name: 'sandbox', paths: ['src/sandbox/', 'src/harbor/types.ts', 'src/harbor/sandbox-spec.ts'] },
   { name: 'protocol and config', paths: ['src/protocol/', 'src/config.ts'] },
   { name: 'record', paths: ['src/store/', 'src/stats/insights.ts'] },
   { name: 'observability', paths: ['src/metrics/', 'src/integrity/'] },
   { name: 'units', paths: ['src/registry/', 'src/grading/'] },
-  { name: 'core', paths: ['src/rollout/', 'src/ledger/', 'src/grading-service/', 'src/mcp/', 'src/environments/', 'src/protocol/record-json.ts'] },
+  { name: 'core', paths: ['src/rollout/', 'src/ledger/', 'src/grading-service/', 'src/mcp/', 'src/environments/', 'src/harbor/', 'src/protocol/record-json.ts'] },
   { name: 'http', paths: ['src/http/', 'src/authentication/'] },
   { name: 'doors and routes', paths: ['src/doors/', 'src/routes/', 'src/stats/', 'src/dashboard/'] },
   { name: 'application', paths: ['src/app.ts', 'src/server.ts', 'src/index.ts', 'src/cli/'] },

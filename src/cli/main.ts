@@ -19,6 +19,7 @@ import { register as registerExportImport } from './export-import.js';
 import { register as registerRegrade } from './regrade.js';
 import { register as registerCheckGrader } from './check-grader.js';
 import { register as registerJob } from './job.js';
+import { register as registerHarbor } from './harbor.js';
 
 function packageVersion(): string {
   const file = fileURLToPath(import.meta.resolve('rft-endpoints/package.json'));
@@ -52,6 +53,7 @@ registerExportImport(program);
 registerRegrade(program);
 registerCheckGrader(program);
 registerJob(program);
+registerHarbor(program);
 
 try {
   await program.parseAsync(process.argv);

@@ -17,6 +17,7 @@ import type { SandboxProvider } from '../sandbox/provider.js';
 import type { Sandbox } from '../sandbox/types.js';
 import { budgetFromItem } from '../rollout/budget.js';
 import type { Store, WriteDurability } from '../store/types.js';
+import { harborEnvironmentOf } from '../harbor/registry.js';
 
 export interface CoreServices {
   registry: Registry;
@@ -85,7 +86,8 @@ export interface Grade {
  */
 export type FailureClass = 'model' | 'row' | 'ours';
 
-const ROW_CODES: ReadonlySet<string> = new Set([errors.rowUnreadable.code, errors.rowTooDeep.code, errors.badRow.code, errors.bodyTooDeep.code]);
+// A row naming a Harbor task this server does not serve is the row's even at a tool call (its sandbox is made on first use).
+const ROW_CODES: ReadonlySet<string> = new Set([errors.rowUnreadable.code, errors.rowTooDeep.code, errors.badRow.code, errors.bodyTooDeep.code, errors.harborUnknownTask.code]);
 
 export function failureClass(e: unknown, step: 'start' | 'call' | 'grade'): FailureClass {
   if (!isRftError(e)) return 'ours';
@@ -132,6 +134,9 @@ export class DoorCore {
   private environmentOf(input: StartRollout): Environment | undefined {
     const { environments } = this.s;
     if (input.environment !== undefined) return environments.get(input.environment);
+    // A Harbor row names its environment with its task (the harness tools are coding's too: they cannot tell).
+    const harbor = harborEnvironmentOf(input.row);
+    if (harbor !== undefined && environments.list().some((e) => e.name === harbor)) return environments.get(harbor);
     return environments.forTools(input.tools);
   }
 

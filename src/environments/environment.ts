@@ -16,8 +16,8 @@ export interface Environment {
   /** Its tools, in job.json's order. */
   tools: readonly string[];
   grader: string;
-  /** Its splits, as its folder holds them now. */
-  dataset: Dataset;
+  /** Its splits, as its folder holds them now (a Harbor dataset's: src/harbor/environment.ts). */
+  dataset: Pick<Dataset, 'splits' | 'rows'>;
 }
 
 /** The environments of this server, by name, and the one a row belongs to. */

@@ -15,7 +15,10 @@ import { basename, join, resolve } from 'node:path';
 import type { Logger } from 'pino';
 import { z } from 'zod';
 import { errors } from '../errors.js';
-import { defaultGrader, type Registry } from '../registry/loader.js';
+import { defaultGrader, type LoadedGrader, type Registry } from '../registry/loader.js';
+import { HARBOR_TOOLS, isHarborDataset } from '../harbor/dataset.js';
+import { HARBOR_GRADER, harborEnvironment } from '../harbor/environment.js';
+import { HarborTasks } from '../harbor/registry.js';
 import { Dataset } from './dataset.js';
 import { Environments, type Environment } from './environment.js';
 
@@ -98,20 +101,55 @@ function projectEnvironment(dir: string, registry: Registry, opts: ProjectOption
   return environment(dir, tools, grader, log);
 }
 
+const hasJob = (dir: string) => existsSync(join(dir, 'job.json'));
+
+function subfolders(dir: string): string[] {
+  return readdirSync(dir, { withFileTypes: true })
+    .filter((e) => e.isDirectory() && !e.name.startsWith('.'))
+    .map((e) => join(dir, e.name));
+}
+
+/** A folder of Harbor tasks, and not a folder that holds environments (examples/ holds one of them). */
+function isHarborEnvironment(dir: string): boolean {
+  return !hasJob(dir) && isHarborDataset(dir) && !subfolders(dir).some(hasJob);
+}
+
 function candidates(dir: string): string[] {
   if (!existsSync(dir)) return [];
-  if (existsSync(join(dir, 'job.json'))) return [dir];
-  return readdirSync(dir, { withFileTypes: true })
-    .filter((e) => e.isDirectory() && existsSync(join(dir, e.name, 'job.json')))
-    .map((e) => join(dir, e.name))
+  if (hasJob(dir) || isHarborEnvironment(dir)) return [dir];
+  return subfolders(dir)
+    .filter((c) => hasJob(c) || isHarborEnvironment(c))
     .sort();
 }
 
-export function loadEnvironments(dirs: readonly string[], registry: Registry, log?: Logger, project?: ProjectOptions): Environments {
+/** What a Harbor environment needs from the server: where its tasks are registered, and its grader (src/harbor/grader.ts). */
+export interface HarborOptions {
+  tasks: HarborTasks;
+  /** The built-in harbor grader, registered when a Harbor environment is found and the registry has none. */
+  grader?: () => LoadedGrader;
+}
+
+export function loadEnvironments(dirs: readonly string[], registry: Registry, log?: Logger, project?: ProjectOptions, harbor: HarborOptions = { tasks: new HarborTasks() }): Environments {
   const projectDirs = new Set((project?.dirs ?? []).map((d) => resolve(d)));
   const found = new Map<string, Environment>();
+  let harborFound = false;
   for (const dir of [...new Set(dirs.flatMap(candidates))]) {
     let env: Environment | undefined;
+    if (!existsSync(join(dir, 'job.json'))) {
+      const name = basename(dir);
+      if (found.has(name)) {
+        log?.warn({ environment: name, dirs: [found.get(name)!.dir, dir] }, 'environment left out: another of that name was found first');
+        continue;
+      }
+      const missing = [...HARBOR_TOOLS.filter((t) => !registry.tools.has(t)), ...(registry.graders.has(HARBOR_GRADER) || harbor.grader ? [] : [HARBOR_GRADER])];
+      if (missing.length > 0) {
+        log?.warn({ environment: name, dir, missing }, 'Harbor environment left out: the server has none of these units (the harness tools of tools/, the harbor grader of graders/)');
+        continue;
+      }
+      found.set(name, harborEnvironment(name, dir, registry, harbor.tasks, log));
+      harborFound = true;
+      continue;
+    }
     if (project && projectDirs.has(resolve(dir))) {
       // The project's own job.json: what is wrong with it stops the boot (as /v1/job-config's reading of it does).
       env = projectEnvironment(dir, registry, project, log);
@@ -140,5 +178,7 @@ export function loadEnvironments(dirs: readonly string[], registry: Registry, lo
     }
     found.set(env.name, env);
   }
+  // After the loop: the project's default grader (the only one of its graders/) is chosen without it.
+  if (harborFound && harbor.grader && !registry.graders.has(HARBOR_GRADER)) registry.graders.set(HARBOR_GRADER, harbor.grader());
   return new Environments([...found.values()]);
 }

@@ -41,6 +41,12 @@ export interface HarborTaskConfig {
   };
   environment: HarborEnvironmentConfig;
   solution: { env: Record<string, string> };
+  /**
+   * Root `artifacts`: absolute paths collected from the agent's container after its phase; in separate
+   * verifier mode they are copied into the verifier's container at the same paths (section 3.1).
+   * Absent: none. `{source, destination?}` entries are given by their source.
+   */
+  artifacts?: string[];
 }
 
 /** One valid task folder. */
@@ -61,6 +67,8 @@ export interface HarborTask {
 /** A task folder that is not a valid task, and Harbor's reason. */
 export interface HarborInvalidTask {
   dir: string;
+  /** The reason's stable code (RFT_ERR_HARBOR_TASK_*, src/errors.ts): what kind of invalid. */
+  code: string;
   reason: string;
 }
 

@@ -32,6 +32,8 @@ export interface LoadedGrader {
    * comments (a grader that forgot to declare it is still never graded on a door without calls).
    */
   readsCalls?: boolean;
+  /** Built into the server (the harbor grader, registered with a Harbor environment), not a unit of graders/. */
+  builtIn?: boolean;
 }
 
 /** Whether a grader's source calls `.calls(` (ctx.rollout.calls()) in code, comments left out. */
@@ -210,7 +212,9 @@ export async function loadRegistry(opts: LoadOptions): Promise<Registry> {
 /** The grader behind POST /grade: the configured one, else the only one, else answer_match when present. */
 export function defaultGrader(reg: Registry, configured: string | undefined): string | undefined {
   if (configured) return configured;
-  if (reg.graders.size === 1) return [...reg.graders.keys()][0];
+  // A built-in grader serves its own environment's rows, never the project's: it is no default.
+  const own = [...reg.graders.values()].filter((g) => !g.builtIn);
+  if (own.length === 1) return own[0]!.def.name;
   return reg.graders.has('answer_match') ? 'answer_match' : undefined;
 }
 

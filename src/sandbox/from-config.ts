@@ -7,6 +7,7 @@
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import type { Logger } from 'pino';
+import type { HarborTaskLookup } from '../harbor/types.js';
 import { errors } from '../errors.js';
 import { isLoopback } from '../loopback.js';
 import { sandboxCap } from './capacity.js';
@@ -32,6 +33,8 @@ export interface SandboxExtras {
   placements?: PlacementStore;
   /** Which process made each rollout's sandbox (the store): SandboxManagerOptions.history. */
   history?: SandboxManagerOptions['history'];
+  /** The Harbor tasks a row's `sandbox.harbor` names (src/harbor/registry.ts; filled once the environments load). */
+  harborTasks?: HarborTaskLookup;
 }
 
 export { instanceIdFor };
@@ -74,12 +77,14 @@ export async function createManagerFromConfig(config: SandboxServerConfig, log: 
     graceMs: s.graceMs,
     instanceId: module?.shared ? owner : instanceId,
     templatesRoot: s.templatesRoot,
+    harborNetwork: s.harborNetwork,
     log: log.child({ component: 'sandbox', driver: driver.name }),
     ...(extra.readOnlyMounts ? { readOnlyMounts: extra.readOnlyMounts } : {}),
     ...(extra.prestarts?.length ? { prestarts: extra.prestarts } : {}),
     ...(extra.observer ? { observer: extra.observer } : {}),
     ...(module?.shared && extra.placements ? { placements: extra.placements } : {}),
     ...(extra.history ? { history: extra.history } : {}),
+    ...(extra.harborTasks ? { harborTasks: extra.harborTasks } : {}),
   });
   await manager.start();
   await module?.started?.(driver, { owner, placements: extra.placements, log: log.child({ component: 'sandbox' }) });

@@ -4,7 +4,7 @@
 import type { Logger } from 'pino';
 import type { SandboxExtras } from './from-config.js';
 import type { SandboxServerConfig } from './settings.js';
-import type { Sandbox, SandboxItem, SandboxStats } from './types.js';
+import type { Sandbox, SandboxImage, SandboxItem, SandboxStats } from './types.js';
 import type { MemoryCosts } from './manager/memory.js';
 
 /** What the ledger, grading and the doors need from the sandbox manager (manager/manager.ts implements it). */
@@ -13,7 +13,8 @@ export interface SandboxProvider {
   acquire(traceId: string, item: SandboxItem, signal?: AbortSignal): Promise<Sandbox>;
   /** A sandbox owned by the caller (grading); the caller destroys it. */
   createEphemeral(
-    opts: { traceId: string; templateDir?: string; files?: Record<string, string> },
+    /** `image`: a task image's fresh sandbox (Harbor's separate verifier). */
+    opts: { traceId: string; templateDir?: string; files?: Record<string, string>; image?: SandboxImage },
     signal?: AbortSignal,
   ): Promise<Sandbox>;
   /** The rollout was graded: destroy its sandbox after the grace period for grader retries. */

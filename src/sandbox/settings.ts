@@ -18,6 +18,8 @@ export type SandboxSettings = {
   ttlMs: number;
   graceMs: number;
   templatesRoot: string;
+  /** RFT_HARBOR_NETWORK: the Docker network a Harbor task asking for one joins; undefined: none. */
+  harborNetwork?: string | undefined;
   limits: SandboxLimits;
   /** RFT_MEMORY_BUDGET_MB in bytes (manager/memory.ts); undefined: no budget. */
   memoryBudgetBytes: number | undefined;

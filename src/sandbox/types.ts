@@ -185,7 +185,65 @@ export interface Sandbox {
    * null when there is none or it has exited since. What is never claimed runs until the sandbox goes.
    */
   claimPrestarted?(key: string): PrestartedProcess | null;
+  /**
+   * What a task-image sandbox (SandboxSpec.image: a Harbor task's) lets its grader do outside the
+   * workspace rules: Harbor's verify step (src/harbor/verify.ts). Drivers without task images lack it.
+   */
+  readonly admin?: SandboxAdmin | undefined;
   destroy(): Promise<void>;
+}
+
+/**
+ * Privileged operations on a task-image sandbox, for its grader only (never a tool's): paths are
+ * absolute in the container, commands run as any user of the image. Each throws a coded 5xx error
+ * (ours) when the sandbox or its engine is gone, never for what the command itself did.
+ */
+export interface SandboxAdmin {
+  /** The directory the rollout's commands and file tools run in (the task's workdir, else the image's WORKDIR). */
+  readonly workdir: string;
+  /**
+   * Runs argv as `user` (a name or uid of the image; absent: root) in the absolute `cwd`, with the
+   * container's env plus `env`, no process sweep of its own; past `timeoutMs` its processes are killed
+   * (every process but the init) and the result says `timedOut`.
+   */
+  exec(argv: string[], opts: { user?: string | undefined; cwd: string; env?: Record<string, string>; timeoutMs: number; stdin?: string | Buffer; maxOutputBytes?: number; signal?: AbortSignal }): Promise<ExecResult>;
+  /** Kills every process in the sandbox but its init (whatever their user), until none is left. */
+  killAll(): Promise<void>;
+  /**
+   * Copies the contents of a host folder into the existing absolute directory `dir`, owned by `owner`
+   * (uid:gid numbers). Null when done; else what the container refused (a full disk, a file where a
+   * folder goes): the container's state, which the rollout made.
+   */
+  upload(hostDir: string, dir: string, owner: { uid: number; gid: number }): Promise<string | null>;
+  /** A tar of the absolute `paths` that exist (links kept as links, never followed), at most `maxBytes`. */
+  pack(paths: string[], maxBytes: number): Promise<Buffer>;
+  /** Extracts a tar (from pack()) at `/`; null when done, else what the container refused. */
+  unpack(tar: Buffer): Promise<string | null>;
+  /** The numeric uid and gid of a user of the image (absent: root). */
+  ids(user?: string): Promise<{ uid: number; gid: number }>;
+}
+
+/**
+ * The image a task's sandbox runs (a Harbor task's environment: src/harbor/sandbox-spec.ts), with
+ * what Harbor's task.toml sets of it. Root filesystem writable, as the task's image expects; see
+ * drivers/docker/images.ts for how it is made and why the container stays contained.
+ */
+export interface SandboxImage {
+  /** A prebuilt image on the engine (never pulled). */
+  ref?: string;
+  /** Else built from a folder with a Dockerfile, once per digest and engine (tag rft-harbor-env:<digest prefix>). */
+  build?: { contextDir: string; digest: string; timeoutMs: number };
+  /** CPUs (NanoCpus) and memory (MB) of the container; absent: the server's limits. */
+  cpus?: number;
+  memoryMb?: number;
+  /** The workspace (absolute); absent: the image's WORKDIR (or /). */
+  workdir?: string;
+  /** The user of every command of the rollout (name or uid); absent: the image's USER (or root). */
+  user?: string;
+  /** Added to the image's env for every command. */
+  env?: Record<string, string>;
+  /** A Docker network the container joins; absent: none (no network at all). */
+  network?: string;
 }
 
 export interface SandboxSpec {
@@ -209,6 +267,8 @@ export interface SandboxSpec {
    * ignore them.
    */
   prestarts?: PrestartSpec[];
+  /** The task's image (a Harbor task's sandbox); absent: the driver's own image and workspace volume. */
+  image?: SandboxImage;
 }
 
 /** A long-running process a pooled sandbox starts before any rollout takes it (see SandboxSpec.prestarts). */

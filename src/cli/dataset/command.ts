@@ -37,14 +37,16 @@ export function register(program: Command): void {
         'nemo-gym (responses_create_params, the other fields kept), trl (prompt, split, index, the other fields), ' +
         'slime and openrlhf (JSONL: prompt, label = the grader fields as JSON text), verl (parquet: data_source, prompt, ability, reward_model, extra_info)',
     )
-    .argument('<file>', 'Agent RFT dataset JSONL (messages, tools, the fields the grader reads)')
-    .requiredOption('--to <format>', 'the row format: nemo-gym, trl, verl, slime, openrlhf')
+    .argument('<file>', 'Agent RFT dataset JSONL (messages, tools, the fields the grader reads); with --from harbor, a folder of Harbor tasks')
+    .requiredOption('--to <format>', 'the row format: nemo-gym, trl, verl, slime, openrlhf (agent-rft: with --from harbor, the rows as the server serves them)')
+    .option('--from <format>', 'harbor: <file> is a folder of Harbor tasks (a tree of task folders, dataset.toml or registry.json; docs/harbor.md)')
+    .option('--tools-dir <dir>', '--from harbor: the tools folder the server loads, whose harness tools the rows carry (default RFT_TOOLS_DIR, else ./tools)')
     .option('--out <file>', 'write here (whole or not at all) instead of standard output (required for verl)')
     .option('--agent <name>', "nemo-gym: set each row's agent_ref (the Gym agent that plays it), else ng_collect_rollouts +agent_name=NAME does")
     .option('--split <name>', "trl: the environment split the file is (train, validation), which the OpenEnv door's reset names; default: the file's name beside a job.json")
     .option('--data-source <name>', "verl: each row's data_source (default: the environment's folder name, else rft-endpoints)")
     .action(async (file: string, opts: ConvertOptions) => {
       const { runDatasetConvert } = await import('./convert.js');
-      runDatasetConvert(file, opts);
+      await runDatasetConvert(file, opts);
     });
 }

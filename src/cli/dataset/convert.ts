@@ -11,9 +11,10 @@ import { readEnvironment } from '../../environments/load.js';
 import { forEachJsonLine, readInputFile } from '../files.js';
 import { RowProblem, toGymRow, type GymRowOptions } from './nemo-gym-row.js';
 import { columnKind, toLabelRow, toTrlRow, toVerlRow, type VerlRow } from './trainer-rows.js';
+import { readHarborSource, type HarborSource, type HarborSourceRow } from './harbor-source.js';
 import { verlParquet } from './verl-parquet.js';
 
-export const CONVERT_TARGETS = ['nemo-gym', 'trl', 'verl', 'slime', 'openrlhf'] as const;
+export const CONVERT_TARGETS = ['nemo-gym', 'trl', 'verl', 'slime', 'openrlhf', 'agent-rft'] as const;
 export type ConvertTarget = (typeof CONVERT_TARGETS)[number];
 
 export interface ConvertOptions extends GymRowOptions {
@@ -23,6 +24,10 @@ export interface ConvertOptions extends GymRowOptions {
   split?: string;
   /** verl: the rows' data_source (else the environment's name). */
   dataSource?: string;
+  /** `harbor`: FILE is a folder of Harbor tasks (harbor-source.ts). */
+  from?: string;
+  /** --from harbor: the tools folder whose harness tools the rows carry (default RFT_TOOLS_DIR, else ./tools). */
+  toolsDir?: string;
 }
 
 /** The environment split a dataset file is: its folder holds a job.json and the file is one of its splits. */
@@ -90,10 +95,45 @@ function trlSplit(file: string, opts: ConvertOptions): string {
   return found.split;
 }
 
+const jsonl = (rows: unknown[]) => ({ bytes: rows.map((r) => JSON.stringify(r)).join('\n') + '\n', rows: rows.length });
+
+/**
+ * A Harbor dataset's rows in `target`'s format. Harbor's tests grade the rollout's own container, so
+ * only the trainers whose door runs the rollout take them (nemo-gym, trl through OpenEnv, Agent RFT);
+ * the reward door's (verl, slime, openrlhf) would grade an answer with no container, and is refused.
+ */
+function convertHarbor(source: HarborSource, target: ConvertTarget, opts: ConvertOptions): { bytes: Buffer | string; rows: number } {
+  if (target === 'verl' || target === 'slime' || target === 'openrlhf') {
+    throw errors.cliUsage(
+      `--to ${target}: ${target} grades through the reward door, with an answer and no rollout, and a Harbor task's tests run in the rollout's own container: ` +
+        'convert to nemo-gym, trl (the OpenEnv door) or agent-rft, or have the trainer call the MCP or ORS door',
+    );
+  }
+  const convert = <T>(f: (r: HarborSourceRow) => T): T[] =>
+    source.rows.map((r) => {
+      try {
+        return f(r);
+      } catch (e) {
+        if (e instanceof RowProblem) throw errors.dataset(`${source.environment}/${String(r.row.id)}`, 0, e.message);
+        throw e;
+      }
+    });
+  switch (target) {
+    case 'agent-rft':
+      return jsonl(source.rows.map((r) => r.row));
+    case 'nemo-gym':
+      return jsonl(convert((r) => toGymRow(r.row, opts.agent !== undefined ? { agent: opts.agent } : {})));
+    case 'trl':
+      // Each row names its own split and index: the OpenEnv door's reset finds it in the Harbor environment's split.
+      return jsonl(convert((r) => toTrlRow(r.row, { split: r.split, index: r.index })));
+  }
+}
+
 /** The converted file's bytes. */
 function convertFile(file: string, target: ConvertTarget, opts: ConvertOptions): { bytes: Buffer | string; rows: number } {
-  const jsonl = (rows: unknown[]) => ({ bytes: rows.map((r) => JSON.stringify(r)).join('\n') + '\n', rows: rows.length });
   switch (target) {
+    case 'agent-rft':
+      throw errors.cliUsage('--to agent-rft converts from another format: use it with --from harbor');
     case 'nemo-gym':
       return jsonl(convertDataset(file, opts.agent !== undefined ? { agent: opts.agent } : {}));
     case 'slime':
@@ -130,8 +170,11 @@ function writeWhole(path: string, bytes: Buffer | string): void {
   }
 }
 
-export function runDatasetConvert(file: string, opts: ConvertOptions): void {
+export async function runDatasetConvert(file: string, opts: ConvertOptions): Promise<void> {
   if (!(CONVERT_TARGETS as readonly string[]).includes(opts.to)) throw errors.cliUsage(`--to must be one of ${CONVERT_TARGETS.join(', ')}, got "${opts.to}"`);
+  if (opts.from !== undefined && opts.from !== 'harbor') throw errors.cliUsage(`--from must be harbor (a folder of Harbor tasks), got "${opts.from}"`);
+  if (opts.from === undefined && opts.toolsDir !== undefined) throw errors.cliUsage('--tools-dir applies to --from harbor only');
+  if (opts.from === 'harbor' && opts.split !== undefined) throw errors.cliUsage('--split: a Harbor dataset\'s rows carry their own splits (its folders or listing)');
   const target = opts.to as ConvertTarget;
   const only = (flag: string, value: unknown, owner: ConvertTarget) => {
     if (value !== undefined && target !== owner) throw errors.cliUsage(`${flag} applies to --to ${owner} only`);
@@ -140,7 +183,16 @@ export function runDatasetConvert(file: string, opts: ConvertOptions): void {
   only('--split', opts.split, 'trl');
   only('--data-source', opts.dataSource, 'verl');
   if (target === 'verl' && opts.out === undefined) throw errors.cliUsage('--to verl writes parquet: name the file with --out');
-  const { bytes, rows } = convertFile(file, target, opts);
+  let converted: { bytes: Buffer | string; rows: number };
+  if (opts.from === 'harbor') {
+    const source = await readHarborSource(file, opts.toolsDir ?? process.env.RFT_TOOLS_DIR ?? 'tools');
+    // Every task that is not one is named with its reason, never dropped silently.
+    for (const bad of source.invalid) process.stderr.write(`${bad.code}: ${bad.reason}\n`);
+    converted = convertHarbor(source, target, opts);
+  } else {
+    converted = convertFile(file, target, opts);
+  }
+  const { bytes, rows } = converted;
   if (opts.out === undefined) {
     process.stdout.write(bytes);
     return;

@@ -5,6 +5,7 @@ import { basename, dirname, join, posix, relative, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { errors } from '../../errors.js';
 import { EXAMPLES, isExampleName, type ExampleName, type ExampleSpec } from './examples.js';
+import { HARBOR_EXAMPLE, writeHarborProject } from './harbor.js';
 import { projectFiles } from './templates.js';
 import type { ChatToolSpec } from './openenv.js';
 
@@ -17,7 +18,7 @@ export interface InitOptions {
 
 export interface InitResult {
   dir: string;
-  example: ExampleName;
+  example: ExampleName | typeof HARBOR_EXAMPLE;
   files: number;
   dependency: string;
 }
@@ -133,20 +134,28 @@ function datasetTools(dir: string): ChatToolSpec[] {
 }
 
 export function initProject(opts: InitOptions): InitResult {
-  if (!isExampleName(opts.example)) throw errors.cliUsage(`--example must be one of ${Object.keys(EXAMPLES).join(', ')}, got "${opts.example}"`);
+  const harbor = opts.example === HARBOR_EXAMPLE;
+  if (!isExampleName(opts.example) && !harbor) throw errors.cliUsage(`--example must be one of ${[...Object.keys(EXAMPLES), HARBOR_EXAMPLE].join(', ')}, got "${opts.example}"`);
   const dir = resolve(opts.dir);
   checkTarget(dir);
   const root = packageRoot();
   const pkg = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')) as PackageJson;
   const dependency = opts.packageSpec ?? defaultPackageSpec(root, pkg.version);
-  const spec = EXAMPLES[opts.example];
   mkdirSync(dirname(dir), { recursive: true });
   const staging = join(dirname(dir), `.${basename(dir)}.init-${process.pid}`);
   rmSync(staging, { recursive: true, force: true });
   try {
+    if (harbor) {
+      // A folder of Harbor tasks: no job.json, dataset or units of its own but the harness (init/harbor.ts).
+      const files = writeHarborProject(root, staging, basename(dir), dependency, importClosure);
+      if (existsSync(dir)) rmSync(dir, { recursive: true }); // empty, checked above
+      renameSync(staging, dir);
+      return { dir: relative(process.cwd(), dir) || '.', example: HARBOR_EXAMPLE, files, dependency };
+    }
+    const spec = EXAMPLES[opts.example as ExampleName];
     let files = copyExample(root, spec, staging);
     projectJob(join(staging, 'job.json'), basename(dir));
-    const texts = projectFiles({ name: basename(dir), dir, example: opts.example, spec, dependency, maxSteps: maxEpisodeSteps(root, spec), tools: datasetTools(staging) });
+    const texts = projectFiles({ name: basename(dir), dir, example: opts.example as ExampleName, spec, dependency, maxSteps: maxEpisodeSteps(root, spec), tools: datasetTools(staging) });
     for (const [name, text] of Object.entries(texts)) {
       mkdirSync(dirname(join(staging, name)), { recursive: true });
       writeFileSync(join(staging, name), text);
@@ -154,7 +163,7 @@ export function initProject(opts: InitOptions): InitResult {
     }
     if (existsSync(dir)) rmSync(dir, { recursive: true }); // empty, checked above
     renameSync(staging, dir);
-    return { dir: relative(process.cwd(), dir) || '.', example: opts.example, files, dependency };
+    return { dir: relative(process.cwd(), dir) || '.', example: opts.example as ExampleName, files, dependency };
   } catch (e) {
     rmSync(staging, { recursive: true, force: true });
     throw e;

@@ -15,7 +15,8 @@ import { gradingLimits } from '../workspace/limits.js';
 import { TrackedSandbox } from './tracked.js';
 import { INSTANCE_LABEL } from '../host/workdir.js';
 import { workspaceSource } from '../workspace/workspace.js';
-import type { PrestartSpec, Sandbox, SandboxDriver, SandboxHistory, SandboxItem, SandboxLimits, SandboxObserver, SandboxRef, SandboxSpec, SandboxStats } from '../types.js';
+import type { HarborTaskLookup } from '../../harbor/types.js';
+import type { PrestartSpec, Sandbox, SandboxDriver, SandboxHistory, SandboxImage, SandboxItem, SandboxLimits, SandboxObserver, SandboxRef, SandboxSpec, SandboxStats } from '../types.js';
 
 export interface SandboxManagerOptions {
   driver: SandboxDriver;
@@ -32,6 +33,9 @@ export interface SandboxManagerOptions {
   instanceId: string;
   /** Root for `item.sandbox.template` and `item.sandbox.hidden`. */
   templatesRoot: string;
+  /** The Harbor tasks `item.sandbox.harbor` names (src/harbor/registry.ts), and RFT_HARBOR_NETWORK. */
+  harborTasks?: HarborTaskLookup | undefined;
+  harborNetwork?: string | undefined;
   log?: Logger;
   /** How often the TTL sweeper runs (default: ttlMs / 4, at most 60 s). */
   sweepIntervalMs?: number;
@@ -212,7 +216,7 @@ export class SandboxManager {
 
   /** A sandbox owned by the caller (e.g. a grader running hidden tests); counts against the cap. */
   async createEphemeral(
-    spec: { traceId: string; templateDir?: string; files?: Record<string, string> },
+    spec: { traceId: string; templateDir?: string; files?: Record<string, string>; image?: SandboxImage },
     signal?: AbortSignal,
   ): Promise<Sandbox> {
     if (this.closed) throw errors.sandboxClosed();
@@ -221,6 +225,7 @@ export class SandboxManager {
       signal,
       async () => ({
         ...(spec.templateDir !== undefined ? { templateDir: spec.templateDir } : {}),
+        ...(spec.image !== undefined ? { image: spec.image } : {}),
         ...(spec.files !== undefined ? { files: spec.files } : {}),
         labels: { [PURPOSE_LABEL]: EPHEMERAL },
         limits: gradingLimits(this.opts.limits),
@@ -420,7 +425,13 @@ export class SandboxManager {
 
   private rolloutSource(item: SandboxItem): () => Promise<Omit<SandboxSpec, 'traceId' | 'limits'>> {
     const prestarts = this.opts.prestarts?.length ? { prestarts: this.opts.prestarts } : {};
-    return async () => ({ ...(await workspaceSource(item, this.opts.templatesRoot)), labels: { [PURPOSE_LABEL]: ROLLOUT }, ...prestarts });
+    const harbor = { lookup: this.opts.harborTasks, network: this.opts.harborNetwork };
+    return async () => {
+      const source = await workspaceSource(item, this.opts.templatesRoot, harbor);
+      // Only the Docker driver runs a task's image (gVisor is Docker with runsc): elsewhere it would be an empty workspace.
+      if (source.image && this.opts.driver.name !== 'docker') throw errors.sandboxFailed(`Harbor tasks run only on the docker driver (RFT_SANDBOX=docker), not ${this.opts.driver.name}`);
+      return { ...source, labels: { [PURPOSE_LABEL]: ROLLOUT }, ...prestarts };
+    };
   }
 
   /**

@@ -3,7 +3,7 @@
 // whoever destroys it (told whether the removal succeeded: a record of a sandbox that is still there
 // must stay, so that it is removed later).
 import type { CopyBounds, CopyReport } from '../workspace/copy-out.js';
-import type { ExecOptions, ExecResult, FileEntry, PrestartedProcess, Sandbox, SandboxProcess, SandboxRef, SpawnOptions } from '../types.js';
+import type { ExecOptions, ExecResult, FileEntry, PrestartedProcess, Sandbox, SandboxAdmin, SandboxProcess, SandboxRef, SpawnOptions } from '../types.js';
 
 export class TrackedSandbox implements Sandbox {
   lastUsed = Date.now();
@@ -20,6 +20,11 @@ export class TrackedSandbox implements Sandbox {
 
   get ref(): SandboxRef | undefined {
     return this.inner.ref;
+  }
+
+  /** A task-image sandbox's grader operations (its grader holds the sandbox while it runs them: hold()). */
+  get admin(): SandboxAdmin | undefined {
+    return this.inner.admin;
   }
 
   get id(): string {

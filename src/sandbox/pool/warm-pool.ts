@@ -39,6 +39,11 @@ export interface PoolSizing {
   idleMs: number;
   /** What `max` was worked out from, shown with the pool's state (stats().bounds); not used here. */
   shown?: Pick<WarmPoolBounds, 'budgetMb' | 'preparedKb' | 'cap'>;
+  /**
+   * Items prepared at once by a refill (default 1). Docker's containers take a second or more each under
+   * gVisor: one at a time, a step of 128 (a Harbor step, bench/harbor-step.ts) was 19 ready after a 20 s pause.
+   */
+  parallel?: number;
 }
 
 /** Steps kept per key for display (the learner keeps its own, shorter, history). */
@@ -51,6 +56,8 @@ interface Slot<T> {
   learner: StepLearner;
   /** Taken for rollouts and not released yet. */
   inUse: number;
+  /** Being prepared now (counted toward its target, so parallel refills do not overshoot it). */
+  making: number;
   /** The last steps, oldest first (at most POOL_STEPS_KEPT). */
   steps: WarmPoolStep[];
 }
@@ -86,7 +93,7 @@ export class WarmPool<T> {
     const key = this.ops.key(spec);
     let slot = this.slots.get(key);
     if (!slot) {
-      slot = { spec, ready: [], learner: new StepLearner(this.sizing.gapMs, this.sizing.idleMs), inUse: 0, steps: [] };
+      slot = { spec, ready: [], learner: new StepLearner(this.sizing.gapMs, this.sizing.idleMs), inUse: 0, making: 0, steps: [] };
       this.slots.set(key, slot);
     }
     slot.spec = spec;
@@ -195,7 +202,7 @@ export class WarmPool<T> {
       if (slot.learner.inBurst(now)) continue;
       const extra = slot.ready.length - this.target(slot, now);
       for (const item of extra > 0 ? slot.ready.splice(slot.ready.length - extra, extra) : []) this.discard(item);
-      if (slot !== this.latest && slot.ready.length === 0 && slot.inUse === 0 && slot.learner.idle(now)) this.slots.delete(key);
+      if (slot !== this.latest && slot.ready.length === 0 && slot.inUse === 0 && slot.making === 0 && slot.learner.idle(now)) this.slots.delete(key);
     }
     this.fill();
   }
@@ -208,10 +215,12 @@ export class WarmPool<T> {
 
   /** The slot to prepare an item for next (the latest key first), or null when every one is at its target. */
   private next(): Slot<T> | null {
-    if (this.closed || this.total() >= Math.max(this.sizing.floor, this.sizing.max)) return null;
+    let making = 0;
+    for (const s of this.slots.values()) making += s.making;
+    if (this.closed || this.total() + making >= Math.max(this.sizing.floor, this.sizing.max)) return null;
     const now = Date.now();
     const order = this.latest ? [this.latest, ...this.slots.values()] : [...this.slots.values()];
-    return order.find((s) => s.ready.length < this.target(s, now)) ?? null;
+    return order.find((s) => s.ready.length + s.making < this.target(s, now)) ?? null;
   }
 
   private fill(): void {
@@ -222,16 +231,25 @@ export class WarmPool<T> {
     if (!this.next()) return;
     this.refillAsked = false;
     let failed = false;
-    this.filling = (async () => {
-      for (let slot = this.next(); slot; slot = this.next()) {
-        const item = await this.ops.make({ ...slot.spec, traceId: '(pooled)', files: {} });
+    // `parallel` workers, each preparing the next item wanted until none is; the first failure stops them all.
+    const worker = async (): Promise<void> => {
+      for (let slot = this.next(); slot && !failed; slot = this.next()) {
+        slot.making++;
+        let item: T;
+        try {
+          item = await this.ops.make({ ...slot.spec, traceId: '(pooled)', files: {} });
+        } catch (e) {
+          failed = true; // a failed refill only costs the next rollouts the on-demand path
+          throw e;
+        } finally {
+          slot.making--;
+        }
         if (this.closed) await this.ops.discard(item);
         else slot.ready.push(item);
       }
-    })()
-      .catch(() => {
-        failed = true; // a failed refill only costs the next rollouts the on-demand path
-      })
+    };
+    this.filling = Promise.allSettled(Array.from({ length: Math.max(1, this.sizing.parallel ?? 1) }, worker))
+      .then(() => {})
       .finally(() => {
         this.filling = null;
         // What changed while it failed (a rollout's sandbox released room) gets one more try; a

@@ -1,24 +1,37 @@
 // A rollout's starting files: a template folder named by the dataset row (`item.sandbox.template`,
 // relative to the templates root) and/or inline files (`item.sandbox.files`). `item.sandbox.hidden`
 // names grading-only files, which graders read on the host and which never enter the workspace.
+// `item.sandbox.harbor` ("<environment>/<task>") names a Harbor task: its image is the sandbox
+// (src/harbor/sandbox-spec.ts), found through the lookup the loader registers.
 import { constants } from 'node:fs';
 import { chmod, cp, lchown, readdir, realpath, stat } from 'node:fs/promises';
 import { join, posix, relative, resolve, sep } from 'node:path';
 import { z } from 'zod';
 import { errors } from '../../errors.js';
 import { HostWorkspace, type Owner } from './host-fs.js';
-import type { SandboxItem, SandboxSpec } from '../types.js';
+import type { SandboxImage, SandboxItem, SandboxSpec } from '../types.js';
+import { harborSandboxImage } from '../../harbor/sandbox-spec.js';
+import type { HarborTaskLookup } from '../../harbor/types.js';
 
 const sandboxItemSchema = z.object({
   template: z.string().min(1).optional(),
   files: z.record(z.string(), z.string()).optional(),
   hidden: z.string().min(1).optional(),
+  harbor: z.string().min(1).optional(),
 });
 
 export interface WorkspaceSource {
   templateDir?: string;
   files?: Record<string, string>;
   hiddenDir?: string;
+  /** A Harbor task's image (item.sandbox.harbor). */
+  image?: SandboxImage;
+}
+
+/** How rows' Harbor tasks are found (the loader's registry) and the network a task asking for one gets. */
+export interface HarborSource {
+  lookup?: HarborTaskLookup | undefined;
+  network?: string | undefined;
 }
 
 /** Resolves `rel` below `root`, following symlinks, and refuses anything that ends up outside it. */
@@ -39,12 +52,18 @@ async function resolveBelow(root: string, rel: string): Promise<string> {
 }
 
 /** Reads `item.sandbox` and resolves its folders below `templatesRoot`. */
-export async function workspaceSource(item: SandboxItem | null | undefined, templatesRoot: string): Promise<WorkspaceSource> {
+export async function workspaceSource(item: SandboxItem | null | undefined, templatesRoot: string, harbor: HarborSource = {}): Promise<WorkspaceSource> {
   const raw = item?.['sandbox'];
   if (raw === undefined || raw === null) return {};
   const parsed = sandboxItemSchema.safeParse(raw);
-  if (!parsed.success) throw errors.sandboxTemplate(String((raw as { template?: unknown }).template ?? ''), 'item.sandbox must be {template?, files?, hidden?}');
+  if (!parsed.success) throw errors.sandboxTemplate(String((raw as { template?: unknown }).template ?? ''), 'item.sandbox must be {template?, files?, hidden?, harbor?}');
   const s = parsed.data;
+  if (s.harbor !== undefined) {
+    // The row's, at any step (ROW_CODES, src/doors/core.ts): a task this server does not serve.
+    const task = harbor.lookup?.(s.harbor);
+    if (!task) throw errors.harborUnknownTask(s.harbor);
+    return { image: harborSandboxImage(task, { network: harbor.network }), ...(s.files !== undefined ? { files: s.files } : {}) };
+  }
   return {
     ...(s.template !== undefined ? { templateDir: await resolveBelow(templatesRoot, s.template) } : {}),
     ...(s.files !== undefined ? { files: s.files } : {}),

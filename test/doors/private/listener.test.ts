@@ -45,7 +45,7 @@ describe('the private listener', () => {
     const app = await buildPrivateApp({ core, config, environments, registry, ledger, grading, store, sandboxes, log: pino({ level: 'silent' }) }, 1024, [door]);
     try {
       const ok = await app.inject({ method: 'POST', url: '/echo', payload: { a: 1 } });
-      expect(ok.json()).toEqual({ body: { a: 1 }, environments: ['coding', 'finqa'] });
+      expect(ok.json()).toEqual({ body: { a: 1 }, environments: ['coding', 'finqa', 'harbor'] });
       expect((await app.inject({ method: 'GET', url: '/healthz' })).json()).toMatchObject({ doors: ['echo'] });
       const big = await app.inject({ method: 'POST', url: '/echo', payload: { a: 'x'.repeat(2000) } });
       expect(big.statusCode).toBe(413);

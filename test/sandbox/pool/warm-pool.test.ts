@@ -104,6 +104,43 @@ describe('warm pool learning the step (fake clock)', () => {
     await close(pool);
   });
 
+  it('a refill with `parallel` prepares that many at once, and never more than the step or the bound', async () => {
+    let inFlight = 0;
+    let peakInFlight = 0;
+    let made = 0;
+    let held = 0;
+    let peakHeld = 0;
+    const ops: PoolOps<number> = {
+      make: () => {
+        inFlight++;
+        peakInFlight = Math.max(peakInFlight, inFlight);
+        return new Promise((resolve) =>
+          setTimeout(() => {
+            inFlight--;
+            held++;
+            peakHeld = Math.max(peakHeld, held);
+            resolve(++made);
+          }, 1_000),
+        );
+      },
+      discard: async () => {
+        held--;
+      },
+      key: () => 'k',
+      id: (n) => String(n),
+    };
+    const pool = new WarmPool({ floor: 1, max: 30, gapMs: GAP, idleMs: IDLE, parallel: 4 }, ops);
+    pools.push(pool);
+    for (let i = 0; i < 20; i++) if (pool.take(spec(`trace_${i}`)) !== null) held--;
+    // The step of 20 is learned once its burst is over; at 1 s an item, 4 at once fill it in about 5 s, not 20.
+    await vi.advanceTimersByTimeAsync(GAP + 6_000);
+    expect(peakInFlight).toBe(4);
+    expect(pool.stats()).toMatchObject({ warm: 20, target: 20 });
+    await vi.advanceTimersByTimeAsync(30_000);
+    expect(peakHeld).toBe(20);
+    await close(pool);
+  });
+
   it('with no learning (a zero bound) keeps the floor only', async () => {
     const { pool, c, step } = fakePool(2, 0);
     await step(50);

@@ -9,7 +9,7 @@ import { randomInt, randomUUID } from 'node:crypto';
 import type { Logger } from 'pino';
 import { readFileSync, statSync } from 'node:fs';
 import { errors, isRftError, type RftError } from '../../../errors.js';
-import { SLOW_TIMEOUT_MS } from './api.js';
+import { DockerStatusError, SLOW_TIMEOUT_MS } from './api.js';
 import { DockerEngine } from './engine.js';
 import { endpointFor, type DockerHostSpec } from './hosts.js';
 import { DockerSandbox } from './sandbox.js';
@@ -17,7 +17,9 @@ import { packWorkspace } from './tar.js';
 import { SANDBOX_PATH } from '../../host/local-sandbox.js';
 import { WORKSPACE_MOUNT } from '../../workspace/paths.js';
 import { INSTANCE_LABEL } from '../../host/workdir.js';
-import type { Sandbox, SandboxDriver, SandboxLimits, SandboxRef, SandboxSpec, WarmPoolStats } from '../../types.js';
+import type { Sandbox, SandboxDriver, SandboxImage, SandboxLimits, SandboxRef, SandboxSpec, WarmPoolStats } from '../../types.js';
+import { DockerAdmin } from './admin.js';
+import { imageTag, TaskImages, type ImageFacts } from './images.js';
 import { WarmPool } from '../../pool/warm-pool.js';
 import { Prestarted, PrestartQuota, prestartRank } from '../../pool/prestarted.js';
 import { poolSizing, type WarmLearning } from '../../pool/settings.js';
@@ -71,12 +73,32 @@ const UID_SPAN = 1_000_000;
  * kernel memory; 8.5 MB by the host's available memory, page cache included, counted here.
  */
 const PREPARED_KB = 8_704;
+/**
+ * Warm containers a refill starts at once per engine. One at a time, the pool held 19 of a 128-rollout
+ * Harbor step after a 20 s pause under gVisor (bench/harbor-step.ts, bench/README.md).
+ */
+const POOL_PARALLEL = 4;
 
 interface Container {
   id: string;
   name: string;
   uid: number;
+  /** A task-image container: its commands' user ("uid:gid"), workdir and grader operations. */
+  task?: { user: string; workdir: string; admin: DockerAdmin };
 }
+
+/** Labels of a task-image container, for a replica that attaches to it. */
+const TASK_USER_LABEL = 'rft-endpoints.task-user';
+const TASK_WORKDIR_LABEL = 'rft-endpoints.task-workdir';
+/**
+ * The capabilities a task-image container keeps (all others dropped): what root needs to act as
+ * root on its own files (CHOWN, DAC_OVERRIDE, FOWNER: tasks \`chown\`, write where a file's mode says
+ * no) and to kill other users' processes (KILL: the grader's kill of everything the rollout left).
+ * None of them reaches past the container's own mount and pid namespaces: no host path is mounted,
+ * CAP_DAC_READ_SEARCH (open_by_handle_at) stays dropped, as do SETUID/SETGID (no becoming the init's
+ * uid), NET_*, MKNOD, SYS_*.
+ */
+const TASK_CAPS = ['CHOWN', 'DAC_OVERRIDE', 'FOWNER', 'KILL'];
 
 /** A started, empty container kept for a new rollout, on the engine it was placed on. */
 interface Warm extends Container {
@@ -88,11 +110,16 @@ interface Warm extends Container {
 }
 
 /** What a warm container must match to serve a spec: what is fixed at container creation. */
-const poolKey = (s: Pick<SandboxSpec, 'limits' | 'readOnlyMounts'>): string =>
-  JSON.stringify([s.limits.memoryBytes, s.limits.maxProcesses, s.limits.maxFileBytes, s.limits.cpuSeconds, s.limits.diskBytes, s.limits.inodes, s.readOnlyMounts ?? []]);
+const poolKey = (s: Pick<SandboxSpec, 'limits' | 'readOnlyMounts' | 'image'>): string =>
+  JSON.stringify([s.limits.memoryBytes, s.limits.maxProcesses, s.limits.maxFileBytes, s.limits.cpuSeconds, s.limits.diskBytes, s.limits.inodes, s.readOnlyMounts ?? [], ...imageKey(s.image)]);
+
+/** What of a task image is fixed at container creation: a warm container serves only its own image and settings. */
+const imageKey = (img: SandboxImage | undefined): unknown[] =>
+  img ? [imageTag(img), img.cpus ?? null, img.memoryMb ?? null, img.workdir ?? null, img.user ?? null, img.env ?? {}, img.network ?? null] : [];
 
 /** A pool key for people. */
-const describeKind = (s: Pick<SandboxSpec, 'limits' | 'readOnlyMounts'>): string => {
+const describeKind = (s: Pick<SandboxSpec, 'limits' | 'readOnlyMounts' | 'image'>): string => {
+  if (s.image) return `image ${imageTag(s.image)}${s.image.memoryMb !== undefined ? `, memory ${s.image.memoryMb} MB` : ''}${s.image.cpus !== undefined ? `, ${s.image.cpus} CPUs` : ''}`;
   const l = s.limits;
   const mb = (b: number | undefined) => (b === undefined ? 'default' : `${Math.round(b / 2 ** 20)} MB`);
   const kind = `memory ${mb(l.memoryBytes)}, ${l.maxProcesses} processes, workspace ${mb(l.diskBytes)}`;
@@ -148,6 +175,13 @@ function groupName(gid: number): string | undefined {
   return undefined;
 }
 
+/** A task user's ids: numeric ("uid" or "uid:gid") as given, a name as the image knows it. */
+async function taskIds(admin: DockerAdmin, user: string): Promise<{ uid: number; gid: number }> {
+  const m = /^(\d+)(?::(\d+))?$/.exec(user);
+  if (m) return { uid: Number(m[1]), gid: Number(m[2] ?? m[1]) };
+  return admin.ids(user.split(':')[0]);
+}
+
 export class DockerDriver implements SandboxDriver {
   readonly name = 'docker' as const;
   readonly engines: DockerEngine[];
@@ -156,11 +190,14 @@ export class DockerDriver implements SandboxDriver {
   private poolInstance: WarmPool<Warm> | null = null;
   /** Which warm containers start the prestarts: the floor's worth per kind. */
   private readonly quota: PrestartQuota;
+  /** Task images (SandboxSpec.image) per engine, built once per digest. */
+  readonly images: TaskImages;
 
   constructor(private readonly o: DockerDriverOptions) {
     const specs = o.hosts ?? [{ url: `unix://${o.socketPath ?? '/var/run/docker.sock'}`, name: 'local', cap: Number.MAX_SAFE_INTEGER, socketPath: o.socketPath ?? '/var/run/docker.sock' }];
     this.engines = specs.map((s) => new DockerEngine(s.name, s.cap, endpointFor(s), o.log, s.starts));
     this.quota = new PrestartQuota((o.warmPool ?? 0) * this.engines.length);
+    this.images = new TaskImages(o.labels);
   }
 
   /** True when at least one engine answers and has the image; engines that do not are left out of placement. */
@@ -213,7 +250,9 @@ export class DockerDriver implements SandboxDriver {
    * bounds what they cost. Lazy: the engines are known once the driver is built.
    */
   private get pool(): WarmPool<Warm> {
-    this.poolInstance ??= new WarmPool(poolSizing((this.o.warmPool ?? 0) * this.engines.length, this.o.warmLearning, PREPARED_KB), {
+    // Refills prepare POOL_PARALLEL containers at once per engine (each engine bounds its own creations: engine.ts).
+    const sizing = { ...poolSizing((this.o.warmPool ?? 0) * this.engines.length, this.o.warmLearning, PREPARED_KB), parallel: POOL_PARALLEL * this.engines.length };
+    this.poolInstance ??= new WarmPool(sizing, {
       make: (spec) => this.makeWarm(spec),
       discard: (w) => {
         this.leaveQuota(w);
@@ -230,11 +269,11 @@ export class DockerDriver implements SandboxDriver {
 
   private async makeWarm(spec: SandboxSpec): Promise<Warm> {
     const engine = this.pick();
-    const c = await this.createContainer(engine, spec.limits, { [PURPOSE_LABEL]: 'warm' }, spec.readOnlyMounts);
+    const c = await this.createContainer(engine, spec.limits, { [PURPOSE_LABEL]: 'warm' }, spec.readOnlyMounts, spec.image);
     const key = poolKey(spec);
     if (!this.quota.reserve(key, spec)) return { ...c, engine };
     // Started through the container's own sandbox, which the rollout's takes over (its spawned processes).
-    const host = new DockerSandbox({ id: c.id, traceId: '(pooled)', engine, container: c.name, uid: c.uid, limits: spec.limits });
+    const host = new DockerSandbox({ id: c.id, traceId: '(pooled)', engine, container: c.name, uid: c.uid, limits: spec.limits, ...(c.task ? { task: c.task } : {}) });
     const prestarted = await Prestarted.start(spec.prestarts!, (p) => host.spawn(p.argv, { ...(p.cwd !== undefined ? { cwd: p.cwd } : {}), ...(p.env ? { env: p.env } : {}) }));
     if (prestarted.size > 0) return { ...c, engine, prestarted, host, key };
     this.quota.release(key);
@@ -258,6 +297,68 @@ export class DockerDriver implements SandboxDriver {
     const e = this.engines.find((x) => x.name === name);
     if (!e) throw errors.sandboxFailed(`the sandbox lives on Docker engine "${name}", which this replica does not have in RFT_DOCKER_HOSTS`);
     return e;
+  }
+
+  /**
+   * A task image's container (SandboxSpec.image: a Harbor task's). Unlike the server's own image, its
+   * root filesystem is writable and its commands usually run as root, because the task's image and
+   * tests expect both. It holds because the container still has nothing to escape with: no network
+   * (NetworkMode none unless the server names a network, RFT_HARBOR_NETWORK), every capability dropped
+   * but TASK_CAPS (root acting on its own files, and killing), no-new-privileges (no setuid gain), the
+   * pids, memory and CPU limits and rlimits of every sandbox, no host path mounted, and the same
+   * runtime (gVisor's kernel under runsc). Its disk is the engine's writable layer: a file is capped by
+   * RLIMIT_FSIZE, the total is not (the overlay on ext4 has no quota; Harbor's Docker runner enforces
+   * none either; docs: storage_mb); /tmp is a capped tmpfs. Its init and idle \`sleep\` run as root
+   * (admin.ts tells them apart from the rollout's processes by age, not by user).
+   */
+  private taskConfig(id: string, uid: number, limits: SandboxLimits, labels: Record<string, string>, img: SandboxImage, facts: ImageFacts, workdir: string, user: string) {
+    const l = limits;
+    const gvisor = this.o.runtime === 'runsc';
+    const memory = img.memoryMb !== undefined ? img.memoryMb * 2 ** 20 : l.memoryBytes;
+    const disk = l.diskBytes ?? 64 * 1024 * 1024;
+    const inodes = l.inodes ?? this.o.inodes ?? Math.max(1024, Math.floor(disk / 16384));
+    const owner = { [INSTANCE_LABEL]: this.o.instanceId };
+    return {
+      Image: facts.tag,
+      Entrypoint: ['sleep'],
+      Cmd: ['infinity'],
+      // Root: an exec as root gets its capabilities only in a container whose own user is root.
+      User: '0:0',
+      WorkingDir: workdir,
+      Env: Object.entries(img.env ?? {}).map(([k, v]) => `${k}=${v}`),
+      Labels: {
+        ...this.o.labels,
+        ...labels,
+        ...owner,
+        [SANDBOX_LABEL]: id,
+        [UID_LABEL]: String(uid),
+        [TASK_USER_LABEL]: user,
+        [TASK_WORKDIR_LABEL]: workdir,
+        'rft-endpoints.created_at': new Date().toISOString(),
+      },
+      NetworkDisabled: img.network === undefined,
+      HostConfig: {
+        NetworkMode: img.network ?? 'none',
+        ReadonlyRootfs: false,
+        CapDrop: ['ALL'],
+        CapAdd: TASK_CAPS,
+        SecurityOpt: ['no-new-privileges'],
+        Init: true,
+        ...(this.o.runtime ? { Runtime: this.o.runtime } : {}),
+        Memory: memory + (gvisor ? GVISOR_MEMORY : 0),
+        MemorySwap: memory + (gvisor ? GVISOR_MEMORY : 0),
+        PidsLimit: l.maxProcesses + 2 + (gvisor ? GVISOR_THREADS : 0),
+        NanoCpus: Math.round((img.cpus ?? 1) * 1e9),
+        Ulimits: [
+          { Name: 'fsize', Soft: l.maxFileBytes, Hard: l.maxFileBytes },
+          { Name: 'nofile', Soft: 1024, Hard: 1024 },
+          { Name: 'core', Soft: 0, Hard: 0 },
+          ...(gvisor ? [{ Name: 'nproc', Soft: l.maxProcesses + 2, Hard: l.maxProcesses + 2 }] : []),
+        ],
+        // /tmp capped as every sandbox's (bytes and inodes): what fills it cannot fill the engine's disk.
+        Tmpfs: { '/tmp': `rw,nosuid,nodev,size=${disk},nr_inodes=${inodes},mode=1777` },
+      },
+    };
   }
 
   private containerConfig(engine: DockerEngine, id: string, uid: number, limits: SandboxLimits, labels: Record<string, string>, readOnlyMounts: string[]) {
@@ -323,22 +424,43 @@ export class DockerDriver implements SandboxDriver {
     };
   }
 
-  /** Creates and starts a container on `engine`; removed again if it cannot start. */
-  private async createContainer(engine: DockerEngine, limits: SandboxLimits, labels: Record<string, string>, readOnlyMounts: string[] = []): Promise<Container> {
+  /**
+   * Creates and starts a container on `engine`; removed again if it cannot start. A task image the engine
+   * no longer has (removed since it was built or found: an operator's prune) is found or built again, once.
+   */
+  private async createContainer(engine: DockerEngine, limits: SandboxLimits, labels: Record<string, string>, readOnlyMounts: string[] = [], image?: SandboxImage): Promise<Container> {
+    try {
+      return await this.createOnce(engine, limits, labels, readOnlyMounts, image);
+    } catch (e) {
+      if (!image || !(e instanceof DockerStatusError) || e.dockerStatus !== 404 || e.path !== '/containers/create') throw e;
+      this.images.forget(engine, image);
+      return this.createOnce(engine, limits, labels, readOnlyMounts, image);
+    }
+  }
+
+  private async createOnce(engine: DockerEngine, limits: SandboxLimits, labels: Record<string, string>, readOnlyMounts: string[], image: SandboxImage | undefined): Promise<Container> {
     const id = `sb_${randomUUID().replace(/-/g, '').slice(0, 16)}`;
     const name = `rft-${id}`;
-    const uid = UID_BASE + randomInt(UID_SPAN);
+    // A task image: built (once per digest and engine) before the container; its workdir and user are the image's unless the task says.
+    const facts = image ? await this.images.ensure(engine, image) : undefined;
+    const workdir = image?.workdir ?? facts?.workdir ?? '/';
+    const user = image?.user ?? facts?.user ?? '0';
+    const uid = facts ? 0 : UID_BASE + randomInt(UID_SPAN);
     this.mine.add(name);
     try {
+      const config = image && facts ? this.taskConfig(id, uid, limits, labels, image, facts, workdir, user) : this.containerConfig(engine, id, uid, limits, labels, readOnlyMounts);
       await engine.creating(async (api) => {
-        await api.call('POST', `/containers/create?name=${name}`, this.containerConfig(engine, id, uid, limits, labels, readOnlyMounts), { timeoutMs: SLOW_TIMEOUT_MS });
+        await api.call('POST', `/containers/create?name=${name}`, config, { timeoutMs: SLOW_TIMEOUT_MS });
         await api.call('POST', `/containers/${name}/start`, undefined, { ok: [304], timeoutMs: SLOW_TIMEOUT_MS });
       });
+      if (!facts) return { id, name, uid };
+      const admin = new DockerAdmin({ engine, container: name, workdir });
+      const ids = await taskIds(admin, user);
+      return { id, name, uid: ids.uid, task: { user: `${ids.uid}:${ids.gid}`, workdir, admin } };
     } catch (e) {
       await this.removeContainer(engine, name).catch(() => {});
       throw e;
     }
-    return { id, name, uid };
   }
 
   private async removeContainer(engine: DockerEngine, name: string): Promise<void> {
@@ -374,9 +496,9 @@ export class DockerDriver implements SandboxDriver {
       if (spec.readOnlyMounts?.length && !engine.local) {
         this.o.log?.warn({ engine: engine.name }, 'read-only host mounts are skipped on a remote engine: put what they hold in the sandbox image');
       }
-      c ??= await this.createContainer(engine, spec.limits, { ...spec.labels, 'rft-endpoints.trace_id': spec.traceId }, spec.readOnlyMounts);
+      c ??= await this.createContainer(engine, spec.limits, { ...spec.labels, 'rft-endpoints.trace_id': spec.traceId }, spec.readOnlyMounts, spec.image);
       const w = c;
-      if (packed) {
+      if (packed && !w.task) {
         await engine.use((api) =>
           api.call('PUT', `/containers/${w.name}/archive?path=${encodeURIComponent(WORKSPACE_MOUNT)}`, undefined, {
             raw: { body: packed.stream({ uid: w.uid, gid: w.uid }), contentType: 'application/x-tar' },
@@ -391,8 +513,10 @@ export class DockerDriver implements SandboxDriver {
         container: w.name,
         uid: w.uid,
         limits: spec.limits,
-        agent: this.o.agent === false ? false : 'eager',
+        // A task image runs as its task's user (often root), where the agent does not run: the exec path.
+        agent: w.task || this.o.agent === false ? false : 'eager',
         gvisor: this.o.runtime === 'runsc',
+        ...(w.task ? { task: w.task } : {}),
         onDestroy: () => {
           engine.live--;
           unhold();
@@ -418,10 +542,21 @@ export class DockerDriver implements SandboxDriver {
     const labels = info.body.Config?.Labels ?? {};
     const uid = Number(labels[UID_LABEL]);
     if (info.status === 404 || !Number.isInteger(uid) || labels[SANDBOX_LABEL] === undefined) throw errors.notFound(`sandbox ${ref.container}`);
+    const workdir = labels[TASK_WORKDIR_LABEL];
+    const user = labels[TASK_USER_LABEL];
+    const task = workdir !== undefined && user !== undefined ? await this.attachTask(engine, ref.container, workdir, user) : undefined;
     return new DockerSandbox({
-      id: labels[SANDBOX_LABEL], traceId, engine, container: ref.container, uid, limits, gvisor: this.o.runtime === 'runsc', onDestroy: engine.events.hold(),
-      ...(this.o.agent === false ? { agent: false as const } : {}),
+      id: labels[SANDBOX_LABEL], traceId, engine, container: ref.container, uid: task?.uid ?? uid, limits, gvisor: this.o.runtime === 'runsc', onDestroy: engine.events.hold(),
+      ...(task || this.o.agent === false ? { agent: false as const } : {}),
+      ...(task ? { task: task.task } : {}),
     });
+  }
+
+  /** A task-image container another replica made: its user's ids are asked of the image again. */
+  private async attachTask(engine: DockerEngine, container: string, workdir: string, user: string): Promise<{ uid: number; task: NonNullable<Container['task']> }> {
+    const admin = new DockerAdmin({ engine, container, workdir });
+    const ids = await taskIds(admin, user);
+    return { uid: ids.uid, task: { user: `${ids.uid}:${ids.gid}`, workdir, admin } };
   }
 
   async remove(ref: SandboxRef): Promise<void> {

@@ -14,7 +14,7 @@ import { extractArchive } from './tar.js';
 import { PERL_SUBREAPER } from '../../host/reaper.js';
 import { SANDBOX_PATH } from '../../host/local-sandbox.js';
 import { WORKSPACE_MOUNT, workspaceComponents } from '../../workspace/paths.js';
-import type { ExecOptions, ExecResult, FileEntry, PrestartedProcess, ProcessExit, Sandbox, SandboxLimits, SandboxProcess, SandboxRef, SpawnOptions } from '../../types.js';
+import type { ExecOptions, ExecResult, FileEntry, PrestartedProcess, ProcessExit, Sandbox, SandboxAdmin, SandboxLimits, SandboxProcess, SandboxRef, SpawnOptions } from '../../types.js';
 import type { Prestarted } from '../../pool/prestarted.js';
 import { PassThrough, Writable } from 'node:stream';
 import type { Command, CommandExit } from '../bwrap/supervisor/client.js';
@@ -183,6 +183,11 @@ export interface DockerSandboxInit {
   agent?: 'eager' | 'lazy' | false;
   /** Under gVisor (runtime runsc) only RLIMIT_AS binds a process's memory (Sandbox.memoryRlimit). */
   gvisor?: boolean;
+  /**
+   * A task-image container (SandboxSpec.image, driver.ts): its commands run as the task's user
+   * ("uid:gid"; `uid` is that uid) in its workdir, with the image's env, and its grader has `admin`.
+   */
+  task?: { user: string; workdir: string; admin: SandboxAdmin };
 }
 
 export class DockerSandbox implements Sandbox {
@@ -232,11 +237,23 @@ export class DockerSandbox implements Sandbox {
   }
 
   private get user(): string {
-    return `${this.o.uid}:${this.o.uid}`;
+    return this.o.task?.user ?? `${this.o.uid}:${this.o.uid}`;
+  }
+
+  /** Where commands and file paths start: the workspace volume, or a task image's workdir. */
+  private get root(): string {
+    return this.o.task ? this.o.task.workdir.replace(/\/+$/, '') : WORKSPACE_MOUNT;
+  }
+
+  /** The grader's operations of a task-image container (Sandbox.admin). */
+  get admin(): SandboxAdmin | undefined {
+    return this.o.task?.admin;
   }
 
   private env(extra: Record<string, string> = {}): string[] {
-    return Object.entries({ PATH: SANDBOX_PATH, HOME: WORKSPACE_MOUNT, LANG: 'C.UTF-8', TMPDIR: '/tmp', ...extra }).map(([k, v]) => `${k}=${v}`);
+    // A task image's commands keep the image's env (the container's, which every exec inherits).
+    const base = this.o.task ? {} : { PATH: SANDBOX_PATH, HOME: WORKSPACE_MOUNT, LANG: 'C.UTF-8', TMPDIR: '/tmp' };
+    return Object.entries({ ...base, ...extra }).map(([k, v]) => `${k}=${v}`);
   }
 
   /** Kills processes of the sandbox uid (see KILL_SCRIPT); never throws. */
@@ -646,7 +663,7 @@ export class DockerSandbox implements Sandbox {
           ? ['/bin/sh', '-c', SPAWN_WRAPPER, 'rft-exec', ...argv]
           : ['/bin/sh', '-c', LAUNCH, 'rft-exec', SUBREAPER, '/bin/sh', '-c', EXEC_WRAPPER, 'rft-exec', spawned, ...argv],
         env: this.env(channel ? { ...opts.env, RFT_RESULT_FD: '1' } : opts.env),
-        workingDir: [WORKSPACE_MOUNT, ...cwd].join('/'),
+        workingDir: [this.root, ...cwd].join('/') || '/',
         user: this.user,
         stdin: opts.stdin ?? '',
         maxOutputBytes: opts.maxOutputBytes ?? this.o.limits.maxOutputBytes,
@@ -722,7 +739,7 @@ export class DockerSandbox implements Sandbox {
       container: this.o.container,
       argv: ['/bin/sh', '-c', SPAWN_WRAPPER, 'rft-spawn', ...argv],
       env: this.env(opts.env),
-      workingDir: [WORKSPACE_MOUNT, ...workspaceComponents(opts.cwd ?? '')].join('/'),
+      workingDir: [this.root, ...workspaceComponents(opts.cwd ?? '')].join('/') || '/',
       user: this.user,
     };
     const kill = async (pre: PidPreamble): Promise<void> => {
@@ -850,7 +867,7 @@ export class DockerSandbox implements Sandbox {
       container: this.o.container,
       argv: ['/bin/sh', '-c', FILE_SCRIPTS[op], `rft-${op}`, ...args],
       env: this.env(),
-      workingDir: WORKSPACE_MOUNT,
+      workingDir: this.root || '/',
       user: this.user,
       stdin,
       maxOutputBytes: cap,
@@ -893,7 +910,7 @@ export class DockerSandbox implements Sandbox {
     // A container found gone (lost()) was removed: its archive would be a 404 read as a failure of ours.
     if (this.gone) throw this.goneError();
     await mkdir(hostDir, { recursive: true });
-    const res = await this.o.engine.use((api) => api.stream(`/containers/${this.o.container}/archive?path=${encodeURIComponent(`${WORKSPACE_MOUNT}/.`)}`));
+    const res = await this.o.engine.use((api) => api.stream(`/containers/${this.o.container}/archive?path=${encodeURIComponent(`${this.root}/.`)}`));
     return extractArchive(res.body, hostDir, bounds);
   }
 

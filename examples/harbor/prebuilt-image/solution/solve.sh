@@ -1,0 +1,3 @@
+#!/bin/bash
+set -euo pipefail
+uname -s > /tmp/done.txt

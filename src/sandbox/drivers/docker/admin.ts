@@ -1,0 +1,173 @@
+// The grader's side of a task-image container (Sandbox.admin; src/harbor/verify.ts uses it): commands
+// as any user of the image with an absolute cwd, a kill of every process but the init, a folder
+// uploaded to an absolute path, a user's ids. Everything goes through execs (the archive endpoints
+// would write under gVisor's own view of the root filesystem), as root: the container runs as root
+// and keeps CAP_KILL, CAP_CHOWN, CAP_DAC_OVERRIDE and CAP_FOWNER for this (driver.ts: why that holds;
+// an exec as root gets no effective capability in a container whose own user is not root).
+import { errors } from '../../../errors.js';
+import { DockerStatusError } from './api.js';
+import type { DockerEngine } from './engine.js';
+import { dockerExec, type DockerExecOutcome } from './exec.js';
+import { packWorkspace } from './tar.js';
+import type { ExecResult, SandboxAdmin } from '../../types.js';
+
+/**
+ * Stops every live process but the container's own: pid 1 (its init) and the init's oldest child (the
+ * idle `sleep` it started with the container: nothing the rollout starts can be older), and this
+ * shell; pass by pass (a stopped process cannot fork behind the walk), then kills them; again until a
+ * pass finds none. Whatever their user (the container runs as root: CAP_KILL). Prints how many rounds
+ * found some left at the end (0: all gone). No fork: builtins only, so it runs in a full pid table.
+ */
+const KILL_ALL = `own=; best=
+for d in /proc/[0-9]*; do
+  read -r line 2>/dev/null < "$d/stat" || continue
+  set -- \${line##*) }
+  [ "$2" = 1 ] || continue
+  if [ -z "$best" ] || [ "\${20}" -lt "$best" ]; then best=\${20}; own=\${d#/proc/}; fi
+done
+round=0; left=0
+while [ $round -lt 8 ]; do
+  round=$((round+1)); all=" "; pass=0
+  while [ $pass -lt 32 ]; do
+    pass=$((pass+1)); grew=
+    for d in /proc/[0-9]*; do
+      p=\${d#/proc/}
+      case "\${all}1 $own $$ " in *" $p "*) continue;; esac
+      read -r line 2>/dev/null < "$d/stat" || continue
+      set -- \${line##*) }
+      [ "$1" = Z ] && continue
+      kill -STOP "$p" 2>/dev/null && { all="$all$p "; grew=1; }
+    done
+    [ -z "$grew" ] && break
+  done
+  [ "$all" = " " ] && { left=0; break; }
+  kill -KILL $all 2>/dev/null; left=1
+done
+echo $left`;
+
+/** Attempts at a command the runtime could not start (a full process table: "try again"). */
+const START_TRIES = 20;
+const RUNTIME_FULL = /OCI runtime exec failed: .*(?:try again|resource temporarily unavailable)/is;
+
+export interface DockerAdminInit {
+  engine: DockerEngine;
+  container: string;
+  workdir: string;
+}
+
+export class DockerAdmin implements SandboxAdmin {
+  private readonly idCache = new Map<string, Promise<{ uid: number; gid: number }>>();
+
+  constructor(private readonly o: DockerAdminInit) {}
+
+  get workdir(): string {
+    return this.o.workdir;
+  }
+
+  /** One exec as `user`; a container gone or stopped is a lost sandbox (ours), a full process table is retried. */
+  private async run(argv: string[], user: string, cwd: string, env: string[], stdin: string | Buffer, cap: number, abandon?: AbortSignal): Promise<DockerExecOutcome> {
+    for (let i = 0; ; i++) {
+      let out: DockerExecOutcome;
+      try {
+        out = await this.o.engine.use((api) =>
+          dockerExec(api, { container: this.o.container, argv, env, workingDir: cwd, user, stdin, maxOutputBytes: cap }, { stop: () => {}, ...(abandon ? { abandon } : {}) }),
+        );
+      } catch (e) {
+        if (e instanceof DockerStatusError && (e.dockerStatus === 404 || e.dockerStatus === 409)) throw errors.sandboxLost();
+        throw e;
+      }
+      if (out.exitCode === 126 && RUNTIME_FULL.test(out.stderr.toString('latin1') + out.stdout.toString('latin1')) && i < START_TRIES) {
+        await new Promise((r) => setTimeout(r, 100 + i * 50));
+        continue;
+      }
+      return out;
+    }
+  }
+
+  async exec(argv: string[], opts: Parameters<SandboxAdmin['exec']>[1]): Promise<ExecResult> {
+    const started = performance.now();
+    const abandon = new AbortController();
+    let timedOut = false;
+    const timer = setTimeout(() => {
+      timedOut = true;
+      abandon.abort(new Error('timeout'));
+    }, opts.timeoutMs);
+    const onAbort = (): void => abandon.abort(new Error('aborted'));
+    opts.signal?.addEventListener('abort', onAbort, { once: true });
+    if (opts.signal?.aborted) onAbort();
+    const env = Object.entries(opts.env ?? {}).map(([k, v]) => `${k}=${v}`);
+    try {
+      const out = await this.run(argv, opts.user ?? '0:0', opts.cwd, env, opts.stdin ?? '', opts.maxOutputBytes ?? 1024 * 1024, abandon.signal);
+      return {
+        exitCode: out.exitCode,
+        signal: null,
+        stdout: out.stdout.toString('utf8'),
+        stderr: out.stderr.toString('utf8'),
+        stdoutTruncated: out.stdoutTruncated,
+        stderrTruncated: out.stderrTruncated,
+        timedOut: false,
+        durationMs: Math.round(performance.now() - started),
+      };
+    } catch (e) {
+      if (!abandon.signal.aborted) throw e;
+      // Over its time or called off: what it started is killed (the stream was dropped, not the processes).
+      await this.killAll();
+      if (!timedOut) throw errors.sandboxFailed('the command was called off');
+      return { exitCode: null, signal: 'SIGKILL', stdout: '', stderr: '', stdoutTruncated: false, stderrTruncated: false, timedOut: true, durationMs: Math.round(performance.now() - started) };
+    } finally {
+      clearTimeout(timer);
+      opts.signal?.removeEventListener('abort', onAbort);
+    }
+  }
+
+  async killAll(): Promise<void> {
+    for (let i = 0; i < 3; i++) {
+      const out = await this.run(['/bin/sh', '-c', KILL_ALL], '0:0', '/', [], '', 4096);
+      if (out.exitCode === 0 && out.stdout.toString().trim() === '0') return;
+    }
+    throw errors.sandboxFailed(`processes of sandbox ${this.o.container} could not all be killed`);
+  }
+
+  async upload(hostDir: string, dir: string, owner: { uid: number; gid: number }): Promise<string | null> {
+    const packed = await packWorkspace({ templateDir: hostDir });
+    if (!packed) return null;
+    const tar = Buffer.concat(await packed.stream(owner).toArray());
+    return this.extract(tar, dir);
+  }
+
+  async pack(paths: string[], maxBytes: number): Promise<Buffer> {
+    // Relative to /, those that exist (a link counts: -h is never given, so it is archived as a link).
+    const script = 'cd / || exit 1; set --; for p in $PATHS; do if [ -e "$p" ] || [ -L "$p" ]; then set -- "$@" "$p"; fi; done; [ $# -eq 0 ] && exit 0; exec tar -c -f - -- "$@"';
+    const rel = paths.map((p) => p.replace(/^\/+/, '')).filter((p) => p !== '' && !p.split('/').includes('..'));
+    if (rel.length === 0) return Buffer.alloc(0);
+    const out = await this.run(['/bin/sh', '-c', script], '0:0', '/', [`PATHS=${rel.join(' ')}`], '', maxBytes);
+    return out.stdout;
+  }
+
+  unpack(tar: Buffer): Promise<string | null> {
+    return tar.length === 0 ? Promise.resolve(null) : this.extract(tar, '/');
+  }
+
+  private async extract(tar: Buffer, dir: string): Promise<string | null> {
+    const out = await this.run(['tar', '-x', '-f', '-', '--same-owner', '--no-overwrite-dir', '-C', dir], '0:0', '/', [], tar, 64 * 1024);
+    return out.exitCode === 0 ? null : out.stderr.toString('utf8').slice(0, 500) || `tar exited ${out.exitCode ?? 'by a signal'}`;
+  }
+
+  ids(user?: string): Promise<{ uid: number; gid: number }> {
+    if (user === undefined || user === 'root' || user === '0') return Promise.resolve({ uid: 0, gid: 0 });
+    let p = this.idCache.get(user);
+    if (!p) {
+      p = (async () => {
+        const out = await this.run(['/bin/sh', '-c', 'id -u "$1" && id -g "$1"', 'rft-ids', user], '0:0', '/', [], '', 4096);
+        const [uid, gid] = out.stdout.toString().trim().split('\n').map(Number);
+        if (out.exitCode !== 0 || !Number.isInteger(uid) || !Number.isInteger(gid)) {
+          throw errors.sandboxFailed(`user "${user}" is not a user of the task's image: ${out.stderr.toString('utf8').slice(0, 200)}`);
+        }
+        return { uid: uid as number, gid: gid as number };
+      })();
+      this.idCache.set(user, p);
+      p.catch(() => this.idCache.delete(user));
+    }
+    return p;
+  }
+}

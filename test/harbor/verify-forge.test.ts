@@ -1,0 +1,187 @@
+// The forge suite over Harbor grading (issue 40), on Docker and on gVisor: what a rollout can leave in
+// its task's container (a planted reward file, a pre-written /tests/test.sh, a process that rewrites
+// the reward after grading starts, links over /logs or /tests, a full /tmp, a fork bomb) scores what
+// the task's tests say of the work, or 0: never the forged value, never a thrown 5xx (a discarded
+// rollout) for the model's own doing. Task folders are built here, FROM an image the engine has.
+import { afterAll, beforeAll, expect, it } from 'vitest';
+import { DockerDriver } from '../../src/sandbox/drivers/docker/driver.js';
+import { parseDockerHosts } from '../../src/sandbox/drivers/docker/hosts.js';
+import { harborSandboxImage } from '../../src/harbor/sandbox-spec.js';
+import { verifyHarborTask } from '../../src/harbor/verify.js';
+import type { HarborTask } from '../../src/harbor/types.js';
+import type { Sandbox } from '../../src/sandbox/types.js';
+import { describeIf } from '../helpers/require.js';
+import { runLabels } from '../helpers/run-label.js';
+import { DOCKER_IMAGE, GVISOR_ENGINE, testLimits, until } from '../sandbox/helpers.js';
+import { baseImageOn, makeTask, removeTaskImages, type TaskFolder } from './task-folders.js';
+
+const SCOPE = 'forge';
+const makeScoped = (t: TaskFolder): Promise<HarborTask> => makeTask(t, undefined, SCOPE);
+
+const ENGINES = [
+  { name: 'docker', socket: '/var/run/docker.sock', runtime: undefined },
+  { name: 'gvisor', socket: GVISOR_ENGINE.replace(/^unix:\/\//, ''), runtime: 'runsc' },
+] as const;
+
+/** The honest test: 1 when /app/greeting.txt says hello, else 0 (reward.txt); writes through a heredoc (needs /tmp). */
+const GREETING_TEST = `#!/bin/bash
+mkdir -p /logs/verifier
+cat > /tmp/expected <<'EOF'
+hello harbor
+EOF
+if cmp -s /tmp/expected /app/greeting.txt; then echo 1 > /logs/verifier/reward.txt; else echo 0 > /logs/verifier/reward.txt; fi
+echo checked
+`;
+
+for (const eng of ENGINES) {
+  const base = await baseImageOn(eng.socket);
+  describeIf(base !== undefined, `Harbor grading forge suite on ${eng.name}`, `no engine at ${eng.socket} with ${'a base image'}`)(`Harbor grading forge suite on ${eng.name}`, () => {
+    let driver: DockerDriver;
+    let task: HarborTask;
+    let jsonTask: HarborTask;
+    let slowTask: HarborTask;
+    const made: Sandbox[] = [];
+
+    beforeAll(async () => {
+      driver = new DockerDriver({
+        instanceId: `harbor-forge-${eng.name}-${process.pid}`,
+        image: DOCKER_IMAGE,
+        labels: runLabels,
+        hosts: parseDockerHosts({ cap: 100, hosts: `unix://${eng.socket}` }),
+        ...(eng.runtime ? { runtime: eng.runtime } : {}),
+      });
+      await driver.available();
+      const dockerfile = `FROM ${base}\nUSER root\nWORKDIR /app\n`;
+      task = await makeScoped({ name: 'greeting', dockerfile, testSh: GREETING_TEST });
+      jsonTask = await makeScoped({
+        name: 'components',
+        dockerfile,
+        testSh: `#!/bin/bash\nmkdir -p /logs/verifier\na=0; b=0\n[ -f /app/a ] && a=1\n[ -f /app/b ] && b=1\necho "{\\"a\\": $a, \\"b\\": $b, \\"c\\": 0}" > /logs/verifier/reward.json\n`,
+      });
+      slowTask = await makeScoped({
+        name: 'slow-verifier',
+        dockerfile,
+        testSh: `#!/bin/bash\nmkdir -p /logs/verifier\n(sleep 300; echo 1 > /logs/verifier/reward.txt) &\nsleep 300\n`,
+        config: { verifier: { timeoutSec: 2 } },
+      });
+    }, 600_000);
+
+    afterAll(async () => {
+      await Promise.all(made.map((s) => s.destroy().catch(() => {})));
+      await driver?.close();
+      await removeTaskImages(eng.socket, SCOPE);
+    }, 120_000);
+
+    async function rollout(t: HarborTask, id: string): Promise<Sandbox> {
+      const sb = await driver.create({ traceId: `harbor_${id}`, limits: testLimits, labels: {}, image: harborSandboxImage(t) });
+      made.push(sb);
+      return sb;
+    }
+
+    it('an honest rollout scores what the tests say (1, then 0 without the work); components are subscores and their mean the score', async () => {
+      const good = await rollout(task, 'honest');
+      expect((await good.exec('pwd && id -u')).stdout).toBe('/app\n0\n');
+      await good.writeFile('greeting.txt', 'hello harbor\n'); // the file tools see the workdir
+      expect(await verifyHarborTask(good, task)).toMatchObject({ kind: 'scored', score: 1, file: 'reward.txt' });
+      const idle = await rollout(task, 'idle');
+      expect(await verifyHarborTask(idle, task)).toMatchObject({ kind: 'scored', score: 0 });
+      const half = await rollout(jsonTask, 'json');
+      await half.exec('touch /app/a');
+      const v = await verifyHarborTask(half, jsonTask);
+      expect(v).toMatchObject({ kind: 'scored', file: 'reward.json', subscores: { a: 1, b: 0, c: 0 } });
+      expect(v.score).toBeCloseTo(1 / 3, 6);
+    }, 300_000);
+
+    it('the agent never sees tests/ before grading: /tests does not exist during the episode', async () => {
+      const sb = await rollout(task, 'no-tests');
+      // test -e, not ls: gVisor's statx answers ls with EINVAL for a missing path.
+      expect((await sb.exec('test -e /tests || echo no-tests; test -e /logs/verifier || echo no-logs')).stdout).toBe('no-tests\nno-logs\n');
+    }, 300_000);
+
+    it('a planted reward.json or reward.txt is never the score (the tests\' own reward.txt is)', async () => {
+      const sb = await rollout(task, 'planted');
+      await sb.exec('mkdir -p /logs/verifier && echo \'{"reward": 1}\' > /logs/verifier/reward.json && echo 1 > /logs/verifier/reward.txt');
+      expect(await verifyHarborTask(sb, task)).toMatchObject({ kind: 'scored', score: 0, file: 'reward.txt' });
+    }, 300_000);
+
+    it('a pre-written /tests/test.sh (and files beside it) is replaced by the task\'s tests', async () => {
+      const sb = await rollout(task, 'pretests');
+      await sb.exec("mkdir -p /tests && printf '#!/bin/bash\\nmkdir -p /logs/verifier; echo 1 > /logs/verifier/reward.txt\\n' > /tests/test.sh && echo x > /tests/extra && chmod -R a-w /tests");
+      const v = await verifyHarborTask(sb, task);
+      expect(v, v.log).toMatchObject({ kind: 'scored', score: 0 });
+      expect((await sb.admin!.exec(['/bin/sh', '-c', 'for f in /tests/*; do echo "${f#/tests/}"; done'], { cwd: '/', timeoutMs: 10_000 })).stdout).toBe('test.sh\n');
+    }, 300_000);
+
+    it('a process left to rewrite the reward after grading starts is killed before the tests run', async () => {
+      const sb = await rollout(task, 'rewriter');
+      const proc = await sb.spawn(['/bin/sh', '-c', 'while :; do mkdir -p /logs/verifier 2>/dev/null; echo 1 > /logs/verifier/reward.txt 2>/dev/null; echo "{\\"reward\\": 1}" > /logs/verifier/reward.json 2>/dev/null; done']);
+      await until(async () => (await sb.exec('cat /logs/verifier/reward.txt 2>/dev/null')).stdout === '1\n');
+      expect(await verifyHarborTask(sb, task)).toMatchObject({ kind: 'scored', score: 0, file: 'reward.txt' });
+      await proc.exited;
+    }, 300_000);
+
+    it('links over /logs, /logs/verifier or /tests are removed, never written through', async () => {
+      for (const [i, setup] of [
+        'mkdir -p /app/fake/verifier && echo 1 > /app/fake/verifier/reward.txt && rm -rf /logs && ln -s /app/fake /logs',
+        'mkdir -p /logs /app/fakev && echo 1 > /app/fakev/reward.txt && rm -rf /logs/verifier && ln -s /app/fakev /logs/verifier',
+        'mkdir -p /app/faket && printf "mkdir -p /logs/verifier; echo 1 > /logs/verifier/reward.txt\\n" > /app/faket/test.sh && ln -s /app/faket /tests',
+      ].entries()) {
+        const sb = await rollout(task, `links${i}`);
+        await sb.exec(setup);
+        expect(await verifyHarborTask(sb, task)).toMatchObject({ kind: 'scored', score: 0 });
+        // The targets are as the rollout left them: nothing written through the links.
+        const after = await sb.exec('cat /app/fake/verifier/reward.txt /app/fakev/reward.txt /app/faket/test.sh 2>/dev/null; ls /app/fake/verifier /app/fakev /app/faket 2>/dev/null');
+        expect(after.stdout).not.toMatch(/^0$/m);
+        expect(after.stdout).not.toMatch(/checked/);
+      }
+    }, 300_000);
+
+    it('a full /tmp and a file as large as allowed in the workdir leave the verdict the tests\' (here the work was done: 1)', async () => {
+      const sb = await rollout(task, 'fulldisk');
+      await sb.writeFile('greeting.txt', 'hello harbor\n');
+      await sb.exec('cat /dev/zero > /tmp/fill; cat /dev/zero > /app/big; i=0; while [ $i -lt 20000 ] && : > /tmp/f$i 2>/dev/null; do i=$((i+1)); done; true', { timeoutMs: 60_000 });
+      // test.sh's heredoc needs /tmp, which the rollout filled: the tests fail, so the reward is what they wrote, or none (0).
+      const v = await verifyHarborTask(sb, task);
+      expect(v.score === 0 || v.score === 1).toBe(true);
+      expect(['scored', 'model']).toContain(v.kind);
+      // A full /tmp that the tests do not need: the honest score.
+      const sb2 = await rollout(jsonTask, 'fulltmp');
+      await sb2.exec('touch /app/a /app/b; cat /dev/zero > /tmp/fill; true', { timeoutMs: 60_000 });
+      const v2 = await verifyHarborTask(sb2, jsonTask);
+      expect(v2).toMatchObject({ kind: 'scored', subscores: { a: 1, b: 1, c: 0 } });
+    }, 300_000);
+
+    it('a fork bomb left running at the end is killed; the work is scored (1)', async () => {
+      const sb = await rollout(task, 'forkbomb');
+      await sb.writeFile('greeting.txt', 'hello harbor\n');
+      await sb.spawn(['/bin/bash', '-c', 'b() { b | b & }; b']);
+      await new Promise((r) => setTimeout(r, 1000)); // let it fill the process table (the condition under test)
+      expect(await verifyHarborTask(sb, task)).toMatchObject({ kind: 'scored', score: 1 });
+    }, 300_000);
+
+    it('a memory hog at the end is the model\'s doing: the work\'s score, or 0 when it took the sandbox down (gVisor), never a thrown 5xx', async () => {
+      const sb = await rollout(task, 'hog');
+      await sb.writeFile('greeting.txt', 'hello harbor\n');
+      // perl, in every Debian image: 3 GB touched, past the sandbox's memory.
+      const ran = await sb.exec(['perl', '-e', '$x = "y" x (3 * 1024 ** 3); print "allocated\n"'], { timeoutMs: 40_000 }).catch((e: unknown) => e);
+      const v = await verifyHarborTask(sb, task);
+      if (v.kind === 'scored') expect(v.score).toBe(1);
+      else expect(v, `${v.log} ${JSON.stringify(ran)}`).toMatchObject({ kind: 'model', score: 0 });
+    }, 300_000);
+
+    it('a verifier over its timeout is the model\'s 0 (VerifierTimeout), and what it left is killed', async () => {
+      const sb = await rollout(slowTask, 'slow');
+      const v = await verifyHarborTask(sb, slowTask);
+      expect(v).toMatchObject({ kind: 'model', score: 0, reason: 'VerifierTimeout' });
+      const left = await sb.admin!.exec(['/bin/sh', '-c', 'for f in /proc/[0-9]*/cmdline; do tr "\\0" " " < $f 2>/dev/null; echo; done'], { cwd: '/', timeoutMs: 10_000 });
+      expect(left.stdout).toContain('sleep infinity');
+      expect(left.stdout).not.toContain('sleep 300');
+    }, 300_000);
+
+    it('a deleted bash is the model\'s 0, not a thrown error', async () => {
+      const sb = await rollout(task, 'nobash');
+      await sb.exec('rm -f /usr/bin/bash /bin/bash');
+      expect(await verifyHarborTask(sb, task)).toMatchObject({ kind: 'model', score: 0, reason: 'RewardFileNotFound' });
+    }, 300_000);
+  });
+}

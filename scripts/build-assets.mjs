@@ -38,30 +38,34 @@ copy(join(root, 'examples/finqa/docs'));
 copy(join(root, 'src/grading/python-grader.py')); // OpenAI python graders' runner (python.ts)
 copy(join(root, 'src/doors/sandbox-fusion/launcher.py')); // the SandboxFusion door's launcher (run.ts)
 
-const supervisor = join(root, 'src/sandbox/drivers/bwrap/supervisor');
-const sources = ['supervisor.c', 'enter.c', 'enter.h']; // as SUPERVISOR_SOURCES in binary.ts
-for (const f of sources) copy(join(supervisor, f));
-const out = join(dist, 'src/sandbox/drivers/bwrap/supervisor');
-const hash = createHash('sha256');
-for (const f of sources) hash.update(readFileSync(join(out, f)));
-const c = sources.filter((f) => f.endsWith('.c')).map((f) => join(out, f));
-const flags = ['-O2', '-std=gnu11', '-Wall', '-o', join(out, 'rft-supervisor.tmp'), ...c];
-let built = false;
-for (const attempt of [['-static', ...flags], flags]) {
-  try {
-    execFileSync('cc', attempt, { stdio: ['ignore', 'ignore', 'pipe'] });
-    built = true;
-    break;
-  } catch {
-    // no compiler, or no static C library: try without -static, then give up
+// Each program: its sources copied, then compiled beside them with its hash (as Program in binary.ts).
+function buildProgram(dir, sources, name, compilers) {
+  for (const f of sources) copy(join(root, dir, f));
+  const out = join(dist, dir);
+  const hash = createHash('sha256');
+  for (const f of sources) hash.update(readFileSync(join(out, f)));
+  const c = sources.filter((f) => f.endsWith('.c')).map((f) => join(out, f));
+  const flags = ['-O2', '-std=gnu11', '-Wall', '-o', join(out, `${name}.tmp`), ...c];
+  let built = false;
+  for (const [cc, ...pre] of compilers) {
+    try {
+      execFileSync(cc, [...pre, ...flags], { stdio: ['ignore', 'ignore', 'pipe'] });
+      built = true;
+      break;
+    } catch {
+      // no such compiler, or no static C library: the next one, then give up
+    }
+  }
+  if (built) {
+    renameSync(join(out, `${name}.tmp`), join(out, name));
+    writeFileSync(join(out, `${name}.sha256`), `${hash.digest('hex').slice(0, 16)}\n`);
+    copied.push(`${name} (compiled)`);
+  } else {
+    rmSync(join(out, `${name}.tmp`), { force: true });
+    process.stderr.write(`build: could not compile ${name}: the server compiles it on first use instead\n`);
   }
 }
-if (built) {
-  renameSync(join(out, 'rft-supervisor.tmp'), join(out, 'rft-supervisor'));
-  writeFileSync(join(out, 'rft-supervisor.sha256'), `${hash.digest('hex').slice(0, 16)}\n`);
-  copied.push('rft-supervisor (compiled)');
-} else {
-  rmSync(join(out, 'rft-supervisor.tmp'), { force: true });
-  process.stderr.write('build: no C compiler (cc): the bwrap driver compiles its supervisor on first use instead\n');
-}
+// as SUPERVISOR in bwrap/supervisor/binary.ts and AGENT in docker/agent/binary.ts
+buildProgram('src/sandbox/drivers/bwrap/supervisor', ['supervisor.c', 'enter.c', 'enter.h', 'frames.h'], 'rft-supervisor', [['cc', '-static'], ['cc']]);
+buildProgram('src/sandbox/drivers/docker/agent', ['agent.c', '../../bwrap/supervisor/frames.h'], 'rft-agent', [['musl-gcc', '-static', '-Os', '-s'], ['cc', '-static', '-s']]);
 process.stdout.write(`build: copied ${copied.length} assets into dist/ (${copied.join(', ')})\n`);

@@ -133,6 +133,7 @@ export async function buildApp(config: AppConfig, opts: BuildOptions = {}): Prom
   const shares = splitConnections(config.connections.max || defaultMaxConnections(), {
     'nemo-gym': config.nemoGym.port !== undefined ? config.nemoGym.maxConnections : undefined,
     private: config.private.port !== undefined ? config.private.maxConnections : undefined,
+    metrics: config.metrics.port !== undefined ? config.metrics.maxConnections : undefined,
   });
   const { app, connections } = buildListener({
     name: 'main',
@@ -282,7 +283,7 @@ export async function buildApp(config: AppConfig, opts: BuildOptions = {}): Prom
   // onReady, not onListen: listen() waits for it, so the listener is up when the server is.
   app.addHook('onReady', async () => {
     if (metrics && config.metrics.port !== undefined && !services.metricsListener) {
-      services.metricsListener = await startMetricsListener(metrics, config.metrics.host, config.metrics.port);
+      services.metricsListener = await startMetricsListener(metrics, config.metrics.host, config.metrics.port, doorListenerSettings(config, 'metrics', shares['metrics']));
       app.log.info({ url: services.metricsListener.url }, 'metrics listener (no credentials) ready');
     }
     if (config.nemoGym.port !== undefined && !services.nemoGym) {

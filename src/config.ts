@@ -184,6 +184,10 @@ export const configSchema = z.object({
   /** A second listener serving only /metrics, without credentials, for an in-cluster scraper. */
   RFT_METRICS_PORT: int(0, 65535).optional(),
   RFT_METRICS_HOST: z.string().min(1).default('127.0.0.1'),
+  /** Its share of RFT_MAX_CONNECTIONS (a scraper needs one or two), and the Host names and browser origins it accepts, as the door listeners'. */
+  RFT_METRICS_MAX_CONNECTIONS: int(1).default(32),
+  RFT_METRICS_ALLOWED_HOSTS: hostList.default([]),
+  RFT_METRICS_ALLOWED_ORIGINS: originList.default([]),
   /**
    * Folders holding environments (src/environments): each is one (it has a job.json) or holds one per
    * subfolder. Comma-separated; default the working directory (an init'ed project) and its examples/.
@@ -273,7 +277,7 @@ export interface AppConfig {
   sandbox: SandboxSettings;
   openai: ModelApiOptions;
   /** port: the credential-free /metrics listener, when set. */
-  metrics: { enabled: boolean; port: number | undefined; host: string };
+  metrics: { enabled: boolean; port: number | undefined; host: string; maxConnections: number; allowedHosts: string[]; allowedOrigins: string[] };
   /** Folders searched for environments (src/environments/load.ts). */
   environmentsDirs: string[];
   /** The NeMo Gym door's listener (port undefined: no door). */
@@ -424,7 +428,10 @@ export function loadConfig(
       maxRetries: c.RFT_MODEL_MAX_RETRIES,
       ...(c.RFT_EMBEDDING_MODEL ? { embeddingModel: c.RFT_EMBEDDING_MODEL } : {}),
     },
-    metrics: { enabled: c.RFT_METRICS, port: c.RFT_METRICS_PORT, host: c.RFT_METRICS_HOST },
+    metrics: {
+      enabled: c.RFT_METRICS, port: c.RFT_METRICS_PORT, host: c.RFT_METRICS_HOST, maxConnections: c.RFT_METRICS_MAX_CONNECTIONS,
+      allowedHosts: c.RFT_METRICS_ALLOWED_HOSTS, allowedOrigins: c.RFT_METRICS_ALLOWED_ORIGINS,
+    },
     environmentsDirs: c.RFT_ENVIRONMENTS.map((d) => resolve(d)),
     nemoGym: {
       port: c.RFT_NEMO_GYM_PORT, host: c.RFT_NEMO_GYM_HOST, allowRemote: c.RFT_NEMO_GYM_ALLOW_REMOTE, maxConnections: c.RFT_NEMO_GYM_MAX_CONNECTIONS,

@@ -122,6 +122,15 @@ export const errors = {
     `a step of this episode failed on the server's side (${cause}): its episode is not the model's, reset and run it again`,
     { cause },
   ]),
+  // A session of OpenEnv's HTTP /mcp (openenv/session/create): answered as OpenEnv answers an unknown one (JSON-RPC -32602).
+  openenvSessionUnknown: define('RFT_ERR_OPENENV_SESSION_UNKNOWN', 404, (id: string) => [
+    `Unknown session_id: ${id} (never created here, or it ended idle past RFT_OPENENV_IDLE_MS): call openenv/session/create`,
+    { session_id: id },
+  ]),
+  openenvSessionClosed: define('RFT_ERR_OPENENV_SESSION_CLOSED', 409, (id: string) => [
+    `Session ${id} is closed (openenv/session/close): call openenv/session/create for another episode`,
+    { session_id: id },
+  ]),
   environmentLoad: define('RFT_ERR_ENVIRONMENT_LOAD', 500, (dir: string, why: string) => [`environment ${dir}: ${why}`, { dir }]),
   // The project's job.json names a tool or grader its tools/ and graders/ no longer have (replaced, renamed):
   // every door that knows environments would serve none of it, so the boot stops and names the file.

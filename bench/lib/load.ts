@@ -41,10 +41,11 @@ async function freePort(): Promise<number> {
 }
 
 /** A FastAPI app of bench/ (`module:app`) under uvicorn with this Python; `hint` says how to install them. */
-export async function startUvicorn(python: string, app: string, hint: string): Promise<Server> {
+export async function startUvicorn(python: string, app: string, hint: string, opts: { quiet?: boolean } = {}): Promise<Server> {
   const port = await freePort();
   const proc = spawn(python, ['-m', 'uvicorn', '--app-dir', join(import.meta.dirname, '..'), '--host', '127.0.0.1', '--port', String(port), '--log-level', 'warning', app], {
-    stdio: ['ignore', 'inherit', 'inherit'],
+    // quiet: an app that logs each request (as shipped) writes it nowhere, as a server under a collector would
+    stdio: ['ignore', opts.quiet ? 'ignore' : 'inherit', 'inherit'],
   });
   const url = `http://127.0.0.1:${port}`;
   for (let i = 0; ; i++) {

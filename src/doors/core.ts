@@ -100,8 +100,29 @@ export function graderCouldNotScore(e: unknown): e is RftError {
   return isRftError(e) && (e.code === errors.graderFailed.code || e.code === errors.graderBadScore.code);
 }
 
+/**
+ * How an episode ended without an answer (docs/door-failures.md, Episodes that end without an answer): its
+ * client ended it (OpenEnv's next reset, close frame or dropped socket; ORS's /delete), it sat idle past its
+ * door's limit, or we ended it (our shutdown). `lastUsed`: its last request or frame before the end; one from
+ * before this process served means our crash or restart lies between (the client's end may be its reaction).
+ */
+export type UnansweredEnd = { by: 'client' | 'idle'; lastUsed: number } | { by: 'ours' };
+
+/** What a door knows of an episode at its end: the facts the rule reads (the door decides nothing). */
+export interface EpisodeAtEnd {
+  /** It was submitted or otherwise graded (a spent budget), or a grade of it is under way. */
+  answered: boolean;
+  /** A failure of ours broke it: lost, not played. */
+  broken: boolean;
+}
+
+/** The answer an episode that ends without one is graded with (what a spent budget gets). */
+export const NO_ANSWER = '';
+
 export class DoorCore {
   private readonly sandboxReady: SandboxReadyListener[] = [];
+  /** When this process began serving: an episode idle since before then may have been idle because we were down. */
+  private readonly since = Date.now();
 
   constructor(private readonly s: CoreServices) {}
 
@@ -236,6 +257,28 @@ export class DoorCore {
     });
     if (record.score === null) throw errors.graderFailed(r.grader.def.name, 'no score was recorded');
     return { score: record.score, subscores: record.subscores ?? {}, grader: r.grader.def.name, replayed };
+  }
+
+  /**
+   * The rule of every door for an episode that ends without an answer: graded with the empty answer when the
+   * trainer trains on it (TRL's OpenRewardSpec starts each rollout's reward at 0.0 and keeps the last non-null
+   * one; SkyRL counts a null reward as 0; TRL's OpenEnv loop calls get_reward), so a model cannot escape a 0 by
+   * abandoning an episode; never when the end is ours (a shutdown, or an episode last used before this process
+   * served: our restart or crash lies between) or a failure of ours broke it: infrastructure is never charged
+   * to the model.
+   */
+  gradesUnanswered(end: UnansweredEnd, episode: EpisodeAtEnd): boolean {
+    if (episode.answered || episode.broken || end.by === 'ours') return false;
+    return end.lastUsed >= this.since;
+  }
+
+  /**
+   * Ends an episode that has no answer by the rule above: its grade with the empty answer (recorded once: a
+   * retried end gets the recorded grade), or undefined when it stays ungraded. A grade failing throws (ours).
+   */
+  async endUnanswered(r: Rollout, end: UnansweredEnd, episode: EpisodeAtEnd): Promise<Grade | undefined> {
+    if (!this.gradesUnanswered(end, episode)) return undefined;
+    return this.grade(r, NO_ANSWER);
   }
 
   /** Ends the rollout now (its sandbox goes); a graded one ends by itself after the grace period. */

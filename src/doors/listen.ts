@@ -5,7 +5,7 @@ import type { AppConfig } from '../config.js';
 import { defaultMaxConnections, splitConnections } from '../http/connections.js';
 import type { ListenerOptions } from '../http/listener.js';
 
-export type DoorListener = 'nemo-gym' | 'private';
+export type DoorListener = 'nemo-gym' | 'private' | 'metrics';
 
 /** A door listener's settings: the main listener's timeouts, its share of the connections, its Host and Origin rules. */
 export type DoorListenerSettings = Pick<ListenerOptions, 'headersTimeoutMs' | 'bodyTimeoutMs' | 'maxConnections' | 'local'>;
@@ -13,6 +13,7 @@ export type DoorListenerSettings = Pick<ListenerOptions, 'headersTimeoutMs' | 'b
 const SETTINGS = {
   'nemo-gym': { key: 'nemoGym', prefix: 'RFT_NEMO_GYM' },
   private: { key: 'private', prefix: 'RFT_PRIVATE' },
+  metrics: { key: 'metrics', prefix: 'RFT_METRICS' },
 } as const;
 
 /** maxConnections: its share of the process's budget (src/app.ts splits it); by default a quarter of the budget. */

@@ -4,6 +4,8 @@
 // wrote first. A session ends `ttlMs` after its last change; every replica sweeps the expired ones.
 import { errors, isRftError, type RftError } from '../errors.js';
 import type { DoorSessionRecord, NewDoorSession, SessionChange, Store, StoredDoorSession } from '../store/types.js';
+import type { Item } from '../protocol/wire.js';
+import type { DoorCore, Rollout } from './core.js';
 
 /** A session as read at one version: its door state parsed, its record (rollout, environment, tools, row). */
 export interface Held<S> {
@@ -24,6 +26,11 @@ export async function stored<T>(p: Promise<T>): Promise<T> {
   } catch (e) {
     throw isRftError(e) ? e : errors.store((e as Error).message);
   }
+}
+
+/** The rollout a session recorded, as this process, another replica or an earlier process started it. */
+export function recordedRollout(core: DoorCore, door: string, r: StoredDoorSession, run: string | undefined): Rollout {
+  return core.resume({ traceId: r.traceId, door, row: (r.item ?? {}) as Item, environment: r.environment ?? undefined, tools: r.tools, run });
 }
 
 export class SessionRecords<S> {

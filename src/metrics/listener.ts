@@ -1,7 +1,11 @@
 // The optional second listener (RFT_METRICS_PORT on RFT_METRICS_HOST, loopback by default): only
-// GET /metrics, without credentials, for a scraper inside the cluster that holds no key. Plain
-// node:http: nothing of the application (auth, routes, rate limits) is reachable through it.
-import { createServer, type Server } from 'node:http';
+// GET /metrics, without credentials, for a scraper inside the cluster that holds no key. Built like
+// every listener (src/http/listener.ts): the same timeouts, its share of the process's connections
+// (RFT_METRICS_MAX_CONNECTIONS, so a flood of it cannot take the descriptors the trainer's calls need),
+// and, as it takes no credential, a foreign Host or a browser's Origin refused (RFT_METRICS_ALLOWED_*).
+// Nothing of the application (auth, routes, rate limits) is reachable through it.
+import { registerErrorReplies } from '../http/error-replies.js';
+import { buildListener, type ListenerOptions } from '../http/listener.js';
 import type { Metrics } from './metrics.js';
 
 export interface MetricsListener {
@@ -9,34 +13,27 @@ export interface MetricsListener {
   close(): Promise<void>;
 }
 
-export async function startMetricsListener(metrics: Metrics, host: string, port: number): Promise<MetricsListener> {
-  const server: Server = createServer((req, res) => {
-    const path = (req.url ?? '/').split('?')[0];
-    if (path !== '/metrics' || (req.method !== 'GET' && req.method !== 'HEAD')) {
-      res.writeHead(404, { 'content-type': 'text/plain' }).end('only GET /metrics is served here\n');
-      return;
-    }
-    metrics.text().then(
-      (text) => res.writeHead(200, { 'content-type': metrics.contentType }).end(req.method === 'HEAD' ? undefined : text),
-      () => res.writeHead(500, { 'content-type': 'text/plain' }).end('metrics unavailable\n'),
-    );
+export type MetricsListenerSettings = Pick<ListenerOptions, 'headersTimeoutMs' | 'bodyTimeoutMs' | 'maxConnections' | 'local'>;
+
+export async function startMetricsListener(metrics: Metrics, host: string, port: number, settings: MetricsListenerSettings): Promise<MetricsListener> {
+  const { app, limits } = buildListener({ name: 'metrics', bodyLimitBytes: 1024, ...settings, fastify: { logger: false } });
+  registerErrorReplies(app, limits);
+  app.route({
+    method: ['GET', 'HEAD'],
+    url: '/metrics',
+    handler: async (_req, reply) => {
+      const text = await metrics.text();
+      return reply.type(metrics.contentType).send(text);
+    },
   });
-  server.keepAliveTimeout = 75_000;
-  await new Promise<void>((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(port, host, () => {
-      server.off('error', reject);
-      resolve();
-    });
-  });
-  const addr = server.address();
+  await app.listen({ host, port });
+  const addr = app.server.address();
   const bound = typeof addr === 'object' && addr ? addr.port : port;
   return {
     url: `http://${host.includes(':') ? `[${host}]` : host}:${bound}/metrics`,
-    close: () =>
-      new Promise<void>((resolve) => {
-        server.close(() => resolve());
-        server.closeAllConnections();
-      }),
+    close: async () => {
+      app.server.closeAllConnections();
+      await app.close();
+    },
   };
 }

@@ -14,7 +14,21 @@
 // - verifiers verifiers/v1/tasksets/nemo_gym/{taskset,toolset}.py: the seed reply's cookies kept for
 //   the whole rollout (`state.cookies.update(response.cookies)`, a fresh httpx client per request);
 //   60-s timeout (`request_timeout`); a non-2xx tool reply is `isError`.
+// Gym's real ng_run + ng_collect_rollouts, installed by hand, and its recorded bytes: test/doors/nemo-gym/gym-wire.test.ts.
 import http from 'node:http';
+import { afterAll, beforeAll } from 'vitest';
+import { startTestServer, type TestServer } from './server.js';
+
+/** A test server with the NeMo Gym door on its own port, started before the suite and closed after it. */
+export function withNemoGymDoor(env: Record<string, string> = {}): { readonly server: TestServer; readonly door: string } {
+  const s = {} as { server: TestServer; door: string };
+  beforeAll(async () => {
+    s.server = await startTestServer({ env: { RFT_NEMO_GYM_PORT: '0', RFT_SQLITE_SYNC: 'normal', ...env } });
+    s.door = s.server.app.rft.nemoGym!.url;
+  });
+  afterAll(() => s.server?.close());
+  return s;
+}
 
 export type Cookies = Record<string, string>;
 

@@ -1,6 +1,7 @@
-// Door sessions in the record: NeMo Gym and ORS sessions whose requests each go to another of three
-// replicas sharing one Postgres schema (no affinity), and ones whose server is killed (-9) and started
-// again between two tool calls; each is graded once, with the reward the same answer gets through /grade.
+// Door sessions in the record: NeMo Gym, ORS and OpenEnv (HTTP /mcp) sessions whose requests each go to
+// another of three replicas sharing one Postgres schema (no affinity), and ones whose server is killed (-9)
+// and started again between two tool calls; each is graded once, with the reward the same answer gets
+// through /grade.
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -16,6 +17,7 @@ import { describeIf } from '../helpers/require.js';
 import { repoRoot, startTestServer, type TestServer } from '../helpers/server.js';
 import { databaseUrl, dropSchema, postgresUnavailable, randomSchema } from '../store/postgres-db.js';
 import { EXTRA_ENGINE_HOSTS, extraEnginesMissing } from '../helpers/extra-engines.js';
+import { mcpPost } from '../helpers/openenv-mcp.js';
 
 type Row = Record<string, unknown>;
 const unavailable = await postgresUnavailable();
@@ -61,13 +63,37 @@ async function orsEpisode(at: (n: number) => Promise<OrsClient>, index: number, 
   return { sid: res.sid, reward: submitted.reward };
 }
 
+/**
+ * An OpenEnv HTTP /mcp session on finqa's train row `index`, each request to `at(n)`'s /finqa/mcp, the
+ * n-th request's: created, listed, two calls (the first sent again: its retry), a submit (sent again):
+ * the session id and the reward.
+ */
+async function openEnvSession(at: (n: number) => Promise<string>, index: number, answer: string): Promise<{ sid: string; reward: unknown }> {
+  let n = 0;
+  const rpc = async (method: string, params: Record<string, unknown>, id: number) => {
+    const r = await mcpPost(`${await at(n++)}/finqa/mcp`, method, params, id);
+    expect(r.error).toBeUndefined();
+    expect(r.status).toBe(200);
+    return r.result!;
+  };
+  const sid = (await rpc('openenv/session/create', { split: 'train', index }, 1)).session_id as string;
+  expect(((await rpc('tools/list', { session_id: sid }, 2)).tools as { name: string }[]).map((t) => t.name)).toContain('search_docs');
+  const first = await rpc('tools/call', { name: 'search_docs', arguments: { query: JSON.parse(question(finqa[index]!)) as string }, session_id: sid }, 3);
+  expect(first).toMatchObject({ is_error: false });
+  expect(await rpc('tools/call', { name: 'search_docs', arguments: { query: JSON.parse(question(finqa[index]!)) as string }, session_id: sid }, 3)).toEqual(first);
+  expect(await rpc('tools/call', { name: 'search_docs', arguments: { query: 'revenue' }, session_id: sid }, 4)).toMatchObject({ is_error: false });
+  const submitted = await rpc('tools/call', { name: 'submit', arguments: { answer }, session_id: sid }, 5);
+  expect(await rpc('tools/call', { name: 'submit', arguments: { answer }, session_id: sid }, 5)).toEqual(submitted);
+  return { sid, reward: (submitted.structured_content as { reward: unknown; done: boolean }).reward };
+}
+
 describeIf(unavailable === undefined, 'Postgres', unavailable ?? '')('door sessions across replicas and restarts', () => {
   beforeAll(async () => {
     replicas = await Promise.all(
       ['a', 'b', 'c'].map((id) =>
         startTestServer({
           env: {
-            RFT_STORE: 'postgres', RFT_DATABASE_URL: databaseUrl, RFT_PG_SCHEMA: schema, RFT_INSTANCE_ID: `sessions-${id}-${schema}`, RFT_NEMO_GYM_PORT: '0', RFT_RATE_LIMIT: '0',
+            RFT_STORE: 'postgres', RFT_DATABASE_URL: databaseUrl, RFT_PG_SCHEMA: schema, RFT_INSTANCE_ID: `sessions-${id}-${schema}`, RFT_NEMO_GYM_PORT: '0', RFT_PRIVATE_PORT: '0', RFT_RATE_LIMIT: '0',
             // sandboxes on the shared engines, when there are some (the coding case)
             ...(noEngines === undefined ? { RFT_SANDBOX: 'docker', RFT_DOCKER_HOSTS: EXTRA_ENGINE_HOSTS, RFT_SANDBOX_GRACE_MS: '1000' } : {}),
           },
@@ -186,6 +212,42 @@ describeIf(unavailable === undefined, 'Postgres', unavailable ?? '')('door sessi
     }
   }, 120_000);
 
+  it('serves an OpenEnv /mcp session whose every request goes to the next of three replicas, and grades it once', async () => {
+    const doors = replicas.map((r) => r.app.rft.privateDoors!.url);
+    for (const [index, answer] of [[7, `Answer: ${String(finqa[7]!.reference_answer)}`], [8, 'Answer: 17']] as const) {
+      // create on A, the listing on B, the call on C and its retry on A, the next call on B, the submit on C and its retry on A
+      const { sid, reward } = await openEnvSession(async (n) => doors[n % doors.length]!, index, answer);
+      const expected = await gradeThroughApi(replicas[0]!, itemOf(finqa[index]!), answer);
+      expect(reward).toBe(expected);
+      const rec = await recordOf(replicas[1]!.url, replicas[1]!.key, sid);
+      expect(rec.door).toBe('openenv');
+      expect(rec.calls.map((c) => c.status)).toEqual(['ok', 'ok']);
+      expect(rec.grades.map((g) => g.score)).toEqual([expected]);
+    }
+  }, 120_000);
+
+  it.runIf(noEngines === undefined)('serves an OpenEnv /mcp coding session from three replicas in one workspace, and grades it once', async () => {
+    const doors = replicas.map((r) => `${r.app.rft.privateDoors!.url}/coding/mcp`);
+    const row = coding[0]!;
+    const patch = readFileSync(join(repoRoot, 'examples/coding/tasks', String(row.task_id), 'solution.patch'), 'utf8');
+    const rpc = async (n: number, method: string, params: Record<string, unknown>, id: number) => {
+      const r = await mcpPost(doors[n]!, method, params, id);
+      expect(r.error, JSON.stringify(r)).toBeUndefined();
+      return r.result!;
+    };
+    const sid = (await rpc(0, 'openenv/session/create', { split: 'train', index: 0 }, 1)).session_id as string;
+    const call = (n: number, name: string, args: Record<string, unknown>, id: number) => rpc(n, 'tools/call', { name, arguments: args, session_id: sid }, id);
+    expect(await call(1, 'shell', { command: 'echo from-b > note.txt' }, 2)).toMatchObject({ is_error: false });
+    expect(String((await call(2, 'read_file', { path: 'note.txt' }, 3)).data)).toContain('from-b');
+    expect(String((await call(0, 'apply_patch', { patch }, 4)).data)).not.toMatch(/^Error/);
+    const submitted = await call(1, 'submit', { answer: 'Fixed.' }, 5);
+    const reward = (submitted.structured_content as { reward: number }).reward;
+    expect(reward).toBeGreaterThan(0.9);
+    const rec = await recordOf(replicas[2]!.url, replicas[2]!.key, sid);
+    expect(rec.calls.map((c) => c.status)).toEqual(['ok', 'ok', 'ok']);
+    expect(rec.grades.map((g) => g.score)).toEqual([reward]);
+  }, 300_000);
+
   it('keeps a NeMo Gym session open across a kill -9 and restart of its server between two tool calls', async () => {
     const dataDir = mkdtempSync(join(tmpdir(), 'rft-sessions-restart-'));
     const key = 'sessions-restart-key-0123456789abcdef';
@@ -248,6 +310,40 @@ describeIf(unavailable === undefined, 'Postgres', unavailable ?? '')('door sessi
       expect(rec.calls.map((c) => c.status)).toEqual(['ok', 'ok']);
       expect(rec.grades.map((g) => g.score)).toEqual([expected]);
       await server.stop();
+    } finally {
+      rmSync(dataDir, { recursive: true, force: true });
+    }
+  }, 240_000);
+
+  it('keeps an OpenEnv /mcp session open across a kill -9 and restart of its server between two tool calls', async () => {
+    const dataDir = mkdtempSync(join(tmpdir(), 'rft-sessions-restart-'));
+    const key = 'sessions-restart-key-0123456789abcdef';
+    const boot = async (): Promise<{ server: ChildServer; door: string }> => {
+      const server = await spawnServer({ RFT_DATA_DIR: dataDir, RFT_API_KEYS: `t:${key}`, RFT_PRIVATE_PORT: '0', RFT_LOG_LEVEL: 'info', RFT_RATE_LIMIT: '0' }, 120_000);
+      let door = '';
+      await vi.waitFor(() => {
+        door = /"url":"(http[^"]+)","msg":"private listener/.exec(server.stdout())?.[1] ?? '';
+        expect(door).not.toBe('');
+      }, { timeout: 30_000, interval: 50 });
+      return { server, door };
+    };
+    try {
+      let current = await boot();
+      const answer = `Answer: ${String(finqa[9]!.reference_answer)}`;
+      // requests: create, list, the first call and its retry, then (after the restart) the second call and the submit
+      const { sid, reward } = await openEnvSession(async (n) => {
+        if (n === 4) {
+          await current.server.stop('SIGKILL');
+          current = await boot();
+        }
+        return current.door;
+      }, 9, answer);
+      const expected = await gradeThroughApi(replicas[0]!, itemOf(finqa[9]!), answer);
+      expect(reward).toBe(expected);
+      const rec = await recordOf(current.server.url, key, sid);
+      expect(rec.calls.map((c) => c.status)).toEqual(['ok', 'ok']);
+      expect(rec.grades.map((g) => g.score)).toEqual([expected]);
+      await current.server.stop();
     } finally {
       rmSync(dataDir, { recursive: true, force: true });
     }

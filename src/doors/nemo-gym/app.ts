@@ -15,6 +15,7 @@ import type { Ledger } from '../../ledger/ledger.js';
 import { doorMcp } from '../mcp/serve.js';
 import { createToolServer, type RolloutScope } from '../mcp/server.js';
 import { buildListener } from '../../http/listener.js';
+import { toRftError } from '../../http/error-replies.js';
 import type { DoorListenerSettings } from '../listen.js';
 
 export const NEMO_GYM_DOOR = 'nemo-gym';
@@ -76,7 +77,7 @@ function parseJson(body: unknown): { ok: true; value: unknown; raw: string } | {
 export async function buildNemoGymApp(o: NemoGymDoorOptions): Promise<FastifyInstance> {
   // The listener every listener is (src/http/listener.ts): timeouts, its share of the connections, no
   // foreign Host or browser, and a rewrite that throws (a bad escape) answered 400.
-  const { app } = buildListener({
+  const { app, limits } = buildListener({
     name: NEMO_GYM_DOOR,
     fastify: {
       loggerInstance: o.log.child({ door: NEMO_GYM_DOOR }),
@@ -112,16 +113,16 @@ export async function buildNemoGymApp(o: NemoGymDoorOptions): Promise<FastifyIns
     const token = of(req).token;
     if (token !== undefined) void reply.header('set-cookie', `${SESSION_COOKIE}=${token}; Path=/; HttpOnly; SameSite=Lax`);
   });
-  // Every reply's error carries an RFT_ERR_* code: Fastify's own (a body over the limit, a bad content length) get ours.
+  // Every reply's error carries an RFT_ERR_* code, Fastify's own mapped as on every listener
+  // (src/http/error-replies.ts): a body over the limit 413, a Content-Type that is no media type 415, a
+  // route the door does not have 404 in our shape.
   app.setErrorHandler((err: FastifyError, req, reply) => {
-    const e = isRftError(err)
-      ? err
-      : err.statusCode === 413
-        ? errors.bodyTooLarge(o.bodyLimitBytes)
-        : err.statusCode !== undefined && err.statusCode < 500
-          ? errors.badRequest(err.message)
-          : errors.internal('the NeMo Gym door failed');
+    const e = toRftError(err, req, limits);
     if (e.statusCode >= 500) req.log.error({ err }, 'nemo-gym door failed');
+    void reply.code(e.statusCode).send(e.toJSON());
+  });
+  app.setNotFoundHandler((req, reply) => {
+    const e = errors.notFound(`route ${req.method} ${req.url.split('?')[0]} on the NeMo Gym door`);
     void reply.code(e.statusCode).send(e.toJSON());
   });
 

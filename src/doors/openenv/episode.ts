@@ -6,9 +6,10 @@
 // episode broken: its submit then answers RFT_ERR_OPENENV_ROLLOUT_LOST, never a reward for an episode the
 // model did not play.
 import { errors, isRftError, type RftError } from '../../errors.js';
-import { failureClass, type DoorCore, type Rollout } from '../core.js';
+import { failureClass, NO_ANSWER, type DoorCore, type Rollout, type UnansweredEnd } from '../core.js';
 import { graderItem, promptOf, rowToolSpecs, SUBMIT_SPEC, SUBMIT_TOOL, type PickedRow, type ToolSpec } from './rows.js';
 import { timeOrderedId } from '../../rollout/ids.js';
+import type { ToolCallOutcome } from '../../ledger/ledger.js';
 
 export const OPENENV_DOOR = 'openenv';
 
@@ -32,11 +33,51 @@ const toolObservation = (tool: string, result: Record<string, unknown> | null, e
   error,
 });
 
+/** A step the model's mistake (or the episode's end) refused: MCPEnvironment's error observation. */
 const failed = (tool: string, type: ToolErrorType, message: string, done = false, reward: number | null = null): StepData => ({
   observation: toolObservation(tool, null, { error_type: type, message }),
   reward,
   done,
 });
+
+/** A call after the episode ended: not run, the episode's reward again. */
+export const overStep = (tool: string, reward: number | null): StepData =>
+  failed(tool, 'execution_error', 'The episode is over: no tool can be called after it ends.', true, reward);
+
+/** The episode's last step: the submit's (or the spent budget's) text and the grade's reward. */
+export const endStep = (tool: string, text: string, reward: number): StepData => ({
+  observation: toolObservation(tool, callToolResult(text, tool !== SUBMIT_TOOL), null),
+  reward,
+  done: true,
+});
+
+export const SUBMITTED = 'Answer submitted: the episode is over.';
+
+/** The answer a submit's arguments carry, or its invalid_args step. */
+export function submittedAnswer(args: unknown): string | StepData {
+  const answer = (args as { answer?: unknown } | null)?.answer;
+  return typeof answer === 'string' ? answer : failed(SUBMIT_TOOL, 'invalid_args', `Tool '${SUBMIT_TOOL}' takes {"answer": string}.`);
+}
+
+/** A tool call the rollout does not offer. */
+export const notFoundStep = (name: string, tools: Iterable<string>): StepData =>
+  failed(name, 'tool_not_found', `Tool '${name}' not found; the tools are ${[...tools, SUBMIT_TOOL].join(', ')}.`);
+
+/** A tool's outcome as its step; undefined for a spent budget, which ends the episode (the caller grades it). */
+export function outcomeStep(name: string, outcome: ToolCallOutcome): StepData | undefined {
+  switch (outcome.status) {
+    case 'ok':
+      return { observation: toolObservation(name, callToolResult(outcome.output, false), null), reward: null, done: false };
+    case 'invalid_arguments':
+      return failed(name, 'invalid_args', outcome.output);
+    case 'timeout':
+      return failed(name, 'timeout', outcome.output);
+    case 'budget_exceeded':
+      return undefined;
+    default:
+      return failed(name, 'execution_error', outcome.output);
+  }
+}
 
 /** A reset's reply: the row's prompt and where it came from, nothing of what the grader reads. */
 export function resetObservation(environment: string, picked: PickedRow, episodeId: string | undefined): StepData {
@@ -109,37 +150,22 @@ export class Episode {
   /** A call_tool action (the step's `tool_name` and `arguments`). */
   async callTool(name: string, args: unknown): Promise<StepData> {
     this.stepCount++;
-    if (this.done) return failed(name, 'execution_error', 'The episode is over: no tool can be called after it ends.', true, this.reward);
+    if (this.done) return overStep(name, this.reward);
     if (name === SUBMIT_TOOL) return this.submit(args);
-    if (!this.rollout.tools.has(name)) {
-      return failed(name, 'tool_not_found', `Tool '${name}' not found; the tools are ${this.tools.map((t) => t.name).join(', ')}.`);
-    }
+    if (!this.rollout.tools.has(name)) return notFoundStep(name, this.rollout.tools);
     const outcome = await this.ours(() => this.core.callTool(this.rollout, `oe-${++this.calls}`, name, args));
-    switch (outcome.status) {
-      case 'ok':
-        return { observation: toolObservation(name, callToolResult(outcome.output, false), null), reward: null, done: false };
-      case 'invalid_arguments':
-        return failed(name, 'invalid_args', outcome.output);
-      case 'timeout':
-        return failed(name, 'timeout', outcome.output);
-      case 'budget_exceeded':
-        // The episode ends (trainer-doors.md §3): graded as it stands, with no answer.
-        return this.end(name, outcome.output, '');
-      default:
-        return failed(name, 'execution_error', outcome.output);
-    }
+    // A spent budget ends the episode (trainer-doors.md §3): graded as it stands, with no answer.
+    return outcomeStep(name, outcome) ?? this.end(name, outcome.output, NO_ANSWER);
   }
 
   private async submit(args: unknown): Promise<StepData> {
-    const answer = (args as { answer?: unknown } | null)?.answer;
-    if (typeof answer !== 'string') return failed(SUBMIT_TOOL, 'invalid_args', `Tool '${SUBMIT_TOOL}' takes {"answer": string}.`);
-    return this.end(SUBMIT_TOOL, 'Answer submitted: the episode is over.', answer);
+    const answer = submittedAnswer(args);
+    return typeof answer === 'string' ? this.end(SUBMIT_TOOL, SUBMITTED, answer) : answer;
   }
 
   private async end(tool: string, text: string, answer: string): Promise<StepData> {
     if (this.broken) throw errors.openenvRolloutLost(this.broken.code);
-    const reward = await this.grade(answer);
-    return { observation: toolObservation(tool, callToolResult(text, tool !== SUBMIT_TOOL), null), reward, done: true };
+    return endStep(tool, text, await this.grade(answer));
   }
 
   /** The answer's text, parsed by the core: an answer of any depth is scored. */
@@ -151,13 +177,16 @@ export class Episode {
   }
 
   /**
-   * The episode ends without an answer (the client reset or closed, or it sat idle): graded as it stands
-   * with no answer, as a spent budget ends it, so the record holds the reward a trainer gets for it (the
-   * snippet's get_reward submits the same empty answer). A broken episode stays ungraded: lost, not played.
+   * The episode ends without an answer (`end`: its client reset or closed, it sat idle, or our shutdown):
+   * graded with the empty answer or not by the core's rule (DoorCore.gradesUnanswered), as a spent budget
+   * is, so the record holds the reward a trainer gets for it (the snippet's get_reward submits the same
+   * empty answer). A broken episode, or one our shutdown ended, stays ungraded.
    */
-  async endUnanswered(): Promise<void> {
-    if (this.done || this.broken) return;
-    await this.grade('');
+  async endUnanswered(end: UnansweredEnd): Promise<void> {
+    const g = await this.ours(() => this.core.endUnanswered(this.rollout, end, { answered: this.done, broken: this.broken !== undefined }));
+    if (!g) return;
+    this.done = true;
+    this.reward = g.score;
   }
 
   /** Runs a step of the core; a failure of ours breaks the episode and is thrown (an `error` frame, or HTTP's 5xx). */

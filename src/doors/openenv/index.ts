@@ -3,7 +3,8 @@
 // WS /{env}/ws (one socket, many episodes: ./socket.ts), and HTTP POST /{env}/reset and /{env}/step,
 // stateless as OpenEnv defines them (http_server.py reset_handler, step_handler: a fresh environment
 // per request, no episode kept), and GET /{env}/health, /metadata, /schema, /state as its server answers
-// them (./info.ts). A run label comes on the URL (`/ws?run=x`), in a reset's or a step's `run`, or as
+// them (./info.ts), and POST /{env}/mcp, OpenEnv's production-mode JSON-RPC whose sessions the store keeps
+// (./http-mcp.ts). A run label comes on the URL (`/ws?run=x`), in a reset's or a step's `run`, or as
 // the x-rft-run header of an HTTP step (src/protocol/run-label.ts): OpenEnv's client sends no header.
 import { WebSocketServer, type WebSocket } from 'ws';
 import type { FastifyInstance } from 'fastify';
@@ -15,6 +16,7 @@ import { resetSchema, RowSource, SUBMIT_SPEC, SUBMIT_TOOL, type ToolSpec } from 
 import { actionOf } from './actions.js';
 import { OpenEnvSocket } from './socket.js';
 import { registerInfoRoutes } from './info.js';
+import { registerHttpMcp } from './http-mcp.js';
 import { firstRunLabel, RUN_HEADER, RUN_PARAM, runOfUrl } from '../../protocol/run-label.js';
 
 const WS_PATH = /^\/([A-Za-z0-9_.-]{1,200})\/ws\/?(?:\?.*)?$/;
@@ -77,6 +79,7 @@ function register(app: FastifyInstance, ctx: PrivateDoorContext): void {
   });
 
   registerInfoRoutes(app, environment);
+  registerHttpMcp(app, { core, rows, environments, toolsOf, log, idleMs: ctx.config.openenv.idleMs });
 
   app.post<{ Params: { env: string } }>('/:env/reset', async (req) => {
     const env = environment(req.params.env);

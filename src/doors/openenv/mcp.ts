@@ -4,28 +4,38 @@
 // tools/call is a step of the episode like a call_tool action: same rollout, ledger and grade.
 import { z } from 'zod';
 import { isRftError } from '../../errors.js';
-import type { Episode } from './episode.js';
+import type { Episode, StepData } from './episode.js';
 import type { ToolSpec } from './rows.js';
 
 // JSON-RPC 2.0 error codes (mcp_types.py JsonRpcErrorCode).
-const INVALID_REQUEST = -32600;
-const METHOD_NOT_FOUND = -32601;
-const INVALID_PARAMS = -32602;
-const SERVER_ERROR = -32000;
+export const PARSE_ERROR = -32700;
+export const INVALID_REQUEST = -32600;
+export const METHOD_NOT_FOUND = -32601;
+export const INVALID_PARAMS = -32602;
+export const SERVER_ERROR = -32000;
 
 export type JsonRpcReply = { jsonrpc: '2.0'; id: string | number | null; result: unknown } | { jsonrpc: '2.0'; id: string | number | null; error: { code: number; message: string; data: unknown } };
 
-const requestSchema = z.strictObject({
+export const requestSchema = z.strictObject({
   jsonrpc: z.literal('2.0'),
   method: z.string(),
   params: z.record(z.string(), z.unknown()).default({}),
   id: z.union([z.string(), z.number()]).nullish(),
 });
 
-const fail = (id: string | number | null, code: number, message: string, data: unknown = null): JsonRpcReply => ({ jsonrpc: '2.0', id, error: { code, message, data } });
+export const fail = (id: string | number | null, code: number, message: string, data: unknown = null): JsonRpcReply => ({ jsonrpc: '2.0', id, error: { code, message, data } });
 
 /** MCP's tool listing shape (inputSchema), as OpenEnv's mcp_server path answers tools/list. */
-const mcpTools = (tools: ToolSpec[]) => tools.map((t) => ({ name: t.name, description: t.description, inputSchema: t.input_schema }));
+export const mcpTools = (tools: ToolSpec[]) => tools.map((t) => ({ name: t.name, description: t.description, inputSchema: t.input_schema }));
+
+/** A tools/call's reply from its step: a tool the episode lacks is -32602, as OpenEnv's mcp_server path answers it. */
+export function callReply(id: string | number | null, name: string, step: StepData): JsonRpcReply {
+  const obs = step.observation as { result: Record<string, unknown> | null; error: { error_type: string; message: string } | null };
+  if (obs.error?.error_type === 'tool_not_found') return fail(id, INVALID_PARAMS, `Tool not found: ${name}`);
+  // A tool's own failure is a result the model reads (MCP's isError), as over call_tool.
+  const result = obs.result ?? { content: [{ type: 'text', text: obs.error?.message ?? '' }], structured_content: null, meta: null, data: obs.error?.message ?? '', is_error: true };
+  return { jsonrpc: '2.0', id, result: step.done ? { ...result, structured_content: { reward: step.reward, done: true } } : result };
+}
 
 export async function mcpReply(data: unknown, episode: Episode | undefined, envTools: ToolSpec[], sessionId: string): Promise<JsonRpcReply> {
   const parsed = requestSchema.safeParse(data);
@@ -46,12 +56,7 @@ export async function mcpReply(data: unknown, episode: Episode | undefined, envT
       const args = params.arguments ?? {};
       if (!args || typeof args !== 'object' || Array.isArray(args)) return fail(id, INVALID_PARAMS, "'arguments' must be an object");
       try {
-        const step = await episode.callTool(name, args);
-        const obs = step.observation as { result: Record<string, unknown> | null; error: { error_type: string; message: string } | null };
-        if (obs.error?.error_type === 'tool_not_found') return fail(id, INVALID_PARAMS, `Tool not found: ${name}`);
-        // A tool's own failure is a result the model reads (MCP's isError), as over call_tool.
-        const result = obs.result ?? { content: [{ type: 'text', text: obs.error?.message ?? '' }], structured_content: null, meta: null, data: obs.error?.message ?? '', is_error: true };
-        return { jsonrpc: '2.0', id, result: step.done ? { ...result, structured_content: { reward: step.reward, done: true } } : result };
+        return callReply(id, name, await episode.callTool(name, args));
       } catch (e) {
         if (!isRftError(e)) throw e;
         return fail(id, SERVER_ERROR, e.message, { code: e.code, retryable: e.statusCode >= 500 });

@@ -10,7 +10,7 @@
 import type { WebSocket } from 'ws';
 import type { Logger } from 'pino';
 import { errors, isRftError, type RftError } from '../../errors.js';
-import type { DoorCore } from '../core.js';
+import type { DoorCore, UnansweredEnd } from '../core.js';
 import type { Environment } from '../../environments/environment.js';
 import { Episode, type StepData } from './episode.js';
 import { resetSchema, type RowSource, type ToolSpec } from './rows.js';
@@ -53,6 +53,8 @@ export class OpenEnvSocket {
   private idle: NodeJS.Timeout | undefined;
   /** Frames received: an idle end armed before the last one is void. */
   private frames = 0;
+  /** When the last frame came (an idle end's `lastUsed`). */
+  private lastFrameAt = Date.now();
   private shuttingDown = false;
   /** Resolves when the socket has closed (its end is then queued on the tail). */
   private readonly ended: Promise<void>;
@@ -65,6 +67,7 @@ export class OpenEnvSocket {
     ws.on('message', (raw: Buffer, isBinary: boolean) => {
       const text = isBinary ? '' : raw.toString('utf8');
       this.frames++;
+      this.lastFrameAt = Date.now();
       clearTimeout(this.idle);
       this.tail = this.tail.then(() => this.handle(text));
     });
@@ -105,14 +108,15 @@ export class OpenEnvSocket {
     const ep = this.episode;
     this.episode = undefined;
     if (!ep) return;
-    // At a shutdown the sandboxes' own close removes the episode's sandbox.
-    if (!this.shuttingDown) await this.endUnanswered(ep);
+    await this.endUnanswered(ep, this.shuttingDown ? { by: 'ours' } : { by: 'client', lastUsed: this.lastFrameAt });
   }
 
-  /** Grades an open episode with no answer (not a broken one), then ends its rollout. */
-  private async endUnanswered(ep: Episode): Promise<void> {
+  /** Ends an open episode by the core's rule for an episode without an answer, then its rollout. */
+  private async endUnanswered(ep: Episode, end: UnansweredEnd): Promise<void> {
     const trace_id = ep.rollout.traceId;
-    await ep.endUnanswered().catch((err: unknown) => this.d.log.warn({ err, trace_id }, 'openenv episode ended unanswered and could not be graded'));
+    await ep.endUnanswered(end).catch((err: unknown) => this.d.log.warn({ err, trace_id }, 'openenv episode ended unanswered and could not be graded'));
+    // At a shutdown the sandboxes' own close removes the episode's sandbox.
+    if (end.by === 'ours') return;
     await ep.close().catch((err: unknown) => this.d.log.warn({ err, trace_id }, 'openenv episode end failed'));
   }
 
@@ -127,7 +131,7 @@ export class OpenEnvSocket {
         if (this.closed || this.episode !== ep || this.frames !== frames) return;
         this.d.log.info({ trace_id: ep.rollout.traceId, socket: this.id, idle_ms: this.d.idleMs }, 'openenv episode idle: ended unanswered');
         // The episode stays the socket's: its state, and a step after it, answer its recorded reward.
-        await this.endUnanswered(ep);
+        await this.endUnanswered(ep, { by: 'idle', lastUsed: this.lastFrameAt });
       });
     }, this.d.idleMs);
     this.idle.unref();

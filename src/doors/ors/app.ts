@@ -6,6 +6,7 @@ import { z } from 'zod';
 import { errors, isRftError } from '../../errors.js';
 import { canonicalJson } from '../../protocol/canonical.js';
 import { keyHeaders } from '../../authentication/key-headers.js';
+import type { DoorSessionRecord } from '../../store/types.js';
 import type { Rollout } from '../core.js';
 import { promptOf, rowAt, rowTools, splitName, splitsOf, taskSpec, taskSpecAddress, toolSpecs } from './catalog.js';
 import { Sessions, type RowRef, type Session } from './sessions.js';
@@ -66,12 +67,25 @@ export async function registerOrsDoor(app: FastifyInstance): Promise<void> {
     }
   });
 
-  // Sessions are the record's: a restart (or another replica) serves them, so closing ends none.
-  const sessions = new Sessions(core, idleMs, ORS_DOOR, (r) => void endSession(r.traceId));
+  // Sessions are the record's: a restart (or another replica) serves them, so closing ends none (and grades
+  // none: the core's rule leaves a session idle since before the next process served ungraded).
+  const sessions = new Sessions(core, idleMs, ORS_DOOR, (r) => void expired(r));
   app.addHook('onClose', async () => sessions.close());
 
   async function endSession(traceId: string): Promise<void> {
     await core.end({ traceId }).catch((err: unknown) => app.log.warn({ err, trace_id: traceId }, 'ors: ending a session\'s rollout failed'));
+  }
+
+  /** A session unused for RFT_ORS_IDLE_MS, removed by this replica (its sweep, or its client's late end): ended by the core's rule, then its rollout. */
+  async function expired(r: DoorSessionRecord): Promise<void> {
+    try {
+      const { state, rollout } = await sessions.expired(r);
+      const g = rollout && (await core.endUnanswered(rollout, { by: 'idle', lastUsed: r.lastUsed }, { answered: state.finished, broken: state.broken === true }));
+      app.log.info({ trace_id: r.traceId, idle_ms: idleMs, reward: g?.score ?? null }, g ? 'ors session idle: graded unanswered' : 'ors session idle: ended');
+    } catch (err) {
+      app.log.warn({ err, trace_id: r.traceId }, 'ors session idle: its episode could not be graded');
+    }
+    await endSession(r.traceId);
   }
 
   const sidOf = (req: FastifyRequest): string => {
@@ -178,10 +192,22 @@ export async function registerOrsDoor(app: FastifyInstance): Promise<void> {
     await sessions.touch(s);
     return { status: 'ok' };
   });
+  // The client ends its session: an episode without an answer is ended by the core's rule first (its grade
+  // failing is ours: a 5xx, the client retries, the session is kept), then the session and its rollout go.
   const remove = async (req: FastifyRequest) => {
     const sid = sidOf(req);
-    const s = await sessions.delete(sid);
-    if (s) await endSession(s.traceId);
+    const s = await sessions.get(sid);
+    if (s?.rollout) {
+      // Taken before the grade: a submit sent meanwhile finds the episode over; a retried end (this one
+      // failed, or /delete then /delete_session) takes it again and gets the recorded grade.
+      const claimed = await sessions.finish(s, Sessions.END_TASK, true);
+      const g = await core.endUnanswered(s.rollout, { by: 'client', lastUsed: s.held.lastUsed }, { answered: !claimed, broken: s.broken === true });
+      if (g) req.log.info({ trace_id: s.sid, reward: g.score, replayed: g.replayed }, 'ors session ended unanswered: graded');
+    }
+    const r = await sessions.delete(sid);
+    // Past its idle limit and not swept yet: it ended idle, as the sweep would have ended it.
+    if (r && !s) await expired(r);
+    else if (r) await endSession(r.traceId);
     return { sid };
   };
   app.post('/delete', route, remove);
@@ -213,7 +239,11 @@ export async function registerOrsDoor(app: FastifyInstance): Promise<void> {
     // which the ledger answers with the recorded result (and the grading service with the recorded grade).
     const here = `${s.sid}\0${taskId}`;
     let task = tasks.get(here);
-    if (task?.failed && task.failures >= MAX_CALL_FAILURES) throw errors.orsCallFailed(isRftError(task.failed) ? task.failed.code : 'internal');
+    if (task?.failed && task.failures >= MAX_CALL_FAILURES) {
+      // Failed on our side for good: the episode is lost, never graded when it ends unanswered.
+      await sessions.markBroken(s);
+      throw errors.orsCallFailed(isRftError(task.failed) ? task.failed.code : 'internal');
+    }
     if (!task || task.failed) {
       task ??= { result: Promise.resolve(''), failed: undefined, failures: 0 };
       tasks.set(here, task);

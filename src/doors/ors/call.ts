@@ -1,11 +1,11 @@
 // One ORS tool call, as the `end` event's JSON (RunToolOutput in openrewardstandard/python-sdk
 // src/ors/types.py): a tool's output as a text block with `reward: null`; the submit tool's answer
 // graded, its `reward` the grader's score and `finished: true`; a spent budget ends the episode
-// (`finished: true`). The model's mistakes (an unknown tool, input its schema refuses) are
+// (`finished: true`), graded with the empty answer. The model's mistakes (an unknown tool, input its schema refuses) are
 // `ok: false`, which the client raises and TRL shows the model. Failures of ours reject: the door
 // then ends the stream without a result and the client reconnects with the task_id.
 import { z } from 'zod';
-import { failureClass, type DoorCore, type Rollout } from '../core.js';
+import { failureClass, NO_ANSWER, type DoorCore, type Rollout } from '../core.js';
 import type { Session, Sessions } from './sessions.js';
 
 export type CallResult =
@@ -51,8 +51,9 @@ export async function runCall(c: CallInput): Promise<CallResult> {
   }
   if (outcome.status === 'invalid_arguments') return { ok: false, error: outcome.output };
   if (outcome.status === 'budget_exceeded') {
-    await c.sessions.finish(s, c.taskId, false);
-    return output(outcome.output, true);
+    // The episode ends unanswered: graded with the empty answer, as every door grades a spent budget.
+    if (!(await c.sessions.finish(s, c.taskId, true))) return output(outcome.output, true);
+    return graded(c, NO_ANSWER, outcome.output);
   }
   return output(outcome.output);
 }
@@ -60,13 +61,17 @@ export async function runCall(c: CallInput): Promise<CallResult> {
 async function submit(c: CallInput): Promise<CallResult> {
   const parsed = submitInput.safeParse(c.input);
   if (!parsed.success) return { ok: false, error: `invalid input for "${c.submitTool}": send {"answer": "<your final answer>"}` };
-  const s = c.session;
   // Taken before the grade runs: a second submit sent meanwhile (on any replica) finds the episode over.
-  if (!(await c.sessions.finish(s, c.taskId, true))) return output('The episode is over: no tool can be called after it ends.', true);
+  if (!(await c.sessions.finish(c.session, c.taskId, true))) return output('The episode is over: no tool can be called after it ends.', true);
+  return graded(c, parsed.data.answer, 'Answer submitted: the episode is over.');
+}
+
+/** The episode's end, graded: `answer` (the submitted text, or none) scored as its reward. */
+async function graded(c: CallInput, answer: string, text: string): Promise<CallResult> {
   try {
-    // The submitted text, parsed by the core: an answer of any depth is scored.
-    const g = await c.core.grade(c.rollout, parsed.data.answer);
-    return output('Answer submitted: the episode is over.', true, g.score, { grader: g.grader, subscores: g.subscores });
+    // The text, parsed by the core: an answer of any depth is scored.
+    const g = await c.core.grade(c.rollout, answer);
+    return output(text, true, g.score, { grader: g.grader, subscores: g.subscores });
   } catch (e) {
     // Not graded: our failure (or the row's), and the episode stays ended by this task, whose rerun on the
     // reconnect grades it (the grading service records a grade once per answer). A grade fails for nothing the

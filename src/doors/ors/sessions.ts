@@ -6,11 +6,10 @@
 // key, which answers the recorded result (or waits for the running one). Sessions are kept by the
 // store (door_sessions), read from it per request, and deleted after RFT_ORS_IDLE_MS unused.
 import { errors } from '../../errors.js';
-import type { Item } from '../../protocol/wire.js';
 import { timeOrderedId } from '../../rollout/ids.js';
 import type { DoorSessionRecord } from '../../store/types.js';
 import type { DoorCore, Rollout } from '../core.js';
-import { SessionRecords, type Held } from '../session-record.js';
+import { recordedRollout, SessionRecords, stored, type Held } from '../session-record.js';
 
 /** What /create asked for: a row by split and index, maybe with its environment. */
 export interface RowRef {
@@ -32,8 +31,10 @@ interface State {
   started: boolean;
   /** Submitted, or the budget ran out: later calls are told the episode is over. */
   finished: boolean;
-  /** The task that ended it (its rerun after a failure of ours is not refused). */
+  /** The task that ended it (its rerun after a failure of ours is not refused), or END_TASK: its client ended it. */
   finishedBy: string | undefined;
+  /** A call of it failed on our side for good (RFT_ERR_ORS_CALL_FAILED): lost, never graded unanswered. */
+  broken?: boolean;
 }
 
 /** A session as read from the store at one version: its changes go through Sessions. */
@@ -45,6 +46,8 @@ export interface Session extends Readonly<State> {
 }
 
 export class Sessions {
+  /** The `finishedBy` of an episode its client ended (/delete, /delete_session) before any answer. */
+  static readonly END_TASK = 'session-end';
   private readonly records: SessionRecords<State>;
 
   constructor(
@@ -69,6 +72,20 @@ export class Sessions {
 
   async delete(sid: string): Promise<DoorSessionRecord | undefined> {
     return this.records.delete(sid);
+  }
+
+  /** A session the sweep expired (gone from the store): its state, and its rollout if it started (its row from the record). */
+  async expired(r: DoorSessionRecord): Promise<{ state: State; rollout: Rollout | undefined }> {
+    const state = JSON.parse(r.state) as State;
+    if (!state.started) return { state, rollout: undefined };
+    const item = (await stored(this.core.store.getRollout(r.traceId)))?.item;
+    const rollout = item ? recordedRollout(this.core, this.door, { ...r, item }, state.row?.run) : undefined;
+    return { state, rollout };
+  }
+
+  /** Marks the session broken by a failure of ours. */
+  markBroken(s: Session): Promise<Session> {
+    return this.change(s, (st) => (st.broken ? undefined : { ...st, broken: true }));
   }
 
   /** Sets the session's row unless it has one; the session as it is after. */
@@ -124,7 +141,7 @@ export class Sessions {
     const r = h.record;
     const rollout = !h.state.started
       ? undefined
-      : known ?? this.core.resume({ traceId: r.traceId, door: this.door, row: (r.item ?? {}) as Item, environment: r.environment ?? undefined, tools: r.tools, run: h.state.row?.run });
+      : known ?? recordedRollout(this.core, this.door, r, h.state.row?.run);
     return { ...h.state, sid: r.id, rollout, held: h };
   }
 

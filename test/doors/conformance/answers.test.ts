@@ -16,6 +16,7 @@ import { repoRoot, startTestServer, type TestServer } from '../../helpers/server
 import { simpleAgentRun } from '../../helpers/nemo-gym-client.js';
 import { HttpStatusError, OrsClient } from '../../helpers/ors-client.js';
 import { EnvClient, ServerError } from '../../helpers/openenv-client.js';
+import { mcpPost } from '../../helpers/openenv-mcp.js';
 import { openRlhfFetchRewards, slimeRemoteRm } from '../../helpers/reward-clients.js';
 import { describeIf } from '../../helpers/require.js';
 import { failureClass, graderCouldNotScore } from '../../../src/doors/core.js';
@@ -72,7 +73,7 @@ async function bootDoors(env: Record<string, string>, grader: string, gradersDir
  * The answer cases' table: each door submits the answer as its trainer's client does and returns the score it
  * read from the door's normal success reply (a failure reply fails the case): Agent RFT's 200 {score} (the
  * reference: its body parser cuts a sample.output_json past the depth cap to null), NeMo Gym's /verify 200
- * without judge_failed, ORS's end event (finished), OpenEnv's observation (done) on the socket and over HTTP,
+ * without judge_failed, ORS's end event (finished), OpenEnv's observation (done) on the socket and over HTTP, the /mcp submit's structured_content (done),
  * the reward door's 200 to slime and to OpenRLHF.
  */
 const answerDoors: [string, (d: Doors, answer: string) => Promise<number>][] = [
@@ -125,6 +126,18 @@ const answerDoors: [string, (d: Doors, answer: string) => Promise<number>][] = [
       const step = JSON.parse(r.text) as { reward: number; done: boolean };
       expect(step.done).toBe(true);
       return step.reward;
+    },
+  ],
+  [
+    'OpenEnv /mcp submit',
+    async (d, answer) => {
+      const url = `${d.priv}/finqa/mcp`;
+      const sid = (await mcpPost(url, 'openenv/session/create', { split: 'train', index: 0 }, 1)).result!.session_id as string;
+      const r = await mcpPost(url, 'tools/call', { name: 'submit', arguments: { answer }, session_id: sid }, 2);
+      expect(r.status, JSON.stringify(r).slice(0, 300)).toBe(200);
+      const done = r.result!.structured_content as { reward: number; done: boolean };
+      expect(done.done).toBe(true);
+      return done.reward;
     },
   ],
   [
@@ -272,6 +285,13 @@ describe('an environment row its grader cannot read is refused at the start of i
     const r = await post(`${d.priv}/finqa/step`, JSON.stringify({ action: { type: 'call_tool', tool_name: 'submit', arguments: { answer: '1' } }, split: 'train', index: 0 }));
     expect(r.status).toBe(400);
     expect(codeOf(r.text)).toBe('RFT_ERR_ROW_UNREADABLE');
+  });
+
+  it('OpenEnv /mcp: openenv/session/create answers a JSON-RPC -32602 not retryable, and the good rows still start', async () => {
+    const url = `${d.priv}/finqa/mcp`;
+    const r = await mcpPost(url, 'openenv/session/create', { split: 'train', index: 0 }, 1);
+    expect(r).toMatchObject({ status: 200, error: { code: -32602, data: { code: 'RFT_ERR_ROW_UNREADABLE', retryable: false } } });
+    expect((await mcpPost(url, 'openenv/session/create', { split: 'train', index: 1 }, 2)).result).toMatchObject({ session_id: expect.any(String) as string });
   });
 });
 

@@ -1,4 +1,4 @@
-// The seven doors of the conformance suite, each with a small driver that plays one episode in that
+// The eight doors of the conformance suite, each with a small driver that plays one episode in that
 // door's own wire, through the replayed trainer clients of test/helpers: open a rollout, call a tool,
 // submit an answer. Every reply is read as the door's trainer client reads it (/work docs:
 // trainer-doors.md, docs/<door>.md) and classified once, here:
@@ -15,6 +15,7 @@ import { traceIdOf } from '../../../src/doors/nemo-gym/sessions.js';
 import { postOnce, type Cookies } from '../../helpers/nemo-gym-client.js';
 import { HttpStatusError, MaxRetriesError, OrsClient, OrsSession, SessionTerminatedError, SseError, ToolCallError } from '../../helpers/ors-client.js';
 import { EnvClient, ServerError } from '../../helpers/openenv-client.js';
+import { mcpPost, type RpcReply } from '../../helpers/openenv-mcp.js';
 import { slimeRemoteRm } from '../../helpers/reward-clients.js';
 import { callSandboxApi } from '../../helpers/verl-sandbox-fusion.js';
 
@@ -48,7 +49,7 @@ export interface Episode {
 }
 
 export interface Door {
-  name: 'Agent RFT' | 'MCP' | 'NeMo Gym' | 'ORS' | 'OpenEnv' | 'reward' | 'SandboxFusion';
+  name: 'Agent RFT' | 'MCP' | 'NeMo Gym' | 'ORS' | 'OpenEnv' | 'OpenEnv /mcp' | 'reward' | 'SandboxFusion';
   open(e: Endpoints): Promise<Episode>;
 }
 
@@ -268,6 +269,38 @@ const openEnv: Door = {
   },
 };
 
+/**
+ * OpenEnv's MCPToolClient in production mode raises on a non-2xx (raise_for_status) and on a JSON-RPC
+ * `error` (RuntimeError): `data.retryable` tells ours from the client's mistakes; a tool result is the model's.
+ */
+function openEnvMcpReply(r: RpcReply): Reply {
+  const detail = JSON.stringify(r);
+  if (r.error) return { kind: r.error.data?.retryable === true ? 'retry' : 'final', code: r.error.data?.code, detail };
+  const result = r.result as { data?: unknown; is_error?: boolean; structured_content?: { reward?: unknown } | null };
+  if (typeof result.structured_content?.reward === 'number' && result.is_error !== true) return { kind: 'reward', reward: result.structured_content.reward, detail };
+  return { kind: 'output', text: String(result.data ?? ''), isError: result.is_error === true, detail };
+}
+
+const openEnvMcp: Door = {
+  name: 'OpenEnv /mcp',
+  async open(e) {
+    const url = `${e.private}/${e.environment}/mcp`;
+    let id = 0;
+    const created = await mcpPost(url, 'openenv/session/create', { split: 'train', index: 0 }, ++id);
+    const sid = created.result?.session_id;
+    if (typeof sid !== 'string') throw new Error(`openenv/session/create: ${JSON.stringify(created)}`);
+    // A call id is the request's JSON-RPC id: the session's exactly-once key, as the client's counter is.
+    const call = (name: string, args: Record<string, unknown>, callId?: string): Promise<Reply> =>
+      mcpPost(url, 'tools/call', { name, arguments: args, session_id: sid }, callId ?? ++id).then(openEnvMcpReply, failed);
+    return {
+      traceId: sid,
+      call,
+      submit: (answer) => call('submit', { answer }),
+      end: () => mcpPost(url, 'openenv/session/close', { session_id: sid }, ++id).then(() => undefined, () => undefined),
+    };
+  },
+};
+
 const reward: Door = {
   name: 'reward',
   open(e) {
@@ -312,4 +345,4 @@ const sandboxFusion: Door = {
   },
 };
 
-export const DOORS: readonly Door[] = [agentRft, mcp, nemoGym, ors, openEnv, reward, sandboxFusion];
+export const DOORS: readonly Door[] = [agentRft, mcp, nemoGym, ors, openEnv, openEnvMcp, reward, sandboxFusion];

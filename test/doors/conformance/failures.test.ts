@@ -369,6 +369,16 @@ const TABLE: Record<DoorName, Record<Case, Row>> = {
     // EnvClient neither reconnects nor resends: the dropped socket is the end of the episode, the trainer's to rerun.
     'kill -9 mid-call, then restart': killed('transport', undefined),
   },
+  // The session is the store's: a failure of ours is the client's 5xx with retryable, and the episode is lost
+  // (RFT_ERR_OPENENV_ROLLOUT_LOST) unless the same id sent again runs it; after a kill -9 the session lives on,
+  // and the cut call's retry under its id is RFT_ERR_CALL_INTERRUPTED (what it did is unknown: not run again).
+  'OpenEnv /mcp': {
+    'store down mid-episode': storeDown('RFT_ERR_STORE', true),
+    'sandbox lost mid-call': sandboxLost(/^RFT_ERR_SANDBOX_(LOST|INTERRUPTED)$/, { lost: LOST.openEnv }),
+    'grader failure': graderFailure((r) => expectRetry(r, undefined)),
+    'slow tool start': slowStart('RFT_ERR_TOOL_START_TIMEOUT', LOST.openEnv),
+    'kill -9 mid-call, then restart': killed('transport', (ep, g) => ep.call('echo', { text: 'cut', wait_for: g }, 'call_cut'), 'RFT_ERR_CALL_INTERRUPTED'),
+  },
   reward: {
     'store down mid-episode': storeDownGrade,
     'sandbox lost mid-call': na('not applicable: the reward door grades with in-process graders, it holds no sandbox'),

@@ -1,8 +1,9 @@
-// Every listener of the server keeps the same promises (issue 37): the main one, the NeMo Gym door's
-// and the private one, as a table of doors x cases a later conformance suite extends. Real sockets on
+// Every listener of the server keeps the same promises (issue 37): the main one, the NeMo Gym door's,
+// the private one and the metrics one, as a table of doors x cases a later conformance suite extends. Real sockets on
 // 127.0.0.1. Before src/http/listener.ts: a bad escape in a NeMo Gym path ended the process, the
 // credential-less listeners ran a foreign Host's and a web page's requests, and held every idle
-// half-request a client opened.
+// half-request a client opened; the metrics listener (plain node:http until then) answered a foreign
+// Host and a page's request, and held every idle half-request.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Socket } from 'node:net';
 import { startTestServer, type TestServer } from '../../helpers/server.js';
@@ -13,7 +14,7 @@ const BUDGET = 160;
 const DOOR_CAP = 16;
 
 interface Door {
-  name: 'main' | 'nemo-gym' | 'private';
+  name: 'main' | 'nemo-gym' | 'private' | 'metrics';
   url: (s: TestServer) => string;
   /** A request a healthy listener answers 200, without a credential. */
   probe: string;
@@ -23,9 +24,10 @@ interface Door {
 }
 
 const doors: Door[] = [
-  { name: 'main', url: (s) => s.url, probe: 'GET /healthz', local: false, cap: BUDGET - 2 * DOOR_CAP },
+  { name: 'main', url: (s) => s.url, probe: 'GET /healthz', local: false, cap: BUDGET - 3 * DOOR_CAP },
   { name: 'nemo-gym', url: (s) => s.app.rft.nemoGym!.url, probe: 'GET /', local: true, cap: DOOR_CAP },
   { name: 'private', url: (s) => s.app.rft.privateDoors!.url, probe: 'GET /healthz', local: true, cap: DOOR_CAP },
+  { name: 'metrics', url: (s) => s.app.rft.metricsListener!.url.replace(/\/metrics$/, ''), probe: 'GET /metrics', local: true, cap: DOOR_CAP },
 ];
 
 interface Case {
@@ -41,8 +43,8 @@ interface Case {
 const cases: Case[] = [
   {
     name: 'bad escape',
-    request: (d) => ({ main: 'GET /v1/rollouts/%E0%A4%A', 'nemo-gym': 'POST /ng-rollout/%E0%A4%A/verify', private: 'POST /%E0%A4%A/reset' })[d.name],
-    expect: () => ({ status: 400, code: 'RFT_ERR_BAD_REQUEST' }),
+    request: (d) => ({ main: 'GET /v1/rollouts/%E0%A4%A', 'nemo-gym': 'POST /ng-rollout/%E0%A4%A/verify', private: 'POST /%E0%A4%A/reset', metrics: 'GET /metrics?%E0%A4%A' })[d.name],
+    expect: (d) => (d.name === 'metrics' ? { status: 200 } : { status: 400, code: 'RFT_ERR_BAD_REQUEST' }),
   },
   {
     // DNS rebinding: a page at attacker.example whose name now resolves to 127.0.0.1.
@@ -54,7 +56,7 @@ const cases: Case[] = [
   {
     // A page's cross-site form post: text/plain needs no preflight.
     name: 'browser Origin',
-    request: (d) => ({ main: 'POST /tools', 'nemo-gym': 'POST /seed_session', private: 'POST /run_code' })[d.name],
+    request: (d) => ({ main: 'POST /tools', 'nemo-gym': 'POST /seed_session', private: 'POST /run_code', metrics: 'GET /metrics' })[d.name],
     headers: (host) => ({ host, origin: 'http://attacker.example', 'content-type': 'text/plain' }),
     body: '{"responses_create_params":{"input":"hi"},"code":"print(1)","language":"python"}',
     expect: (d) => (d.local ? { status: 403, code: 'RFT_ERR_ORIGIN_NOT_ALLOWED' } : { status: 401, code: 'RFT_ERR_AUTH_MISSING' }),
@@ -80,6 +82,8 @@ describe('every listener, every case', () => {
         RFT_MAX_CONNECTIONS: String(BUDGET),
         RFT_NEMO_GYM_MAX_CONNECTIONS: String(DOOR_CAP),
         RFT_PRIVATE_MAX_CONNECTIONS: String(DOOR_CAP),
+        RFT_METRICS_PORT: '0',
+        RFT_METRICS_MAX_CONNECTIONS: String(DOOR_CAP),
       },
     });
   });

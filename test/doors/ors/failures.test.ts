@@ -53,6 +53,25 @@ describe('ORS door: failures of ours', () => {
     expect(((await rec.json()) as { calls: unknown[] }).calls).toHaveLength(0);
   }, 60_000);
 
+  it('a session a failure of ours broke for good stays ungraded when its client ends it unanswered; one it did not is graded', async () => {
+    writeFileSync(gate, '');
+    const record = async (sid: string) => {
+      const res = await fetch(`${server.url}/v1/rollouts/${sid}`, { headers: { authorization: `Bearer ${server.key}` } });
+      return (await res.json()) as { grades: { score: number }[] };
+    };
+    const broken = await ors.session('gated_exact', { split: 'train', index: 0 }, async (s) => {
+      expect(String(await s.callTool('gated_failure', { gate }).catch((e: unknown) => e))).toContain('RFT_ERR_ORS_CALL_FAILED');
+      return s.sid;
+    });
+    const played = await ors.session('gated_exact', { split: 'train', index: 0 }, async (s) => {
+      await s.getPrompt();
+      return s.sid;
+    });
+    expect(ors.swallowed).toEqual([]);
+    expect((await record(played)).grades.map((g) => g.score)).toEqual([0]);
+    expect((await record(broken)).grades).toEqual([]);
+  }, 60_000);
+
   it('a grader that cannot grade is ours too: the submit is retried, then the client gives up, never a reward the model reads', async () => {
     await ors.session('gated_broken', { split: 'train', index: 0 }, async (s) => {
       const err = await s.callTool('submit', { answer: '42' }).catch((e: unknown) => e);

@@ -126,13 +126,14 @@ describe('ORS door with finqa', () => {
     });
   });
 
-  it('a spent budget ends the episode: ok, the budget message, finished, and nothing runs after it', async () => {
+  it('a spent budget ends the episode: ok, the budget message, finished, graded with the empty answer, and nothing runs after it', async () => {
     const row = splits.train[0]!;
     const budget = row.tool_budget as number;
+    const noAnswer = await agentRft(row, [], '');
     const sid = await ors.session('finqa', { split: 'train', index: 0 }, async (s) => {
       for (let i = 0; i < budget; i++) expect((await s.callTool('list_docs', {})).finished).toBe(false);
       const spent = await s.callTool('list_docs', {});
-      expect(spent).toMatchObject({ finished: true, reward: null });
+      expect(spent).toMatchObject({ finished: true, reward: noAnswer });
       expect(spent.blocks[0]!.text).toMatch(/^Tool budget exhausted/);
       expect(await s.callTool('submit', { answer: `Answer: ${String(row.reference_answer)}` })).toMatchObject({ finished: true, reward: null });
       return s.sid;

@@ -44,6 +44,8 @@ export interface DockerDriverOptions {
   log?: Logger;
   /** Accepted for the drivers' common options; Docker keeps nothing on the server's disk. */
   sandboxesRoot?: string;
+  /** Every call through an agent in the container (sandbox.ts, agent/), or one engine exec per call (false). Default true. */
+  agent?: boolean;
 }
 
 export const SANDBOX_LABEL = 'rft-endpoints.sandbox';
@@ -511,7 +513,8 @@ export class DockerDriver implements SandboxDriver {
         container: w.name,
         uid: w.uid,
         limits: spec.limits,
-        ...(w.task ? { task: w.task } : {}),
+        // A task image's commands run as its user (root, usually), which the in-container agent refuses: execs only.
+        ...(w.task ? { task: w.task, agent: false as const } : { agent: this.o.agent === false ? false : ('eager' as const) }),
         onDestroy: () => {
           engine.live--;
           unhold();
@@ -540,7 +543,8 @@ export class DockerDriver implements SandboxDriver {
     const workdir = labels[TASK_WORKDIR_LABEL];
     const user = labels[TASK_USER_LABEL];
     const task = workdir !== undefined && user !== undefined ? await this.attachTask(engine, ref.container, workdir, user) : undefined;
-    return new DockerSandbox({ id: labels[SANDBOX_LABEL], traceId, engine, container: ref.container, uid: task?.uid ?? uid, limits, onDestroy: engine.events.hold(), ...(task ? { task: task.task } : {}) });
+    const agent = task || this.o.agent === false ? { agent: false as const } : {};
+    return new DockerSandbox({ id: labels[SANDBOX_LABEL], traceId, engine, container: ref.container, uid: task?.uid ?? uid, limits, onDestroy: engine.events.hold(), ...agent, ...(task ? { task: task.task } : {}) });
   }
 
   /** A task-image container another replica made: its user's ids are asked of the image again. */

@@ -36,7 +36,7 @@ export interface DockerExecOutcome {
 const LINGER_MS = 500;
 
 /** Splits Docker's multiplexed stream into (stream id, payload) frames. */
-class Frames {
+export class Frames {
   private pending: Buffer = Buffer.alloc(0);
 
   constructor(private readonly onFrame: (stream: 1 | 2, data: Buffer) => void) {}
@@ -152,7 +152,7 @@ async function hijack(api: DockerApi, path: string, body: string): Promise<{ soc
 }
 
 /** Creates an exec with stdin, stdout and stderr attached (not started). */
-async function createExec(api: DockerApi, req: DockerProcessRequest): Promise<string> {
+export async function createExec(api: DockerApi, req: DockerProcessRequest): Promise<string> {
   const created = await api.call<{ Id: string }>('POST', `/containers/${req.container}/exec`, {
     AttachStdin: true,
     AttachStdout: true,
@@ -166,7 +166,7 @@ async function createExec(api: DockerApi, req: DockerProcessRequest): Promise<st
   return created.body.Id;
 }
 
-function startExec(api: DockerApi, execId: string): Promise<{ sock: Socket; rest: Buffer }> {
+export function startExec(api: DockerApi, execId: string): Promise<{ sock: Socket; rest: Buffer }> {
   return hijack(api, `/exec/${execId}/start`, JSON.stringify({ Detach: false, Tty: false }));
 }
 

@@ -32,6 +32,14 @@ const settings = {
    * 8.5 MB per idle container, and RFT_SANDBOX_WARM_IDLE_MS, shared with bwrap).
    */
   RFT_DOCKER_WARM: z.coerce.number().int().min(0).max(1000).default(0),
+  /**
+   * Every call of a rollout over one agent in its container (agent/README.md): the engine creates,
+   * starts and removes, and runs no exec per call. false: one engine exec per call, as before.
+   */
+  RFT_DOCKER_AGENT: z
+    .enum(['1', '0', 'true', 'false', 'yes', 'no'])
+    .default('true')
+    .transform((v) => v === '1' || v === 'true' || v === 'yes'),
   ...learnSettings,
   /** Labels put on every container and volume this server creates, `key=value,...` (e.g. a deployment's or a test run's name, to find them with docker ps --filter). */
   RFT_DOCKER_LABELS: z
@@ -45,6 +53,8 @@ export interface DockerOptions {
   dockerHosts: DockerHostSpec[];
   dockerRuntime: string | undefined;
   dockerWarm: number;
+  /** RFT_DOCKER_AGENT. */
+  dockerAgent: boolean;
   /** The learned pool's memory budget, MB (RFT_SANDBOX_WARM_MAX_MB; 0: no learning), and when it shrinks back. */
   dockerWarmMaxMb: number;
   dockerWarmIdleMs: number;
@@ -69,6 +79,7 @@ export const docker = defineDriver({
     }),
     dockerRuntime: s.RFT_DOCKER_RUNTIME,
     dockerWarm: s.RFT_DOCKER_WARM,
+    dockerAgent: s.RFT_DOCKER_AGENT,
     dockerWarmMaxMb: s.RFT_SANDBOX_WARM_MAX_MB,
     dockerWarmIdleMs: s.RFT_SANDBOX_WARM_IDLE_MS,
     dockerLabels: Object.fromEntries((s.RFT_DOCKER_LABELS ?? '').split(',').filter(Boolean).map((kv) => kv.split('=') as [string, string])),
@@ -83,6 +94,7 @@ export const docker = defineDriver({
       ...(opts.dockerHosts ? { hosts: opts.dockerHosts } : {}),
       ...(opts.dockerRuntime ? { runtime: opts.dockerRuntime } : {}),
       ...(opts.dockerWarm !== undefined ? { warmPool: opts.dockerWarm } : {}),
+      ...(opts.dockerAgent === false ? { agent: false } : {}),
       // learning within the engines' caps (each engine's, summed) and the memory budget
       ...learningOption(opts.dockerWarmMaxMb, opts.dockerWarmIdleMs, (opts.dockerHosts ?? []).reduce((n, h) => n + h.cap, 0) || DEFAULT_CAP),
       ...(opts.dockerLabels ? { labels: opts.dockerLabels } : {}),

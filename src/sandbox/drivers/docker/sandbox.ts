@@ -14,8 +14,12 @@ import { extractArchive } from './tar.js';
 import { PERL_SUBREAPER } from '../../host/reaper.js';
 import { SANDBOX_PATH } from '../../host/local-sandbox.js';
 import { WORKSPACE_MOUNT, workspaceComponents } from '../../workspace/paths.js';
-import type { ExecOptions, ExecResult, FileEntry, PrestartedProcess, Sandbox, SandboxAdmin, SandboxLimits, SandboxProcess, SandboxRef, SpawnOptions } from '../../types.js';
+import type { ExecOptions, ExecResult, FileEntry, PrestartedProcess, ProcessExit, Sandbox, SandboxAdmin, SandboxLimits, SandboxProcess, SandboxRef, SpawnOptions } from '../../types.js';
 import type { Prestarted } from '../../pool/prestarted.js';
+import { PassThrough, Writable } from 'node:stream';
+import type { Command, CommandExit } from '../bwrap/supervisor/client.js';
+import { AgentChannel, type AgentEnd } from './agent/client.js';
+import { agentBinary } from './agent/binary.js';
 
 /**
  * `other_exec [path]`: true when another exec or spawned process of this container is running,
@@ -173,9 +177,16 @@ export interface DockerSandboxInit {
   prestarted?: Prestarted;
   /**
    * A task-image container (SandboxSpec.image, driver.ts): its commands run as the task's user
-   * ("uid:gid"; `uid` is that uid) in its workdir, with the image's env, and its grader has `admin`.
+   * ("uid:gid"; `uid` is that uid) in its workdir, with the image's env, and its grader has `admin`
+   * (always with `agent: false`: the agent refuses to run as root).
    */
   task?: { user: string; workdir: string; admin: SandboxAdmin };
+  /**
+   * Calls go through the in-container agent (agent/), execs only as its fallback: started at once
+   * (eager: a new rollout's), or at the first call (lazy, the default: a sandbox opened by another
+   * replica); false: execs only.
+   */
+  agent?: 'eager' | 'lazy' | false;
 }
 
 export class DockerSandbox implements Sandbox {
@@ -198,6 +209,8 @@ export class DockerSandbox implements Sandbox {
   private destroying: Promise<void> | null = null;
   /** The classification of a container found gone (lost()), once. */
   private losing: Promise<void> | null = null;
+  /** The agent's channel, once asked for (null inside: this sandbox runs on execs). */
+  private agent: Promise<AgentChannel | null> | null = null;
 
   constructor(private readonly o: DockerSandboxInit) {
     this.id = o.id;
@@ -206,6 +219,7 @@ export class DockerSandbox implements Sandbox {
     // Shared, not copied: a process the pooled one spawned drops out of both when it exits.
     this.processes = o.from?.processes ?? new Set();
     this.spawned = o.from?.spawned ?? new Map();
+    if (o.agent === 'eager') void this.channel();
   }
 
   get container(): string {
@@ -342,9 +356,272 @@ export class DockerSandbox implements Sandbox {
     });
   }
 
+  /**
+   * The agent's channel (agent/), started on first use: the driver asks right after creating the
+   * sandbox, so it is up before the rollout's first call. Null when this sandbox runs on execs: the
+   * agent is turned off, or could not start (no perl in the image, no static C library on this
+   * machine, an engine that refused); the exec path then serves every call, as it did before.
+   */
+  channel(): Promise<AgentChannel | null> {
+    if (this.o.agent === false || this.gone || this.destroying) return Promise.resolve(null);
+    this.agent ??= this.startAgent();
+    return this.agent;
+  }
+
+  private async startAgent(): Promise<AgentChannel | null> {
+    try {
+      const ch = await AgentChannel.start(this.o.engine, this.o.container, this.user, await agentBinary());
+      // gVisor keeps an exec's stream open after the sandbox's kernel was killed (a memory hog): the
+      // container's death, seen on the engine's event stream, ends the channel (see exec()).
+      const unwatch = this.o.engine.events.onDeath(this.o.container, () => ch.drop());
+      void ch.ended.then((end) => {
+        unwatch();
+        return this.agentEnded(ch, end);
+      });
+      return ch;
+    } catch {
+      return null;
+    }
+  }
+
+  /**
+   * The agent's stream closed; every call on it gets what that means. The sandbox destroyed: its
+   * calls fail as destroyed. The container gone: lost() (ours, or the rollout's when its memory took
+   * it down). The agent killed while its container runs (its exec ended by a signal): only the
+   * rollout's processes can signal it (they share its uid), and only their memory or processes make
+   * the kernel kill it, so the rollout ended its own channel: RFT_ERR_SANDBOX_ENDED_BY_ROLLOUT
+   * (410) for this call and every later one, as for a container its memory took down. An agent that
+   * exited 0 (its stdin closed: our connection to the engine dropped) or of which the engine says
+   * nothing: ours (interrupted, 503), and the next call starts a new agent.
+   */
+  private async agentEnded(ch: AgentChannel, end: AgentEnd): Promise<void> {
+    let reason: Error;
+    if (this.destroying) reason = errors.sandboxFailed(`sandbox ${this.id} was destroyed`);
+    // Whether the container died (runs no `true` and is then found stopped): the engine may still
+    // report it running for a moment after a kill from outside, which is ours, never the rollout's.
+    else if (await this.diedUnder()) reason = await this.lost();
+    else if (end.exitCode !== null && end.exitCode !== 0) reason = await this.endedByItsRollout();
+    else {
+      reason = errors.sandboxInterrupted();
+      if (this.agent) this.agent = null;
+    }
+    ch.fail(reason);
+  }
+
+  /** The rollout ended its own channel: removed, and every call answers RFT_ERR_SANDBOX_ENDED_BY_ROLLOUT. */
+  private async endedByItsRollout(): Promise<Error> {
+    this.losing ??= (async () => {
+      this.gone = 'rollout';
+      await this.o.engine.use((api) => api.removeContainer(this.o.container)).catch(() => {});
+    })();
+    await this.losing;
+    return this.goneError();
+  }
+
+  /**
+   * A killed command's end did not come: the agent does not answer. Stopped or gone while its
+   * container runs: only the rollout's own processes can do that to it (the rollout's, see
+   * agentEnded). Else the engine or the container is at fault (givenUp), or it is ours.
+   */
+  private async agentStuck(ch: AgentChannel): Promise<Error> {
+    const out = await this.driverExec(['cat', `/proc/${ch.pid}/stat`]);
+    const state = /\) (\S)/.exec(out?.stdout.toString('latin1') ?? '')?.[1];
+    let reason: Error;
+    if (out !== null && (out.exitCode !== 0 || state === 'T' || state === 't')) reason = await this.endedByItsRollout();
+    else {
+      try {
+        await this.givenUp();
+        reason = errors.sandboxInterrupted();
+        this.agent = null;
+      } catch (e) {
+        reason = e instanceof Error ? e : errors.sandboxInterrupted();
+      }
+    }
+    ch.fail(reason);
+    return reason;
+  }
+
+  private enterBusy(): void {
+    if (this.inflight++ === 0) {
+      this.busy.push([Date.now(), null]);
+      if (this.busy.length > BUSY_SPANS) this.busy.shift();
+    }
+  }
+
+  private leaveBusy(): void {
+    if (--this.inflight === 0) {
+      const span = this.busy[this.busy.length - 1];
+      if (span) span[1] = Date.now();
+    }
+  }
+
+  /** Starts a command on the agent, as the sandbox uid, from a workspace directory. */
+  private runOnAgent(ch: AgentChannel, argv: string[], o: { cwd: string[]; env?: Record<string, string>; stdin?: string | Buffer; resultChannel?: boolean; streamed?: boolean; cap: number }): Command {
+    return ch.run({
+      cwd: [this.root, ...o.cwd].join('/') || '/',
+      limits: '', // the container's own (driver.ts: Ulimits)
+      argv,
+      env: this.env(o.resultChannel ? { ...o.env, RFT_RESULT_FD: '3' } : o.env),
+      cap: o.cap,
+      ...(o.stdin !== undefined ? { stdin: o.stdin } : {}),
+      ...(o.resultChannel ? { resultChannel: true } : {}),
+      ...(o.streamed ? { streamed: true } : {}),
+    });
+  }
+
+  /**
+   * A failure the agent reports instead of an exit: its fork refused for want of processes (the
+   * rollout's own fill the sandbox's limit: the model's, as PROCESS_LIMIT_MESSAGE), else ours.
+   */
+  private agentFailure(f: string): Error | null {
+    if (/^setup fork: (Resource temporarily unavailable|Try again)/i.test(f)) return null;
+    return errors.sandboxFailed(`sandbox agent: ${f}`);
+  }
+
+  /** exec() over the agent: the same guarantees, no engine call (see agent/agent.c). */
+  private async execOnAgent(ch: AgentChannel, argv: string[], opts: ExecOptions): Promise<ExecResult> {
+    const { result, ...r } = await this.onAgent(ch, argv, opts);
+    return {
+      ...r,
+      stdout: r.stdout.toString('utf8'),
+      stderr: r.stderr.toString('utf8'),
+      ...(opts.resultChannel === true ? { result: result.toString('utf8') } : {}),
+    };
+  }
+
+  private async onAgent(
+    ch: AgentChannel,
+    argv: string[],
+    opts: ExecOptions,
+  ): Promise<Omit<ExecResult, 'stdout' | 'stderr' | 'result'> & { stdout: Buffer; stderr: Buffer; result: Buffer }> {
+    const started = performance.now();
+    const channel = opts.resultChannel === true;
+    const cmd = this.runOnAgent(ch, argv, {
+      cwd: workspaceComponents(opts.cwd ?? ''),
+      ...(opts.env ? { env: opts.env } : {}),
+      stdin: opts.stdin ?? '',
+      resultChannel: channel,
+      cap: opts.maxOutputBytes ?? this.o.limits.maxOutputBytes,
+    });
+    const out: Buffer[] = [];
+    const err: Buffer[] = [];
+    const res: Buffer[] = [];
+    cmd.onData((stream, data) => (stream === 'stdout' ? out : stream === 'stderr' ? err : res).push(data));
+    let timedOut = false;
+    let killed = false;
+    let grace: NodeJS.Timeout | undefined;
+    let stuck!: (e: unknown) => void;
+    const givenUp = new Promise<never>((_, reject) => (stuck = reject));
+    givenUp.catch(() => {});
+    const stop = (): void => {
+      if (killed) return;
+      killed = true;
+      cmd.kill();
+      // The kill ends it at once; an agent that does not answer must not hold the call.
+      grace = setTimeout(() => void this.agentStuck(ch).then(stuck, stuck), KILL_TIMEOUT_MS + KILL_GRACE_MS);
+    };
+    const timer = setTimeout(() => {
+      timedOut = true;
+      stop();
+    }, opts.timeoutMs ?? this.o.limits.wallTimeoutMs);
+    opts.signal?.addEventListener('abort', stop, { once: true });
+    if (opts.signal?.aborted) stop();
+    this.enterBusy();
+    try {
+      const exit: CommandExit = await Promise.race([cmd.exited, givenUp]);
+      const durationMs = Math.round((performance.now() - started) * 10) / 10;
+      if (exit.failure) {
+        const e = this.agentFailure(exit.failure);
+        if (e) throw e;
+        const none = Buffer.alloc(0);
+        return { exitCode: 126, signal: null, stdout: none, stderr: Buffer.from(PROCESS_LIMIT_MESSAGE), result: none, stdoutTruncated: false, stderrTruncated: false, timedOut, durationMs };
+      }
+      // Ended by a signal that was not ours: its container may have died under it (gVisor's kernel
+      // taken down by the rollout's hog), and then the end is the sandbox's (see exec()).
+      if (!killed && (exit.signal !== null || (exit.exitCode ?? 0) >= 128) && (await this.diedUnder())) throw await this.lost();
+      return {
+        exitCode: exit.exitCode,
+        signal: exit.signal,
+        stdout: Buffer.concat(out),
+        stderr: Buffer.concat(err),
+        result: Buffer.concat(res),
+        stdoutTruncated: exit.truncated.stdout,
+        stderrTruncated: exit.truncated.stderr,
+        timedOut,
+        durationMs,
+      };
+    } finally {
+      this.leaveBusy();
+      clearTimeout(timer);
+      clearTimeout(grace);
+      opts.signal?.removeEventListener('abort', stop);
+    }
+  }
+
+  /** spawn() over the agent: streamed stdio, killed with its whole tree, ended with its sandbox. */
+  private spawnOnAgent(ch: AgentChannel, argv: string[], opts: SpawnOptions): SandboxProcess {
+    const cmd = this.runOnAgent(ch, argv, { cwd: workspaceComponents(opts.cwd ?? ''), ...(opts.env ? { env: opts.env } : {}), streamed: true, cap: 0 });
+    const stdout = new PassThrough();
+    const stderr = new PassThrough();
+    cmd.onData((stream, data) => (stream === 'stderr' ? stderr : stdout).write(data));
+    const stdin = new Writable({
+      write: (chunk: Buffer, _enc, cb) => {
+        cmd.write(chunk);
+        cb();
+      },
+      final: (cb) => {
+        cmd.end();
+        cb();
+      },
+    });
+    // The channel's end is the sandbox's (agentEnded): kept for endedBySandbox, not the process's doing.
+    let lost: Error | undefined;
+    let killed = false;
+    const exited = cmd.exited.then(
+      (e): ProcessExit => {
+        if (e.failure) lost = this.agentFailure(e.failure) ?? undefined;
+        // A kill as the exec path reports it (dockerSpawn): 137 is SIGKILL, whoever sent it.
+        if (e.failure || e.exitCode === 137) return { exitCode: null, signal: 'SIGKILL' };
+        return { exitCode: e.exitCode, signal: e.signal };
+      },
+      (e: unknown): ProcessExit => {
+        lost = e instanceof Error ? e : errors.sandboxInterrupted();
+        return { exitCode: null, signal: 'SIGKILL' };
+      },
+    );
+    let why: Promise<Error | undefined> | undefined;
+    const proc: SandboxProcess = {
+      stdin,
+      stdout,
+      stderr,
+      exited,
+      endedBySandbox: () =>
+        (why ??= exited.then(async () => lost ?? (killed || this.destroying || !(await this.diedUnder()) ? undefined : this.lost()))),
+      kill: async () => {
+        killed = true;
+        cmd.kill();
+        let timer: NodeJS.Timeout | undefined;
+        const late = new Promise<'late'>((r) => (timer = setTimeout(() => r('late'), KILL_TIMEOUT_MS)));
+        if ((await Promise.race([exited, late])) === 'late') await this.agentStuck(ch);
+        clearTimeout(timer);
+        await exited;
+      },
+    };
+    this.processes.add(proc);
+    void exited.then(() => {
+      stdout.end();
+      stderr.end();
+      this.processes.delete(proc);
+    });
+    return proc;
+  }
+
   async exec(command: string | string[], opts: ExecOptions = {}): Promise<ExecResult> {
     if (this.destroying) throw errors.sandboxFailed(`sandbox ${this.id} was destroyed`);
     const argv = typeof command === 'string' ? ['/bin/sh', '-c', command] : command;
+    const ch = await this.channel();
+    if (this.gone) throw this.goneError();
+    if (ch) return this.execOnAgent(ch, argv, opts);
     const cwd = workspaceComponents(opts.cwd ?? '');
     const timeoutMs = opts.timeoutMs ?? this.o.limits.wallTimeoutMs;
     const started = performance.now();
@@ -372,10 +649,7 @@ export class DockerSandbox implements Sandbox {
     const unwatch = this.o.engine.events.onDeath(this.o.container, () => {
       if (!this.destroying) abandon.abort(DIED);
     });
-    if (this.inflight++ === 0) {
-      this.busy.push([Date.now(), null]);
-      if (this.busy.length > BUSY_SPANS) this.busy.shift();
-    }
+    this.enterBusy();
     try {
       const spawned = channel ? '' : await this.spawnedPids();
       const req = {
@@ -424,10 +698,7 @@ export class DockerSandbox implements Sandbox {
         durationMs: Math.round((performance.now() - started) * 10) / 10,
       };
     } finally {
-      if (--this.inflight === 0) {
-        const span = this.busy[this.busy.length - 1];
-        if (span) span[1] = Date.now();
-      }
+      this.leaveBusy();
       clearTimeout(timer);
       clearTimeout(grace);
       unwatch();
@@ -456,6 +727,9 @@ export class DockerSandbox implements Sandbox {
   async spawn(argv: string[], opts: SpawnOptions = {}): Promise<SandboxProcess> {
     if (this.destroying) throw errors.sandboxFailed(`sandbox ${this.id} was destroyed`);
     if (this.gone) throw this.goneError();
+    const ch = await this.channel();
+    if (this.gone) throw this.goneError();
+    if (ch) return this.spawnOnAgent(ch, argv, opts);
     const req = {
       container: this.o.container,
       argv: ['/bin/sh', '-c', SPAWN_WRAPPER, 'rft-spawn', ...argv],
@@ -594,10 +868,18 @@ export class DockerSandbox implements Sandbox {
       maxOutputBytes: cap,
     };
     const abandon = AbortSignal.timeout(Math.max(this.o.limits.wallTimeoutMs, QUICK_TIMEOUT_MS));
-    const out = await this.run(req, { stop: () => {}, abandon });
+    const ch = await this.channel();
+    const out = ch ? await this.helperOnAgent(ch, req.argv, stdin, cap) : await this.run(req, { stop: () => {}, abandon });
     const err = op === 'list' && out.exitCode === 1 && out.stdout.length > 0 ? null : fileError(out.exitCode, path, out.stderr.toString('utf8'));
     if (err) throw err;
     return out.stdout;
+  }
+
+  /** A file helper over the agent, its outcome as an exec's (a signal as 128 + its number, as a shell says it). */
+  private async helperOnAgent(ch: AgentChannel, argv: string[], stdin: string | Buffer, cap: number): Promise<DockerExecOutcome> {
+    const r = await this.onAgent(ch, argv, { stdin, maxOutputBytes: cap, timeoutMs: Math.max(this.o.limits.wallTimeoutMs, QUICK_TIMEOUT_MS) });
+    const code = r.exitCode ?? (r.signal === 'SIGXFSZ' ? 153 : 137);
+    return { exitCode: code, stdout: r.stdout, stderr: r.stderr, stdoutTruncated: r.stdoutTruncated, stderrTruncated: r.stderrTruncated };
   }
 
   async readFile(path: string, opts: { maxBytes?: number } = {}): Promise<Buffer> {

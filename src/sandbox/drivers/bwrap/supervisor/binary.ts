@@ -13,23 +13,49 @@ import { promisify } from 'node:util';
 const run = promisify(execFile);
 
 export const SUPERVISOR_DIR = import.meta.dirname;
-export const SUPERVISOR_SOURCES = ['supervisor.c', 'enter.c', 'enter.h'];
+export const SUPERVISOR_SOURCES = ['supervisor.c', 'enter.c', 'enter.h', 'frames.h'];
 export const SUPERVISOR_NAME = 'rft-supervisor';
 
+/** A small C program built from sources beside each other: the supervisor, or the Docker driver's agent. */
+export interface Program {
+  dir: string;
+  /** Paths relative to `dir`: the .c files are compiled, every one is hashed. */
+  sources: string[];
+  name: string;
+  /** Compilers to try in turn (the first that builds wins); each as argv before the flags. */
+  compilers: string[][];
+}
+
+const SUPERVISOR: Program = { dir: SUPERVISOR_DIR, sources: SUPERVISOR_SOURCES, name: SUPERVISOR_NAME, compilers: [['cc', '-static'], ['cc']] };
+
 /** The hash of the sources (first 16 hex digits): names the executable built from them. */
-export function sourceHash(dir = SUPERVISOR_DIR): string {
+export function sourceHash(dir = SUPERVISOR_DIR, sources = SUPERVISOR_SOURCES): string {
   const h = createHash('sha256');
-  for (const f of SUPERVISOR_SOURCES) h.update(readFileSync(join(dir, f)));
+  for (const f of sources) h.update(readFileSync(join(dir, f)));
   return h.digest('hex').slice(0, 16);
 }
 
 /** Compiles the sources into `out` (written under a temporary name, then renamed). */
 export async function compileSupervisor(out: string, dir = SUPERVISOR_DIR): Promise<void> {
-  const sources = SUPERVISOR_SOURCES.filter((f) => f.endsWith('.c')).map((f) => join(dir, f));
+  await compileProgram({ ...SUPERVISOR, dir }, out);
+}
+
+export async function compileProgram(p: Program, out: string): Promise<void> {
+  const sources = p.sources.filter((f) => f.endsWith('.c')).map((f) => join(p.dir, f));
   const tmp = `${out}.${randomBytes(6).toString('hex')}.tmp`;
   const flags = ['-O2', '-std=gnu11', '-Wall', '-o', tmp, ...sources];
   try {
-    await run('cc', ['-static', ...flags], { timeout: 120_000 }).catch(() => run('cc', flags, { timeout: 120_000 }));
+    let failed: unknown = new Error('no compiler to try');
+    for (const [cc, ...pre] of p.compilers) {
+      try {
+        await run(cc as string, [...pre, ...flags], { timeout: 120_000 });
+        failed = null;
+        break;
+      } catch (e) {
+        failed = e;
+      }
+    }
+    if (failed) throw failed;
     await chmod(tmp, 0o755);
     await rename(tmp, out);
   } finally {
@@ -49,20 +75,29 @@ async function privateCache(): Promise<string> {
   return dir;
 }
 
-let found: Promise<string> | null = null;
+const found = new Map<string, Promise<string>>();
+
+/** The program's executable for these sources: the one `npm run build` made beside them, or one compiled on first use. */
+export function programBinary(p: Program): Promise<string> {
+  let f = found.get(p.name);
+  if (!f) {
+    f = (async () => {
+      const hash = sourceHash(p.dir, p.sources);
+      const built = join(p.dir, p.name);
+      if (existsSync(built) && (await readFile(`${built}.sha256`, 'utf8').catch(() => '')).trim() === hash) return built;
+      const cached = join(await privateCache(), `${p.name}-${hash}`);
+      if (!existsSync(cached)) await compileProgram(p, cached);
+      return cached;
+    })().catch((e: unknown) => {
+      found.delete(p.name);
+      throw e;
+    });
+    found.set(p.name, f);
+  }
+  return f;
+}
 
 /** The supervisor's executable for these sources; compiles it on first use when none was built. */
 export function supervisorBinary(): Promise<string> {
-  found ??= (async () => {
-    const hash = sourceHash();
-    const built = join(SUPERVISOR_DIR, SUPERVISOR_NAME);
-    if (existsSync(built) && (await readFile(`${built}.sha256`, 'utf8').catch(() => '')).trim() === hash) return built;
-    const cached = join(await privateCache(), `${SUPERVISOR_NAME}-${hash}`);
-    if (!existsSync(cached)) await compileSupervisor(cached);
-    return cached;
-  })().catch((e: unknown) => {
-    found = null;
-    throw e;
-  });
-  return found;
+  return programBinary(SUPERVISOR);
 }

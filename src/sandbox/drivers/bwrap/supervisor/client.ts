@@ -57,8 +57,8 @@ interface Running {
   fail(e: unknown): void;
 }
 
-const STREAMS: Record<string, Stream> = { o: 'stdout', e: 'stderr', r: 'result' };
-const SIGNALS: Record<number, NodeJS.Signals> = { 9: 'SIGKILL', 15: 'SIGTERM', 6: 'SIGABRT', 11: 'SIGSEGV', 24: 'SIGXCPU', 25: 'SIGXFSZ' };
+export const STREAMS: Record<string, Stream> = { o: 'stdout', e: 'stderr', r: 'result' };
+export const SIGNALS: Record<number, NodeJS.Signals> = { 9: 'SIGKILL', 15: 'SIGTERM', 6: 'SIGABRT', 11: 'SIGSEGV', 24: 'SIGXCPU', 25: 'SIGXFSZ' };
 
 function field(b: Buffer | string): Buffer[] {
   const data = typeof b === 'string' ? Buffer.from(b, 'utf8') : b;
@@ -67,7 +67,7 @@ function field(b: Buffer | string): Buffer[] {
   return [len, data];
 }
 
-function frame(type: string, id: number, fields: (Buffer | string)[]): Buffer {
+export function frame(type: string, id: number, fields: (Buffer | string)[]): Buffer {
   const head = Buffer.allocUnsafe(9);
   const parts = fields.flatMap(field);
   const size = 5 + parts.reduce((n, p) => n + p.length, 0);
@@ -77,9 +77,9 @@ function frame(type: string, id: number, fields: (Buffer | string)[]): Buffer {
   return Buffer.concat([head, ...parts]);
 }
 
-const nulList = (xs: string[]): string => xs.map((x) => `${x}\0`).join('');
+export const nulList = (xs: string[]): string => xs.map((x) => `${x}\0`).join('');
 
-function parseFields(b: Buffer): Buffer[] {
+export function parseFields(b: Buffer): Buffer[] {
   const out: Buffer[] = [];
   for (let at = 0; at + 4 <= b.length; ) {
     const n = b.readUInt32LE(at);

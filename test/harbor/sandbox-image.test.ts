@@ -120,7 +120,7 @@ for (const eng of ENGINES) {
       const broken = await makeScoped({ name: 'broken', dockerfile: `FROM ${base}\nRUN exit 3\n`, testSh: 'true\n' });
       const e1 = await create(driver, harborSandboxImage(broken), 'broken').catch((x: unknown) => x);
       expect(isRftError(e1) && e1.code).toBe(errors.harborImageBuild.code);
-      const slow = await makeScoped({ name: 'slow-build', dockerfile: `FROM ${base}\nRUN sleep 30\n`, testSh: 'true\n', config: { environment: { buildTimeoutSec: 1 } } });
+      const slow = await makeScoped({ name: 'slow-build', dockerfile: `FROM ${base}\nRUN sleep 8\n`, testSh: 'true\n', config: { environment: { buildTimeoutSec: 1 } } });
       const e2 = await create(driver, harborSandboxImage(slow), 'slowbuild').catch((x: unknown) => x);
       expect(isRftError(e2) && e2.code).toBe(errors.harborImageBuildTimeout.code);
       const e3 = await create(driver, { ref: 'rft-harbor-test-absent:never' }, 'absent').catch((x: unknown) => x);

@@ -463,7 +463,7 @@ export class DockerSandbox implements Sandbox {
   /** Starts a command on the agent, as the sandbox uid, from a workspace directory. */
   private runOnAgent(ch: AgentChannel, argv: string[], o: { cwd: string[]; env?: Record<string, string>; stdin?: string | Buffer; resultChannel?: boolean; streamed?: boolean; cap: number }): Command {
     return ch.run({
-      cwd: [WORKSPACE_MOUNT, ...o.cwd].join('/'),
+      cwd: [this.root, ...o.cwd].join('/') || '/',
       limits: '', // the container's own (driver.ts: Ulimits)
       argv,
       env: this.env(o.resultChannel ? { ...o.env, RFT_RESULT_FD: '3' } : o.env),

@@ -48,9 +48,24 @@ export interface Episode {
   end(): Promise<void>;
 }
 
+/**
+ * Which task of the environment an episode plays (default: the conformance environment's: index 0 of
+ * train, an empty item, graded by /grade against reference_answer 42).
+ */
+export interface TaskAt {
+  /** Its index in the train split (ORS and OpenEnv pick a task by it). */
+  index: number;
+  /** The row's fields as Agent RFT sends them with each call (the row without messages and tools). */
+  item: Record<string, unknown>;
+  /** The row as NeMo Gym's JSONL holds it (toGymRow). */
+  gymRow: Record<string, unknown>;
+  /** Agent RFT's grader path (e.g. /graders/harbor). */
+  graderPath: string;
+}
+
 export interface Door {
   name: 'Agent RFT' | 'MCP' | 'NeMo Gym' | 'ORS' | 'OpenEnv' | 'OpenEnv /mcp' | 'reward' | 'SandboxFusion';
-  open(e: Endpoints): Promise<Episode>;
+  open(e: Endpoints, at?: TaskAt): Promise<Episode>;
 }
 
 const codeIn = (text: string): string | undefined => /RFT_ERR_[A-Z0-9_]+/.exec(text)?.[0];
@@ -71,14 +86,14 @@ async function post(url: string, body: unknown, headers: Record<string, string> 
 
 const agentRft: Door = {
   name: 'Agent RFT',
-  async open(e) {
+  async open(e, at) {
     const traceId = `trace_${randomUUID()}`;
     const auth = { authorization: `Bearer ${e.key}` };
     return {
       traceId,
       async call(name, args, callId = `call_${randomUUID().slice(0, 8)}`) {
         try {
-          const r = await post(`${e.main}/tools`, { type: 'function_call', call_id: callId, name, arguments: JSON.stringify(args), trace_id: traceId, item: {} }, auth);
+          const r = await post(`${e.main}/tools`, { type: 'function_call', call_id: callId, name, arguments: JSON.stringify(args), trace_id: traceId, item: at?.item ?? {} }, auth);
           if (r.status !== 200) return byStatus(r.status, r.text);
           return { kind: 'output', text: (JSON.parse(r.text) as { output: string }).output, isError: false, detail: r.text };
         } catch (err) {
@@ -87,7 +102,7 @@ const agentRft: Door = {
       },
       async submit(answer) {
         try {
-          const r = await post(`${e.main}/grade`, { sample: { output_text: answer, output_tools: [], choices: [] }, item: { reference_answer: '42' }, trace_id: traceId }, auth);
+          const r = await post(`${e.main}${at?.graderPath ?? '/grade'}`, { sample: { output_text: answer, output_tools: [], choices: [] }, item: at?.item ?? { reference_answer: '42' }, trace_id: traceId }, auth);
           if (r.status !== 200) return byStatus(r.status, r.text);
           return { kind: 'reward', reward: (JSON.parse(r.text) as { score: number }).score, detail: r.text };
         } catch (err) {
@@ -132,8 +147,8 @@ const mcp: Door = {
 
 const nemoGym: Door = {
   name: 'NeMo Gym',
-  async open(e) {
-    const row = {
+  async open(e, at) {
+    const row = at?.gymRow ?? {
       responses_create_params: { input: [{ role: 'user', content: 'q' }], tools: e.tools.map((name) => ({ type: 'function', name, parameters: {}, strict: true })) },
       reference_answer: '42',
       agent_ref: { name: 'rft_agent' },
@@ -195,12 +210,12 @@ function orsFailure(err: unknown): Reply {
 
 const ors: Door = {
   name: 'ORS',
-  async open(e) {
+  async open(e, at) {
     const client = new OrsClient(e.main, { token: e.key, waitScale: 0.01 });
     let pending: string | undefined;
     const res = (await client.sse('/create_session', {}, { maxRetries: 3, onEvent: (ev, d) => (ev === 'task_id' ? (pending = d.trim()) : undefined) })) as { sid?: string } | null;
     const sid = res?.sid ?? pending!;
-    await client.request('POST', '/create', { split: 'train', index: 0 }, sid);
+    await client.request('POST', '/create', { split: 'train', index: at?.index ?? 0 }, sid);
     const s = new OrsSession(client, e.environment, sid);
     const text = (blocks: { text?: string }[]) => blocks.map((b) => b.text ?? '').join('\n');
     return {
@@ -239,9 +254,9 @@ function openEnvFailure(err: unknown): Reply {
 
 const openEnv: Door = {
   name: 'OpenEnv',
-  async open(e) {
+  async open(e, at) {
     const env = await new EnvClient(`${e.private}/${e.environment}`, 30_000).connect();
-    await env.reset({ split: 'train', index: 0 });
+    await env.reset({ split: 'train', index: at?.index ?? 0 });
     const state = await env.state();
     return {
       traceId: state.trace_id as string,
@@ -283,10 +298,10 @@ function openEnvMcpReply(r: RpcReply): Reply {
 
 const openEnvMcp: Door = {
   name: 'OpenEnv /mcp',
-  async open(e) {
+  async open(e, at) {
     const url = `${e.private}/${e.environment}/mcp`;
     let id = 0;
-    const created = await mcpPost(url, 'openenv/session/create', { split: 'train', index: 0 }, ++id);
+    const created = await mcpPost(url, 'openenv/session/create', { split: 'train', index: at?.index ?? 0 }, ++id);
     const sid = created.result?.session_id;
     if (typeof sid !== 'string') throw new Error(`openenv/session/create: ${JSON.stringify(created)}`);
     // A call id is the request's JSON-RPC id: the session's exactly-once key, as the client's counter is.

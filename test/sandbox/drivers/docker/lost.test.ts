@@ -7,7 +7,7 @@
 import { expect, it, vi } from 'vitest';
 import { DockerApi } from '../../../../src/sandbox/drivers/docker/api.js';
 import { PROCESS_LIMIT_FULL, PROCESS_LIMIT_MESSAGE, STOPPED_STATE, type DockerSandbox } from '../../../../src/sandbox/drivers/docker/sandbox.js';
-import type { Sandbox } from '../../../../src/sandbox/types.js';
+import type { Sandbox, SandboxProcess } from '../../../../src/sandbox/types.js';
 import { failureOfToolError } from '../../../../src/metrics/outcomes.js';
 import { describeIf } from '../../../helpers/require.js';
 import { driversPresent, driverWithSandbox, spec, testLimits } from '../../helpers.js';
@@ -87,7 +87,18 @@ for (const name of ['docker', 'gvisor'] as const) {
       const sb = await fresh('trace_lost_spawn_refused');
       try {
         await onEngine(sb, (api, c) => api.call('POST', `/containers/${c}/kill`));
-        const e = await sb.spawn(['sleep', '60']).catch((err: unknown) => err);
+        const started = await sb.spawn(['sleep', '60']).catch((err: unknown) => err);
+        // Refused at once (the exec path, or an agent that already saw its container go), or, over an
+        // agent whose stream the runtime has not closed yet (gVisor), a process whose end is the sandbox's:
+        // ours either way, never the process's own end shown to the model.
+        const e =
+          started instanceof Error || (started as { code?: string }).code !== undefined
+            ? started
+            : await (async () => {
+                const p = started as SandboxProcess;
+                await p.exited;
+                return p.endedBySandbox?.();
+              })();
         expect(e, JSON.stringify(e)).toMatchObject({ code: 'RFT_ERR_SANDBOX_LOST', statusCode: 503 });
       } finally {
         await sb.destroy();

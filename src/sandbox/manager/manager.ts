@@ -117,9 +117,9 @@ export class SandboxManager {
     };
     this.admission = new Admission(opts.cap, opts.maxQueue, opts.queueTimeoutMs, onWait, opts.memoryBudgetBytes ?? Infinity, () => this.heldOutside());
     const budget = opts.memoryBudgetBytes;
-    // The warm pool's prepared sandboxes are held in the budget (heldOutside): it prepares while nobody
-    // waits and one rollout's room stays free, so what it learned never takes a rollout's room.
-    if (budget !== undefined) opts.driver.gatePool?.(() => this.admission.queued === 0 && this.admission.memoryInUse + this.memory.rolloutBytes(this.driverName) <= budget);
+    // The warm pool's prepared sandboxes are held in the budget (heldOutside): it prepares while no rollout
+    // waits for memory and one rollout's room stays free, so what it learned never takes a rollout's room.
+    if (budget !== undefined) opts.driver.gatePool?.(() => this.admission.shortfall() === 0 && this.admission.memoryInUse + this.memory.rolloutBytes(this.driverName) <= budget);
   }
 
   /**

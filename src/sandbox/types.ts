@@ -310,6 +310,10 @@ export interface SandboxDriver {
   close?(): Promise<void>;
   /** Its warm pool's state (drivers with one; null before its first sandbox). */
   poolStats?(): WarmPoolStats | null;
+  /** Its warm pool prepares sandboxes only while `mayPrepare` says so (the memory budget has room: the manager's). */
+  gatePool?(mayPrepare: () => boolean): void;
+  /** Its warm pool gives back up to `n` prepared sandboxes (rollouts wait for their room in the memory budget); how many. */
+  shedPool?(n: number): number;
 }
 
 /** A driver's warm pool of prepared sandboxes, as /metrics shows it. */

@@ -52,6 +52,8 @@ export abstract class LocalDriver implements SandboxDriver {
   abstract readonly name: string;
   protected readonly live = new Set<string>();
   private poolInstance: WarmPool<Prepared> | null = null;
+  /** The manager's gate on the pool's refills (the memory budget's room), given before or after the pool is made. */
+  private poolGate: (() => boolean) | undefined;
   private rootReady: Promise<void> | null = null;
   /** Which pooled items start the prestarts: the floor's worth per kind. */
   private readonly quota: PrestartQuota;
@@ -92,7 +94,17 @@ export abstract class LocalDriver implements SandboxDriver {
       id: (p) => p.w.meta.id,
       describe: (spec) => describeKind(canSwitchUid() ? tmpfsCaps(spec.limits) : undefined, spec.readOnlyMounts ?? []),
     });
+    if (this.poolGate) this.poolInstance.gate(this.poolGate);
     return this.poolInstance;
+  }
+
+  gatePool(mayPrepare: () => boolean): void {
+    this.poolGate = mayPrepare;
+    this.poolInstance?.gate(mayPrepare);
+  }
+
+  shedPool(n: number): number {
+    return this.poolInstance?.shed(n) ?? 0;
   }
 
   private poolKey(spec: SandboxSpec): string {

@@ -47,6 +47,16 @@ export class Admission {
     return this.used + this.fixed();
   }
 
+  /**
+   * Bytes the waiters need beyond the budget (0 when a slot, not memory, is what they wait for): what
+   * the warm pool gives back for them (the manager's shedPool).
+   */
+  shortfall(): number {
+    if (this.waiters.length === 0 || this.budget === Infinity || this.held >= this.cap) return 0;
+    const asked = this.waiters.reduce((sum, w) => sum + w.bytes, 0);
+    return Math.max(0, this.used + this.fixed() + asked - this.budget);
+  }
+
   /** Grants the oldest waiters that fit now (the fixed part shrank: the pool gave back its sandboxes). */
   recheck(): void {
     this.pump();

@@ -115,7 +115,29 @@ export class SandboxManager {
   private readonly fixedBytes = new Map<string, number>();
 
   constructor(private readonly opts: SandboxManagerOptions) {
-    this.admission = new Admission(opts.cap, opts.maxQueue, opts.queueTimeoutMs, () => this.reclaim(), opts.memoryBudgetBytes ?? Infinity, () => this.heldOutside());
+    const onWait = (): void => {
+      this.shedPool();
+      this.reclaim();
+    };
+    this.admission = new Admission(opts.cap, opts.maxQueue, opts.queueTimeoutMs, onWait, opts.memoryBudgetBytes ?? Infinity, () => this.heldOutside());
+    const budget = opts.memoryBudgetBytes;
+    // The warm pool's prepared sandboxes are held in the budget (heldOutside): it prepares while no rollout
+    // waits for memory and one rollout's room stays free, so what it learned never takes a rollout's room.
+    if (budget !== undefined) opts.driver.gatePool?.(() => this.admission.shortfall() === 0 && this.admission.memoryInUse + this.memory.rolloutBytes(this.driverName) <= budget);
+  }
+
+  /**
+   * Rollouts wait for room in the memory budget: the warm pool gives back prepared sandboxes, one at a
+   * time until the waiters fit or it has none (what it prepared is for rollouts to come; these came).
+   */
+  private shedPool(): void {
+    const driver = this.opts.driver;
+    if (this.opts.memoryBudgetBytes === undefined || !driver.shedPool) return;
+    let shed = 0;
+    while (this.admission.shortfall() > 0 && driver.shedPool(1) === 1) shed++;
+    if (shed === 0) return;
+    this.opts.log?.info({ shed }, 'warm pool gave back prepared sandboxes to admit rollouts waiting for memory');
+    this.admission.recheck();
   }
 
   /** Memory no session owns: what is set aside (shared MCP instances), and the warm pool's prepared sandboxes with what they started. */

@@ -6,8 +6,9 @@
 // prepares as many as the next step is expected to start, during the model's think time and the
 // pause between steps, so the next step's rollouts find theirs ready. It never prepares while a burst
 // is arriving (that would compete with the burst's own creations), never holds more than `max` beyond
-// the floor (the driver's cap and the memory budget), and falls back to the floor once no new rollout
-// came for the idle timeout. A burst larger than the pool just prepares the rest on demand.
+// the floor (the driver's cap and RFT_SANDBOX_WARM_MAX_MB), and falls back to the floor once no new rollout
+// came for the idle timeout. Under the server's memory budget (RFT_MEMORY_BUDGET_MB) the manager gates
+// its refills (gate) and takes its prepared items back for rollouts waiting for room (shed). A burst larger than the pool just prepares the rest on demand.
 //
 // What it does is shown (stats(): /metrics and the dashboard): per key its prepared and in-use
 // sandboxes, the learned step, and the last few steps with how many of their new rollouts it served.
@@ -77,11 +78,35 @@ export class WarmPool<T> {
   private misses = 0;
   private quietTimer: NodeJS.Timeout | undefined;
   private idleTimer: NodeJS.Timeout | undefined;
+  /** Asked before each item is prepared: false holds the refill (the memory budget has no room for one). */
+  private mayPrepare: () => boolean = () => true;
 
   constructor(
     private readonly sizing: PoolSizing,
     private readonly ops: PoolOps<T>,
   ) {}
+
+  /** Prepares items only while `mayPrepare` says so (the server's memory budget has room); a refill resumes on the next take, release or settle. */
+  gate(mayPrepare: () => boolean): void {
+    this.mayPrepare = mayPrepare;
+  }
+
+  /**
+   * Gives back up to `n` prepared items (rollouts waiting for room in the memory budget come before
+   * what the pool prepared for rollouts to come), those of other keys than the latest first; how many.
+   */
+  shed(n: number): number {
+    let shed = 0;
+    const order = [...this.slots.values()].filter((s) => s !== this.latest);
+    if (this.latest) order.push(this.latest);
+    for (const slot of order) {
+      while (shed < n && slot.ready.length > 0) {
+        this.discard(slot.ready.pop()!);
+        shed++;
+      }
+    }
+    return shed;
+  }
 
   has(id: string): boolean {
     for (const s of this.slots.values()) if (s.ready.some((item) => this.ops.id(item) === id)) return true;
@@ -217,7 +242,7 @@ export class WarmPool<T> {
   private next(): Slot<T> | null {
     let making = 0;
     for (const s of this.slots.values()) making += s.making;
-    if (this.closed || this.total() + making >= Math.max(this.sizing.floor, this.sizing.max)) return null;
+    if (this.closed || this.total() + making >= Math.max(this.sizing.floor, this.sizing.max) || !this.mayPrepare()) return null;
     const now = Date.now();
     const order = this.latest ? [this.latest, ...this.slots.values()] : [...this.slots.values()];
     return order.find((s) => s.ready.length + s.making < this.target(s, now)) ?? null;

@@ -138,6 +138,26 @@ describe('SandboxManager', () => {
     expect(second?.traceId).toBe('t2');
   });
 
+  // The conformance test of the memory budget (ORS, whose refused session waits out five reconnects) met
+  // this: the pool, having learned a step of the sessions before, prepared it during the wait, and its
+  // prepared sandboxes (held in the budget) kept the next rollout out after one ended.
+  it('makes the warm pool give back its prepared sandboxes to a rollout waiting for room in the memory budget, and never fill past it', async () => {
+    const MB = 1024 * 1024;
+    const driver = new ProcessDriver({ sandboxesRoot: root.root, instanceId: 'mgr-test', warmPool: 8 });
+    const m = await manager({ driver, cap: 100, queueTimeoutMs: 3_000, memoryBudgetBytes: 10 * MB });
+    m.memory.record('sandbox:process', 2 * MB);
+    await m.acquire('t1', {});
+    // The pool refills to its floor within the budget, one rollout's room left free as long as it can (2 + 4 x 2 MB).
+    await waitFor(() => (m.stats().pool?.warm ?? 0) >= 4);
+    expect(m.stats().memoryMb?.held).toBe(10);
+    // t2 waits for 2 MB: the pool gives one back, and t2 gets in (it waited for memory, not a slot: RFT_ERR_MEMORY_BUDGET before).
+    const t2 = await m.acquire('t2', {});
+    expect(t2.traceId).toBe('t2');
+    expect(m.stats().memoryMb?.held).toBeLessThanOrEqual(10);
+    await waitFor(() => m.stats().pool?.warm === 3);
+    expect(m.stats().memoryMb?.held).toBe(10);
+  });
+
   it('lets a queued caller leave when its request is aborted', async () => {
     const m = await manager({ cap: 1 });
     await m.acquire('t1', {});

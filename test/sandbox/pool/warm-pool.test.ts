@@ -141,6 +141,26 @@ describe('warm pool learning the step (fake clock)', () => {
     await close(pool);
   });
 
+  it('prepares only while its gate allows (the memory budget has room), gives back what it is asked to shed, and refills once the gate opens', async () => {
+    const { pool, c, step } = fakePool(2, 1_000);
+    let room = 5;
+    pool.gate(() => c.held < room);
+    await step(40);
+    await vi.advanceTimersByTimeAsync(SETTLED);
+    expect(pool.stats()).toMatchObject({ warm: 5, target: 40 });
+    expect(c.peak).toBe(5);
+    expect(pool.shed(3)).toBe(3);
+    expect(pool.stats().warm).toBe(2);
+    expect(pool.shed(10)).toBe(2);
+    expect(pool.stats().warm).toBe(0);
+    expect(c).toMatchObject({ held: 0, discarded: 5 });
+    room = 1_000;
+    pool.release(spec('trace_0'));
+    await vi.advanceTimersByTimeAsync(SETTLED);
+    expect(pool.stats().warm).toBe(40);
+    await close(pool);
+  });
+
   it('with no learning (a zero bound) keeps the floor only', async () => {
     const { pool, c, step } = fakePool(2, 0);
     await step(50);

@@ -188,6 +188,8 @@ export class DockerDriver implements SandboxDriver {
   /** Containers of live sandboxes and warm ones that this process owns (never reaped). */
   private readonly mine = new Set<string>();
   private poolInstance: WarmPool<Warm> | null = null;
+  /** The manager's gate on the pool's refills (the memory budget's room), given before or after the pool is made. */
+  private poolGate: (() => boolean) | undefined;
   /** Which warm containers start the prestarts: the floor's worth per kind. */
   private readonly quota: PrestartQuota;
   /** Task images (SandboxSpec.image) per engine, built once per digest. */
@@ -264,7 +266,17 @@ export class DockerDriver implements SandboxDriver {
       id: (w) => w.name,
       describe: describeKind,
     });
+    if (this.poolGate) this.poolInstance.gate(this.poolGate);
     return this.poolInstance;
+  }
+
+  gatePool(mayPrepare: () => boolean): void {
+    this.poolGate = mayPrepare;
+    this.poolInstance?.gate(mayPrepare);
+  }
+
+  shedPool(n: number): number {
+    return this.poolInstance?.shed(n) ?? 0;
   }
 
   private async makeWarm(spec: SandboxSpec): Promise<Warm> {

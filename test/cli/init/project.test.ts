@@ -151,7 +151,8 @@ describe('the compiled package', () => {
     servers.push(server);
     const s = { url: server.url, key: keyOf(data) };
     expect(await toolNames(s)).toEqual(['apply_patch', 'list_docs', 'list_files', 'read_doc', 'read_file', 'search', 'search_docs', 'shell', 'write_file']);
-    expect(server.stderr()).toMatch(/listening on .* \(9 tools, 3 graders/);
+    // the shipped graders' three, and the built-in harbor grader: examples/harbor (a Harbor environment) is served too
+    expect(server.stderr()).toMatch(/listening on .* \(9 tools, 4 graders/);
     const out = JSON.parse(await callTool(s, 'list_docs', { prefix: 'halvorsen' })) as { count: number };
     expect(out.count).toBe(4);
     expect(existsSync(join(repoRoot, 'dist/graders/_unit_tests/runner.py'))).toBe(true);

@@ -145,6 +145,35 @@ export function commandExit(r: Reply): CommandExit {
   };
 }
 
+/** A command's end to come: `exited` (observed here, the caller's to await), how to settle or fail it, whether it has. */
+export function commandEnd(): { exited: Promise<CommandExit>; settle(exit: CommandExit): void; fail(e: unknown): void; done(): boolean } {
+  let settle!: (exit: CommandExit) => void;
+  let fail!: (e: unknown) => void;
+  const exited = new Promise<CommandExit>((resolve, reject) => {
+    settle = resolve;
+    fail = reject;
+  });
+  exited.catch(() => {}); // observed by the caller
+  let done = false;
+  const finish = (): void => void (done = true);
+  exited.then(finish, finish);
+  return { exited, settle, fail, done: () => done };
+}
+
+/** The Command for a started 'X': stdin ('I', 'J') and kill ('S') frames through `send`, which drops them once the command ended. */
+export function commandHandle(id: number, exited: Promise<CommandExit>, listeners: ((stream: Stream, data: Buffer) => void)[], send: (type: string, fields: Buffer[]) => void): Command {
+  return {
+    id,
+    exited,
+    onData: (cb) => listeners.push(cb),
+    write: (data) => {
+      if (data.length > 0) send('I', [data]);
+    },
+    end: () => send('J', []),
+    kill: () => send('S', []),
+  };
+}
+
 /** A streamed command's stdio as Node streams (spawn()): its output by stream, its stdin written through and ended. */
 export function commandStdio(cmd: Command): { stdin: Writable; stdout: PassThrough; stderr: PassThrough } {
   const stdout = new PassThrough();
@@ -224,38 +253,16 @@ export class Supervisor {
   run(spec: CommandSpec): Command {
     const id = this.id();
     const listeners: ((stream: Stream, data: Buffer) => void)[] = [];
-    let settle!: (exit: CommandExit) => void;
-    let fail!: (e: unknown) => void;
-    const exited = new Promise<CommandExit>((resolve, reject) => {
-      settle = resolve;
-      fail = reject;
-    });
-    exited.catch(() => {}); // observed by the caller
-    let done = false;
-    exited.then(
-      () => (done = true),
-      () => (done = true),
-    );
+    const { exited, settle, fail, done } = commandEnd();
     this.running.set(id, { data: listeners, settle, fail });
     const flags = `${spec.resultChannel ? 'r' : ''}${spec.streamed ? 's' : ''}`;
     const env = Object.entries(spec.env).map(([k, v]) => `${k}=${v}`);
     this.send(
       frame('X', id, [String(spec.sandbox), String(spec.uid), String(spec.gid), spec.cwd, spec.limits, nulList(spec.argv), nulList(env), spec.stdin ?? '', flags, String(spec.cap)]),
     ).catch((e: unknown) => this.finish(id, null, e));
-    return {
-      id,
-      exited,
-      onData: (cb) => listeners.push(cb),
-      write: (data) => {
-        if (!done && data.length > 0) void this.send(frame('I', id, [data])).catch(() => {});
-      },
-      end: () => {
-        if (!done) void this.send(frame('J', id, [])).catch(() => {});
-      },
-      kill: () => {
-        if (!done) void this.send(frame('S', id, [])).catch(() => {});
-      },
-    };
+    return commandHandle(id, exited, listeners, (type, fields) => {
+      if (!done()) void this.send(frame(type, id, fields)).catch(() => {});
+    });
   }
 
   /** Stops the process (and with it every sandbox and command it held). */

@@ -10,7 +10,7 @@
 // sandbox on the exec path (sandbox.ts).
 import type { Socket } from 'node:net';
 import { errors } from '../../../../errors.js';
-import { commandExit, frame, FrameReader, nulList, STREAMS, type Command, type CommandExit, type Reply, type Stream } from '../../bwrap/supervisor/client.js';
+import { commandEnd, commandExit, commandHandle, frame, FrameReader, nulList, STREAMS, type Command, type CommandExit, type Reply, type Stream } from '../../bwrap/supervisor/client.js';
 import type { DockerApi } from '../api.js';
 import type { DockerEngine } from '../engine.js';
 import { createExec, Frames, startExec } from '../exec.js';
@@ -117,16 +117,7 @@ export class AgentChannel {
     const id = this.nextId;
     this.nextId = this.nextId >= 0xfffffff0 ? 1 : this.nextId + 1;
     const listeners: ((stream: Stream, data: Buffer) => void)[] = [];
-    let settle!: (exit: CommandExit) => void;
-    let fail!: (e: unknown) => void;
-    const exited = new Promise<CommandExit>((resolve, reject) => {
-      settle = resolve;
-      fail = reject;
-    });
-    exited.catch(() => {});
-    let done = false;
-    const finish = (): void => void (done = true);
-    exited.then(finish, finish);
+    const { exited, settle, fail, done } = commandEnd();
     if (this.endReason !== null) {
       fail(this.endReason);
     } else {
@@ -135,19 +126,9 @@ export class AgentChannel {
       const flags = `${spec.resultChannel ? 'r' : ''}${spec.streamed ? 's' : ''}`;
       if (this.open) this.sock.write(frame('X', id, ['', '', '', spec.cwd, spec.limits, nulList(spec.argv), nulList(spec.env), spec.stdin ?? '', flags, String(spec.cap)]));
     }
-    const send = (type: string, fields: Buffer[]): void => {
-      if (!done && this.open) this.sock.write(frame(type, id, fields));
-    };
-    return {
-      id,
-      exited,
-      onData: (cb) => listeners.push(cb),
-      write: (data) => {
-        if (data.length > 0) send('I', [data]);
-      },
-      end: () => send('J', []),
-      kill: () => send('S', []),
-    };
+    return commandHandle(id, exited, listeners, (type, fields) => {
+      if (!done() && this.open) this.sock.write(frame(type, id, fields));
+    });
   }
 
   /**

@@ -41,8 +41,8 @@ export function isolates(name: TestDriver): boolean {
   return name === 'gvisor' || driverModule(name)?.isolates === true;
 }
 
-function gvisorDriver(instanceId: string, warmPool = 0): SandboxDriver {
-  return new DockerDriver({ instanceId, labels: runLabels, image: DOCKER_IMAGE, hosts: parseDockerHosts({ cap: 1000, hosts: GVISOR_ENGINE }), runtime: 'runsc', ...(warmPool ? { warmPool } : {}) });
+function gvisorDriver(instanceId: string, warmPool = 0, agent = true): SandboxDriver {
+  return new DockerDriver({ instanceId, labels: runLabels, image: DOCKER_IMAGE, hosts: parseDockerHosts({ cap: 1000, hosts: GVISOR_ENGINE }), runtime: 'runsc', ...(warmPool ? { warmPool } : {}), ...(agent ? {} : { agent: false }) });
 }
 
 /** Which drivers work on this machine (each of the list probed for real by its own check, and gvisor). */
@@ -61,12 +61,12 @@ export async function driversPresent(): Promise<Record<TestDriver, boolean>> {
 }
 
 /** A driver by test name (gvisor: the Docker driver with runtime runsc on GVISOR_ENGINE); `warmPool`: its pool's floor. */
-/** `dockerAgent: false`: Docker's exec path (RFT_DOCKER_AGENT=false), one engine exec per call. */
+/** `dockerAgent: false`: Docker's (and gvisor's) exec path (RFT_DOCKER_AGENT=false), one engine exec per call. */
 export async function makeTestDriver(name: TestDriver, opts: { sandboxesRoot: string; instanceId: string; warmPool?: number; dockerAgent?: boolean }): Promise<SandboxDriver> {
   const { warmPool, dockerAgent, ...o } = opts;
   const warm = warmPool ? { localWarm: warmPool, dockerWarm: warmPool } : {};
   if (name !== 'gvisor') return selectDriver(name, { ...o, dockerImage: DOCKER_IMAGE, dockerLabels: runLabels, ...warm, ...(dockerAgent === false ? { dockerAgent } : {}) });
-  const d = gvisorDriver(o.instanceId, warmPool);
+  const d = gvisorDriver(o.instanceId, warmPool, dockerAgent !== false);
   await d.available();
   return d;
 }

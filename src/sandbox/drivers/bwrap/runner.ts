@@ -5,14 +5,13 @@
 // holder was killed from the host) is built again around the same workspace on its next command:
 // only the commands running at that moment are lost, with RFT_ERR_SANDBOX_INTERRUPTED (503).
 import { dirname } from 'node:path';
-import { PassThrough, Writable } from 'node:stream';
 import { errors, RftError } from '../../../errors.js';
 import { argsPayload, BWRAP_FDS, bwrapArgs, passwdFiles, type HideArgs } from './args.js';
 import { rlimitSpec } from '../../workspace/limits.js';
 import type { CommandRunner, RunRequest } from '../../host/local-sandbox.js';
 import { SANDBOX_PATH } from '../../host/local-sandbox.js';
 import { WORKSPACE_MOUNT } from '../../workspace/paths.js';
-import type { Command, Supervisor } from './supervisor/client.js';
+import { commandStdio, type Command, type Supervisor } from './supervisor/client.js';
 import type { Workdir } from '../../host/workdir.js';
 import type { ExecResult, ProcessExit, SandboxLimits, SandboxProcess } from '../../types.js';
 
@@ -172,19 +171,7 @@ export class BwrapRunner implements CommandRunner {
 
   async spawn(argv: string[], cwd: string[], env: Record<string, string>, limits: SandboxLimits): Promise<SandboxProcess> {
     const { cmd, sandbox } = await this.run(argv, cwd, env, { limits, streamed: true, cap: 0 });
-    const stdout = new PassThrough();
-    const stderr = new PassThrough();
-    cmd.onData((stream, data) => (stream === 'stderr' ? stderr : stdout).write(data));
-    const stdin = new Writable({
-      write: (chunk: Buffer, _enc, cb) => {
-        cmd.write(chunk);
-        cb();
-      },
-      final: (cb) => {
-        cmd.end();
-        cb();
-      },
-    });
+    const { stdin, stdout, stderr } = commandStdio(cmd);
     // A failure of the sandbox (its holder gone, the supervisor dead) is not the process's end: the
     // error the sandbox's calls answer (ours: interrupted, the workspace kept) is kept for endedBySandbox.
     let lost: Error | undefined;

@@ -16,8 +16,7 @@ import { SANDBOX_PATH } from '../../host/local-sandbox.js';
 import { WORKSPACE_MOUNT, workspaceComponents } from '../../workspace/paths.js';
 import type { ExecOptions, ExecResult, FileEntry, PrestartedProcess, ProcessExit, Sandbox, SandboxAdmin, SandboxLimits, SandboxProcess, SandboxRef, SpawnOptions } from '../../types.js';
 import type { Prestarted } from '../../pool/prestarted.js';
-import { PassThrough, Writable } from 'node:stream';
-import type { Command, CommandExit } from '../bwrap/supervisor/client.js';
+import { commandStdio, type Command, type CommandExit } from '../bwrap/supervisor/client.js';
 import { AgentChannel, type AgentEnd } from './agent/client.js';
 import { agentBinary } from './agent/binary.js';
 
@@ -566,19 +565,7 @@ export class DockerSandbox implements Sandbox {
   /** spawn() over the agent: streamed stdio, killed with its whole tree, ended with its sandbox. */
   private spawnOnAgent(ch: AgentChannel, argv: string[], opts: SpawnOptions): SandboxProcess {
     const cmd = this.runOnAgent(ch, argv, { cwd: workspaceComponents(opts.cwd ?? ''), ...(opts.env ? { env: opts.env } : {}), streamed: true, cap: 0 });
-    const stdout = new PassThrough();
-    const stderr = new PassThrough();
-    cmd.onData((stream, data) => (stream === 'stderr' ? stderr : stdout).write(data));
-    const stdin = new Writable({
-      write: (chunk: Buffer, _enc, cb) => {
-        cmd.write(chunk);
-        cb();
-      },
-      final: (cb) => {
-        cmd.end();
-        cb();
-      },
-    });
+    const { stdin, stdout, stderr } = commandStdio(cmd);
     // The channel's end is the sandbox's (agentEnded): kept for endedBySandbox, not the process's doing.
     let lost: Error | undefined;
     let killed = false;

@@ -4,6 +4,7 @@
 // RFT_ERR_SANDBOX_INTERRUPTED (503: nothing the model did), every sandbox it held is gone (their
 // holders die with it), and the next request starts a new one (`epoch` counts the starts).
 import { spawn, type ChildProcess } from 'node:child_process';
+import { PassThrough, Writable } from 'node:stream';
 import type { Logger } from 'pino';
 import { errors } from '../../../../errors.js';
 
@@ -89,6 +90,108 @@ export function parseFields(b: Buffer): Buffer[] {
   return out;
 }
 
+/** A reply frame: its type, the id of the request it answers, its fields (and each as text). */
+export interface Reply {
+  type: string;
+  id: number;
+  fields: Buffer[];
+  text(i: number): string;
+}
+
+/**
+ * Frames off a byte stream (the supervisor's stdout, the Docker agent's): each whole frame is handed
+ * to `onReply` as it completes, what is left of a frame is kept for the next chunk.
+ */
+export class FrameReader {
+  private buffered: Buffer[] = [];
+  private bufferedBytes = 0;
+
+  constructor(private readonly onReply: (r: Reply) => void) {}
+
+  push(chunk: Buffer): void {
+    this.buffered.push(chunk);
+    this.bufferedBytes += chunk.length;
+    let buf = this.buffered.length === 1 ? chunk : Buffer.concat(this.buffered, this.bufferedBytes);
+    let at = 0;
+    while (buf.length - at >= 4) {
+      const size = buf.readUInt32LE(at);
+      if (buf.length - at - 4 < size) break;
+      const f = buf.subarray(at + 4, at + 4 + size);
+      const fields = parseFields(f.subarray(5));
+      this.onReply({ type: String.fromCharCode(f[0] ?? 0), id: f.readUInt32LE(1), fields, text: (i) => fields[i]?.toString('utf8') ?? '' });
+      at += 4 + size;
+    }
+    buf = buf.subarray(at);
+    this.buffered = buf.length ? [Buffer.from(buf)] : [];
+    this.bufferedBytes = buf.length;
+  }
+
+  /** Drops a partial frame (the stream it came from is gone). */
+  clear(): void {
+    this.buffered = [];
+    this.bufferedBytes = 0;
+  }
+}
+
+/** A command's end as its 'x' reply says it. */
+export function commandExit(r: Reply): CommandExit {
+  const truncated = r.text(2);
+  const sig = r.text(1);
+  return {
+    exitCode: r.text(0) === '' ? null : Number(r.text(0)),
+    signal: sig === '' ? null : (SIGNALS[Number(sig)] ?? 'SIGKILL'),
+    truncated: { stdout: truncated.includes('o'), stderr: truncated.includes('e'), result: truncated.includes('r') },
+    failure: r.text(3) || null,
+  };
+}
+
+/** A command's end to come: `exited` (observed here, the caller's to await), how to settle or fail it, whether it has. */
+export function commandEnd(): { exited: Promise<CommandExit>; settle(exit: CommandExit): void; fail(e: unknown): void; done(): boolean } {
+  let settle!: (exit: CommandExit) => void;
+  let fail!: (e: unknown) => void;
+  const exited = new Promise<CommandExit>((resolve, reject) => {
+    settle = resolve;
+    fail = reject;
+  });
+  exited.catch(() => {}); // observed by the caller
+  let done = false;
+  const finish = (): void => void (done = true);
+  exited.then(finish, finish);
+  return { exited, settle, fail, done: () => done };
+}
+
+/** The Command for a started 'X': stdin ('I', 'J') and kill ('S') frames through `send`, which drops them once the command ended. */
+export function commandHandle(id: number, exited: Promise<CommandExit>, listeners: ((stream: Stream, data: Buffer) => void)[], send: (type: string, fields: Buffer[]) => void): Command {
+  return {
+    id,
+    exited,
+    onData: (cb) => listeners.push(cb),
+    write: (data) => {
+      if (data.length > 0) send('I', [data]);
+    },
+    end: () => send('J', []),
+    kill: () => send('S', []),
+  };
+}
+
+/** A streamed command's stdio as Node streams (spawn()): its output by stream, its stdin written through and ended. */
+export function commandStdio(cmd: Command): { stdin: Writable; stdout: PassThrough; stderr: PassThrough } {
+  const stdout = new PassThrough();
+  const stderr = new PassThrough();
+  cmd.onData((stream, data) => (stream === 'stderr' ? stderr : stdout).write(data));
+  const stdin = new Writable({
+    write: (chunk: Buffer, _enc, cb) => {
+      cmd.write(chunk);
+      cb();
+    },
+    final: (cb) => {
+      cmd.end();
+      cb();
+    },
+  });
+  return { stdin, stdout, stderr };
+}
+
 export class Supervisor {
   private child: ChildProcess | null = null;
   private starting: Promise<ChildProcess> | null = null;
@@ -96,8 +199,7 @@ export class Supervisor {
   private readonly running = new Map<number, Running>();
   private readonly goneListeners = new Set<(sandbox: number) => void>();
   private nextId = 1;
-  private buffered: Buffer[] = [];
-  private bufferedBytes = 0;
+  private readonly reader = new FrameReader((r) => this.dispatch(r));
   private closed = false;
   /** How many times a supervisor process was started: sandboxes of an earlier epoch are gone. */
   epoch = 0;
@@ -151,38 +253,16 @@ export class Supervisor {
   run(spec: CommandSpec): Command {
     const id = this.id();
     const listeners: ((stream: Stream, data: Buffer) => void)[] = [];
-    let settle!: (exit: CommandExit) => void;
-    let fail!: (e: unknown) => void;
-    const exited = new Promise<CommandExit>((resolve, reject) => {
-      settle = resolve;
-      fail = reject;
-    });
-    exited.catch(() => {}); // observed by the caller
-    let done = false;
-    exited.then(
-      () => (done = true),
-      () => (done = true),
-    );
+    const { exited, settle, fail, done } = commandEnd();
     this.running.set(id, { data: listeners, settle, fail });
     const flags = `${spec.resultChannel ? 'r' : ''}${spec.streamed ? 's' : ''}`;
     const env = Object.entries(spec.env).map(([k, v]) => `${k}=${v}`);
     this.send(
       frame('X', id, [String(spec.sandbox), String(spec.uid), String(spec.gid), spec.cwd, spec.limits, nulList(spec.argv), nulList(env), spec.stdin ?? '', flags, String(spec.cap)]),
     ).catch((e: unknown) => this.finish(id, null, e));
-    return {
-      id,
-      exited,
-      onData: (cb) => listeners.push(cb),
-      write: (data) => {
-        if (!done && data.length > 0) void this.send(frame('I', id, [data])).catch(() => {});
-      },
-      end: () => {
-        if (!done) void this.send(frame('J', id, [])).catch(() => {});
-      },
-      kill: () => {
-        if (!done) void this.send(frame('S', id, [])).catch(() => {});
-      },
-    };
+    return commandHandle(id, exited, listeners, (type, fields) => {
+      if (!done()) void this.send(frame(type, id, fields)).catch(() => {});
+    });
   }
 
   /** Stops the process (and with it every sandbox and command it held). */
@@ -237,7 +317,7 @@ export class Supervisor {
       this.pending.set(0, { resolve, reject }); // its first frame: 'R' 0 "ready"
       child.once('error', (e) => reject(errors.sandboxFailed(`the sandbox supervisor did not start: ${e.message}`)));
     });
-    child.stdout?.on('data', (chunk: Buffer) => this.receive(chunk));
+    child.stdout?.on('data', (chunk: Buffer) => this.reader.push(chunk));
     child.stderr?.on('data', (chunk: Buffer) => this.log?.warn({ stderr: chunk.toString('utf8').slice(0, 2000) }, 'sandbox supervisor'));
     child.stdin?.on('error', () => {});
     child.once('exit', (code, signal) => this.exited(child, code, signal));
@@ -260,8 +340,7 @@ export class Supervisor {
     for (const p of this.pending.values()) p.reject(e);
     this.pending.clear();
     for (const [id] of this.running) this.finish(id, null, e);
-    this.buffered = [];
-    this.bufferedBytes = 0;
+    this.reader.clear();
   }
 
   private finish(id: number, exit: CommandExit | null, e?: unknown): void {
@@ -272,27 +351,8 @@ export class Supervisor {
     else r.fail(e);
   }
 
-  private receive(chunk: Buffer): void {
-    this.buffered.push(chunk);
-    this.bufferedBytes += chunk.length;
-    let buf = this.buffered.length === 1 ? chunk : Buffer.concat(this.buffered, this.bufferedBytes);
-    let at = 0;
-    while (buf.length - at >= 4) {
-      const size = buf.readUInt32LE(at);
-      if (buf.length - at - 4 < size) break;
-      this.dispatch(buf.subarray(at + 4, at + 4 + size));
-      at += 4 + size;
-    }
-    buf = buf.subarray(at);
-    this.buffered = buf.length ? [Buffer.from(buf)] : [];
-    this.bufferedBytes = buf.length;
-  }
-
-  private dispatch(f: Buffer): void {
-    const type = String.fromCharCode(f[0] ?? 0);
-    const id = f.readUInt32LE(1);
-    const fields = parseFields(f.subarray(5));
-    const text = (i: number): string => fields[i]?.toString('utf8') ?? '';
+  private dispatch(r: Reply): void {
+    const { type, id, fields, text } = r;
     if (type === 'R') {
       const p = this.pending.get(id);
       if (!p) return;
@@ -301,18 +361,11 @@ export class Supervisor {
       if (err === 0) p.resolve();
       else p.reject(errors.sandboxFailed(`sandbox supervisor: ${text(1) || `error ${err}`}`));
     } else if (type in STREAMS) {
-      const r = this.running.get(id);
+      const run = this.running.get(id);
       const data = fields[0];
-      if (r && data) for (const cb of r.data) cb(STREAMS[type] as Stream, data);
+      if (run && data) for (const cb of run.data) cb(STREAMS[type] as Stream, data);
     } else if (type === 'x') {
-      const truncated = text(2);
-      const sig = text(1);
-      this.finish(id, {
-        exitCode: text(0) === '' ? null : Number(text(0)),
-        signal: sig === '' ? null : (SIGNALS[Number(sig)] ?? 'SIGKILL'),
-        truncated: { stdout: truncated.includes('o'), stderr: truncated.includes('e'), result: truncated.includes('r') },
-        failure: text(3) || null,
-      });
+      this.finish(id, commandExit(r));
     } else if (type === 'g') {
       for (const cb of this.goneListeners) cb(id);
     }

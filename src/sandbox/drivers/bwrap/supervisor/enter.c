@@ -17,6 +17,7 @@
 // command never ran), "lost" (it went while the command ran), "setup <what>: <error>"; H exits 125.
 #define _GNU_SOURCE
 #include "enter.h"
+#include "limits.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -116,29 +117,15 @@ static void fork_and_wait(int sandbox_ns) {
   _exit(128 + WTERMSIG(st));
 }
 
-static const struct {
-  const char *name;
-  int resource;
-} LIMITS[] = {
-    {"cpu", RLIMIT_CPU},     {"data", RLIMIT_DATA}, {"as", RLIMIT_AS},         {"nproc", RLIMIT_NPROC},
-    {"fsize", RLIMIT_FSIZE}, {"core", RLIMIT_CORE}, {"nofile", RLIMIT_NOFILE},
-};
+/* Sets one limit, soft and hard; a refusal fails the command's setup, naming the limit. */
+static int set_limit(int resource, unsigned long long v, const char *name) {
+  struct rlimit rl = {.rlim_cur = v, .rlim_max = v};
+  if (setrlimit(resource, &rl) != 0) fail(name);
+  return 0;
+}
 
 static void apply_limits(const char *spec) {
-  char *copy = strdup(spec);
-  if (!copy) fail("limits");
-  for (char *save = NULL, *item = strtok_r(copy, ",", &save); item; item = strtok_r(NULL, ",", &save)) {
-    char *eq = strchr(item, '=');
-    if (!eq) continue;
-    *eq = 0;
-    unsigned long long v = strtoull(eq + 1, NULL, 10);
-    for (size_t i = 0; i < sizeof LIMITS / sizeof LIMITS[0]; i++) {
-      if (strcmp(LIMITS[i].name, item) != 0) continue;
-      struct rlimit rl = {.rlim_cur = v, .rlim_max = v};
-      if (setrlimit(LIMITS[i].resource, &rl) != 0) fail(item);
-    }
-  }
-  free(copy);
+  if (each_limit(spec, set_limit) != 0) fail("limits");
 }
 
 /* The command's own /proc (its own processes only), with what bubblewrap also keeps read-only. */

@@ -3,11 +3,13 @@
 // (little-endian, of what follows), u8 type, u32 id, then fields, each a u32 length and its bytes.
 // Header-only (static functions): each program includes it once. Replies go to `out`.
 #pragma once
+#include <errno.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #define MAX_FRAME (64u << 20)
 #define READ_CHUNK 65536
@@ -164,4 +166,41 @@ static void free_list(char **v) {
   if (!v) return;
   if (v[0]) free(v[0]);
   free(v);
+}
+
+/* ---------- the server's end: requests in on fd 0, replies out on fd 1 (both non-blocking) ---------- */
+
+/* Reads what the server sent into `in`, handing each whole frame (type, id, fields) to `handle`.
+ * 0: nothing more for now; -1: the server is gone (end of file, or an error); -2: a frame past MAX_FRAME. */
+static int read_frames(struct buf *in, void (*handle)(const unsigned char *p, size_t n)) {
+  for (;;) {
+    buf_reserve(in, READ_CHUNK);
+    ssize_t n = read(0, in->data + in->len, in->cap - in->len);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0 && errno == EAGAIN) return 0;
+    if (n <= 0) return -1;
+    in->len += (size_t)n;
+    while (buf_pending(in) >= 4) {
+      uint32_t len = get_u32((unsigned char *)in->data + in->off);
+      if (len > MAX_FRAME) return -2;
+      if (buf_pending(in) < 4 + (size_t)len) break;
+      handle((unsigned char *)in->data + in->off + 4, len);
+      in->off += 4 + (size_t)len;
+    }
+    if ((size_t)n < READ_CHUNK) return 0;
+  }
+}
+
+/* Writes what `out` holds. 1: some is left (the pipe is full: wait for EPOLLOUT); 0: all of it;
+ * -1: the server is gone. */
+static int flush_frames(void) {
+  while (buf_pending(&out)) {
+    ssize_t w = write(1, out.data + out.off, buf_pending(&out));
+    if (w < 0 && errno == EINTR) continue;
+    if (w < 0 && errno == EAGAIN) break;
+    if (w <= 0) return -1;
+    out.off += (size_t)w;
+  }
+  if (!buf_pending(&out)) out.len = out.off = 0;
+  return buf_pending(&out) > 0;
 }

@@ -926,45 +926,26 @@ static void handle_frame(const unsigned char *p, size_t n) {
 }
 
 static void read_requests(void) {
-  for (;;) {
-    buf_reserve(&in, READ_CHUNK);
-    ssize_t n = read(0, in.data + in.len, in.cap - in.len);
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0 && errno == EAGAIN) break;
-    if (n <= 0) {
-      /* The server is gone: so is everything we started (holders die with their bwrap). */
-      for (uint32_t i = 0; i < procs.len; i++) {
-        struct proc *p = procs.items[i];
-        if (p && !p->exited) kill(-p->pid, SIGKILL);
-      }
-      for (uint32_t i = 0; i < sandboxes.len; i++) {
-        struct sandbox *sb = sandboxes.items[i];
-        if (sb && sb->bwrap > 0) kill(sb->bwrap, SIGKILL);
-      }
-      _exit(0);
+  int r = read_frames(&in, handle_frame);
+  if (r == -2) _exit(2);
+  if (r == -1) {
+    /* The server is gone: so is everything we started (holders die with their bwrap). */
+    for (uint32_t i = 0; i < procs.len; i++) {
+      struct proc *p = procs.items[i];
+      if (p && !p->exited) kill(-p->pid, SIGKILL);
     }
-    in.len += (size_t)n;
-    while (buf_pending(&in) >= 4) {
-      uint32_t len = get_u32((unsigned char *)in.data + in.off);
-      if (len > MAX_FRAME) _exit(2);
-      if (buf_pending(&in) < 4 + (size_t)len) break;
-      handle_frame((unsigned char *)in.data + in.off + 4, len);
-      in.off += 4 + (size_t)len;
+    for (uint32_t i = 0; i < sandboxes.len; i++) {
+      struct sandbox *sb = sandboxes.items[i];
+      if (sb && sb->bwrap > 0) kill(sb->bwrap, SIGKILL);
     }
-    if ((size_t)n < READ_CHUNK) break;
+    _exit(0);
   }
 }
 
 static int flush_out(void) {
-  while (buf_pending(&out)) {
-    ssize_t w = write(1, out.data + out.off, buf_pending(&out));
-    if (w < 0 && errno == EINTR) continue;
-    if (w < 0 && errno == EAGAIN) break;
-    if (w <= 0) _exit(0);
-    out.off += (size_t)w;
-  }
-  if (!buf_pending(&out)) out.len = out.off = 0;
-  return buf_pending(&out) > 0;
+  int pending = flush_frames();
+  if (pending < 0) _exit(0);
+  return pending;
 }
 
 int main(int argc, char **argv) {

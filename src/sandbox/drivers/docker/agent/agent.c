@@ -39,6 +39,7 @@
 #include <unistd.h>
 
 #include "../../bwrap/supervisor/frames.h"
+#include "../../bwrap/supervisor/limits.h"
 
 #define LINGER_MS 250
 #define MAX_PASSES 16
@@ -293,31 +294,15 @@ static void exec_fail(uint32_t id, const char *what, int err) {
   reply('x', id, S(""), S(""), S(""), S(msg), NULL);
 }
 
-static const struct {
-  const char *name;
-  int resource;
-} LIMITS[] = {
-    {"cpu", RLIMIT_CPU},     {"data", RLIMIT_DATA}, {"as", RLIMIT_AS},         {"nproc", RLIMIT_NPROC},
-    {"fsize", RLIMIT_FSIZE}, {"core", RLIMIT_CORE}, {"nofile", RLIMIT_NOFILE},
-};
-
-/* In the child: lowers its rlimits ("cpu=N,data=N,..."); a limit above the container's stays as it is. */
-static void apply_limits(const char *spec) {
-  char copy[512];
-  snprintf(copy, sizeof copy, "%s", spec);
-  for (char *save = NULL, *item = strtok_r(copy, ",", &save); item; item = strtok_r(NULL, ",", &save)) {
-    char *eq = strchr(item, '=');
-    if (!eq) continue;
-    *eq = 0;
-    unsigned long long v = strtoull(eq + 1, NULL, 10);
-    for (size_t i = 0; i < sizeof LIMITS / sizeof LIMITS[0]; i++) {
-      struct rlimit rl;
-      if (strcmp(LIMITS[i].name, item) != 0 || getrlimit(LIMITS[i].resource, &rl) != 0) continue;
-      if (rl.rlim_max != RLIM_INFINITY && v > rl.rlim_max) v = rl.rlim_max;
-      rl.rlim_cur = rl.rlim_max = v;
-      setrlimit(LIMITS[i].resource, &rl);
-    }
-  }
+/* In the child: lowers one rlimit; a limit above the container's stays as it is (a refusal too). */
+static int lower_limit(int resource, unsigned long long v, const char *name) {
+  (void)name;
+  struct rlimit rl;
+  if (getrlimit(resource, &rl) != 0) return 0;
+  if (rl.rlim_max != RLIM_INFINITY && v > rl.rlim_max) v = rl.rlim_max;
+  rl.rlim_cur = rl.rlim_max = v;
+  setrlimit(resource, &rl);
+  return 0;
 }
 
 static int pipe_nb(int p[2], int read_nb, int write_nb) {
@@ -369,7 +354,10 @@ static void start_exec(uint32_t id, struct fields *f) {
     sigprocmask(SIG_SETMASK, &none, NULL);
     signal(SIGPIPE, SIG_DFL);
     prctl(PR_SET_DUMPABLE, 1, 0, 0, 0); /* the command's own /proc/self (gVisor keeps the flag across execve) */
-    if (limits[0]) apply_limits(limits);
+    if (limits[0] && each_limit(limits, lower_limit) != 0) {
+      dprintf(4, "setup limits: %s\n", strerror(errno));
+      _exit(125);
+    }
     if (chdir(cwd) != 0) {
       dprintf(2, "cannot enter %s: %s\n", cwd, strerror(errno));
       _exit(1);
@@ -501,34 +489,13 @@ static void handle_frame(const unsigned char *p, size_t n) {
 }
 
 static void read_requests(void) {
-  for (;;) {
-    buf_reserve(&in, READ_CHUNK);
-    ssize_t n = read(0, in.data + in.len, in.cap - in.len);
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0 && errno == EAGAIN) break;
-    if (n <= 0) kill_all_and_exit();
-    in.len += (size_t)n;
-    while (buf_pending(&in) >= 4) {
-      uint32_t len = get_u32((unsigned char *)in.data + in.off);
-      if (len > MAX_FRAME) kill_all_and_exit();
-      if (buf_pending(&in) < 4 + (size_t)len) break;
-      handle_frame((unsigned char *)in.data + in.off + 4, len);
-      in.off += 4 + (size_t)len;
-    }
-    if ((size_t)n < READ_CHUNK) break;
-  }
+  if (read_frames(&in, handle_frame) != 0) kill_all_and_exit();
 }
 
 static int flush_out(void) {
-  while (buf_pending(&out)) {
-    ssize_t w = write(1, out.data + out.off, buf_pending(&out));
-    if (w < 0 && errno == EINTR) continue;
-    if (w < 0 && errno == EAGAIN) break;
-    if (w <= 0) kill_all_and_exit();
-    out.off += (size_t)w;
-  }
-  if (!buf_pending(&out)) out.len = out.off = 0;
-  return buf_pending(&out) > 0;
+  int pending = flush_frames();
+  if (pending < 0) kill_all_and_exit();
+  return pending;
 }
 
 extern char **environ;

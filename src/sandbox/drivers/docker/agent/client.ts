@@ -10,7 +10,7 @@
 // sandbox on the exec path (sandbox.ts).
 import type { Socket } from 'node:net';
 import { errors } from '../../../../errors.js';
-import { frame, nulList, parseFields, SIGNALS, STREAMS, type Command, type CommandExit, type Stream } from '../../bwrap/supervisor/client.js';
+import { commandEnd, commandExit, commandHandle, frame, FrameReader, nulList, STREAMS, type Command, type CommandExit, type Reply, type Stream } from '../../bwrap/supervisor/client.js';
 import type { DockerApi } from '../api.js';
 import type { DockerEngine } from '../engine.js';
 import { createExec, Frames, startExec } from '../exec.js';
@@ -54,7 +54,7 @@ interface Running {
 export class AgentChannel {
   private readonly running = new Map<number, Running>();
   private nextId = 1;
-  private buffered: Buffer = Buffer.alloc(0);
+  private readonly reader = new FrameReader((r) => this.dispatch(r));
   private ready: ((pid: number) => void) | null = null;
   private endReason: unknown = null;
   /** The agent's pid in the container, once ready. */
@@ -80,7 +80,7 @@ export class AgentChannel {
       const ch = new AgentChannel(api, execId, sock);
       const up = new Promise<number>((resolve) => (ch.ready = resolve));
       const demux = new Frames((stream, data) => {
-        if (stream === 1) ch.receive(data);
+        if (stream === 1) ch.reader.push(data);
       });
       sock.on('data', (c: Buffer) => demux.push(c));
       const onClose = (): void => ch.closed();
@@ -117,16 +117,7 @@ export class AgentChannel {
     const id = this.nextId;
     this.nextId = this.nextId >= 0xfffffff0 ? 1 : this.nextId + 1;
     const listeners: ((stream: Stream, data: Buffer) => void)[] = [];
-    let settle!: (exit: CommandExit) => void;
-    let fail!: (e: unknown) => void;
-    const exited = new Promise<CommandExit>((resolve, reject) => {
-      settle = resolve;
-      fail = reject;
-    });
-    exited.catch(() => {});
-    let done = false;
-    const finish = (): void => void (done = true);
-    exited.then(finish, finish);
+    const { exited, settle, fail, done } = commandEnd();
     if (this.endReason !== null) {
       fail(this.endReason);
     } else {
@@ -135,19 +126,9 @@ export class AgentChannel {
       const flags = `${spec.resultChannel ? 'r' : ''}${spec.streamed ? 's' : ''}`;
       if (this.open) this.sock.write(frame('X', id, ['', '', '', spec.cwd, spec.limits, nulList(spec.argv), nulList(spec.env), spec.stdin ?? '', flags, String(spec.cap)]));
     }
-    const send = (type: string, fields: Buffer[]): void => {
-      if (!done && this.open) this.sock.write(frame(type, id, fields));
-    };
-    return {
-      id,
-      exited,
-      onData: (cb) => listeners.push(cb),
-      write: (data) => {
-        if (data.length > 0) send('I', [data]);
-      },
-      end: () => send('J', []),
-      kill: () => send('S', []),
-    };
+    return commandHandle(id, exited, listeners, (type, fields) => {
+      if (!done() && this.open) this.sock.write(frame(type, id, fields));
+    });
   }
 
   /**
@@ -188,43 +169,20 @@ export class AgentChannel {
     this.markEnded();
   }
 
-  private receive(chunk: Buffer): void {
-    let buf = this.buffered.length ? Buffer.concat([this.buffered, chunk]) : chunk;
-    let at = 0;
-    while (buf.length - at >= 4) {
-      const size = buf.readUInt32LE(at);
-      if (buf.length - at - 4 < size) break;
-      this.dispatch(buf.subarray(at + 4, at + 4 + size));
-      at += 4 + size;
-    }
-    buf = buf.subarray(at);
-    this.buffered = buf.length ? Buffer.from(buf) : Buffer.alloc(0);
-  }
-
-  private dispatch(f: Buffer): void {
-    const type = String.fromCharCode(f[0] ?? 0);
-    const id = f.readUInt32LE(1);
-    const fields = parseFields(f.subarray(5));
-    const text = (i: number): string => fields[i]?.toString('utf8') ?? '';
+  private dispatch(r: Reply): void {
+    const { type, id, fields, text } = r;
     if (type === 'R') {
       if (id === 0 && this.ready) this.ready(Number(text(2)));
       this.ready = null;
     } else if (type in STREAMS) {
-      const r = this.running.get(id);
+      const run = this.running.get(id);
       const data = fields[0];
-      if (r && data) for (const cb of r.data) cb(STREAMS[type] as Stream, data);
+      if (run && data) for (const cb of run.data) cb(STREAMS[type] as Stream, data);
     } else if (type === 'x') {
-      const r = this.running.get(id);
-      if (!r) return;
+      const run = this.running.get(id);
+      if (!run) return;
       this.running.delete(id);
-      const truncated = text(2);
-      const sig = text(1);
-      r.settle({
-        exitCode: text(0) === '' ? null : Number(text(0)),
-        signal: sig === '' ? null : (SIGNALS[Number(sig)] ?? 'SIGKILL'),
-        truncated: { stdout: truncated.includes('o'), stderr: truncated.includes('e'), result: truncated.includes('r') },
-        failure: text(3) || null,
-      });
+      run.settle(commandExit(r));
     }
   }
 }

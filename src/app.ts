@@ -37,7 +37,7 @@ import dashboardRoutes from './routes/dashboard.js';
 import { registerOpenApi } from './routes/openapi.js';
 import { Metrics } from './metrics/metrics.js';
 import { failureOfHttp } from './metrics/outcomes.js';
-import { startMetricsListener, type MetricsListener } from './metrics/listener.js';
+import { startMetricsListener, type MetricsListener } from './http/metrics-listener.js';
 import { IntegrityFlags } from './integrity/flags.js';
 import { sandboxObserver } from './integrity/observer.js';
 import { loadEnvironments } from './environments/load.js';

@@ -1,6 +1,6 @@
 // GET /metrics: Prometheus text format, behind the credentials like every other route (a scraper
 // sends the key as a bearer token: `authorization` in its scrape config). RFT_METRICS_PORT serves the
-// same text without credentials on a second listener (src/metrics/listener.ts).
+// same text without credentials on a second listener (src/http/metrics-listener.ts).
 import type { FastifyInstance } from 'fastify';
 
 export default async function metricsRoutes(app: FastifyInstance): Promise<void> {

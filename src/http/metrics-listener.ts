@@ -4,9 +4,9 @@
 // (RFT_METRICS_MAX_CONNECTIONS, so a flood of it cannot take the descriptors the trainer's calls need),
 // and, as it takes no credential, a foreign Host or a browser's Origin refused (RFT_METRICS_ALLOWED_*).
 // Nothing of the application (auth, routes, rate limits) is reachable through it.
-import { registerErrorReplies } from '../http/error-replies.js';
-import { buildListener, type ListenerOptions } from '../http/listener.js';
-import type { Metrics } from './metrics.js';
+import { registerErrorReplies } from './error-replies.js';
+import { buildListener, type ListenerOptions } from './listener.js';
+import type { Metrics } from '../metrics/metrics.js';
 
 export interface MetricsListener {
   url: string;

@@ -28,6 +28,7 @@
 // - src/ors/client/environment.py: catalogue calls each open an ephemeral sid (/create_session, then
 //   /delete_session, its failure swallowed): GET /{env}/splits ([{name}]), POST /{env}/tasks, /num_tasks,
 //   /task, /task_range, GET /{env}/tools.
+import { recordingProxy as recordWire } from '../fixtures/record-proxy.js';
 import http from 'node:http';
 import net from 'node:net';
 import { pyJsonDumps } from './reward-clients.js';
@@ -388,45 +389,15 @@ export class TrlRollout {
   }
 }
 
-/** A proxy to `target` that keeps, byte for byte, every request a client sends through it (Content-Length bodies). */
-export async function recordingProxy(target: string): Promise<{ url: string; requests: Buffer[]; close(): Promise<void> }> {
-  const { hostname, port } = new URL(target);
-  const requests: Buffer[] = [];
-  const sockets = new Set<net.Socket>();
-  const server = net.createServer((down) => {
-    const up = net.connect(Number(port), hostname);
-    sockets.add(down).add(up);
-    let buf = Buffer.alloc(0);
-    down.on('data', (d: Buffer) => {
-      up.write(d);
-      buf = Buffer.concat([buf, d]);
-      for (let end = buf.indexOf('\r\n\r\n'); end >= 0; end = buf.indexOf('\r\n\r\n')) {
-        const head = buf.subarray(0, end).toString('latin1');
-        if (/^transfer-encoding:/im.test(head)) throw new Error(`a chunked request, not recorded: ${head}`);
-        const length = Number(/^content-length:\s*(\d+)/im.exec(head)?.[1] ?? 0);
-        if (buf.length < end + 4 + length) break;
-        requests.push(Buffer.from(buf.subarray(0, end + 4 + length)));
-        buf = buf.subarray(end + 4 + length);
-      }
-    });
-    up.pipe(down);
-    for (const s of [up, down]) {
-      s.on('error', () => undefined);
-      s.on('close', () => {
-        sockets.delete(s);
-        up.destroy();
-        down.destroy();
-      });
-    }
-  });
-  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+/** A proxy to `target` that keeps, byte for byte, every request a client sends through it (test/fixtures/record-proxy.ts). */
+export async function recordingProxy(target: string): Promise<{ url: string; readonly requests: Buffer[]; close(): Promise<void> }> {
+  const proxy = await recordWire(target);
   return {
-    url: `http://127.0.0.1:${(server.address() as net.AddressInfo).port}`,
-    requests,
-    close: () => {
-      for (const s of sockets) s.destroy();
-      return new Promise((r) => server.close(() => r()));
+    url: proxy.url,
+    get requests() {
+      return proxy.requests.map((r) => r.bytes);
     },
+    close: () => proxy.close(),
   };
 }
 

@@ -159,6 +159,17 @@ for (const eng of ENGINES) {
       expect(await verifyHarborTask(sb, task)).toMatchObject({ kind: 'scored', score: 1 });
     }, 300_000);
 
+    it('a process table held full (no exec can start) is emptied through the keeper; the work is scored (1)', async () => {
+      const sb = await rollout(task, 'tablefull');
+      await sb.writeFile('greeting.txt', 'hello harbor\n');
+      // One loop that takes every free slot the moment it frees: the runtime refuses each exec ("try again").
+      await sb.spawn(['/bin/bash', '-c', 'while :; do sleep 1000 & done 2>/dev/null']);
+      await new Promise((r) => setTimeout(r, 1500));
+      const started = performance.now();
+      expect(await verifyHarborTask(sb, task)).toMatchObject({ kind: 'scored', score: 1 });
+      expect(performance.now() - started).toBeLessThan(10_000); // before the keeper: 15 s of refused execs on gVisor (quiet), 40 s then a thrown 5xx under load
+    }, 300_000);
+
     it('a memory hog at the end is the model\'s doing: the work\'s score, or 0 when it took the sandbox down (gVisor), never a thrown 5xx', async () => {
       const sb = await rollout(task, 'hog');
       await sb.writeFile('greeting.txt', 'hello harbor\n');
@@ -174,7 +185,7 @@ for (const eng of ENGINES) {
       const v = await verifyHarborTask(sb, slowTask);
       expect(v).toMatchObject({ kind: 'model', score: 0, reason: 'VerifierTimeout' });
       const left = await sb.admin!.exec(['/bin/sh', '-c', 'for f in /proc/[0-9]*/cmdline; do tr "\\0" " " < $f 2>/dev/null; echo; done'], { cwd: '/', timeoutMs: 10_000 });
-      expect(left.stdout).toContain('sleep infinity');
+      expect(left.stdout).toContain('sleep 2147483647'); // the keeper's idle child lives on (admin.ts: TASK_KEEPER)
       expect(left.stdout).not.toContain('sleep 300');
     }, 300_000);
 

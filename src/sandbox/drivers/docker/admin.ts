@@ -12,11 +12,12 @@ import { packWorkspace } from './tar.js';
 import type { ExecResult, SandboxAdmin } from '../../types.js';
 
 /**
- * Stops every live process but the container's own: pid 1 (its init) and the init's oldest child (the
- * idle `sleep` it started with the container: nothing the rollout starts can be older), and this
- * shell; pass by pass (a stopped process cannot fork behind the walk), then kills them; again until a
- * pass finds none. Whatever their user (the container runs as root: CAP_KILL). Prints how many rounds
- * found some left at the end (0: all gone). No fork: builtins only, so it runs in a full pid table.
+ * Stops every live process but the container's own: pid 1 (its init), the init's oldest child (the
+ * keeper below: nothing the rollout starts can be older) and the keeper's children (its idle `sleep`;
+ * the rollout cannot make the keeper fork), and this shell; pass by pass (a stopped process cannot
+ * fork behind the walk), then kills them; again until a pass finds none. Whatever their user (the
+ * container runs as root: CAP_KILL). Prints 0 when all are gone, 1 when some were left. No fork:
+ * builtins only, so it runs in a full process table.
  */
 const KILL_ALL = `own=; best=
 for d in /proc/[0-9]*; do
@@ -36,6 +37,7 @@ while [ $round -lt 8 ]; do
       read -r line 2>/dev/null < "$d/stat" || continue
       set -- \${line##*) }
       [ "$1" = Z ] && continue
+      [ "$2" = "$own" ] && continue
       kill -STOP "$p" 2>/dev/null && { all="$all$p "; grew=1; }
     done
     [ -z "$grew" ] && break
@@ -45,9 +47,29 @@ while [ $round -lt 8 ]; do
 done
 echo $left`;
 
+/**
+ * A task container's main process (under docker-init), as root: an idle shell that runs KILL_ALL when
+ * the engine signals it (SIGUSR1). A rollout that keeps the process table full (a fork bomb) leaves no
+ * room for an exec, above all under gVisor, whose runtime then refuses every exec ("try again"); a
+ * signal needs no new process. The rollout's uid cannot signal it. Its one child is an idle `sleep`.
+ */
+export const TASK_KEEPER = `rft_kill() {
+${KILL_ALL}
+}
+trap rft_kill USR1
+sleep 2147483647 & rft_s=$!
+while :; do wait $rft_s; kill -0 $rft_s 2>/dev/null || { sleep 2147483647 & rft_s=$!; }; done`;
+
+/** How long the grader's kill keeps trying (through the keeper when no exec can start) before it is ours. */
+const KILL_DEADLINE_MS = 60_000;
+
 /** Attempts at a command the runtime could not start (a full process table: "try again"). */
 const START_TRIES = 20;
 const RUNTIME_FULL = /OCI runtime exec failed: .*(?:try again|resource temporarily unavailable)/is;
+
+function isRuntimeFull(out: DockerExecOutcome): boolean {
+  return out.exitCode === 126 && RUNTIME_FULL.test(out.stderr.toString('latin1') + out.stdout.toString('latin1'));
+}
 
 export interface DockerAdminInit {
   engine: DockerEngine;
@@ -65,7 +87,7 @@ export class DockerAdmin implements SandboxAdmin {
   }
 
   /** One exec as `user`; a container gone or stopped is a lost sandbox (ours), a full process table is retried. */
-  private async run(argv: string[], user: string, cwd: string, env: string[], stdin: string | Buffer, cap: number, abandon?: AbortSignal): Promise<DockerExecOutcome> {
+  private async run(argv: string[], user: string, cwd: string, env: string[], stdin: string | Buffer, cap: number, abandon?: AbortSignal, tries = START_TRIES): Promise<DockerExecOutcome> {
     for (let i = 0; ; i++) {
       let out: DockerExecOutcome;
       try {
@@ -76,7 +98,7 @@ export class DockerAdmin implements SandboxAdmin {
         if (e instanceof DockerStatusError && (e.dockerStatus === 404 || e.dockerStatus === 409)) throw errors.sandboxLost();
         throw e;
       }
-      if (out.exitCode === 126 && RUNTIME_FULL.test(out.stderr.toString('latin1') + out.stdout.toString('latin1')) && i < START_TRIES) {
+      if (isRuntimeFull(out) && i + 1 < tries) {
         await new Promise((r) => setTimeout(r, 100 + i * 50));
         continue;
       }
@@ -121,9 +143,14 @@ export class DockerAdmin implements SandboxAdmin {
   }
 
   async killAll(): Promise<void> {
-    for (let i = 0; i < 3; i++) {
-      const out = await this.run(['/bin/sh', '-c', KILL_ALL], '0:0', '/', [], '', 4096);
+    const deadline = performance.now() + KILL_DEADLINE_MS;
+    for (let i = 0; ; i++) {
+      const out = await this.run(['/bin/sh', '-c', KILL_ALL], '0:0', '/', [], '', 4096, undefined, 1);
       if (out.exitCode === 0 && out.stdout.toString().trim() === '0') return;
+      if (performance.now() > deadline) break;
+      // No room for an exec (the table is full): the keeper kills from inside without one.
+      if (isRuntimeFull(out)) await this.o.engine.use((api) => api.call('POST', `/containers/${this.o.container}/kill?signal=SIGUSR1`, undefined, { ok: [409] }));
+      await new Promise((r) => setTimeout(r, Math.min(50 * (i + 1), 500)));
     }
     throw errors.sandboxFailed(`processes of sandbox ${this.o.container} could not all be killed`);
   }

@@ -18,7 +18,7 @@ import { SANDBOX_PATH } from '../../host/local-sandbox.js';
 import { WORKSPACE_MOUNT } from '../../workspace/paths.js';
 import { INSTANCE_LABEL } from '../../host/workdir.js';
 import type { Sandbox, SandboxDriver, SandboxImage, SandboxLimits, SandboxRef, SandboxSpec, WarmPoolStats } from '../../types.js';
-import { DockerAdmin } from './admin.js';
+import { DockerAdmin, TASK_KEEPER } from './admin.js';
 import { imageTag, TaskImages, type ImageFacts } from './images.js';
 import { WarmPool } from '../../pool/warm-pool.js';
 import { Prestarted, PrestartQuota, prestartRank } from '../../pool/prestarted.js';
@@ -320,8 +320,9 @@ export class DockerDriver implements SandboxDriver {
    * pids, memory and CPU limits and rlimits of every sandbox, no host path mounted, and the same
    * runtime (gVisor's kernel under runsc). Its disk is the engine's writable layer: a file is capped by
    * RLIMIT_FSIZE, the total is not (the overlay on ext4 has no quota; Harbor's Docker runner enforces
-   * none either; docs: storage_mb); /tmp is a capped tmpfs. Its init and idle \`sleep\` run as root
-   * (admin.ts tells them apart from the rollout's processes by age, not by user).
+   * none either; docs: storage_mb); /tmp is a capped tmpfs. Its init and keeper (admin.ts:
+   * TASK_KEEPER, an idle shell that kills every other process on SIGUSR1) run as root; admin.ts tells
+   * them apart from the rollout's processes by age and parentage, not by user.
    */
   private taskConfig(id: string, uid: number, limits: SandboxLimits, labels: Record<string, string>, img: SandboxImage, facts: ImageFacts, workdir: string, user: string) {
     const l = limits;
@@ -332,8 +333,8 @@ export class DockerDriver implements SandboxDriver {
     const owner = { [INSTANCE_LABEL]: this.o.instanceId };
     return {
       Image: facts.tag,
-      Entrypoint: ['sleep'],
-      Cmd: ['infinity'],
+      Entrypoint: ['/bin/sh', '-c', TASK_KEEPER, 'rft-keeper'],
+      Cmd: [],
       // Root: an exec as root gets its capabilities only in a container whose own user is root.
       User: '0:0',
       WorkingDir: workdir,

@@ -3,7 +3,7 @@
 // compare-and-set on the session's version, applied again to what another request (on any replica)
 // wrote first. A session ends `ttlMs` after its last change; every replica sweeps the expired ones.
 import { errors, isRftError, type RftError } from '../errors.js';
-import type { DoorSessionRecord, NewDoorSession, SessionChange, Store, StoredDoorSession } from '../store/types.js';
+import type { DoorSessionRecord, NewDoorSession, SessionChange, Store, StoredDoorSession, WriteDurability } from '../store/types.js';
 import type { Item } from '../protocol/wire.js';
 import type { DoorCore, Rollout } from './core.js';
 
@@ -49,10 +49,11 @@ export class SessionRecords<S> {
     this.sweep.unref();
   }
 
-  async create(n: Omit<NewDoorSession, 'door' | 'state' | 'createdAt'>, state: S): Promise<Held<S>> {
+  /** `durability`: Store.createSession's (default durable). */
+  async create(n: Omit<NewDoorSession, 'door' | 'state' | 'createdAt'>, state: S, durability?: WriteDurability): Promise<Held<S>> {
     const now = Date.now();
     const s = { ...n, door: this.door, state: JSON.stringify(state), createdAt: now };
-    await stored(this.store.createSession(s));
+    await stored(this.store.createSession(s, durability));
     return { state, version: 1, lastUsed: now, record: { ...s, version: 1, ended: false, lastUsed: now, item: null } };
   }
 
@@ -84,8 +85,9 @@ export class SessionRecords<S> {
     throw errors.store(`session of ${h.record.traceId}: ${CHANGE_ATTEMPTS} concurrent changes in a row`);
   }
 
-  async delete(id: string): Promise<DoorSessionRecord | undefined> {
-    return stored(this.store.deleteSession(this.door, id));
+  /** `durability`: Store.deleteSession's (default durable). */
+  async delete(id: string, durability?: WriteDurability): Promise<DoorSessionRecord | undefined> {
+    return stored(this.store.deleteSession(this.door, id, durability));
   }
 
   private async expire(): Promise<void> {

@@ -47,6 +47,7 @@ import type {
   SessionChange,
   Store,
   StoredDoorSession,
+  WriteDurability,
 } from './types.js';
 
 export interface PostgresStoreOptions {
@@ -566,11 +567,15 @@ export class PostgresStore implements Store {
     return mine?.boot ?? (await this.sandboxBoot(traceId)) ?? boot;
   }
 
-  async createSession(n: NewDoorSession): Promise<void> {
+  async createSession(n: NewDoorSession, durability?: WriteDurability): Promise<void> {
+    // 'committed' (WriteDurability): the statement's own transaction commits without waiting for the WAL
+    // flush (synchronous_commit off for it alone, set by the statement; as insertGrade's).
+    const committed = durability === 'committed';
     await this.rows(
-      `INSERT INTO ${this.schema}.door_sessions (door, id, trace_id, environment, tools, run, state, created_at, last_used) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $8)`,
+      `INSERT INTO ${this.schema}.door_sessions (door, id, trace_id, environment, tools, run, state, created_at, last_used)
+       SELECT $1, $2, $3, $4, $5, $6, $7, $8, $8${committed ? ` FROM (SELECT set_config('synchronous_commit', 'off', true)) c` : ''}`,
       [n.door, encodeText(n.id), encodeText(n.traceId), n.environment, JSON.stringify(n.tools), n.run, encodeText(n.state), n.createdAt],
-      'rft_create_session',
+      `rft_create_session${committed ? '_committed' : ''}`,
     );
   }
 
@@ -596,11 +601,12 @@ export class PostgresStore implements Store {
     return rows.length === 1;
   }
 
-  async deleteSession(door: string, id: string): Promise<DoorSessionRecord | undefined> {
+  async deleteSession(door: string, id: string, durability?: WriteDurability): Promise<DoorSessionRecord | undefined> {
+    const committed = durability === 'committed';
     const [r] = await this.idempotent<DoorSessionRow>(
-      `DELETE FROM ${this.schema}.door_sessions WHERE door = $1 AND id = $2 RETURNING *`,
+      `DELETE FROM ${this.schema}.door_sessions WHERE door = $1 AND id = $2${committed ? ` AND set_config('synchronous_commit', 'off', true) IS NOT NULL` : ''} RETURNING *`,
       [door, encodeText(id)],
-      'rft_delete_session',
+      `rft_delete_session${committed ? '_committed' : ''}`,
     );
     return r && toDoorSession(r, decodeText);
   }

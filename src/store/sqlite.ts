@@ -274,6 +274,13 @@ export interface SqliteStoreOptions {
   sync?: 'full' | 'normal';
 }
 
+/**
+ * How long a turn of 'committed' writes only waits for a durable turn's fdatasync to cover it before it
+ * begins its own: one session at a time, the next request's durable write comes within it (ORS's
+ * /create_session then /create: one fdatasync, not two), and a burst of them shares one.
+ */
+export const COMMITTED_SYNC_DELAY_MS = 20;
+
 /** Answers a committed turn's units, or fails them all with the fsync's error. */
 type Answer = (e: Error | null) => void;
 
@@ -299,6 +306,8 @@ export class SqliteStore implements Store {
   /** Committed turns waiting for an fdatasync to begin, and whether one is running. */
   private unsynced: Unsynced[] = [];
   private syncing: Promise<void> | undefined;
+  /** The fdatasync of 'committed'-only turns, begun COMMITTED_SYNC_DELAY_MS after the first of them. */
+  private lateSync: NodeJS.Timeout | undefined;
   /** What the running fdatasync answers (it began after each of those turns was committed). */
   private covering: Unsynced[] | undefined;
   /** Committed turns with durable writes whose fdatasync has not ended (queued or running). */
@@ -390,13 +399,20 @@ export class SqliteStore implements Store {
         else u.resolve(r.value);
       });
     if (this.walFd === undefined) return answer(null, () => true);
-    // 'committed' units now (they are in the WAL); the rest once the WAL is fsynced. The fsync is begun
-    // either way, so a turn of 'committed' units only is on disk a few ms later, not at the next durable one.
+    // 'committed' units now (they are in the WAL); the rest once the WAL is fsynced. A turn of 'committed'
+    // units only is on disk at the next durable turn's fdatasync, or COMMITTED_SYNC_DELAY_MS later at most.
     answer(null, (u) => u.committed);
     const durable = units.some((u) => !u.committed);
     if (durable) this.durableUnsynced++;
     this.unsynced.push({ answer: (e) => answer(e, (u) => !u.committed), durable });
-    if (!this.syncing) this.syncing = this.syncWal(this.walFd);
+    if (this.syncing) return;
+    if (durable) this.syncing = this.syncWal(this.walFd);
+    else this.lateSync ??= setTimeout(this.syncLate, COMMITTED_SYNC_DELAY_MS);
+  };
+
+  private readonly syncLate = (): void => {
+    this.lateSync = undefined;
+    if (!this.syncing && this.unsynced.length > 0 && this.walFd !== undefined) this.syncing = this.syncWal(this.walFd);
   };
 
   /** fdatasyncs while committed turns wait; each covers every turn committed before it began. */
@@ -569,8 +585,8 @@ export class SqliteStore implements Store {
     });
   }
 
-  createSession(n: NewDoorSession): Promise<void> {
-    return this.unit(() => void this.s.addSession.run(n.door, n.id, n.traceId, n.environment, JSON.stringify(n.tools), n.run, n.state, n.createdAt, n.createdAt));
+  createSession(n: NewDoorSession, durability?: WriteDurability): Promise<void> {
+    return this.unit(() => void this.s.addSession.run(n.door, n.id, n.traceId, n.environment, JSON.stringify(n.tools), n.run, n.state, n.createdAt, n.createdAt), durability);
   }
 
   getSession(door: string, id: string): Promise<StoredDoorSession | undefined> {
@@ -587,11 +603,11 @@ export class SqliteStore implements Store {
     );
   }
 
-  deleteSession(door: string, id: string): Promise<DoorSessionRecord | undefined> {
+  deleteSession(door: string, id: string, durability?: WriteDurability): Promise<DoorSessionRecord | undefined> {
     return this.unit(() => {
       const r = this.s.deleteSession.get(door, id);
       return r && toDoorSession(r);
-    });
+    }, durability);
   }
 
   expireSessions(door: string, before: number, limit: number): Promise<DoorSessionRecord[]> {
@@ -684,6 +700,8 @@ export class SqliteStore implements Store {
   close(): Promise<void> {
     return (this.closing ??= (async () => {
       this.flush();
+      clearTimeout(this.lateSync);
+      this.syncLate();
       await this.syncing;
       if (this.walFd !== undefined) closeSync(this.walFd);
       this.db.close();

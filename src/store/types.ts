@@ -219,8 +219,12 @@ export interface Store {
   claimSandbox(traceId: string, boot: string, now: number): Promise<string>;
   /** The boot claimSandbox recorded for the rollout, if any. */
   sandboxBoot(traceId: string): Promise<string | undefined>;
-  /** Records a new session (its rollout is opened first, by openRollout). */
-  createSession(s: NewDoorSession): Promise<void>;
+  /**
+   * Records a new session (its rollout is opened first, by openRollout). `durability` (default durable):
+   * 'committed' for a session no promise depends on until its next durable write (ORS's bare
+   * `/create_session`: no rollout, no retry key; the next write's fsync covers it).
+   */
+  createSession(s: NewDoorSession, durability?: WriteDurability): Promise<void>;
   getSession(door: string, id: string): Promise<StoredDoorSession | undefined>;
   /**
    * Replaces the session's state (sets `ended` if asked: it is never unset; records the environment and
@@ -228,8 +232,11 @@ export interface Store {
    * false if another update came first (or it is gone).
    */
   updateSession(door: string, id: string, version: number, change: SessionChange, now: number): Promise<boolean>;
-  /** Removes a session; the removed one, if it was there. */
-  deleteSession(door: string, id: string): Promise<DoorSessionRecord | undefined>;
+  /**
+   * Removes a session; the removed one, if it was there. `durability` 'committed' when nothing depends on
+   * the removal outliving a power loss (its episode's end, if any, was recorded durably before).
+   */
+  deleteSession(door: string, id: string, durability?: WriteDurability): Promise<DoorSessionRecord | undefined>;
   /** Removes the door's sessions last used before `before` (at most `limit`), and returns them. */
   expireSessions(door: string, before: number, limit: number): Promise<DoorSessionRecord[]>;
   /** Throws if the store cannot write (readiness). */

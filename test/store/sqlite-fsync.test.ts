@@ -5,13 +5,14 @@ import { describe, expect, it, onTestFinished, vi } from 'vitest';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { SqliteStore } from '../../src/store/sqlite.js';
+import { COMMITTED_SYNC_DELAY_MS, SqliteStore } from '../../src/store/sqlite.js';
 import { begin, grade } from './contract.js';
 
-const disk = vi.hoisted(() => ({ failing: false, held: false, waiting: [] as (() => void)[] }));
+const disk = vi.hoisted(() => ({ failing: false, held: false, waiting: [] as (() => void)[], syncs: 0 }));
 vi.mock('node:fs', async (importOriginal) => {
   const fs = await importOriginal<typeof import('node:fs')>();
   const fdatasync = (fd: number, cb: (e: NodeJS.ErrnoException | null) => void) => {
+    disk.syncs++;
     if (disk.failing) setImmediate(() => cb(Object.assign(new Error('EIO: i/o error, fdatasync'), { code: 'EIO' })));
     else if (disk.held) disk.waiting.push(() => fs.fdatasync(fd, cb));
     else fs.fdatasync(fd, cb);
@@ -61,7 +62,7 @@ describe('SqliteStore, the group fsync', () => {
     const store = freshStore();
     const rollout = { item: {}, budgetLimit: 10, now: 1, door: 'reward' };
     disk.held = true;
-    // Alone: answered at its commit; its fsync is begun all the same (not waited for).
+    // Alone: answered at its commit; its fsync is begun all the same, COMMITTED_SYNC_DELAY_MS later (not waited for).
     const first = await store.insertGrade(grade('rw_1', { score: 1 }), { ...rollout, durability: 'committed' });
     expect(first.record).toMatchObject({ traceId: 'rw_1', score: 1 });
     await vi.waitFor(() => expect(disk.waiting).toHaveLength(1), { timeout: 10_000 });
@@ -79,6 +80,30 @@ describe('SqliteStore, the group fsync', () => {
     disk.held = false;
     disk.waiting.splice(0).forEach((go) => go());
     await vi.waitFor(() => expect([call.done, durable.done, read.done]).toEqual([true, true, true]), { timeout: 10_000 });
+  });
+
+  it("a turn of 'committed' writes only rides on the next durable turn's fsync within COMMITTED_SYNC_DELAY_MS, else gets its own that late", async () => {
+    // One session at a time (issue 41): ORS's /create_session (committed) then /create (durable) was two
+    // fdatasyncs, the first begun at once and the second queued behind it.
+    const store = freshStore();
+    const session = { door: 'ors', traceId: 'ors_1', environment: null, tools: [], run: null, state: '{}', createdAt: 1 };
+    await store.beginCall(begin('trace_s', 'c0'));
+    const before = disk.syncs;
+    await store.createSession({ ...session, id: 'ors_1' }, 'committed');
+    expect(disk.syncs).toBe(before); // answered at its commit, no fdatasync begun yet
+    await store.beginCall(begin('trace_s', 'c1')); // durable: its fdatasync covers both
+    expect(disk.syncs).toBe(before + 1);
+    await new Promise((r) => setTimeout(r, COMMITTED_SYNC_DELAY_MS * 3));
+    expect(disk.syncs).toBe(before + 1); // the late one found nothing left
+    // Alone, it is fsynced COMMITTED_SYNC_DELAY_MS later all the same, and a burst shares that one.
+    await store.deleteSession('ors', 'ors_1', 'committed');
+    await store.createSession({ ...session, id: 'ors_2' }, 'committed');
+    expect(disk.syncs).toBe(before + 1);
+    await vi.waitFor(() => expect(disk.syncs).toBe(before + 2), { timeout: 10_000 });
+    await new Promise((r) => setTimeout(r, COMMITTED_SYNC_DELAY_MS * 3));
+    expect(disk.syncs).toBe(before + 2);
+    expect(await store.getSession('ors', 'ors_1')).toBeUndefined();
+    expect(await store.getSession('ors', 'ors_2')).toMatchObject({ id: 'ors_2' });
   });
 
   it('answers a read that saw only writes an fsync under way covers with that fsync, not a second one', async () => {

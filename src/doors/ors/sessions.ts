@@ -62,7 +62,9 @@ export class Sessions {
   async create(): Promise<Session> {
     const sid = timeOrderedId('ors_', 18);
     const state: State = { row: undefined, tasks: {}, started: false, finished: false, finishedBy: undefined };
-    return this.of(await this.records.create({ id: sid, traceId: sid, environment: null, tools: [], run: null }, state));
+    // No rollout and no retry key yet (a retried /create_session is a new session): committed, not fsynced;
+    // /create's durable write (the rollout opened and bound) covers it.
+    return this.of(await this.records.create({ id: sid, traceId: sid, environment: null, tools: [], run: null }, state, 'committed'));
   }
 
   async get(sid: string | undefined): Promise<Session | undefined> {
@@ -70,8 +72,13 @@ export class Sessions {
     return h && this.of(h);
   }
 
+  /**
+   * Removes the session. Committed, not fsynced: the episode's end (a submit's grade, or the unanswered
+   * grade /delete runs first) is durable before it; a removal lost to a power loss leaves a session the
+   * idle sweep removes again, its episode already ended.
+   */
   async delete(sid: string): Promise<DoorSessionRecord | undefined> {
-    return this.records.delete(sid);
+    return this.records.delete(sid, 'committed');
   }
 
   /** A session the sweep expired (gone from the store): its state, and its rollout if it started (its row from the record). */

@@ -110,7 +110,6 @@ export const errors = {
   orsSessionLost: define('RFT_ERR_ORS_SESSION_LOST', 503, () => [
     'this session is not live here (the server restarted, or it was idle past RFT_ORS_IDLE_MS): start another',
   ]),
-  orsTaskId: define('RFT_ERR_ORS_TASK_ID', 400, (taskId: string) => [`unknown task_id "${taskId}": this session never streamed it`, { task_id: taskId }]),
   // A call whose run failed on our side, asked for again by its task_id: 503, and the next reconnect runs it.
   orsCallFailed: define('RFT_ERR_ORS_CALL_FAILED', 503, (cause: string) => [
     `the call failed on the server's side (${cause}); it was not run or charged: reconnect with the same task_id`,

@@ -12,6 +12,7 @@ import { promptOf, rowAt, rowTools, splitName, splitsOf, taskSpec, taskSpecAddre
 import { Sessions, type RowRef, type Session } from './sessions.js';
 import { EventStream } from './sse.js';
 import { endsEpisode, runCall, type CallResult } from './call.js';
+import { stored } from '../session-record.js';
 import { firstRunLabel, RUN_HEADER, RUN_PARAM } from '../../protocol/run-label.js';
 
 export const ORS_DOOR = 'ors';
@@ -235,12 +236,14 @@ export async function registerOrsDoor(app: FastifyInstance): Promise<void> {
     let s: Session = bound;
     const fingerprint = `${name}\0${canonicalJson(input)}`;
     const taskId = sent ?? Sessions.mintTaskId();
-    if (sent != null) {
-      if (s.tasks[sent] === undefined) throw errors.orsTaskId(sent);
-      if (s.tasks[sent] !== fingerprint) throw errors.callConflict(sent);
-    } else {
-      s = await sessions.addTask(s, taskId, fingerprint, endsEpisode(name, input, submitTool));
-    }
+    // A task_id is known by the session (a submit's, written with the episode's end) or by the ledger (a
+    // tool call's start, its exactly-once key). One known by neither never started (its stream broke first,
+    // or a failure of ours un-begun it): it runs now under that id, as a new call.
+    const known = sent == null ? undefined : (s.tasks[sent] ?? (await recordedCall(rollout.traceId, sent)));
+    if (known !== undefined && known !== fingerprint) throw errors.callConflict(taskId);
+    // A submit's task_id and the end it takes in one write, before its stream starts (a tool call's is
+    // its start in the ledger: no write of the session's).
+    if (known === undefined && endsEpisode(name, input, submitTool)) s = await sessions.addTask(s, taskId, fingerprint, true);
     // A reconnect joins the run still going on this replica; else the call runs (again) under its task_id,
     // which the ledger answers with the recorded result (and the grading service with the recorded grade).
     const here = `${s.sid}\0${taskId}`;
@@ -261,7 +264,7 @@ export async function registerOrsDoor(app: FastifyInstance): Promise<void> {
 
     function start(t: Task, session: Session): void {
       t.failed = undefined;
-      t.result = runCall({ core, sessions, session, rollout, taskId, name, input, submitTool, reconnect: sent != null }).then(
+      t.result = runCall({ core, sessions, session, rollout, taskId, name, input, submitTool, reconnect: known !== undefined }).then(
         (r: CallResult) => {
           tasks.delete(here);
           return JSON.stringify(r);
@@ -276,6 +279,12 @@ export async function registerOrsDoor(app: FastifyInstance): Promise<void> {
       t.result.catch(() => undefined);
     }
   });
+
+  /** A tool call the ledger recorded under this task_id, as a fingerprint (its tool and canonical input). */
+  async function recordedCall(traceId: string, taskId: string): Promise<string | undefined> {
+    const c = await stored(core.store.getCall(traceId, taskId));
+    return c && `${c.tool}\0${c.arguments}`;
+  }
 
   /** Calls running (or failed on our side) on this replica, by session and task_id. */
   const tasks = new Map<string, Task>();

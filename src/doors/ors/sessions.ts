@@ -25,7 +25,10 @@ export interface RowRef {
 /** The session's state as the store keeps it (JSON). */
 interface State {
   row: RowRef | undefined;
-  /** Each task_id streamed: the tool and input it was for, to refuse a reconnect with other ones. */
+  /**
+   * Each submit's task_id streamed: the tool and input it was for, to refuse a reconnect with other ones
+   * (a tool call's task_id is its key in the ledger, which keeps its tool and input).
+   */
   tasks: Record<string, string>;
   /** The rollout was started (its environment and tools are the record's). */
   started: boolean;
@@ -122,8 +125,8 @@ export class Sessions {
   }
 
   /**
-   * Records a new task_id with its call's fingerprint; `ends` (a submit), the episode's end by it too unless
-   * something ended it first: the write finish() would make next, made in this one.
+   * Records a submit's task_id with its call's fingerprint; `ends`: the episode's end by it too unless
+   * something ended it first (the write finish() would make next, made in this one).
    */
   addTask(s: Session, taskId: string, fingerprint: string, ends = false): Promise<Session> {
     return this.change(s, (st) => ({ ...st, tasks: { ...st.tasks, [taskId]: fingerprint }, ...(ends && !st.finished ? { finished: true, finishedBy: taskId } : {}) }));

@@ -206,9 +206,20 @@ describe('ORS door with finqa', () => {
     expect(lost.status).toBe(503);
     expect(((await lost.json()) as { error: { code: string } }).error.code).toBe('RFT_ERR_ORS_SESSION_LOST');
     await expect(fast.request('GET', '/finqa/prompt')).rejects.toMatchObject({ status: 400 });
-    // a task_id this session never streamed
-    await fast.session('finqa', { split: 'train', index: 1 }, async (s) => {
-      await expect(fast.sse('/finqa/call', { name: 'list_docs', input: {}, task_id: 'deadbeef' }, { sid: s.sid, maxRetries: 1 })).rejects.toBeInstanceOf(HttpStatusError);
+  });
+
+  it('a task_id the session never recorded runs as a new call under it; again, its recorded result; with other input, a conflict', async () => {
+    // A tool call's task_id is its key in the ledger (no session write of its own): one the ledger lacks never
+    // started (its stream broke first, or a failure of ours un-begun it), and runs now.
+    const ors = new OrsClient(server.url, { token: server.key, waitScale: 0.001 });
+    await ors.session('finqa', { split: 'train', index: 1 }, async (s) => {
+      const first = await ors.sse('/finqa/call', { name: 'list_docs', input: {}, task_id: 'deadbeef' }, { sid: s.sid, maxRetries: 1 });
+      expect(first).toMatchObject({ ok: true, output: { finished: false } });
+      expect(await ors.sse('/finqa/call', { name: 'list_docs', input: {}, task_id: 'deadbeef' }, { sid: s.sid, maxRetries: 1 })).toEqual(first);
+      const other = await ors.sse('/finqa/call', { name: 'list_docs', input: { page: 2 }, task_id: 'deadbeef' }, { sid: s.sid, maxRetries: 1 }).catch((e: unknown) => e);
+      expect(other).toBeInstanceOf(HttpStatusError);
+      expect((other as HttpStatusError).status).toBe(409);
+      expect((await record(s.sid)).calls.map((c) => c.tool)).toEqual(['list_docs']);
     });
   });
 });

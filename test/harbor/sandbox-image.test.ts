@@ -120,9 +120,17 @@ for (const eng of ENGINES) {
       const broken = await makeScoped({ name: 'broken', dockerfile: `FROM ${base}\nRUN exit 3\n`, testSh: 'true\n' });
       const e1 = await create(driver, harborSandboxImage(broken), 'broken').catch((x: unknown) => x);
       expect(isRftError(e1) && e1.code).toBe(errors.harborImageBuild.code);
-      const slow = await makeScoped({ name: 'slow-build', dockerfile: `FROM ${base}\nRUN sleep 8\n`, testSh: 'true\n', config: { environment: { buildTimeoutSec: 1 } } });
+      const slow = await makeScoped({ name: 'slow-build', dockerfile: `FROM ${base}\nRUN for i in $(seq 29); do echo tick; sleep 1; done\n`, testSh: 'true\n', config: { environment: { buildTimeoutSec: 1 } } });
       const e2 = await create(driver, harborSandboxImage(slow), 'slowbuild').catch((x: unknown) => x);
       expect(isRftError(e2) && e2.code).toBe(errors.harborImageBuildTimeout.code);
+      // The build is cancelled, not left running on the engine: its step's container goes. Before, a build that
+      // kept printing ran on to its end (the request's idle timeout alone ended a silent one, 5 s late).
+      const engineApi = new DockerApi(eng.socket);
+      const building = async () => (await engineApi.call<{ Command: string }[]>('GET', '/containers/json?all=1')).body.filter((c) => c.Command.includes('echo tick'));
+      // (past the time the step's container takes to start, so one left running is there to be seen)
+      await new Promise((r) => setTimeout(r, 5_000));
+      await until(async () => (await building()).length === 0, 15_000);
+      await engineApi.close();
       const e3 = await create(driver, { ref: 'rft-harbor-test-absent:never' }, 'absent').catch((x: unknown) => x);
       expect(isRftError(e3) && e3.code).toBe(errors.harborImageMissing.code);
       for (const e of [e1, e2, e3]) expect(failureClass(e, 'call')).toBe('ours');

@@ -42,6 +42,8 @@ export interface CallOptions {
   idleMs?: number;
   /** A request body that is not JSON (a tar stream for PUT /archive). */
   raw?: { body: Readable | Buffer; contentType: string };
+  /** Aborts the request: its connection is closed, which the engine takes as the client gone (a build is cancelled). */
+  signal?: AbortSignal;
 }
 
 /** Thrown when the engine did not answer (refused, reset, timed out): the caller may mark it down. */
@@ -146,6 +148,7 @@ export class DockerApi {
         bodyTimeout: o.idleMs ?? timeout,
         headers: o.raw ? { 'content-type': o.raw.contentType } : body !== undefined ? { 'content-type': 'application/json' } : {},
         ...(o.raw ? { body: o.raw.body } : body !== undefined ? { body: JSON.stringify(body) } : {}),
+        ...(o.signal ? { signal: o.signal } : {}),
       });
     } catch (e) {
       throw new EngineUnreachable(`docker engine ${this.url} did not answer ${method} ${path.split('?')[0]}: ${(e as Error).message}`, { cause: e });

@@ -87,8 +87,14 @@ export class TaskImages {
     const query = `t=${encodeURIComponent(tag)}&rm=1&forcerm=1&networkmode=none&labels=${labels}`;
     this.builds++;
     let timer: NodeJS.Timeout | undefined;
+    // Past build_timeout_sec the request is aborted: the engine cancels the build (its step's container
+    // is stopped and removed: forcerm), so a slow build does not go on using the engine for nothing.
+    const abort = new AbortController();
     const timeout = new Promise<never>((_, reject) => {
-      timer = setTimeout(() => reject(errors.harborImageBuildTimeout(tag, Math.round(b.timeoutMs / 1000))), b.timeoutMs);
+      timer = setTimeout(() => {
+        abort.abort();
+        reject(errors.harborImageBuildTimeout(tag, Math.round(b.timeoutMs / 1000)));
+      }, b.timeoutMs);
     });
     try {
       const res = await Promise.race([
@@ -97,6 +103,7 @@ export class TaskImages {
             raw: { body: Readable.from(context), contentType: 'application/x-tar' },
             timeoutMs: b.timeoutMs + 5_000,
             ok: [400, 500],
+            signal: abort.signal,
           }),
         ),
         timeout,

@@ -5,15 +5,18 @@
 // off (RFT_SANDBOX_WARM_MAX_MB=0: the floor of RFT_SANDBOX_WARM only), and prints, per step, p50 and
 // p99 per call, the first calls' p99, errors, 5xx, empty and wrong outputs, the server's peak RSS,
 // the pool's hits and what it held when the step started; then the baseline's p99 over the learned.
+// Also, same run, the step's schedule with each call a bare `sh -c` of the same command (no server, no
+// sandbox: bench/lib/burst.ts runBareSchedule), the floor later steps are judged against.
 // A rollout's sandbox goes when its TTL (10 s) passes after its last call, as a graded one would
 // after its grace period, so a step never waits for the previous step's sandboxes at the cap; after the
 // last step it prints how many rollouts' sandboxes were still live once the TTL had passed (0 expected).
+// The server gets this process's RFT_* variables (then the run's own: the baseline's RFT_SANDBOX_WARM_MAX_MB=0).
 // Run: node --conditions=rft-source --import tsx bench/steps.ts [rollouts=500] [calls=5] [think-ms=2000] [pause-ms=30000] [steps=3] [--driver=bwrap|docker] [--learned-only]
 import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Agent, request } from 'undici';
-import { pct, runBurst, type BurstResult } from './lib/burst.js';
+import { pct, runBareSchedule, runBurst, type BurstResult } from './lib/burst.js';
 import { metrics, rss, sumOf } from './lib/server-stats.js';
 import { spawnServer } from '../test/helpers/child-server.js';
 import { repoRoot } from '../test/helpers/server.js';
@@ -49,7 +52,10 @@ async function run(label: string, env: Record<string, string>): Promise<{ steps:
   const srv = await spawnServer(
     {
       RFT_DATA_DIR: dataDir, RFT_API_KEYS: `b:${KEY}`, RFT_RATE_LIMIT: '0', RFT_SANDBOX: driver, RFT_SANDBOX_TTL_MS: String(TTL_MS),
-      RFT_TOOLS_DIR: join(repoRoot, 'tools'), RFT_GRADERS_DIR: join(repoRoot, 'graders'), RFT_LOG_LEVEL: 'error', ...env,
+      RFT_TOOLS_DIR: join(repoRoot, 'tools'), RFT_GRADERS_DIR: join(repoRoot, 'graders'), RFT_LOG_LEVEL: 'error',
+      // RFT_* of this process's environment are the server's too (e.g. RFT_SANDBOX_WARM_MAX_MB for a pool that holds a Docker step)
+      ...Object.fromEntries(Object.entries(process.env).filter((e): e is [string, string] => e[0].startsWith('RFT_') && e[1] !== undefined)),
+      ...env,
     },
     120_000,
   );
@@ -115,6 +121,20 @@ console.log(
   `steps bench: ${steps} steps of ${rollouts} new rollouts x ${calls} shell calls, think ${thinkMs} ms, pause ${pauseMs} ms, ${driver}; load average before ${load}`,
 );
 const learned = await run('learned', {});
+// The same-run floor of a step (issue 41: steps 2-3 against bare spawns of the same command): the same schedule
+// with each call a bare spawn, twice (the first warms the page cache as step 1 does the server's).
+const bare: BurstResult[] = [];
+for (let i = 0; i < 2; i++) {
+  bare.push(await runBareSchedule({ rollouts, calls, thinkMs }));
+  const b = bare.at(-1)!;
+  console.log(`  [bare spawns] schedule ${i + 1}: per call p50 ${ms(pct(all(b), 50))} p99 ${ms(pct(all(b), 99))}, first calls p99 ${ms(pct(b.first, 99))}; wrong ${b.wrong}`);
+  await sleep(Math.min(pauseMs, 5_000));
+}
+const bareP99 = pct(all(bare[1]!), 99);
+for (let i = 1; i < steps; i++) {
+  const p = pct(all(learned.steps[i]!.burst), 99);
+  console.log(`step ${i + 1} (learned) p99 ${ms(p)} against the bare schedule's ${ms(bareP99)}: x${(p / bareP99).toFixed(2)}`);
+}
 if (learnedOnly) {
   console.log(`rollouts' sandboxes left after the TTL: ${learned.leftAfterTtl}`);
   process.exit(0);

@@ -2,6 +2,10 @@
 // rollouts at once over HTTP, each making C `shell` calls in turn, every call checking its own
 // output: an echo of its rollout and call, then the line count of a file the rollout appends to,
 // which must equal the call's number.
+import { execFile } from 'node:child_process';
+import { mkdir, mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { request, type Agent } from 'undici';
 
@@ -75,6 +79,39 @@ export async function runBurst(o: { url: string; key: string; dispatcher: Agent;
       }
     }),
   );
+  out.wallMs = performance.now() - t0;
+  return out;
+}
+
+/**
+ * The floor of a burst's schedule: the same rollouts, calls, think time and command (each rollout in a
+ * directory of its own), each call a bare `sh -c` spawned by this process: no server, no sandbox, no HTTP.
+ * Outputs checked as runBurst checks them.
+ */
+export async function runBareSchedule(o: { rollouts: number; calls: number; thinkMs?: number }): Promise<BurstResult> {
+  const out: BurstResult = { wallMs: 0, first: [], later: [], errors: 0, fivexx: 0, s503: 0, empty: 0, wrong: 0, samples: [], kinds: {} };
+  const root = await mkdtemp(join(tmpdir(), 'rft-bare-schedule-'));
+  const t0 = performance.now();
+  try {
+    await Promise.all(
+      Array.from({ length: o.rollouts }, async (_, r) => {
+        const dir = join(root, String(r));
+        await mkdir(dir);
+        for (let c = 1; c <= o.calls; c++) {
+          if (c > 1 && o.thinkMs) await new Promise((res) => setTimeout(res, o.thinkMs));
+          const t = performance.now();
+          const got = await new Promise<string>((res) => execFile('/bin/sh', ['-c', `echo r${r} c${c}; echo x >> log; wc -l < log`], { cwd: dir }, (e, stdout) => res(e ? `error: ${e.message}` : stdout)));
+          (c === 1 ? out.first : out.later).push(performance.now() - t);
+          if (got !== `r${r} c${c}\n${c}\n`) {
+            out.wrong++;
+            out.kinds['wrong output'] = (out.kinds['wrong output'] ?? 0) + 1;
+          }
+        }
+      }),
+    );
+  } finally {
+    await rm(root, { recursive: true, force: true });
+  }
   out.wallMs = performance.now() - t0;
   return out;
 }

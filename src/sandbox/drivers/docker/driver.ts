@@ -13,6 +13,8 @@ import { DockerStatusError, SLOW_TIMEOUT_MS } from './api.js';
 import { DockerEngine } from './engine.js';
 import { endpointFor, type DockerHostSpec } from './hosts.js';
 import { DockerSandbox } from './sandbox.js';
+import { AgentChannel } from './agent/client.js';
+import { agentBinary } from './agent/binary.js';
 import { packWorkspace } from './tar.js';
 import { SANDBOX_PATH } from '../../host/local-sandbox.js';
 import { WORKSPACE_MOUNT } from '../../workspace/paths.js';
@@ -107,6 +109,11 @@ interface Warm extends Container {
   prestarted?: Prestarted;
   host?: DockerSandbox;
   key?: string;
+  /**
+   * Its agent, started while pooled (the rollout's uid; never for a task image, whose user may be root):
+   * the rollout's first call goes over it, with no engine exec on the step's path.
+   */
+  agent?: AgentChannel;
 }
 
 /** What a warm container must match to serve a spec: what is fixed at container creation. */
@@ -282,14 +289,26 @@ export class DockerDriver implements SandboxDriver {
   private async makeWarm(spec: SandboxSpec): Promise<Warm> {
     const engine = this.pick();
     const c = await this.createContainer(engine, spec.limits, { [PURPOSE_LABEL]: 'warm' }, spec.readOnlyMounts, spec.image);
+    // (one that does not come up leaves the rollout to start its own, as without the pool)
+    const agent = c.task || this.o.agent === false ? undefined : await AgentChannel.start(engine, c.name, `${c.uid}:${c.uid}`, await agentBinary()).catch(() => undefined);
+    try {
+      return await this.makeWarmPrestarts(spec, { ...c, engine, ...(agent ? { agent } : {}) });
+    } catch (e) {
+      agent?.close();
+      throw e;
+    }
+  }
+
+  private async makeWarmPrestarts(spec: SandboxSpec, c: Warm): Promise<Warm> {
+    const engine = c.engine;
     const key = poolKey(spec);
-    if (!this.quota.reserve(key, spec)) return { ...c, engine };
+    if (!this.quota.reserve(key, spec)) return c;
     // Started through the container's own sandbox, which the rollout's takes over (its spawned processes).
     const host = new DockerSandbox({ id: c.id, traceId: '(pooled)', engine, container: c.name, uid: c.uid, limits: spec.limits, ...(c.task ? { task: c.task } : {}) });
     const prestarted = await Prestarted.start(spec.prestarts!, (p) => host.spawn(p.argv, { ...(p.cwd !== undefined ? { cwd: p.cwd } : {}), ...(p.env ? { env: p.env } : {}) }));
-    if (prestarted.size > 0) return { ...c, engine, prestarted, host, key };
+    if (prestarted.size > 0) return { ...c, prestarted, host, key };
     this.quota.release(key);
-    return { ...c, engine };
+    return c;
   }
 
   private leaveQuota(w: Warm): void {
@@ -297,6 +316,7 @@ export class DockerDriver implements SandboxDriver {
   }
 
   private async discardWarm(w: Warm): Promise<void> {
+    w.agent?.close();
     await this.removeContainer(w.engine, w.name);
   }
 
@@ -528,6 +548,7 @@ export class DockerDriver implements SandboxDriver {
         limits: spec.limits,
         // A task image runs as its task's user (often root), where the agent does not run: the exec path.
         agent: w.task || this.o.agent === false ? false : 'eager',
+        ...(warm?.agent ? { agentChannel: warm.agent } : {}),
         gvisor: this.o.runtime === 'runsc',
         ...(w.task ? { task: w.task } : {}),
         onDestroy: () => {

@@ -180,6 +180,8 @@ export interface DockerSandboxInit {
    * replica); false: execs only.
    */
   agent?: 'eager' | 'lazy' | false;
+  /** The agent the warm pool started in the container while it was pooled (its channel, open): taken over. */
+  agentChannel?: AgentChannel;
   /** Under gVisor (runtime runsc) only RLIMIT_AS binds a process's memory (Sandbox.memoryRlimit). */
   gvisor?: boolean;
   /**
@@ -219,7 +221,8 @@ export class DockerSandbox implements Sandbox {
     // Shared, not copied: a process the pooled one spawned drops out of both when it exits.
     this.processes = o.from?.processes ?? new Set();
     this.spawned = o.from?.spawned ?? new Map();
-    if (o.agent === 'eager') void this.channel();
+    if (o.agent !== false && o.agentChannel?.open) this.agent = Promise.resolve(this.adopt(o.agentChannel));
+    else if (o.agent === 'eager') void this.channel();
   }
 
   get container(): string {
@@ -374,18 +377,22 @@ export class DockerSandbox implements Sandbox {
 
   private async startAgent(): Promise<AgentChannel | null> {
     try {
-      const ch = await AgentChannel.start(this.o.engine, this.o.container, this.user, await agentBinary());
-      // gVisor keeps an exec's stream open after the sandbox's kernel was killed (a memory hog): the
-      // container's death, seen on the engine's event stream, ends the channel (see exec()).
-      const unwatch = this.o.engine.events.onDeath(this.o.container, () => ch.drop());
-      void ch.ended.then((end) => {
-        unwatch();
-        return this.agentEnded(ch, end);
-      });
-      return ch;
+      return this.adopt(await AgentChannel.start(this.o.engine, this.o.container, this.user, await agentBinary()));
     } catch {
       return null;
     }
+  }
+
+  /** The agent's channel becomes this sandbox's: its end is classified here. */
+  private adopt(ch: AgentChannel): AgentChannel {
+    // gVisor keeps an exec's stream open after the sandbox's kernel was killed (a memory hog): the
+    // container's death, seen on the engine's event stream, ends the channel (see exec()).
+    const unwatch = this.o.engine.events.onDeath(this.o.container, () => ch.drop());
+    void ch.ended.then((end) => {
+      unwatch();
+      return this.agentEnded(ch, end);
+    });
+    return ch;
   }
 
   /**

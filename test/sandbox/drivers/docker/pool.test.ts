@@ -3,7 +3,7 @@
 // step's rollouts carrying nothing of any other, shrinks back after the idle timeout, makes room for a
 // rollout's own container when the engine is full of warm ones, and places creations by each engine's
 // measured rate. On the machine's engine, real containers.
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import { DockerApi } from '../../../../src/sandbox/drivers/docker/api.js';
 import { DockerDriver, placeCreation } from '../../../../src/sandbox/drivers/docker/driver.js';
 import { parseDockerHosts } from '../../../../src/sandbox/drivers/docker/hosts.js';
@@ -25,6 +25,7 @@ describe('placing a creation (placeCreation)', () => {
 });
 
 const present = await driversPresent();
+const realCall = DockerApi.prototype.call;
 const GAP_MS = 400;
 /** Longer than a step takes here on a loaded machine: the pool must not give up on the step before it fills. */
 const IDLE_MS = 30_000;
@@ -104,5 +105,29 @@ describeIf(present.docker, 'the Docker warm pool', 'docker sandbox driver not av
     // and the cap holds for rollouts: a third is refused (503) while both are live
     await expect(d.create(spec('b_2'))).rejects.toMatchObject({ statusCode: 503 });
     await Promise.all(b.map((sb) => sb.destroy()));
+  });
+
+  it("starts a warm container's agent while it is pooled: a step's first calls make no engine exec (issue 41: steps 2-3)", { timeout: 120_000 }, async () => {
+    const { d } = await driver(4);
+    // a step of 2 is learned and its containers are prepared (their agents started), then the next step takes them
+    await Promise.all((await step(d, 'first', 2)).map((sb) => sb.destroy()));
+    await waitFor('2 warm containers', async () => (d.poolStats().warm === 2 ? true : undefined), 60_000);
+    const execs: string[] = [];
+    const call = vi.spyOn(DockerApi.prototype, 'call').mockImplementation(function (this: DockerApi, ...a: Parameters<DockerApi['call']>) {
+      if (a[0] === 'POST' && /\/exec$/.test(a[1].split('?')[0]!)) execs.push(a[1]);
+      return realCall.apply(this, a);
+    });
+    try {
+      const taken = await step(d, 'agent', 2);
+      for (const [i, sb] of taken.entries()) expect((await sb.exec(`echo r${i}; id -u`)).stdout).toMatch(new RegExp(String.raw`^r${i}\n[1-9][0-9]*\n$`));
+      expect(d.poolStats()).toMatchObject({ hits: 2 });
+      expect(execs).toEqual([]);
+      call.mockRestore();
+      // the channel is the rollout's own: its uid's, not root's, and a second call goes over it too
+      for (const sb of taken) expect((await sb.exec('id -u')).stdout.trim()).not.toBe('0');
+      await Promise.all(taken.map((sb) => sb.destroy()));
+    } finally {
+      call.mockRestore();
+    }
   });
 });

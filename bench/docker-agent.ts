@@ -3,11 +3,12 @@
 // 3x) and today's one-engine-exec-per-call path on the very same containers (a second handle on each
 // container with the agent off), in the same run, rounds alternating. Warm: created, the agent up, one
 // call done (bwrap: its sandbox built). A call is what the `shell` tool runs: sandbox.exec(command).
-// Run: node --conditions=rft-source --import tsx bench/docker-agent.ts [sandboxes=500] [rounds=3] [--command='echo hi']
+// Run: node --conditions=rft-source --import tsx bench/docker-agent.ts [sandboxes=500] [rounds=3] [--command='echo hi'] [--gvisor]
 import { chmod, mkdtemp, rm } from 'node:fs/promises';
 import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { DockerDriver } from '../src/sandbox/drivers/docker/driver.js';
+import { parseDockerHosts } from '../src/sandbox/drivers/docker/hosts.js';
 import type { DockerSandbox } from '../src/sandbox/drivers/docker/sandbox.js';
 import { selectDriver } from '../src/sandbox/select.js';
 import { defaultLimits } from '../src/sandbox/workspace/limits.js';
@@ -18,6 +19,9 @@ const n = Number(args[0] ?? 500);
 const rounds = Number(args[1] ?? 3);
 const command = process.argv.find((a) => a.startsWith('--command='))?.slice(10) ?? 'echo hi';
 const image = process.env.RFT_DOCKER_IMAGE ?? 'rft-endpoints-sandbox:latest';
+/** --gvisor: the containers on the runsc engine (.ci/setup-engines.sh's second socket). */
+const gvisor = process.argv.includes('--gvisor');
+const engine = gvisor ? { hosts: parseDockerHosts({ cap: 100_000, hosts: 'unix:///run/rft-engines/2.sock' }), runtime: 'runsc' } : {};
 const label = { 'rft-endpoints.bench': 'docker-agent' };
 const limits = { ...defaultLimits, wallTimeoutMs: 120_000 };
 const spec = (i: number): SandboxSpec => ({ traceId: `bench_agent_${i}`, limits, labels: label });
@@ -57,12 +61,12 @@ async function burst(sbs: Sandbox[]): Promise<{ ms: number[]; failed: number; wa
 const base = await mkdtemp(join(tmpdir(), 'rft-bench-agent-'));
 await chmod(base, 0o711);
 const instanceId = `bench-agent-${process.pid}`;
-const docker = new DockerDriver({ instanceId, image, labels: label, warmPool: 0 });
-const plain = new DockerDriver({ instanceId, image, labels: label, warmPool: 0, agent: false });
+const docker = new DockerDriver({ instanceId, image, labels: label, warmPool: 0, ...engine });
+const plain = new DockerDriver({ instanceId, image, labels: label, warmPool: 0, agent: false, ...engine });
 let bwrap: SandboxDriver | null = null;
 const made: Sandbox[] = [];
 try {
-  console.log(`[docker-agent] ${n} sandboxes per kind, ${rounds} rounds, command ${JSON.stringify(command)}, load ${loadavg().map((l) => l.toFixed(1)).join(' ')}`);
+  console.log(`[docker-agent${gvisor ? ', gVisor' : ''}] ${n} sandboxes per kind, ${rounds} rounds, command ${JSON.stringify(command)}, load ${loadavg().map((l) => l.toFixed(1)).join(' ')}`);
   let t = performance.now();
   const agentSbs = await pool(n, 8, async (i) => {
     const sb = await docker.create(spec(i));

@@ -1,13 +1,15 @@
 // Commands, as the bwrap supervisor (supervisor.c) and the Docker driver's agent
 // (../../docker/agent/agent.c) run them: the 'X' request, the command's pipes, its output relayed
 // within the cap ('o' 'e' 'r'), its stdin written ('I' 'J'), its end reported ('x') once its pipes
-// closed or lingered long enough. Header-only (static functions), included after frames.h; each
+// closed or lingered long enough; and the event loop both run. Header-only (static functions), included after frames.h; each
 // program includes it once. What differs between the two programs is theirs, in the hooks below:
 // the supervisor enters a bwrap sandbox (enter.c) and finds its objects through maps, the agent runs
 // in a container and sweeps what a command leaves.
 #pragma once
 #include <fcntl.h>
+#include <signal.h>
 #include <sys/epoll.h>
+#include <sys/signalfd.h>
 #include <sys/syscall.h>
 #include <sys/types.h>
 #include <sys/wait.h>
@@ -297,6 +299,7 @@ static void exec_fail(uint32_t id, const char *what, int err) {
   reply('x', id, S(""), S(""), S(""), S(msg), NULL);
 }
 
+/* The command's pipes, its child (exec_child), and our ends of the pipes watched. */
 static void exec_start(struct exec_req *x) {
   int in[2] = {-1, -1}, o[2] = {-1, -1}, e[2] = {-1, -1}, r[2] = {-1, -1}, st[2] = {-1, -1};
   if ((x->want_in && nonblock_pipe(in, 0, 1)) || nonblock_pipe(o, 1, 0) || nonblock_pipe(e, 1, 0) ||
@@ -376,4 +379,72 @@ static void start_exec(uint32_t id, struct fields *f) {
   free(x.flags);
   free_list(x.argv);
   free_list(x.envp);
+}
+
+/* ---------- the loop: requests on fd 0, replies on fd 1, children's ends through a signalfd ---------- */
+
+/* Hooks of the loop, each program's. Requests can be read (fd 0); some child ended (SIGCHLD); an event
+ * of one of the program's own kinds (K_OWN on); the server is gone (replies cannot be written: never
+ * returns); a turn of the loop is over (its objects removed in it can be reused). */
+static void read_requests(void);
+static void reap(void);
+static void own_event(int kind, uint32_t index);
+static void server_gone(void) __attribute__((noreturn));
+static void turn_end(void);
+
+static int sigchld_fd;
+
+/* Before the loop: stdio non-blocking, SIGPIPE ignored, SIGCHLD read from a signalfd, the epoll set. */
+static void loop_open(void) {
+  fcntl(0, F_SETFL, O_NONBLOCK);
+  fcntl(1, F_SETFL, O_NONBLOCK);
+  signal(SIGPIPE, SIG_IGN);
+  sigset_t mask;
+  sigemptyset(&mask);
+  sigaddset(&mask, SIGCHLD);
+  sigprocmask(SIG_BLOCK, &mask, NULL);
+  sigchld_fd = signalfd(-1, &mask, SFD_NONBLOCK | SFD_CLOEXEC);
+  epfd = epoll_create1(EPOLL_CLOEXEC);
+  struct epoll_event ev = {.events = EPOLLIN, .data.u64 = 1};
+  epoll_ctl(epfd, EPOLL_CTL_ADD, 0, &ev);
+  ev.data.u64 = 2;
+  epoll_ctl(epfd, EPOLL_CTL_ADD, sigchld_fd, &ev);
+  ev.events = 0;
+  ev.data.u64 = 3;
+  epoll_ctl(epfd, EPOLL_CTL_ADD, 1, &ev);
+}
+
+static void __attribute__((noreturn)) loop_run(void) {
+  int out_blocked = 0;
+  for (;;) {
+    int pending = flush_frames();
+    if (pending < 0) server_gone();
+    if (pending != out_blocked) {
+      struct epoll_event ev = {.events = pending ? EPOLLOUT : 0, .data.u64 = 3};
+      epoll_ctl(epfd, EPOLL_CTL_MOD, 1, &ev);
+      out_blocked = pending;
+    }
+    /* Lingering commands (exited, pipes still held by something that escaped) close on time. */
+    long long next = procs_linger();
+    if (buf_pending(&out) && !pending) continue; /* a reply made by the linger: sent before any wait */
+    struct epoll_event events[64];
+    int n = epoll_wait(epfd, events, 64, (int)next);
+    for (int i = 0; i < n; i++) {
+      uint64_t d = events[i].data.u64;
+      if (d == 1) read_requests();
+      else if (d == 2) {
+        struct signalfd_siginfo si;
+        while (read(sigchld_fd, &si, sizeof si) == sizeof si) {}
+        reap();
+      } else if (d == 3) {
+        /* writable: flushed at the top of the loop */
+      } else {
+        int kind = (int)(d >> 56);
+        uint32_t index = (uint32_t)((d >> 8) & 0xffffffffu);
+        if (!proc_event(kind, index, (int)(d & 0xff))) own_event(kind, index);
+      }
+    }
+    slots_flush(&procs);
+    turn_end();
+  }
 }

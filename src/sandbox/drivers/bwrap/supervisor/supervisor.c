@@ -615,19 +615,15 @@ static void reap(void) {
 
 static struct buf in; /* frames from the server */
 
-static void handle_frame(const unsigned char *p, size_t n) {
-  if (n < 5) return;
-  char type = (char)p[0];
-  uint32_t id = get_u32(p + 1);
-  struct fields f = {p + 5, n - 5};
+static void handle_frame(char type, uint32_t id, struct fields *f) {
   struct proc *pr;
   size_t len;
   const char *data;
   switch (type) {
-  case 'C': create_sandbox(id, &f); break;
-  case 'D': destroy_sandbox(id, &f); break;
+  case 'C': create_sandbox(id, f); break;
+  case 'D': destroy_sandbox(id, f); break;
   case 'F':
-    data = field(&f, &len);
+    data = field(f, &len);
     if (len && len % sizeof(struct sock_filter) == 0 && len / sizeof(struct sock_filter) < 65536) {
       free(filter);
       filter = malloc(len);
@@ -640,14 +636,14 @@ static void handle_frame(const unsigned char *p, size_t n) {
       reply_status(id, EINVAL, "bad seccomp filter");
     }
     break;
-  case 'X': start_exec(id, &f); break;
-  case 'I': proc_input(find_proc(id), &f); break;
+  case 'X': start_exec(id, f); break;
+  case 'I': proc_input(find_proc(id), f); break;
   case 'J': proc_input_end(find_proc(id)); break;
   case 'S':
     /* The command's chain shares one process group; its namespace dies with it. */
     if ((pr = find_proc(id)) && !pr->exited) kill(-pr->pid, SIGKILL);
     break;
-  case 'M': case 'U': case 'K': start_op(id, type, &f); break;
+  case 'M': case 'U': case 'K': start_op(id, type, f); break;
   default: break;
   }
 }
@@ -669,10 +665,18 @@ static void read_requests(void) {
   }
 }
 
-static int flush_out(void) {
-  int pending = flush_frames();
-  if (pending < 0) _exit(0);
-  return pending;
+static void server_gone(void) {
+  _exit(0);
+}
+
+static void own_event(int kind, uint32_t index) {
+  struct sandbox *sb = index < sandboxes.len ? sandboxes.items[index] : NULL;
+  if (sb) sandbox_event(sb, (enum kind)kind);
+}
+
+static void turn_end(void) {
+  slots_flush(&sandboxes);
+  slots_flush(&ops);
 }
 
 int main(int argc, char **argv) {
@@ -685,57 +689,8 @@ int main(int argc, char **argv) {
     nofile.rlim_cur = nofile.rlim_max;
     setrlimit(RLIMIT_NOFILE, &nofile);
   }
-  fcntl(0, F_SETFL, O_NONBLOCK);
-  fcntl(1, F_SETFL, O_NONBLOCK);
-  signal(SIGPIPE, SIG_IGN);
-  sigset_t mask;
-  sigemptyset(&mask);
-  sigaddset(&mask, SIGCHLD);
-  sigprocmask(SIG_BLOCK, &mask, NULL);
-  int sfd = signalfd(-1, &mask, SFD_NONBLOCK | SFD_CLOEXEC);
-  epfd = epoll_create1(EPOLL_CLOEXEC);
-  struct epoll_event ev = {.events = EPOLLIN, .data.u64 = 1};
-  epoll_ctl(epfd, EPOLL_CTL_ADD, 0, &ev);
-  ev.data.u64 = 2;
-  epoll_ctl(epfd, EPOLL_CTL_ADD, sfd, &ev);
-  ev.events = 0;
-  ev.data.u64 = 3;
-  epoll_ctl(epfd, EPOLL_CTL_ADD, 1, &ev);
+  loop_open();
   make_base_ns();
   reply('R', 0, S("0"), S("ready"), NULL);
-  int out_blocked = 0;
-  for (;;) {
-    int pending = flush_out();
-    if (pending != out_blocked) {
-      ev.events = pending ? EPOLLOUT : 0;
-      ev.data.u64 = 3;
-      epoll_ctl(epfd, EPOLL_CTL_MOD, 1, &ev);
-      out_blocked = pending;
-    }
-    /* Lingering commands (exited, pipes still held by something that escaped) close on time. */
-    long long next = procs_linger();
-    struct epoll_event events[64];
-    int n = epoll_wait(epfd, events, 64, (int)next);
-    for (int i = 0; i < n; i++) {
-      uint64_t d = events[i].data.u64;
-      if (d == 1) read_requests();
-      else if (d == 2) {
-        struct signalfd_siginfo si;
-        while (read(sfd, &si, sizeof si) == sizeof si) {}
-        reap();
-      } else if (d == 3) {
-        /* writable: flushed at the top of the loop */
-      } else {
-        int kind = (int)(d >> 56);
-        uint32_t index = (uint32_t)((d >> 8) & 0xffffffffu);
-        if (!proc_event(kind, index, (int)(d & 0xff))) {
-          struct sandbox *sb = index < sandboxes.len ? sandboxes.items[index] : NULL;
-          if (sb) sandbox_event(sb, (enum kind)kind);
-        }
-      }
-    }
-    slots_flush(&procs);
-    slots_flush(&sandboxes);
-    slots_flush(&ops);
-  }
+  loop_run();
 }

@@ -2,8 +2,9 @@
 // file). The server starts it with the container's first exec (attached, as the sandbox uid) and
 // then runs every command, file helper and long-running process of the rollout through it, in the
 // bwrap supervisor's frames (../../bwrap/supervisor/frames.h), instead of one engine exec per call.
-// A command's pipes, output, stdin and end are the supervisor's code (../../bwrap/supervisor/commands.h);
-// this file holds the agent's own: its child, its sweep, its main loop.
+// A command's pipes, output, stdin and end, and the event loop, are the supervisor's code
+// (../../bwrap/supervisor/commands.h); this file holds the agent's own: its child, its reaping and
+// sweep, what it does when the server is gone.
 //
 //  * It runs as the sandbox's own uid (the container has no capabilities to change uids with), is
 //    non-dumpable (no process of the sandbox can ptrace it or open its /proc fd, mem or environ),
@@ -242,7 +243,7 @@ static void reap(void) {
 
 static struct buf in;
 
-static void kill_all_and_exit(void) {
+static void __attribute__((noreturn)) kill_all_and_exit(void) {
   for (uint32_t i = 0; i < procs.len; i++) {
     struct proc *p = procs.items[i];
     if (p && !p->exited) kill_proc(p);
@@ -252,15 +253,11 @@ static void kill_all_and_exit(void) {
   _exit(0);
 }
 
-static void handle_frame(const unsigned char *p, size_t n) {
-  if (n < 5) return;
-  char type = (char)p[0];
-  uint32_t id = get_u32(p + 1);
-  struct fields f = {p + 5, n - 5};
+static void handle_frame(char type, uint32_t id, struct fields *f) {
   struct proc *pr;
   switch (type) {
-  case 'X': start_exec(id, &f); break;
-  case 'I': proc_input(find_proc(id), &f); break;
+  case 'X': start_exec(id, f); break;
+  case 'I': proc_input(find_proc(id), f); break;
   case 'J': proc_input_end(find_proc(id)); break;
   case 'S':
     if ((pr = find_proc(id)) && !pr->exited) {
@@ -276,11 +273,15 @@ static void read_requests(void) {
   if (read_frames(&in, handle_frame) != 0) kill_all_and_exit();
 }
 
-static int flush_out(void) {
-  int pending = flush_frames();
-  if (pending < 0) kill_all_and_exit();
-  return pending;
+static void server_gone(void) {
+  kill_all_and_exit();
 }
+
+static void own_event(int kind, uint32_t index) {
+  (void)kind, (void)index; /* none: commands only */
+}
+
+static void turn_end(void) {}
 
 extern char **environ;
 
@@ -298,55 +299,14 @@ int main(void) {
   prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0); /* runc: orphans come back here; gVisor: refused */
   /* Nothing but stdio: whatever the exec was given beyond it is closed. */
   syscall(SYS_close_range, 3U, ~0U, 0U);
-  fcntl(0, F_SETFL, O_NONBLOCK);
-  fcntl(1, F_SETFL, O_NONBLOCK);
   fcntl(0, F_SETFD, FD_CLOEXEC);
   fcntl(1, F_SETFD, FD_CLOEXEC);
   int devnull = open("/dev/null", O_WRONLY);
   if (devnull >= 0) dup2(devnull, 2), close(devnull);
   fcntl(2, F_SETFD, FD_CLOEXEC);
-  signal(SIGPIPE, SIG_IGN);
-  sigset_t mask;
-  sigemptyset(&mask);
-  sigaddset(&mask, SIGCHLD);
-  sigprocmask(SIG_BLOCK, &mask, NULL);
-  int sfd = signalfd(-1, &mask, SFD_NONBLOCK | SFD_CLOEXEC);
-  epfd = epoll_create1(EPOLL_CLOEXEC);
-  struct epoll_event ev = {.events = EPOLLIN, .data.u64 = 1};
-  epoll_ctl(epfd, EPOLL_CTL_ADD, 0, &ev);
-  ev.data.u64 = 2;
-  epoll_ctl(epfd, EPOLL_CTL_ADD, sfd, &ev);
-  ev.events = 0;
-  ev.data.u64 = 3;
-  epoll_ctl(epfd, EPOLL_CTL_ADD, 1, &ev);
+  loop_open();
   char pid[16];
   snprintf(pid, sizeof pid, "%d", (int)self);
   reply('R', 0, S("0"), S("ready"), S(pid), NULL);
-  int out_blocked = 0;
-  for (;;) {
-    int pending = flush_out();
-    if (pending != out_blocked) {
-      ev.events = pending ? EPOLLOUT : 0;
-      ev.data.u64 = 3;
-      epoll_ctl(epfd, EPOLL_CTL_MOD, 1, &ev);
-      out_blocked = pending;
-    }
-    long long next = procs_linger();
-    if (buf_pending(&out) && !pending) continue; /* a reply made by the linger loop: flush it first */
-    struct epoll_event events[64];
-    int n = epoll_wait(epfd, events, 64, (int)next);
-    for (int i = 0; i < n; i++) {
-      uint64_t d = events[i].data.u64;
-      if (d == 1) read_requests();
-      else if (d == 2) {
-        struct signalfd_siginfo si;
-        while (read(sfd, &si, sizeof si) == sizeof si) {}
-        reap();
-      } else if (d == 3) {
-      } else {
-        proc_event((int)(d >> 56), (uint32_t)((d >> 8) & 0xffffffffu), (int)(d & 0xff));
-      }
-    }
-    slots_flush(&procs);
-  }
+  loop_run();
 }

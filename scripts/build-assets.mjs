@@ -66,6 +66,6 @@ function buildProgram(dir, sources, name, compilers) {
   }
 }
 // as SUPERVISOR in bwrap/supervisor/binary.ts and AGENT in docker/agent/binary.ts
-buildProgram('src/sandbox/drivers/bwrap/supervisor', ['supervisor.c', 'enter.c', 'enter.h', 'frames.h', 'limits.h'], 'rft-supervisor', [['cc', '-static'], ['cc']]);
-buildProgram('src/sandbox/drivers/docker/agent', ['agent.c', '../../bwrap/supervisor/frames.h', '../../bwrap/supervisor/limits.h'], 'rft-agent', [['musl-gcc', '-static', '-Os', '-s'], ['cc', '-static', '-s']]);
+buildProgram('src/sandbox/drivers/bwrap/supervisor', ['supervisor.c', 'enter.c', 'enter.h', 'commands.h', 'frames.h', 'limits.h'], 'rft-supervisor', [['cc', '-static'], ['cc']]);
+buildProgram('src/sandbox/drivers/docker/agent', ['agent.c', '../../bwrap/supervisor/commands.h', '../../bwrap/supervisor/frames.h', '../../bwrap/supervisor/limits.h'], 'rft-agent', [['musl-gcc', '-static', '-Os', '-s'], ['cc', '-static', '-s']]);
 process.stdout.write(`build: copied ${copied.length} assets into dist/ (${copied.join(', ')})\n`);

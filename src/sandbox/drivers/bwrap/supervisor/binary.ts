@@ -13,7 +13,7 @@ import { promisify } from 'node:util';
 const run = promisify(execFile);
 
 export const SUPERVISOR_DIR = import.meta.dirname;
-export const SUPERVISOR_SOURCES = ['supervisor.c', 'enter.c', 'enter.h', 'frames.h', 'limits.h'];
+export const SUPERVISOR_SOURCES = ['supervisor.c', 'enter.c', 'enter.h', 'commands.h', 'frames.h', 'limits.h'];
 export const SUPERVISOR_NAME = 'rft-supervisor';
 
 /** A small C program built from sources beside each other: the supervisor, or the Docker driver's agent. */

@@ -170,9 +170,10 @@ static void free_list(char **v) {
 
 /* ---------- the server's end: requests in on fd 0, replies out on fd 1 (both non-blocking) ---------- */
 
-/* Reads what the server sent into `in`, handing each whole frame (type, id, fields) to `handle`.
- * 0: nothing more for now; -1: the server is gone (end of file, or an error); -2: a frame past MAX_FRAME. */
-static int read_frames(struct buf *in, void (*handle)(const unsigned char *p, size_t n)) {
+/* Reads what the server sent into `in`, handing each whole frame (type, id, fields) to `handle`; one
+ * too short for a type and an id is passed over. 0: nothing more for now; -1: the server is gone (end
+ * of file, or an error); -2: a frame past MAX_FRAME. */
+static int read_frames(struct buf *in, void (*handle)(char type, uint32_t id, struct fields *f)) {
   for (;;) {
     buf_reserve(in, READ_CHUNK);
     ssize_t n = read(0, in->data + in->len, in->cap - in->len);
@@ -184,7 +185,8 @@ static int read_frames(struct buf *in, void (*handle)(const unsigned char *p, si
       uint32_t len = get_u32((unsigned char *)in->data + in->off);
       if (len > MAX_FRAME) return -2;
       if (buf_pending(in) < 4 + (size_t)len) break;
-      handle((unsigned char *)in->data + in->off + 4, len);
+      const unsigned char *p = (unsigned char *)in->data + in->off + 4;
+      if (len >= 5) handle((char)p[0], get_u32(p + 1), &(struct fields){p + 5, len - 5});
       in->off += 4 + (size_t)len;
     }
     if ((size_t)n < READ_CHUNK) return 0;

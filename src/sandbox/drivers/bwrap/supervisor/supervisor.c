@@ -8,7 +8,8 @@
 //  * A sandbox is created once per rollout: bubblewrap builds it (namespaces, mounts, seccomp) around
 //    a holder process (`cat`, PID 1 of the sandbox's PID namespace, which only waits).
 //  * Every command enters it (enter.c): its own PID, mount and IPC namespaces inside the sandbox's,
-//    its own /proc, privileges dropped, rlimits, the seccomp filter. Its output is relayed here.
+//    its own /proc, privileges dropped, rlimits, the seccomp filter. Its output is relayed here
+//    (commands.h, shared with the Docker agent).
 //  * Workspace mounts and uid-wide kills, which need root on the host.
 //  * bubblewrap is never started in the host's mount namespace: its own namespace is a copy of the
 //    one it starts in, which costs time in proportion to the mounts there, and the host holds one
@@ -29,7 +30,8 @@
 // Replies (supervisor -> server):
 //   'R' errno ("0" = done), message
 //   'o' 'e' 'r' data (stdout, stderr, result channel of the command 'X' id)
-//   'x' exit code or "", signal or "", truncated streams ("oer" subset), failure ("" or one line)
+//   'x' exit code or "", signal or "", truncated streams ("oer" subset), failure ("" or one line; with
+//       one, neither exit code nor signal)
 //   'g' (id = a sandbox) its holder died without a 'D'
 #define _GNU_SOURCE
 #include <errno.h>
@@ -55,25 +57,16 @@
 
 #include "enter.h"
 
-#include "frames.h"
+#include "commands.h"
 
 #define LINGER_MS 250
 /* How long an exited command's pipes may stay open (argv[1] overrides it: tests use 0). */
 static long long linger_ms = LINGER_MS;
 
-static int epfd;
-
-/* ---------- time ---------- */
-
-static long long now_ms(void) {
-  struct timespec t;
-  clock_gettime(CLOCK_MONOTONIC, &t);
-  return (long long)t.tv_sec * 1000 + t.tv_nsec / 1000000;
-}
-
 /* ---------- objects ---------- */
 
-enum kind { K_SANDBOX_READY = 1, K_SANDBOX_INFO, K_SANDBOX_ERR, K_SANDBOX_PIDFD, K_STREAM, K_STDIN, K_STATUS };
+/* epoll kinds past the commands' (commands.h) */
+enum kind { K_SANDBOX_READY = K_OWN, K_SANDBOX_INFO, K_SANDBOX_ERR, K_SANDBOX_PIDFD };
 
 struct sandbox {
   uint32_t id, index;
@@ -89,63 +82,12 @@ struct sandbox {
   uid_t uid;
 };
 
-struct proc {
-  uint32_t id, index;
-  pid_t pid;
-  int fds[3]; /* stdout, stderr, result channel: our read ends, -1 once closed */
-  size_t sent[3];
-  size_t cap; /* per stream; 0 = unlimited */
-  int truncated[3];
-  int in_fd;
-  struct buf in;
-  int in_end; /* close stdin once the buffer is written */
-  int status_fd;
-  char status[256];
-  size_t status_len;
-  int exited, code, sig;
-  long long linger_until;
-};
-
 struct op {
   uint32_t id, index;
 };
 
-/* Objects live in slot arrays (an index names one in epoll data); ids and pids find them through
- * small open-addressing maps, so no request costs a walk over every object. */
-struct slots {
-  void **items;
-  uint32_t len, cap;
-  uint32_t *free, *dead; /* dead: removed in this turn of the loop, reusable from the next one */
-  uint32_t nfree, ndead;
-};
-
-static uint32_t slots_add(struct slots *s, void *item) {
-  uint32_t i;
-  if (s->nfree) i = s->free[--s->nfree];
-  else {
-    if (s->len == s->cap) {
-      s->cap = s->cap ? s->cap * 2 : 64;
-      s->items = realloc(s->items, s->cap * sizeof(void *));
-      s->free = realloc(s->free, s->cap * sizeof(uint32_t));
-      s->dead = realloc(s->dead, s->cap * sizeof(uint32_t));
-      if (!s->items || !s->free || !s->dead) abort();
-    }
-    i = s->len++;
-  }
-  s->items[i] = item;
-  return i;
-}
-
-/* An event of this turn may still name the index: it finds NULL, never a newer object. */
-static void slots_remove(struct slots *s, uint32_t i) {
-  s->items[i] = NULL;
-  s->dead[s->ndead++] = i;
-}
-
-static void slots_flush(struct slots *s) {
-  while (s->ndead) s->free[s->nfree++] = s->dead[--s->ndead];
-}
-
+/* Objects live in slot arrays (commands.h); ids and pids find them through small open-addressing
+ * maps, so no request costs a walk over every object. */
 #define EMPTY 0u
 #define TOMB 0xffffffffu
 struct map {
@@ -197,47 +139,16 @@ static void map_del(struct map *m, uint32_t key) {
   if (m->keys[i] == key) m->keys[i] = TOMB;
 }
 
-static struct slots sandboxes, procs, ops;
-static int lingering; /* commands that exited and wait for their pipes */
+static struct slots sandboxes, ops; /* and procs (commands.h) */
 static struct map sandbox_ids, proc_ids, pids; /* pids: kind << 32 | index */
 enum { PID_PROC = 1, PID_BWRAP, PID_OP };
 static struct sock_filter *filter;
 static struct sock_fprog filter_prog;
 static pid_t self;
 
-static void ep_add(int fd, enum kind kind, uint32_t index, uint32_t events) {
-  struct epoll_event ev = {.events = events, .data.u64 = ((uint64_t)kind << 56) | ((uint64_t)index << 8)};
-  epoll_ctl(epfd, EPOLL_CTL_ADD, fd, &ev);
-}
-
-static void ep_add_stream(int fd, uint32_t index, int stream) {
-  struct epoll_event ev = {.events = EPOLLIN, .data.u64 = ((uint64_t)K_STREAM << 56) | ((uint64_t)index << 8) | (uint64_t)stream};
-  epoll_ctl(epfd, EPOLL_CTL_ADD, fd, &ev);
-}
-
-static void close_fd(int *fd) {
-  if (*fd >= 0) {
-    epoll_ctl(epfd, EPOLL_CTL_DEL, *fd, NULL);
-    close(*fd);
-    *fd = -1;
-  }
-}
-
 static struct sandbox *find_sandbox(uint32_t id) {
   uint64_t v = map_get(&sandbox_ids, id);
   return v ? sandboxes.items[v - 1] : NULL;
-}
-
-static struct proc *find_proc(uint32_t id) {
-  uint64_t v = map_get(&proc_ids, id);
-  return v ? procs.items[v - 1] : NULL;
-}
-
-static int nonblock_pipe(int p[2], int read_nonblock, int write_nonblock) {
-  if (pipe2(p, O_CLOEXEC) != 0) return -1;
-  if (read_nonblock) fcntl(p[0], F_SETFL, O_NONBLOCK);
-  if (write_nonblock) fcntl(p[1], F_SETFL, O_NONBLOCK);
-  return 0;
 }
 
 /* A memfd holding `data` (bwrap reads its --args, --ro-bind-data and --seccomp from fds). */
@@ -256,19 +167,6 @@ static int data_fd(const char *data, size_t n) {
   }
   lseek(fd, 0, SEEK_SET);
   return fd;
-}
-
-/* In a child: places `src[i]` at fd i, then closes every descriptor at or above `count`. */
-static int place_fds(const int *src, int count) {
-  int moved[16];
-  for (int i = 0; i < count; i++) {
-    moved[i] = fcntl(src[i], F_DUPFD, count);
-    if (moved[i] < 0) return -1;
-  }
-  for (int i = 0; i < count; i++)
-    if (dup2(moved[i], i) < 0) return -1;
-  syscall(SYS_close_range, (unsigned)count, ~0U, 0U);
-  return 0;
 }
 
 /* ---------- sandboxes ---------- */
@@ -487,9 +385,9 @@ static void create_sandbox(uint32_t req, struct fields *f) {
   sb->holder_out = outp[0];
   sb->info_fd = info[0];
   sb->err_fd = err[0];
-  ep_add(sb->holder_out, K_SANDBOX_READY, sb->index, EPOLLIN);
-  ep_add(sb->info_fd, K_SANDBOX_INFO, sb->index, EPOLLIN);
-  ep_add(sb->err_fd, K_SANDBOX_ERR, sb->index, EPOLLIN);
+  ep_add(sb->holder_out, K_SANDBOX_READY, sb->index, 0, EPOLLIN);
+  ep_add(sb->info_fd, K_SANDBOX_INFO, sb->index, 0, EPOLLIN);
+  ep_add(sb->err_fd, K_SANDBOX_ERR, sb->index, 0, EPOLLIN);
   /* The holder (cat) echoes this once it runs, that is once bwrap finished building the sandbox. */
   if (write(sb->holder_in, "\n", 1) != 1) sandbox_fail(sb, "cannot start the sandbox");
 done:
@@ -537,7 +435,7 @@ static void sandbox_check_ready(struct sandbox *sb) {
   sb->procfd = procfd;
   sb->ready = 1;
   sandbox_close_setup(sb);
-  ep_add(pidfd, K_SANDBOX_PIDFD, sb->index, EPOLLIN);
+  ep_add(pidfd, K_SANDBOX_PIDFD, sb->index, 0, EPOLLIN);
   reply_status(sb->create_req, 0, "");
   sb->create_req = 0;
 }
@@ -612,196 +510,40 @@ static void sandbox_reaped(struct sandbox *sb) {
 }
 
 
-/* ---------- commands ---------- */
+/* ---------- commands (commands.h) ---------- */
 
-static void stream_read(struct proc *p, int s, int rounds);
-
-static void proc_maybe_done(struct proc *p) {
-  if (!p->exited) return;
-  int open_streams = 0;
-  for (int i = 0; i < 3; i++) open_streams += p->fds[i] >= 0;
-  if ((open_streams || p->status_fd >= 0) && now_ms() < p->linger_until) return;
-  /* The linger is over: take what the pipes still hold before closing them. Under load this loop can
-   * come back to a command later than its linger (its exit reaped, its pipes' events not yet
-   * handled): closing unread pipes then lost whole outputs (exit 0, empty stdout; 196 in a burst of
-   * 2,500 calls). What is read here is bounded: the pipe's buffer, plus what something that escaped
-   * the command writes meanwhile, up to the rounds. */
-  for (int i = 0; i < 3; i++) stream_read(p, i, 16);
-  if (p->status_fd >= 0) {
-    ssize_t n = read(p->status_fd, p->status + p->status_len, sizeof p->status - 1 - p->status_len);
-    if (n > 0) p->status_len += (size_t)n;
-  }
-  for (int i = 0; i < 3; i++) close_fd(&p->fds[i]);
-  close_fd(&p->status_fd);
-  close_fd(&p->in_fd);
-  char code[16] = "", sig[16] = "", trunc[4] = "";
-  if (p->sig) snprintf(sig, sizeof sig, "%d", p->sig);
-  else snprintf(code, sizeof code, "%d", p->code);
-  int t = 0;
-  for (int i = 0; i < 3; i++)
-    if (p->truncated[i]) trunc[t++] = "oer"[i];
-  while (p->status_len && p->status[p->status_len - 1] == '\n') p->status_len--;
-  reply('x', p->id, S(code), S(sig), S(trunc), p->status, p->status_len, NULL);
-  lingering--;
-  map_del(&proc_ids, p->id);
-  slots_remove(&procs, p->index);
-  free(p->in.data);
-  free(p);
+static struct proc *find_proc(uint32_t id) {
+  uint64_t v = map_get(&proc_ids, id);
+  return v ? procs.items[v - 1] : NULL;
 }
 
-/* Reads what stream s holds now, up to `rounds` chunks, relaying it within the cap. */
-static void stream_read(struct proc *p, int s, int rounds) {
-  static char chunk[READ_CHUNK];
-  for (int r = 0; r < rounds && p->fds[s] >= 0; r++) {
-    ssize_t n = read(p->fds[s], chunk, sizeof chunk);
-    if (n < 0 && (errno == EAGAIN || errno == EINTR)) break;
-    if (n <= 0) {
-      close_fd(&p->fds[s]);
-      break;
-    }
-    size_t keep = (size_t)n;
-    if (p->cap && p->sent[s] + keep > p->cap) {
-      keep = p->cap - p->sent[s];
-      p->truncated[s] = 1;
-    }
-    if (keep) reply("oer"[s], p->id, chunk, keep, NULL);
-    p->sent[s] += keep;
-    /* Past the cap the pipe closes: the writer gets EPIPE, as with `| head -c N`. */
-    if (p->truncated[s]) close_fd(&p->fds[s]);
-    if ((size_t)n < sizeof chunk) break;
-  }
+/* The command runs in a sandbox that is built, under the seccomp filter. */
+static const char *exec_refused(struct exec_req *x) {
+  struct sandbox *sb = find_sandbox(x->sandbox);
+  if (!sb || !sb->ready) return "gone";
+  if (!filter) return "setup seccomp: no filter";
+  x->ctx = sb;
+  return NULL;
 }
 
-static void proc_stream(struct proc *p, int s) {
-  stream_read(p, s, 4);
-  proc_maybe_done(p);
+/* Enters the sandbox (enter.c), whose holder's /proc directory it gets at fd 4, the status pipe at 5. */
+static void exec_child(const struct exec_req *x, const int fds[5]) {
+  const struct sandbox *sb = x->ctx;
+  int src[6] = {fds[0], fds[1], fds[2], fds[3], sb->procfd, fds[4]};
+  if (place_fds(src, 6) != 0) _exit(125);
+  enter_and_exec(&(struct enter){.uid = x->uid, .gid = x->gid, .dir = x->cwd, .limits = x->limits, .argv = x->argv, .envp = x->envp, .parent = self, .filter = &filter_prog});
 }
 
-static void proc_write_stdin(struct proc *p) {
-  while (p->in_fd >= 0 && buf_pending(&p->in)) {
-    ssize_t w = write(p->in_fd, p->in.data + p->in.off, buf_pending(&p->in));
-    if (w < 0 && errno == EINTR) continue;
-    if (w < 0 && errno == EAGAIN) break;
-    if (w <= 0) { /* the command closed its stdin */
-      close_fd(&p->in_fd);
-      return;
-    }
-    p->in.off += (size_t)w;
-  }
-  if (p->in_fd < 0) return;
-  struct epoll_event ev = {.events = buf_pending(&p->in) ? EPOLLOUT : 0,
-                           .data.u64 = ((uint64_t)K_STDIN << 56) | ((uint64_t)p->index << 8)};
-  if (!buf_pending(&p->in) && p->in_end) close_fd(&p->in_fd);
-  else epoll_ctl(epfd, EPOLL_CTL_MOD, p->in_fd, &ev);
-}
-
-static void exec_fail(uint32_t id, const char *what) {
-  reply('x', id, S(""), S(""), S(""), S(what), NULL);
-}
-
-static void start_exec(uint32_t id, struct fields *f) {
-  uint32_t sbid = (uint32_t)field_num(f);
-  uid_t uid = (uid_t)field_num(f);
-  gid_t gid = (gid_t)field_num(f);
-  char *cwd = field_str(f);
-  char *limits = field_str(f);
-  char **argv = field_list(f);
-  char **envp = field_list(f);
-  size_t stdin_len;
-  const char *stdin_data = field(f, &stdin_len);
-  char *flags = field_str(f);
-  size_t cap = (size_t)field_num(f);
-  struct sandbox *sb = find_sandbox(sbid);
-  struct proc *p = NULL;
-  int result = strchr(flags, 'r') != NULL, streamed = strchr(flags, 's') != NULL;
-  int in[2] = {-1, -1}, o[2] = {-1, -1}, e[2] = {-1, -1}, r[2] = {-1, -1}, st[2] = {-1, -1};
-  if (find_proc(id)) {
-    exec_fail(id, "setup exec: id in use");
-    goto done;
-  }
-  if (!sb || !sb->ready) {
-    exec_fail(id, "gone");
-    goto done;
-  }
-  if (!filter) {
-    exec_fail(id, "setup seccomp: no filter");
-    goto done;
-  }
-  if (!argv[0]) {
-    exec_fail(id, "setup exec: no command");
-    goto done;
-  }
-  int want_in = streamed || stdin_len > 0;
-  if ((want_in && nonblock_pipe(in, 0, 1)) || nonblock_pipe(o, 1, 0) || nonblock_pipe(e, 1, 0) || (result && nonblock_pipe(r, 1, 0)) ||
-      nonblock_pipe(st, 1, 0)) {
-    exec_fail(id, "setup pipes: too many open files");
-    goto close_all;
-  }
-  pid_t pid = fork();
-  if (pid == 0) {
-    int devnull = open("/dev/null", O_RDWR | O_CLOEXEC);
-    int src[6] = {want_in ? in[0] : devnull, o[1], e[1], result ? r[1] : devnull, sb->procfd, st[1]};
-    if (place_fds(src, 6) != 0) _exit(125);
-    enter_and_exec(&(struct enter){.uid = uid, .gid = gid, .dir = cwd, .limits = limits, .argv = argv, .envp = envp, .parent = self, .filter = &filter_prog});
-  }
-  if (pid < 0) {
-    exec_fail(id, "setup fork: out of memory");
-    goto close_all;
-  }
+static void proc_added(struct proc *p) {
   /* The child makes its own process group too (enter.c), but an 'S' read before it did would signal
      no group and be lost: the command would run on. Made here as well, the group exists from now. */
-  setpgid(pid, pid);
-  p = calloc(1, sizeof *p);
-  if (!p) abort();
-  p->index = slots_add(&procs, p);
-  map_put(&proc_ids, id, p->index);
-  map_put(&pids, (uint32_t)pid, ((uint64_t)PID_PROC << 32) | p->index);
-  p->id = id;
-  p->pid = pid;
-  p->cap = cap;
-  p->fds[0] = o[0];
-  p->fds[1] = e[0];
-  p->fds[2] = result ? r[0] : -1;
-  p->status_fd = st[0];
-  p->in_fd = want_in ? in[1] : -1;
-  close(o[1]);
-  close(e[1]);
-  close(st[1]);
-  if (result) close(r[1]);
-  if (want_in) close(in[0]);
-  uint32_t index = p->index;
-  for (int s = 0; s < 3; s++)
-    if (p->fds[s] >= 0) ep_add_stream(p->fds[s], index, s);
-  ep_add(p->status_fd, K_STATUS, index, EPOLLIN);
-  if (p->in_fd >= 0) {
-    ep_add(p->in_fd, K_STDIN, index, 0);
-    if (stdin_len) buf_put(&p->in, stdin_data, stdin_len);
-    p->in_end = !streamed;
-    proc_write_stdin(p);
-  }
-  goto done;
-close_all:
-  for (int i = 0; i < 2; i++) {
-    if (in[i] >= 0) close(in[i]);
-    if (o[i] >= 0) close(o[i]);
-    if (e[i] >= 0) close(e[i]);
-    if (r[i] >= 0) close(r[i]);
-    if (st[i] >= 0) close(st[i]);
-  }
-done:
-  free(cwd);
-  free(limits);
-  free(flags);
-  free_list(argv);
-  free_list(envp);
+  setpgid(p->pid, p->pid);
+  map_put(&proc_ids, p->id, p->index);
+  map_put(&pids, (uint32_t)p->pid, ((uint64_t)PID_PROC << 32) | p->index);
 }
 
-static void proc_status(struct proc *p) {
-  ssize_t n = read(p->status_fd, p->status + p->status_len, sizeof p->status - 1 - p->status_len);
-  if (n > 0) p->status_len += (size_t)n;
-  else if (n == 0 || (errno != EAGAIN && errno != EINTR)) close_fd(&p->status_fd);
-  if (p->status_len >= sizeof p->status - 1) close_fd(&p->status_fd);
-  proc_maybe_done(p);
+static void proc_forgotten(struct proc *p) {
+  map_del(&proc_ids, p->id);
 }
 
 /* ---------- host operations ---------- */
@@ -858,11 +600,7 @@ static void reap(void) {
     uint32_t kind = (uint32_t)((v - 1) >> 32), index = (uint32_t)(v - 1);
     if (kind == PID_PROC) {
       struct proc *p = procs.items[index];
-      p->exited = 1;
-      lingering++;
-      if (WIFEXITED(st)) p->code = WEXITSTATUS(st);
-      else p->sig = WTERMSIG(st);
-      p->linger_until = now_ms() + linger_ms;
+      proc_exited(p, st, linger_ms, 0);
       proc_maybe_done(p);
     } else if (kind == PID_BWRAP) {
       sandbox_reaped(sandboxes.items[index]);
@@ -877,19 +615,15 @@ static void reap(void) {
 
 static struct buf in; /* frames from the server */
 
-static void handle_frame(const unsigned char *p, size_t n) {
-  if (n < 5) return;
-  char type = (char)p[0];
-  uint32_t id = get_u32(p + 1);
-  struct fields f = {p + 5, n - 5};
+static void handle_frame(char type, uint32_t id, struct fields *f) {
   struct proc *pr;
   size_t len;
   const char *data;
   switch (type) {
-  case 'C': create_sandbox(id, &f); break;
-  case 'D': destroy_sandbox(id, &f); break;
+  case 'C': create_sandbox(id, f); break;
+  case 'D': destroy_sandbox(id, f); break;
   case 'F':
-    data = field(&f, &len);
+    data = field(f, &len);
     if (len && len % sizeof(struct sock_filter) == 0 && len / sizeof(struct sock_filter) < 65536) {
       free(filter);
       filter = malloc(len);
@@ -902,25 +636,14 @@ static void handle_frame(const unsigned char *p, size_t n) {
       reply_status(id, EINVAL, "bad seccomp filter");
     }
     break;
-  case 'X': start_exec(id, &f); break;
-  case 'I':
-    data = field(&f, &len);
-    if ((pr = find_proc(id)) && pr->in_fd >= 0 && len) {
-      buf_put(&pr->in, data, len);
-      proc_write_stdin(pr);
-    }
-    break;
-  case 'J':
-    if ((pr = find_proc(id))) {
-      pr->in_end = 1;
-      proc_write_stdin(pr);
-    }
-    break;
+  case 'X': start_exec(id, f); break;
+  case 'I': proc_input(find_proc(id), f); break;
+  case 'J': proc_input_end(find_proc(id)); break;
   case 'S':
     /* The command's chain shares one process group; its namespace dies with it. */
     if ((pr = find_proc(id)) && !pr->exited) kill(-pr->pid, SIGKILL);
     break;
-  case 'M': case 'U': case 'K': start_op(id, type, &f); break;
+  case 'M': case 'U': case 'K': start_op(id, type, f); break;
   default: break;
   }
 }
@@ -942,10 +665,18 @@ static void read_requests(void) {
   }
 }
 
-static int flush_out(void) {
-  int pending = flush_frames();
-  if (pending < 0) _exit(0);
-  return pending;
+static void server_gone(void) {
+  _exit(0);
+}
+
+static void own_event(int kind, uint32_t index) {
+  struct sandbox *sb = index < sandboxes.len ? sandboxes.items[index] : NULL;
+  if (sb) sandbox_event(sb, (enum kind)kind);
+}
+
+static void turn_end(void) {
+  slots_flush(&sandboxes);
+  slots_flush(&ops);
 }
 
 int main(int argc, char **argv) {
@@ -958,69 +689,8 @@ int main(int argc, char **argv) {
     nofile.rlim_cur = nofile.rlim_max;
     setrlimit(RLIMIT_NOFILE, &nofile);
   }
-  fcntl(0, F_SETFL, O_NONBLOCK);
-  fcntl(1, F_SETFL, O_NONBLOCK);
-  signal(SIGPIPE, SIG_IGN);
-  sigset_t mask;
-  sigemptyset(&mask);
-  sigaddset(&mask, SIGCHLD);
-  sigprocmask(SIG_BLOCK, &mask, NULL);
-  int sfd = signalfd(-1, &mask, SFD_NONBLOCK | SFD_CLOEXEC);
-  epfd = epoll_create1(EPOLL_CLOEXEC);
-  struct epoll_event ev = {.events = EPOLLIN, .data.u64 = 1};
-  epoll_ctl(epfd, EPOLL_CTL_ADD, 0, &ev);
-  ev.data.u64 = 2;
-  epoll_ctl(epfd, EPOLL_CTL_ADD, sfd, &ev);
-  ev.events = 0;
-  ev.data.u64 = 3;
-  epoll_ctl(epfd, EPOLL_CTL_ADD, 1, &ev);
+  loop_open();
   make_base_ns();
   reply('R', 0, S("0"), S("ready"), NULL);
-  int out_blocked = 0;
-  for (;;) {
-    int pending = flush_out();
-    if (pending != out_blocked) {
-      ev.events = pending ? EPOLLOUT : 0;
-      ev.data.u64 = 3;
-      epoll_ctl(epfd, EPOLL_CTL_MOD, 1, &ev);
-      out_blocked = pending;
-    }
-    /* Lingering commands (exited, pipes still held by something that escaped) close on time. */
-    long long next = -1, t = now_ms();
-    for (uint32_t i = 0; lingering > 0 && i < procs.len; i++) {
-      struct proc *p = procs.items[i];
-      if (!p || !p->exited) continue;
-      if (p->linger_until <= t) proc_maybe_done(p);
-      else if (next < 0 || p->linger_until - t < next) next = p->linger_until - t;
-    }
-    struct epoll_event events[64];
-    int n = epoll_wait(epfd, events, 64, (int)next);
-    for (int i = 0; i < n; i++) {
-      uint64_t d = events[i].data.u64;
-      if (d == 1) read_requests();
-      else if (d == 2) {
-        struct signalfd_siginfo si;
-        while (read(sfd, &si, sizeof si) == sizeof si) {}
-        reap();
-      } else if (d == 3) {
-        /* writable: flushed at the top of the loop */
-      } else {
-        enum kind kind = (enum kind)(d >> 56);
-        uint32_t index = (uint32_t)((d >> 8) & 0xffffffffu);
-        if (kind == K_STREAM || kind == K_STDIN || kind == K_STATUS) {
-          struct proc *p = index < procs.len ? procs.items[index] : NULL;
-          if (!p) continue;
-          if (kind == K_STREAM) proc_stream(p, (int)(d & 0xff));
-          else if (kind == K_STDIN) proc_write_stdin(p);
-          else proc_status(p);
-        } else {
-          struct sandbox *sb = index < sandboxes.len ? sandboxes.items[index] : NULL;
-          if (sb) sandbox_event(sb, kind);
-        }
-      }
-    }
-    slots_flush(&procs);
-    slots_flush(&sandboxes);
-    slots_flush(&ops);
-  }
+  loop_run();
 }

@@ -2,6 +2,9 @@
 // file). The server starts it with the container's first exec (attached, as the sandbox uid) and
 // then runs every command, file helper and long-running process of the rollout through it, in the
 // bwrap supervisor's frames (../../bwrap/supervisor/frames.h), instead of one engine exec per call.
+// A command's pipes, output, stdin and end, and the event loop, are the supervisor's code
+// (../../bwrap/supervisor/commands.h); this file holds the agent's own: its child, its reaping and
+// sweep, what it does when the server is gone.
 //
 //  * It runs as the sandbox's own uid (the container has no capabilities to change uids with), is
 //    non-dumpable (no process of the sandbox can ptrace it or open its /proc fd, mem or environ),
@@ -38,84 +41,30 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "../../bwrap/supervisor/frames.h"
+#include "../../bwrap/supervisor/commands.h" /* and frames.h */
 #include "../../bwrap/supervisor/limits.h"
 
 #define LINGER_MS 250
 #define MAX_PASSES 16
 
-static int epfd;
 static pid_t self;
 
-static long long now_ms(void) {
-  struct timespec t;
-  clock_gettime(CLOCK_MONOTONIC, &t);
-  return (long long)t.tv_sec * 1000 + t.tv_nsec / 1000000;
-}
-
-struct proc {
-  uint32_t id, index;
-  pid_t pid; /* also its session and process group */
-  int fds[3];
-  size_t sent[3], cap;
-  int truncated[3];
-  int in_fd, in_end;
-  struct buf in;
-  int status_fd;
-  char status[256];
-  size_t status_len;
-  int exited, code, sig;
-  int killed; /* by an 'S': its end is reported as the signal, else as a shell says it (128 + n) */
-  long long linger_until;
-};
-
-static struct proc **procs;
-static uint32_t nprocs, capprocs;
-static uint32_t *freed, nfreed; /* slots emptied this turn, reusable from the next one */
-static uint32_t *reusable, nreusable;
-
-enum { K_STREAM = 1, K_STDIN, K_STATUS };
-
-static uint32_t proc_slot(struct proc *p) {
-  uint32_t i;
-  if (nreusable) i = reusable[--nreusable];
-  else {
-    if (nprocs == capprocs) {
-      capprocs = capprocs ? capprocs * 2 : 64;
-      procs = realloc(procs, capprocs * sizeof *procs);
-      freed = realloc(freed, capprocs * sizeof *freed);
-      reusable = realloc(reusable, capprocs * sizeof *reusable);
-      if (!procs || !freed || !reusable) abort();
-    }
-    i = nprocs++;
+/* Commands (commands.h) are found by a walk: an agent has few at a time. */
+static struct proc *find_proc(uint32_t id) {
+  for (uint32_t i = 0; i < procs.len; i++) {
+    struct proc *p = procs.items[i];
+    if (p && p->id == id) return p;
   }
-  procs[i] = p;
-  return i;
-}
-
-static struct proc *find_id(uint32_t id) {
-  for (uint32_t i = 0; i < nprocs; i++)
-    if (procs[i] && procs[i]->id == id) return procs[i];
   return NULL;
 }
 
+/* A running command by its pid (also its session and process group). */
 static struct proc *find_pid(pid_t pid) {
-  for (uint32_t i = 0; i < nprocs; i++)
-    if (procs[i] && procs[i]->pid == pid && !procs[i]->exited) return procs[i];
-  return NULL;
-}
-
-static void ep_add(int fd, int kind, uint32_t index, int stream, uint32_t events) {
-  struct epoll_event ev = {.events = events, .data.u64 = ((uint64_t)kind << 56) | ((uint64_t)index << 8) | (uint64_t)stream};
-  epoll_ctl(epfd, EPOLL_CTL_ADD, fd, &ev);
-}
-
-static void close_fd(int *fd) {
-  if (*fd >= 0) {
-    epoll_ctl(epfd, EPOLL_CTL_DEL, *fd, NULL);
-    close(*fd);
-    *fd = -1;
+  for (uint32_t i = 0; i < procs.len; i++) {
+    struct proc *p = procs.items[i];
+    if (p && p->pid == pid && !p->exited) return p;
   }
+  return NULL;
 }
 
 /* ---------- the sweep ---------- */
@@ -212,86 +161,12 @@ static void sweep(void) {
   for (size_t i = 0; i < nstopped; i++) kill(stopped[i], SIGKILL);
 }
 
-/* ---------- commands ---------- */
-
-static void stream_read(struct proc *p, int s, int rounds) {
-  static char chunk[READ_CHUNK];
-  for (int r = 0; r < rounds && p->fds[s] >= 0; r++) {
-    ssize_t n = read(p->fds[s], chunk, sizeof chunk);
-    if (n < 0 && (errno == EAGAIN || errno == EINTR)) break;
-    if (n <= 0) {
-      close_fd(&p->fds[s]);
-      break;
-    }
-    size_t keep = (size_t)n;
-    if (p->cap && p->sent[s] + keep > p->cap) {
-      keep = p->cap - p->sent[s];
-      p->truncated[s] = 1;
-    }
-    if (keep) reply("oer"[s], p->id, chunk, keep, NULL);
-    p->sent[s] += keep;
-    /* Past the cap the pipe closes: the writer gets EPIPE, as with `| head -c N`. */
-    if (p->truncated[s]) close_fd(&p->fds[s]);
-    if ((size_t)n < sizeof chunk) break;
-  }
-}
-
-static void proc_maybe_done(struct proc *p) {
-  if (!p->exited) return;
-  int open_streams = 0;
-  for (int i = 0; i < 3; i++) open_streams += p->fds[i] >= 0;
-  if ((open_streams || p->status_fd >= 0) && now_ms() < p->linger_until) return;
-  for (int i = 0; i < 3; i++) stream_read(p, i, 16);
-  if (p->status_fd >= 0) {
-    ssize_t n = read(p->status_fd, p->status + p->status_len, sizeof p->status - 1 - p->status_len);
-    if (n > 0) p->status_len += (size_t)n;
-  }
-  for (int i = 0; i < 3; i++) close_fd(&p->fds[i]);
-  close_fd(&p->status_fd);
-  close_fd(&p->in_fd);
-  char code[16] = "", sig[16] = "", trunc[4] = "";
-  if (p->sig) snprintf(sig, sizeof sig, "%d", p->sig);
-  else snprintf(code, sizeof code, "%d", p->code);
-  int t = 0;
-  for (int i = 0; i < 3; i++)
-    if (p->truncated[i]) trunc[t++] = "oer"[i];
-  while (p->status_len && p->status[p->status_len - 1] == '\n') p->status_len--;
-  /* A setup failure of ours (the child could not exec into the command's state) reports no exit. */
-  if (p->status_len) code[0] = sig[0] = 0;
-  reply('x', p->id, S(code), S(sig), S(trunc), p->status, p->status_len, NULL);
-  procs[p->index] = NULL;
-  freed[nfreed++] = p->index;
-  free(p->in.data);
-  free(p);
-}
-
-static void proc_write_stdin(struct proc *p) {
-  while (p->in_fd >= 0 && buf_pending(&p->in)) {
-    ssize_t w = write(p->in_fd, p->in.data + p->in.off, buf_pending(&p->in));
-    if (w < 0 && errno == EINTR) continue;
-    if (w < 0 && errno == EAGAIN) break;
-    if (w <= 0) {
-      close_fd(&p->in_fd);
-      return;
-    }
-    p->in.off += (size_t)w;
-  }
-  if (p->in_fd < 0) return;
-  struct epoll_event ev = {.events = buf_pending(&p->in) ? EPOLLOUT : 0, .data.u64 = ((uint64_t)K_STDIN << 56) | ((uint64_t)p->index << 8)};
-  if (!buf_pending(&p->in) && p->in_end) close_fd(&p->in_fd);
-  else epoll_ctl(epfd, EPOLL_CTL_MOD, p->in_fd, &ev);
-}
+/* ---------- commands (commands.h) ---------- */
 
 /* Kills a command's process group (its session's, from its setsid on), and the command itself. */
 static void kill_proc(struct proc *p) {
   kill(-p->pid, SIGKILL);
   kill(p->pid, SIGKILL);
-}
-
-static void exec_fail(uint32_t id, const char *what, int err) {
-  char msg[160];
-  snprintf(msg, sizeof msg, "setup %s: %s", what, strerror(err));
-  reply('x', id, S(""), S(""), S(""), S(msg), NULL);
 }
 
 /* In the child: lowers one rlimit; a limit above the container's stays as it is (a refusal too). */
@@ -305,121 +180,45 @@ static int lower_limit(int resource, unsigned long long v, const char *name) {
   return 0;
 }
 
-static int pipe_nb(int p[2], int read_nb, int write_nb) {
-  if (pipe2(p, O_CLOEXEC) != 0) return -1;
-  if (read_nb) fcntl(p[0], F_SETFL, O_NONBLOCK);
-  if (write_nb) fcntl(p[1], F_SETFL, O_NONBLOCK);
-  return 0;
+/* The container is the sandbox: any command runs, as this agent's uid and gid. */
+static const char *exec_refused(struct exec_req *x) {
+  (void)x;
+  return NULL;
 }
 
-static void start_exec(uint32_t id, struct fields *f) {
-  free(field_str(f)); /* sandbox */
-  (void)field_num(f); /* uid: ours */
-  (void)field_num(f); /* gid: ours */
-  char *cwd = field_str(f), *limits = field_str(f);
-  char **argv = field_list(f), **envp = field_list(f);
-  size_t stdin_len;
-  const char *stdin_data = field(f, &stdin_len);
-  char *flags = field_str(f);
-  size_t cap = (size_t)field_num(f);
-  int result = strchr(flags, 'r') != NULL, streamed = strchr(flags, 's') != NULL;
-  int want_in = streamed || stdin_len > 0;
-  int in[2] = {-1, -1}, o[2] = {-1, -1}, e[2] = {-1, -1}, r[2] = {-1, -1}, st[2] = {-1, -1};
-  if (find_id(id)) {
-    reply('x', id, S(""), S(""), S(""), S("setup exec: id in use"), NULL);
-    goto done;
+/* Leads its own session, gets its stdio, result channel (fd 3) and the status pipe (fd 4, for our
+ * failures, never the command's), the container's rlimits lowered to the request's. */
+static void exec_child(const struct exec_req *x, const int fds[5]) {
+  setsid();
+  if (place_fds(fds, 5) != 0) _exit(125);
+  fcntl(4, F_SETFD, FD_CLOEXEC);
+  if (!x->result) close(3);
+  sigset_t none;
+  sigemptyset(&none);
+  sigprocmask(SIG_SETMASK, &none, NULL);
+  signal(SIGPIPE, SIG_DFL);
+  prctl(PR_SET_DUMPABLE, 1, 0, 0, 0); /* the command's own /proc/self (gVisor keeps the flag across execve) */
+  if (x->limits[0] && each_limit(x->limits, lower_limit) != 0) {
+    dprintf(4, "setup limits: %s\n", strerror(errno));
+    _exit(125);
   }
-  if (!argv[0]) {
-    reply('x', id, S(""), S(""), S(""), S("setup exec: no command"), NULL);
-    goto done;
+  if (chdir(x->cwd) != 0) {
+    dprintf(2, "cannot enter %s: %s\n", x->cwd, strerror(errno));
+    _exit(1);
   }
-  if ((want_in && pipe_nb(in, 0, 1)) || pipe_nb(o, 1, 0) || pipe_nb(e, 1, 0) || (result && pipe_nb(r, 1, 0)) || pipe_nb(st, 1, 0)) {
-    exec_fail(id, "pipes", errno);
-    goto close_all;
-  }
-  pid_t pid = fork();
-  if (pid == 0) {
-    setsid();
-    int devnull = open("/dev/null", O_RDWR | O_CLOEXEC);
-    int src[5] = {want_in ? in[0] : devnull, o[1], e[1], result ? r[1] : devnull, st[1]}, moved[5];
-    for (int i = 0; i < 5; i++)
-      if ((moved[i] = fcntl(src[i], F_DUPFD_CLOEXEC, 5)) < 0) _exit(125);
-    for (int i = 0; i < 5; i++)
-      if (dup2(moved[i], i) < 0) _exit(125);
-    fcntl(4, F_SETFD, FD_CLOEXEC); /* the status pipe: our failures, never the command's */
-    syscall(SYS_close_range, 5U, ~0U, 0U);
-    if (!result) close(3);
-    sigset_t none;
-    sigemptyset(&none);
-    sigprocmask(SIG_SETMASK, &none, NULL);
-    signal(SIGPIPE, SIG_DFL);
-    prctl(PR_SET_DUMPABLE, 1, 0, 0, 0); /* the command's own /proc/self (gVisor keeps the flag across execve) */
-    if (limits[0] && each_limit(limits, lower_limit) != 0) {
-      dprintf(4, "setup limits: %s\n", strerror(errno));
-      _exit(125);
-    }
-    if (chdir(cwd) != 0) {
-      dprintf(2, "cannot enter %s: %s\n", cwd, strerror(errno));
-      _exit(1);
-    }
-    execvpe(argv[0], argv, envp);
-    dprintf(2, "%s: %s\n", argv[0], strerror(errno));
-    _exit(errno == ENOENT ? 127 : 126);
-  }
-  if (pid < 0) {
-    exec_fail(id, "fork", errno);
-    goto close_all;
-  }
-  /* No setpgid here: it would make the child a group leader, whose setsid then fails. A kill read
-   * before the child's setsid ran takes the child itself (see kill_proc). */
-  struct proc *p = calloc(1, sizeof *p);
-  if (!p) abort();
-  p->id = id;
-  p->pid = pid;
-  p->cap = cap;
-  p->index = proc_slot(p);
-  p->fds[0] = o[0];
-  p->fds[1] = e[0];
-  p->fds[2] = result ? r[0] : -1;
-  p->status_fd = st[0];
-  p->in_fd = want_in ? in[1] : -1;
-  close(o[1]);
-  close(e[1]);
-  close(st[1]);
-  if (result) close(r[1]);
-  if (want_in) close(in[0]);
-  for (int s = 0; s < 3; s++)
-    if (p->fds[s] >= 0) ep_add(p->fds[s], K_STREAM, p->index, s, EPOLLIN);
-  ep_add(p->status_fd, K_STATUS, p->index, 0, EPOLLIN);
-  if (p->in_fd >= 0) {
-    ep_add(p->in_fd, K_STDIN, p->index, 0, 0);
-    if (stdin_len) buf_put(&p->in, stdin_data, stdin_len);
-    p->in_end = !streamed;
-    proc_write_stdin(p);
-  }
-  goto done;
-close_all:
-  for (int i = 0; i < 2; i++) {
-    if (in[i] >= 0) close(in[i]);
-    if (o[i] >= 0) close(o[i]);
-    if (e[i] >= 0) close(e[i]);
-    if (r[i] >= 0) close(r[i]);
-    if (st[i] >= 0) close(st[i]);
-  }
-done:
-  free(cwd);
-  free(limits);
-  free(flags);
-  free_list(argv);
-  free_list(envp);
+  execvpe(x->argv[0], x->argv, x->envp);
+  dprintf(2, "%s: %s\n", x->argv[0], strerror(errno));
+  _exit(errno == ENOENT ? 127 : 126);
 }
 
-static void proc_status(struct proc *p) {
-  ssize_t n = read(p->status_fd, p->status + p->status_len, sizeof p->status - 1 - p->status_len);
-  if (n > 0) p->status_len += (size_t)n;
-  else if (n == 0 || (errno != EAGAIN && errno != EINTR)) close_fd(&p->status_fd);
-  if (p->status_len >= sizeof p->status - 1) close_fd(&p->status_fd);
-  proc_maybe_done(p);
+/* No setpgid here: it would make the child a group leader, whose setsid then fails. A kill read
+ * before the child's setsid ran takes the child itself (see kill_proc). */
+static void proc_added(struct proc *p) {
+  (void)p;
+}
+
+static void proc_forgotten(struct proc *p) {
+  (void)p;
 }
 
 static void reap(void) {
@@ -431,55 +230,37 @@ static void reap(void) {
     struct proc *p = find_pid(pid);
     if (!p) continue; /* an orphan that came back to us (subreaper) */
     kill(-pid, SIGKILL); /* its process group */
-    p->exited = 1;
-    if (WIFEXITED(st)) p->code = WEXITSTATUS(st);
-    else if (p->killed) p->sig = WTERMSIG(st);
-    else p->code = 128 + WTERMSIG(st); /* its own signal (a crash, a kill from the rollout) */
-    p->linger_until = now_ms() + LINGER_MS;
+    proc_exited(p, st, LINGER_MS, 1); /* its own signal (a crash, a kill from the rollout): 128 + n */
     swept = 1;
   }
   if (!swept) return;
   sweep(); /* what the ended commands left, once for all of them */
-  for (uint32_t i = 0; i < nprocs; i++)
-    if (procs[i] && procs[i]->exited) proc_maybe_done(procs[i]);
+  for (uint32_t i = 0; i < procs.len; i++) {
+    struct proc *p = procs.items[i];
+    if (p && p->exited) proc_maybe_done(p);
+  }
 }
 
 static struct buf in;
 
-static void kill_all_and_exit(void) {
-  for (uint32_t i = 0; i < nprocs; i++)
-    if (procs[i] && !procs[i]->exited) kill_proc(procs[i]);
-  for (uint32_t i = 0; i < nprocs; i++)
-    if (procs[i]) procs[i]->exited = 1;
+static void __attribute__((noreturn)) kill_all_and_exit(void) {
+  for (uint32_t i = 0; i < procs.len; i++) {
+    struct proc *p = procs.items[i];
+    if (p && !p->exited) kill_proc(p);
+    if (p) p->exited = 1;
+  }
   sweep();
   _exit(0);
 }
 
-static void handle_frame(const unsigned char *p, size_t n) {
-  if (n < 5) return;
-  char type = (char)p[0];
-  uint32_t id = get_u32(p + 1);
-  struct fields f = {p + 5, n - 5};
+static void handle_frame(char type, uint32_t id, struct fields *f) {
   struct proc *pr;
-  size_t len;
-  const char *data;
   switch (type) {
-  case 'X': start_exec(id, &f); break;
-  case 'I':
-    data = field(&f, &len);
-    if ((pr = find_id(id)) && pr->in_fd >= 0 && len) {
-      buf_put(&pr->in, data, len);
-      proc_write_stdin(pr);
-    }
-    break;
-  case 'J':
-    if ((pr = find_id(id))) {
-      pr->in_end = 1;
-      proc_write_stdin(pr);
-    }
-    break;
+  case 'X': start_exec(id, f); break;
+  case 'I': proc_input(find_proc(id), f); break;
+  case 'J': proc_input_end(find_proc(id)); break;
   case 'S':
-    if ((pr = find_id(id)) && !pr->exited) {
+    if ((pr = find_proc(id)) && !pr->exited) {
       pr->killed = 1;
       kill_proc(pr); /* the sweep follows its reaping */
     }
@@ -492,11 +273,15 @@ static void read_requests(void) {
   if (read_frames(&in, handle_frame) != 0) kill_all_and_exit();
 }
 
-static int flush_out(void) {
-  int pending = flush_frames();
-  if (pending < 0) kill_all_and_exit();
-  return pending;
+static void server_gone(void) {
+  kill_all_and_exit();
 }
+
+static void own_event(int kind, uint32_t index) {
+  (void)kind, (void)index; /* none: commands only */
+}
+
+static void turn_end(void) {}
 
 extern char **environ;
 
@@ -514,69 +299,14 @@ int main(void) {
   prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0); /* runc: orphans come back here; gVisor: refused */
   /* Nothing but stdio: whatever the exec was given beyond it is closed. */
   syscall(SYS_close_range, 3U, ~0U, 0U);
-  fcntl(0, F_SETFL, O_NONBLOCK);
-  fcntl(1, F_SETFL, O_NONBLOCK);
   fcntl(0, F_SETFD, FD_CLOEXEC);
   fcntl(1, F_SETFD, FD_CLOEXEC);
   int devnull = open("/dev/null", O_WRONLY);
   if (devnull >= 0) dup2(devnull, 2), close(devnull);
   fcntl(2, F_SETFD, FD_CLOEXEC);
-  signal(SIGPIPE, SIG_IGN);
-  sigset_t mask;
-  sigemptyset(&mask);
-  sigaddset(&mask, SIGCHLD);
-  sigprocmask(SIG_BLOCK, &mask, NULL);
-  int sfd = signalfd(-1, &mask, SFD_NONBLOCK | SFD_CLOEXEC);
-  epfd = epoll_create1(EPOLL_CLOEXEC);
-  struct epoll_event ev = {.events = EPOLLIN, .data.u64 = 1};
-  epoll_ctl(epfd, EPOLL_CTL_ADD, 0, &ev);
-  ev.data.u64 = 2;
-  epoll_ctl(epfd, EPOLL_CTL_ADD, sfd, &ev);
-  ev.events = 0;
-  ev.data.u64 = 3;
-  epoll_ctl(epfd, EPOLL_CTL_ADD, 1, &ev);
+  loop_open();
   char pid[16];
   snprintf(pid, sizeof pid, "%d", (int)self);
   reply('R', 0, S("0"), S("ready"), S(pid), NULL);
-  int out_blocked = 0;
-  for (;;) {
-    int pending = flush_out();
-    if (pending != out_blocked) {
-      ev.events = pending ? EPOLLOUT : 0;
-      ev.data.u64 = 3;
-      epoll_ctl(epfd, EPOLL_CTL_MOD, 1, &ev);
-      out_blocked = pending;
-    }
-    long long next = -1, t = now_ms();
-    for (uint32_t i = 0; i < nprocs; i++) {
-      struct proc *p = procs[i];
-      if (!p || !p->exited) continue;
-      if (p->linger_until <= t) proc_maybe_done(p);
-      else if (next < 0 || p->linger_until - t < next) next = p->linger_until - t;
-    }
-    if (buf_pending(&out) && !pending) continue; /* a reply made by the linger loop: flush it first */
-    struct epoll_event events[64];
-    int n = epoll_wait(epfd, events, 64, (int)next);
-    for (int i = 0; i < n; i++) {
-      uint64_t d = events[i].data.u64;
-      if (d == 1) read_requests();
-      else if (d == 2) {
-        struct signalfd_siginfo si;
-        while (read(sfd, &si, sizeof si) == sizeof si) {}
-        reap();
-      } else if (d == 3) {
-      } else {
-        int kind = (int)(d >> 56);
-        uint32_t index = (uint32_t)((d >> 8) & 0xffffffffu);
-        struct proc *p = index < nprocs ? procs[index] : NULL;
-        if (!p) continue;
-        if (kind == K_STREAM) {
-          stream_read(p, (int)(d & 0xff), 4);
-          proc_maybe_done(p);
-        } else if (kind == K_STDIN) proc_write_stdin(p);
-        else proc_status(p);
-      }
-    }
-    while (nfreed) reusable[nreusable++] = freed[--nfreed];
-  }
+  loop_run();
 }

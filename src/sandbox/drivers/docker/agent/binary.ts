@@ -7,7 +7,7 @@ import { programBinary, type Program } from '../../bwrap/supervisor/binary.js';
 
 export const AGENT: Program = {
   dir: import.meta.dirname,
-  sources: ['agent.c', '../../bwrap/supervisor/frames.h', '../../bwrap/supervisor/limits.h'],
+  sources: ['agent.c', '../../bwrap/supervisor/commands.h', '../../bwrap/supervisor/frames.h', '../../bwrap/supervisor/limits.h'],
   name: 'rft-agent',
   compilers: [
     ['musl-gcc', '-static', '-Os', '-s'],

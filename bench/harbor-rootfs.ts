@@ -26,7 +26,7 @@ const run = promisify(execFile);
 const n = Number(process.argv[2] ?? 30);
 const burst = Number(process.argv[3] ?? 32);
 const image = process.argv[4] ?? 'rft-endpoints-sandbox:latest';
-const COMMAND = 'echo work > /tmp/../root-was-written; cat /etc/debian_version';
+const COMMAND = 'echo work > /tmp/w; cat /etc/debian_version';
 if (process.getuid?.() !== 0) throw new Error('root only: the overlay is mounted on the host');
 
 const api = new DockerApi('/var/run/docker.sock');
@@ -75,7 +75,7 @@ async function overlayRollout(i: number): Promise<number> {
   try {
     const out = await run('bwrap', [
       '--unshare-all', '--die-with-parent', '--new-session', '--bind', merged, '/', '--proc', '/proc', '--dev', '/dev', '--tmpfs', '/tmp',
-      '--uid', '65534', '--gid', '65534', '--', '/bin/sh', '-c', COMMAND.replace('/tmp/../root-was-written', '/tmp/w'),
+      '--uid', '65534', '--gid', '65534', '--', '/bin/sh', '-c', COMMAND,
     ]);
     if (!/\d/.test(out.stdout)) throw new Error(`overlay rollout ${i}: ${out.stdout}`);
     return performance.now() - t;
@@ -91,7 +91,7 @@ async function containerRollout(i: number, removals: number[]): Promise<number> 
   const name = `rft-bench-rootfs-${process.pid}-${i}`;
   await api.call('POST', `/containers/create?name=${name}`, { Image: image, Entrypoint: ['sleep'], Cmd: ['infinity'], User: '65534:65534', NetworkDisabled: true, HostConfig: { NetworkMode: 'none', Init: true, CapDrop: ['ALL'] } });
   await api.call('POST', `/containers/${name}/start`, undefined, { ok: [304] });
-  const out = await dockerExec(api, { container: name, argv: ['/bin/sh', '-c', COMMAND.replace('/tmp/../root-was-written', '/tmp/w')], env: [], workingDir: '/', user: '65534:65534', stdin: '', maxOutputBytes: 4096 }, { stop: () => {} });
+  const out = await dockerExec(api, { container: name, argv: ['/bin/sh', '-c', COMMAND], env: [], workingDir: '/', user: '65534:65534', stdin: '', maxOutputBytes: 4096 }, { stop: () => {} });
   const ms = performance.now() - t;
   if (out.exitCode !== 0) throw new Error(`container rollout ${i}: ${out.exitCode} ${out.stderr.toString()}`);
   const r = performance.now();

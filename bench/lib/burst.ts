@@ -25,9 +25,11 @@ export interface BurstResult {
   kinds: Record<string, number>;
 }
 
+const emptyResult = (): BurstResult => ({ wallMs: 0, first: [], later: [], errors: 0, fivexx: 0, s503: 0, empty: 0, wrong: 0, samples: [], kinds: {} });
+
 /** `thinkMs`: the model's think time between a rollout's calls (bench/steps.ts; none by default). */
 export async function runBurst(o: { url: string; key: string; dispatcher: Agent; rollouts: number; calls: number; tracePrefix: string; thinkMs?: number }): Promise<BurstResult> {
-  const out: BurstResult = { wallMs: 0, first: [], later: [], errors: 0, fivexx: 0, s503: 0, empty: 0, wrong: 0, samples: [], kinds: {} };
+  const out = emptyResult();
   const note = (s: string): void => {
     if (out.samples.length < 3) out.samples.push(s);
   };
@@ -89,7 +91,7 @@ export async function runBurst(o: { url: string; key: string; dispatcher: Agent;
  * Outputs checked as runBurst checks them.
  */
 export async function runBareSchedule(o: { rollouts: number; calls: number; thinkMs?: number }): Promise<BurstResult> {
-  const out: BurstResult = { wallMs: 0, first: [], later: [], errors: 0, fivexx: 0, s503: 0, empty: 0, wrong: 0, samples: [], kinds: {} };
+  const out = emptyResult();
   const root = await mkdtemp(join(tmpdir(), 'rft-bare-schedule-'));
   const t0 = performance.now();
   try {

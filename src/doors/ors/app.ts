@@ -16,6 +16,9 @@ import { stored } from '../session-record.js';
 import { firstRunLabel, RUN_HEADER, RUN_PARAM } from '../../protocol/run-label.js';
 
 export const ORS_DOOR = 'ors';
+
+/** What a task_id stands for: its call's tool and canonical input (a reconnect with other ones is a conflict). */
+const fingerprintOf = (tool: string, canonicalInput: string): string => `${tool}\0${canonicalInput}`;
 /** Reruns of a call that keeps failing on our side, reconnect after reconnect, before its reconnects get 503. */
 const MAX_CALL_FAILURES = 3;
 /** Calls held by this replica at most (running, or failed on our side and awaiting their reconnect). */
@@ -234,7 +237,7 @@ export async function registerOrsDoor(app: FastifyInstance): Promise<void> {
     const bound = await rolloutOf(await live(req), req.params.env);
     const { rollout } = bound;
     let s: Session = bound;
-    const fingerprint = `${name}\0${canonicalJson(input)}`;
+    const fingerprint = fingerprintOf(name, canonicalJson(input));
     const taskId = sent ?? Sessions.mintTaskId();
     // A task_id is known by the session (a submit's, written with the episode's end) or by the ledger (a
     // tool call's start, its exactly-once key). One known by neither never started (its stream broke first,
@@ -283,7 +286,7 @@ export async function registerOrsDoor(app: FastifyInstance): Promise<void> {
   /** A tool call the ledger recorded under this task_id, as a fingerprint (its tool and canonical input). */
   async function recordedCall(traceId: string, taskId: string): Promise<string | undefined> {
     const c = await stored(core.store.getCall(traceId, taskId));
-    return c && `${c.tool}\0${c.arguments}`;
+    return c && fingerprintOf(c.tool, c.arguments);
   }
 
   /** Calls running (or failed on our side) on this replica, by session and task_id. */

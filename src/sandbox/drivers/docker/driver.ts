@@ -512,7 +512,7 @@ export class DockerDriver implements SandboxDriver {
     if (warm?.prestarted && !spec.prestarts?.length) await warm.prestarted.stop();
     if (warm && (!warm.engine.up || warm.engine.free <= 0)) {
       // its engine is silent, or full of rollouts since it was made: another engine's new one instead
-      void this.removeContainer(warm.engine, warm.name).catch(() => {});
+      void this.discardWarm(warm).catch(() => {});
       warm = null;
     }
     let c: Container | undefined = warm ?? undefined;

@@ -18,6 +18,7 @@ grader's score. Clients of the \`openreward\` SDK need both of its URLs pointed 
 \`\`\`sh
 export OPENREWARD_API_URL=http://127.0.0.1:8787 OPENREWARD_SESSION_URL=http://127.0.0.1:8787
 export OPENREWARD_API_KEY=<a key of this server>
+export OPENREWARD_DISABLE_UPDATE_CHECK=1   # else the SDK asks PyPI for a newer version of itself
 \`\`\`
 
 TRL (\`pip install trl[openreward]\`):

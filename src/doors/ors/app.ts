@@ -1,6 +1,7 @@
 // The ORS door (Open Reward Standard, docs/ors.md): at the root of the main listener, behind its keys
-// (also read from ORS's X-API-Key), as openrewardstandard/python-sdk's client (src/ors/client/*) and
-// TRL's OpenReward integration call it. It translates; the core (../core.ts) runs.
+// (also read from ORS's X-API-Key), as openrewardstandard/python-sdk's client (src/ors/client/*) and the
+// `openreward` SDK (TRL's OpenRewardSpec, SkyRL, ROLL: bare paths, X-Deployment) call it. It translates; the
+// core (../core.ts) runs.
 import type { FastifyInstance, FastifyReply, FastifyRequest, RouteShorthandOptions } from 'fastify';
 import { z } from 'zod';
 import { errors, isRftError } from '../../errors.js';
@@ -133,28 +134,59 @@ export async function registerOrsDoor(app: FastifyInstance): Promise<void> {
   }
 
   const route: RouteShorthandOptions = { config: { trainer: true, keyHeader: keyHeaders(['X-API-Key'])[0]! } };
-  type EnvParams = { Params: { env: string } };
 
   app.get('/list_environments', route, async () => environments.list().map((e) => e.name));
-  app.get<EnvParams>('/:env/tools', route, async (req) => toolSpecs(registry, environments.get(req.params.env).tools, submitTool));
-  app.get<EnvParams>('/:env/splits', route, async (req) => splitsOf(environments.get(req.params.env)));
-  app.post<EnvParams>('/:env/num_tasks', route, async (req) => {
+
+  /**
+   * The environment a request is for. On `/{env}/...` its path names it. On the bare paths (`/splits`, `/call`, ...:
+   * the `openreward` SDK's requests when `environments.get(name)` is given no variant, as TRL's OpenRewardSpec, SkyRL
+   * and ROLL call it) the environment `X-Deployment` names (the SDK's `name`, or `owner/name`'s last part), else
+   * the session's own (its /create named one), else the only one. The SDK's reference server answers a bare path
+   * with a 308 to its first environment; here an unnamed one among several is a 404 naming them.
+   */
+  function envOf(req: FastifyRequest, s?: Session): string {
+    const param = (req.params as { env?: string } | undefined)?.env;
+    if (param !== undefined) return param;
+    const own = deploymentEnv(req) ?? s?.rollout?.environment ?? s?.row?.env;
+    if (own !== undefined) return own;
+    const all = environments.list();
+    if (all.length === 1) return all[0]!.name;
+    throw errors.unknownEnvironment(String(req.headers['x-deployment'] ?? ''), all.map((e) => e.name));
+  }
+  /** The environment X-Deployment names: the whole value or its last `/` part (the SDK sends `owner/name` for a platform's), if one is served. */
+  function deploymentEnv(req: FastifyRequest): string | undefined {
+    const header = req.headers['x-deployment'];
+    const deployment = typeof header === 'string' ? header.trim() : '';
+    return [deployment, deployment.split('/').at(-1)!].find((n) => n !== '' && environments.list().some((e) => e.name === n));
+  }
+  /** A route of an environment, at `/{env}/{suffix}` and at the bare `/{suffix}` (envOf says which environment). */
+  function envRoute(method: 'GET' | 'POST', suffix: string, handler: (req: FastifyRequest, reply: FastifyReply) => Promise<unknown>): void {
+    for (const url of [`/:env/${suffix}`, `/${suffix}`]) app.route({ method, url, ...route, handler });
+  }
+
+  envRoute('GET', 'tools', async (req) => toolSpecs(registry, environments.get(envOf(req)).tools, submitTool));
+  envRoute('GET', 'splits', async (req) => splitsOf(environments.get(envOf(req))));
+  envRoute('POST', 'num_tasks', async (req) => {
     const { split } = parse(splitBody, req.body);
-    return { num_tasks: (await environments.rows(req.params.env, splitName(environments.get(req.params.env), split))).length };
+    const env = envOf(req);
+    return { num_tasks: (await environments.rows(env, splitName(environments.get(env), split))).length };
   });
-  app.post<EnvParams>('/:env/task', route, async (req) => {
+  envRoute('POST', 'task', async (req) => {
     const { split, index } = parse(taskBody, req.body);
-    return { task: taskSpec(split, index, await rowAt(environments, req.params.env, split, index)) };
+    const env = envOf(req);
+    return { task: taskSpec(split, index, await rowAt(environments, env, split, index)), env_name: env };
   });
   const allTasks = async (env: string, split: string) => (await environments.rows(env, splitName(environments.get(env), split))).map((row, i) => taskSpec(split, i, row));
-  app.post<EnvParams>('/:env/tasks', route, async (req) => {
+  envRoute('POST', 'tasks', async (req) => {
     const { split } = parse(splitBody, req.body);
-    return { tasks: await allTasks(req.params.env, split), env_name: req.params.env };
+    const env = envOf(req);
+    return { tasks: await allTasks(env, split), env_name: env };
   });
   // Python's slice semantics (negative and missing bounds), as the reference server's get_task_range.
-  app.post<EnvParams>('/:env/task_range', route, async (req) => {
+  envRoute('POST', 'task_range', async (req) => {
     const { split, start, stop } = parse(rangeBody, req.body);
-    return { tasks: (await allTasks(req.params.env, split)).slice(start ?? undefined, stop ?? undefined) };
+    const env = envOf(req);
+    return { tasks: (await allTasks(env, split)).slice(start ?? undefined, stop ?? undefined), env_name: env };
   });
 
   // A session id, streamed as the client expects: its task_id event, then an end carrying {sid}.
@@ -171,7 +203,7 @@ export async function registerOrsDoor(app: FastifyInstance): Promise<void> {
     const address = body.task_spec ? body.task_spec : (body as { split: string; index: number });
     // The run: x-rft-run, else the body's `run`, else its task_spec's (a client that sends its own headers only).
     const run = firstRunLabel([req.headers[RUN_HEADER], `header ${RUN_HEADER}`], [body.run, `body ${RUN_PARAM}`], [body.task_spec?.run, `task_spec.${RUN_PARAM}`]);
-    const ref: RowRef = { env: body.env_name ?? undefined, split: address.split, index: address.index, body: canonicalJson(body), run };
+    const ref: RowRef = { env: body.env_name ?? deploymentEnv(req), split: address.split, index: address.index, body: canonicalJson(body), run };
     if (s.row) {
       // The client retries a /create whose reply it lost: the same body is that retry.
       if (s.row.body !== ref.body) throw errors.badRequest('this session already has a task');
@@ -223,18 +255,23 @@ export async function registerOrsDoor(app: FastifyInstance): Promise<void> {
   app.post('/delete', route, remove);
   app.post('/delete_session', route, remove);
 
-  app.get<EnvParams>('/:env/prompt', route, async (req) => {
-    const s = await rolloutOf(await live(req), req.params.env);
+  /** The request's session with its rollout, under the environment the request is for. */
+  const started = async (req: FastifyRequest) => {
+    const s = await live(req);
+    return rolloutOf(s, envOf(req, s));
+  };
+  envRoute('GET', 'prompt', async (req) => {
+    const s = await started(req);
     return promptOf(await rowAt(environments, s.rollout.environment!, s.row!.split, s.row!.index));
   });
-  app.get<EnvParams>('/:env/task_tools', route, async (req) => {
-    const { rollout } = await rolloutOf(await live(req), req.params.env);
+  envRoute('GET', 'task_tools', async (req) => {
+    const { rollout } = await started(req);
     return toolSpecs(registry, [...rollout.tools], submitTool);
   });
 
-  app.post<EnvParams>('/:env/call', route, async (req, reply) => {
+  envRoute('POST', 'call', async (req, reply) => {
     const { name, input, task_id: sent } = parse(callBody, req.body);
-    const bound = await rolloutOf(await live(req), req.params.env);
+    const bound = await started(req);
     const { rollout } = bound;
     let s: Session = bound;
     const fingerprint = fingerprintOf(name, canonicalJson(input));

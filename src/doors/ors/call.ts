@@ -7,9 +7,10 @@
 import { z } from 'zod';
 import { failureClass, NO_ANSWER, type DoorCore, type Rollout } from '../core.js';
 import type { Session, Sessions } from './sessions.js';
+import { textBlock, type TextBlock } from './catalog.js';
 
 export type CallResult =
-  | { ok: true; output: { blocks: { type: 'text'; text: string }[]; metadata: Record<string, unknown> | null; reward: number | null; finished: boolean } }
+  | { ok: true; output: { blocks: TextBlock[]; metadata: Record<string, unknown> | null; reward: number | null; finished: boolean } }
   | { ok: false; error: string };
 
 export interface CallInput {
@@ -35,7 +36,7 @@ export const endsEpisode = (name: string, input: unknown, submitTool: string): b
 
 const output = (text: string, finished = false, reward: number | null = null, metadata: Record<string, unknown> | null = null): CallResult => ({
   ok: true,
-  output: { blocks: [{ type: 'text', text }], metadata, reward, finished },
+  output: { blocks: [textBlock(text)], metadata, reward, finished },
 });
 
 /** A model's mistake is its observation; anything else (ours, or the row's, which /create refuses first) rejects. */

@@ -51,10 +51,21 @@ function contentText(content: unknown): string {
     .join('');
 }
 
+/**
+ * A text block as the reference servers serialize it (TextBlock: `text`, `detail`, `type`, every field written):
+ * the `openreward` SDK reads `block["detail"]` and fails on a block without it.
+ */
+export interface TextBlock {
+  type: 'text';
+  text: string;
+  detail: null;
+}
+export const textBlock = (text: string): TextBlock => ({ type: 'text', text, detail: null });
+
 /** The prompt: the row's messages as text blocks, one per message (system first, as the row has them). */
-export function promptOf(row: Row): { type: 'text'; text: string }[] {
+export function promptOf(row: Row): TextBlock[] {
   const messages = Array.isArray(row.messages) ? (row.messages as Message[]) : [];
-  return messages.map((m) => contentText(m?.content)).filter((t) => t !== '').map((text) => ({ type: 'text' as const, text }));
+  return messages.map((m) => contentText(m?.content)).filter((t) => t !== '').map(textBlock);
 }
 
 /** The tools a row offers (its Chat Completions `tools`), else every tool of its environment. */

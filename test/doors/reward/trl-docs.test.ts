@@ -1,5 +1,5 @@
-// The Python the trainer docs show cannot rot: every ```python block of docs/openenv.md and
-// docs/reward-endpoints.md passes pyflakes (a name used but never imported or defined, the way the
+// The Python the trainer docs show cannot rot: every ```python block of docs/openenv.md,
+// docs/ors.md and docs/reward-endpoints.md passes pyflakes (a name used but never imported or defined, the way the
 // OpenEnv example once used CallToolAction, is an error), and the TRL reward function of
 // docs/reward-endpoints.md, run as written (requests, from the local wheel index, in a venv kept between
 // runs) against the reward door, returns the scores the door gives, labels its rollouts with RFT_RUN, is
@@ -44,7 +44,7 @@ describeIf(reason === '', "the trainer docs' Python", reason)("the trainer docs'
     rmSync(dir, { recursive: true, force: true });
   });
 
-  it.each(['docs/openenv.md', 'docs/reward-endpoints.md'])('%s: every python block passes pyflakes', (doc) => {
+  it.each(['docs/openenv.md', 'docs/reward-endpoints.md', 'docs/ors.md'])('%s: every python block passes pyflakes', (doc) => {
     const found = blocks(doc);
     expect(found.length).toBeGreaterThan(0);
     for (const [i, code] of found.entries()) {

@@ -2,12 +2,17 @@
 // from a config (test/fixtures/trl/grpo-run.py), its rewards from this server by the docs' two paths:
 // (a) `reward_funcs`: docs/reward-endpoints.md's `rft_reward` posting each completion to the reward door;
 // (b) `environment_factory`: an init'ed project's `RftEnv` (src/cli/init/openenv.ts) over OpenEnv's own
-//     GenericEnvClient, episodes that end without submit graded by `get_reward`'s empty answer.
+//     GenericEnvClient, episodes that end without submit graded by `get_reward`'s empty answer;
+// (c) `openreward`: TRL's own OpenRewardSpec (trl.experimental.openreward) over the `openreward` SDK against the
+//     ORS door, its dataset, environment factory and outcome reward as TRL gives them; an episode that ends
+//     without submit is graded with the empty answer when TRL's next reset ends its session, or, the last
+//     step's (TRL never ends them), when it has been idle RFT_ORS_IDLE_MS.
 // Always: the recorded traffic (test/fixtures/trl/reward-funcs.json, environment-factory.json), replayed byte for
 // byte against a fresh server: (a) each reply is the reward TRL logged for the completion it posted; and the
 // server's record of the run (its rollouts under the run label) holds exactly the rewards TRL logged, rollout
-// by rollout ((b): by the trace ids the recorded `state` frames return). When
-// RFT_TEST_TRL_PYTHON names a Python with trl (and, for (b), RFT_TEST_OPENENV_SRC an OpenEnv checkout's src/):
+// by rollout ((b): by the trace ids the recorded `state` frames return; (c): by the session ids, which TRL's
+// OpenRewardSpec has no way to label with a run). When RFT_TEST_TRL_PYTHON names a Python with trl (and, for
+// (b), RFT_TEST_OPENENV_SRC an OpenEnv checkout's src/; for (c), RFT_TEST_OPENREWARD_SRC an openreward checkout):
 // the trainer itself, through the recording proxy, the rewards it logged equal to the record's
 // (RFT_TEST_WIRE_RECORD=1 writes the fixtures afresh from this run).
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -20,6 +25,7 @@ import { repoRoot, startTestServer, type TestServer } from '../helpers/server.js
 import { describeWithCheckout } from '../helpers/require.js';
 import { commitOf, pythonVersions, recordingProxy, replay, toRecorded, type RecordedRequest, type WireFixture } from '../fixtures/record-proxy.js';
 import { openEnvSection, type ChatToolSpec } from '../../src/cli/init/openenv.js';
+import { fillFor, placeholders, sidsOf } from '../helpers/ors-wire.js';
 
 const DRIVER = join(repoRoot, 'test/fixtures/trl/grpo-run.py');
 const python = process.env.RFT_TEST_TRL_PYTHON;
@@ -30,6 +36,16 @@ const trlReason = !python
     ? `${python} cannot import trl, torch, transformers, datasets, pandas, requests, websockets`
     : '';
 const envReason = trlReason || (openenvSrc ? '' : "RFT_TEST_OPENENV_SRC (an OpenEnv checkout's src/) is not set");
+const openrewardSrc = process.env.RFT_TEST_OPENREWARD_SRC;
+const openrewardReason =
+  trlReason ||
+  (!openrewardSrc
+    ? 'RFT_TEST_OPENREWARD_SRC (a checkout of the openreward SDK) is not set'
+    : spawnSync(python!, ['-c', 'import openreward, trl.experimental.openreward'], { env: { ...process.env, PYTHONPATH: openrewardSrc } }).status !== 0
+      ? `${python} cannot import openreward (from ${openrewardSrc}) and trl.experimental.openreward`
+      : '');
+/** Long enough for a step's generation between two requests of a session; short enough to wait for at the end. */
+const ORS_IDLE_MS = 8_000;
 
 type Row = Record<string, unknown>;
 const train = readFileSync(join(repoRoot, 'examples/finqa/train.jsonl'), 'utf8').trim().split('\n').map((l) => JSON.parse(l) as Row);
@@ -51,7 +67,7 @@ interface TrlFixture extends WireFixture {
 }
 
 interface Path {
-  name: 'reward_funcs' | 'environment_factory';
+  name: 'reward_funcs' | 'environment_factory' | 'openreward';
   fixture: string;
   run: string;
   reason: string;
@@ -59,8 +75,12 @@ interface Path {
   rows: Row[];
   /** The snippet as the docs / an init'ed README give it. */
   snippet(): string;
-  /** The door's base URL on the private listener. */
+  /** The door's base URL. */
   door(server: TestServer): string;
+  /** The listener the door is on (what the recording proxy stands in front of). */
+  listener(server: TestServer): string;
+  /** The server's settings for this path. */
+  env?: Record<string, string>;
 }
 
 const block = (text: string, marker: string): string => {
@@ -78,6 +98,7 @@ const PATHS: Path[] = [
     rows: ROWS.map((r) => ({ prompt: r.messages, label: JSON.stringify(fieldsOf(r)) })),
     snippet: () => block(readFileSync(join(repoRoot, 'docs/reward-endpoints.md'), 'utf8'), 'def rft_reward'),
     door: (s) => `${s.app.rft.privateDoors!.url}/reward/${GRADER}`,
+    listener: (s) => s.app.rft.privateDoors!.url,
   },
   {
     name: 'environment_factory',
@@ -87,6 +108,18 @@ const PATHS: Path[] = [
     rows: ROWS.map((r, index) => ({ prompt: r.messages, split: 'train', index })),
     snippet: () => block(openEnvSection('finqa', (train[0]!.tools as { function: ChatToolSpec }[]).map((t) => t.function)), 'class RftEnv'),
     door: (s) => `${s.app.rft.privateDoors!.url}/finqa`,
+    listener: (s) => s.app.rft.privateDoors!.url,
+  },
+  {
+    name: 'openreward',
+    fixture: join(repoRoot, 'test/fixtures/trl/openreward.json'),
+    run: 'trl-grpo-openreward',
+    reason: openrewardReason,
+    rows: ROWS.map((r, index) => ({ prompt: r.messages, split: 'train', index })),
+    snippet: () => '', // TRL's own OpenRewardSpec: no snippet of ours
+    door: (s) => s.url, // the ORS door, at the main listener's root
+    listener: (s) => s.url,
+    env: { RFT_ORS_IDLE_MS: String(ORS_IDLE_MS) },
   },
 ];
 
@@ -95,12 +128,20 @@ interface Graded {
   grades: { id: number; score: number | null; sample?: { output_text?: string } }[];
 }
 
-/** The server's record of a run: each rollout under its label with its grades, in the order of their grades. */
-async function recordOf(server: TestServer, run: string): Promise<Graded[]> {
+/**
+ * The server's record of a run: each rollout under its label, or (`traces`: openreward, whose episodes carry no
+ * label) each of these trace ids once each has a grade (an idle session's comes with the sweep).
+ */
+async function recordOf(server: TestServer, by: { run: string } | { traces: string[] }): Promise<Graded[]> {
   const auth = { authorization: `Bearer ${server.key}` };
-  const listed = (await (await fetch(`${server.url}/v1/rollouts?run=${run}&limit=500`, { headers: auth })).json()) as { rollouts: { trace_id: string }[] };
-  const records = await Promise.all(listed.rollouts.map(async (r) => (await (await fetch(`${server.url}/v1/rollouts/${r.trace_id}`, { headers: auth })).json()) as Graded));
-  return records;
+  const get = async (url: string) => (await fetch(`${server.url}${url}`, { headers: auth })).json();
+  const traces = 'run' in by ? ((await get(`/v1/rollouts?run=${by.run}&limit=500`)) as { rollouts: { trace_id: string }[] }).rollouts.map((r) => r.trace_id) : by.traces;
+  const deadline = Date.now() + ('run' in by ? 0 : 4 * ORS_IDLE_MS + 30_000);
+  for (;;) {
+    const records = (await Promise.all(traces.map((t) => get(`/v1/rollouts/${t}`)))) as Graded[];
+    if (records.every((r) => r.grades?.length > 0) || Date.now() >= deadline) return records;
+    await new Promise((r) => setTimeout(r, 500));
+  }
 }
 
 /**
@@ -146,10 +187,14 @@ function expectRecordMatches(path: Path, logged: Logged[], record: Graded[]): vo
   }
 }
 
+/** The run's rollouts in the record: by its label, or (openreward: no label) by the logged episodes' session ids. */
+const recordFor = (path: Path, server: TestServer, run: string, logged: Logged[]) =>
+  recordOf(server, path.name === 'openreward' ? { traces: logged.map((l) => l.trace_id!) } : { run });
+
 describe.each(PATHS)("TRL 1.13 GRPOTrainer's $name on the wire", (path) => {
   let server: TestServer;
   beforeAll(async () => {
-    server = await startTestServer({ env: { RFT_PRIVATE_PORT: '0', RFT_SQLITE_SYNC: 'normal' } });
+    server = await startTestServer({ env: { RFT_PRIVATE_PORT: '0', RFT_SQLITE_SYNC: 'normal', ...path.env } });
   });
   afterAll(() => server?.close());
 
@@ -157,7 +202,15 @@ describe.each(PATHS)("TRL 1.13 GRPOTrainer's $name on the wire", (path) => {
     const fixture = JSON.parse(readFileSync(path.fixture, 'utf8')) as TrlFixture;
     expect(fixture.logged.length).toBe(2 * 4); // 2 steps of 2 prompts x 2 generations
     expect(new Set(fixture.logged.map((l) => l.reward)).size).toBeGreaterThan(1); // rewards that tell rollouts apart
-    const replies = await replay(server.app.rft.privateDoors!.url, fixture.requests, { maxPauseMs: 1_000 });
+    const replies = await replay(path.listener(server), fixture.requests, { maxPauseMs: 1_000, ...(path.name === 'openreward' ? { fill: fillFor(server, fixture.requests) } : {}) });
+    if (path.name === 'openreward') {
+      expect(replies.map((r) => r.status)).toEqual(replies.map(() => 200));
+      // the logged episodes' sessions ({{SIDn}} in the fixture) are this replay's n-th sessions
+      const sids = sidsOf(fixture.requests, replies);
+      const logged = fixture.logged.map((l) => ({ ...l, trace_id: sids[Number(/^\{\{SID(\d+)\}\}$/.exec(l.trace_id!)![1]) - 1]! }));
+      expectRecordMatches(path, logged, await recordFor(path, server, fixture.run, logged));
+      return;
+    }
     if (path.name === 'reward_funcs') {
       expect(replies.map((r) => r.status)).toEqual(replies.map(() => 200));
       // each reply is the reward TRL logged for the completion its request posted (the same text may come from
@@ -173,34 +226,44 @@ describe.each(PATHS)("TRL 1.13 GRPOTrainer's $name on the wire", (path) => {
       const traces = frames.filter((f) => f.type === 'state').map((f) => f.data.trace_id!);
       expect(traces).toHaveLength(fixture.logged.length);
       const logged = fixture.logged.map((l, i) => ({ ...l, trace_id: traces[i]! }));
-      expectRecordMatches(path, logged, await recordOf(server, fixture.run));
+      expectRecordMatches(path, logged, await recordFor(path, server, fixture.run, logged));
       return;
     }
-    expectRecordMatches(path, fixture.logged, await recordOf(server, fixture.run));
+    expectRecordMatches(path, fixture.logged, await recordFor(path, server, fixture.run, fixture.logged));
   }, 120_000);
 
   describeWithCheckout(path.reason === '', `TRL's GRPOTrainer (${path.name})`, path.reason)('the real trainer', () => {
     it('trains 2 steps; the rewards it logged are the record\'s, rollout by rollout', async () => {
       // a server of its own: the replay's rollouts carry the same run label
-      const server = await startTestServer({ env: { RFT_PRIVATE_PORT: '0', RFT_SQLITE_SYNC: 'normal' } });
-      const proxy = await recordingProxy(server.app.rft.privateDoors!.url);
+      const server = await startTestServer({ env: { RFT_PRIVATE_PORT: '0', RFT_SQLITE_SYNC: 'normal', ...path.env } });
+      const proxy = await recordingProxy(path.listener(server));
       const dir = mkdtempSync(join(tmpdir(), 'rft-trl-grpo-'));
       try {
-        const door = path.door(server).replace(server.app.rft.privateDoors!.url, proxy.url);
-        writeFileSync(join(dir, 'spec.json'), JSON.stringify({ path: path.name, snippet: path.snippet(), url: door, rows: path.rows, answers: ROWS.map((r) => r.reference_answer), out: join(dir, 'out') }));
-        const env = { ...process.env, RFT_REWARD_URL: door, RFT_RUN: path.run, ...(openenvSrc ? { RFT_TEST_OPENENV_SRC: openenvSrc } : {}) };
+        const door = path.door(server).replace(path.listener(server), proxy.url);
+        writeFileSync(join(dir, 'spec.json'), JSON.stringify({ path: path.name, snippet: path.snippet(), url: door, env: 'finqa', rows: path.rows, answers: ROWS.map((r) => r.reference_answer), out: join(dir, 'out') }));
+        const env = {
+          ...process.env,
+          RFT_REWARD_URL: door,
+          RFT_RUN: path.run,
+          ...(openenvSrc ? { RFT_TEST_OPENENV_SRC: openenvSrc } : {}),
+          ...(path.name === 'openreward' ? { PYTHONPATH: openrewardSrc, OPENREWARD_API_KEY: server.key } : {}),
+        };
         // not spawnSync: the server answering the trainer runs in this process
         const { stdout } = await promisify(execFile)(python!, [DRIVER, join(dir, 'spec.json')], { encoding: 'utf8', env, timeout: 900_000, maxBuffer: 64 << 20 });
         const logged = JSON.parse(stdout.trim().split('\n').at(-1)!) as Logged[];
         expect(logged.length).toBe(2 * 4);
-        expectRecordMatches(path, logged, await recordOf(server, path.run));
-        const recorded = toRecorded(proxy);
+        expectRecordMatches(path, logged, await recordFor(path, server, path.run, logged));
+        // openreward: this run's key and session ids as placeholders (the logged episodes' too), as the replay fills them
+        const kept = path.name === 'openreward' ? placeholders(toRecorded(proxy), server.key) : { requests: toRecorded(proxy), sids: [] };
+        const recorded = kept.requests;
+        if (path.name === 'openreward') for (const l of logged) l.trace_id = `{{SID${kept.sids.indexOf(l.trace_id!) + 1}}}`;
         if (process.env.RFT_TEST_WIRE_RECORD === '1') {
-          const libraries = ['trl', 'transformers', 'torch', path.name === 'reward_funcs' ? 'requests' : 'websockets'];
-          const client =
-            path.name === 'reward_funcs'
-              ? "docs/reward-endpoints.md's rft_reward (requests)"
-              : `src/cli/init/openenv.ts's RftEnv over meta-pytorch/OpenEnv ${commitOf(openenvSrc!, process.env.RFT_TEST_OPENENV_COMMIT)} GenericEnvClient`;
+          const libraries = ['trl', 'transformers', 'torch', { reward_funcs: 'requests', environment_factory: 'websockets', openreward: 'aiohttp' }[path.name]];
+          const client = {
+            reward_funcs: "docs/reward-endpoints.md's rft_reward (requests)",
+            environment_factory: `src/cli/init/openenv.ts's RftEnv over meta-pytorch/OpenEnv ${commitOf(openenvSrc!, process.env.RFT_TEST_OPENENV_COMMIT)} GenericEnvClient`,
+            openreward: `TRL's OpenRewardSpec over the openreward SDK (${commitOf(openrewardSrc!, process.env.RFT_TEST_OPENREWARD_COMMIT)})`,
+          }[path.name];
           const fixture: TrlFixture = {
             source: `TRL GRPOTrainer (${path.name}): ${client}, ${pythonVersions(python!, libraries, env)}: test/fixtures/trl/grpo-run.py through test/doors/trl-grpo-wire.test.ts (RFT_TEST_WIRE_RECORD=1)`,
             run: path.run,

@@ -58,9 +58,14 @@ describe('fsyncs a session waits for, one request at a time (SQLite sync=full)',
 
   it('ORS: a /create is two fsyncs, a submit two (its task_id with the episode\'s end, then the grade); the episode is over after it', async () => {
     const key = { 'x-api-key': server.key };
+    const synced = disk.syncs;
     const created = await (await fetch(`${server.url}/create_session`, { method: 'POST', headers: { ...key, accept: 'text/event-stream' } })).text();
     const sid = /event: task_id\r?\ndata: (\S+)/.exec(created)![1]!;
     const h = { ...key, 'x-session-id': sid, 'content-type': 'application/json' };
+    // /create_session's write is 'committed': its own fsync begins COMMITTED_SYNC_DELAY_MS later unless a durable
+    // turn comes first. Counted here once begun: on a loaded machine /create may come later than that, and its
+    // count would take it in.
+    await vi.waitFor(() => expect(disk.syncs).toBeGreaterThan(synced), { timeout: 10_000 });
     // The row claimed, then the rollout opened and bound to the session in one commit.
     expect((await counted(() => fetch(`${server.url}/create`, { method: 'POST', headers: h, body: JSON.stringify({ env_name: 'bench', split: 'train', index: 0 }) }))).syncs).toBe(2);
     const call = (input: object) => counted(() => fetch(`${server.url}/bench/call`, { method: 'POST', headers: { ...h, accept: 'text/event-stream' }, body: JSON.stringify(input) }));

@@ -25,7 +25,7 @@ import { repoRoot, startTestServer, type TestServer } from '../helpers/server.js
 import { describeWithCheckout } from '../helpers/require.js';
 import { commitOf, pythonVersions, recordingProxy, replay, toRecorded, type RecordedRequest, type WireFixture } from '../fixtures/record-proxy.js';
 import { openEnvSection, type ChatToolSpec } from '../../src/cli/init/openenv.js';
-import { fillFor, placeholders, sidsOf } from '../helpers/ors-wire.js';
+import { fillFor, placeholders, sessionsOf, sidsOf } from '../helpers/ors-wire.js';
 
 const DRIVER = join(repoRoot, 'test/fixtures/trl/grpo-run.py');
 const python = process.env.RFT_TEST_TRL_PYTHON;
@@ -132,11 +132,12 @@ interface Graded {
  * The server's record of a run: each rollout under its label, or (`traces`: openreward, whose episodes carry no
  * label) each of these trace ids once each has a grade (an idle session's comes with the sweep).
  */
-async function recordOf(server: TestServer, by: { run: string } | { traces: string[] }): Promise<Graded[]> {
+async function recordOf(server: TestServer, by: { run: string } | { traces: string[]; once?: boolean }): Promise<Graded[]> {
   const auth = { authorization: `Bearer ${server.key}` };
   const get = async (url: string) => (await fetch(`${server.url}${url}`, { headers: auth })).json();
   const traces = 'run' in by ? ((await get(`/v1/rollouts?run=${by.run}&limit=500`)) as { rollouts: { trace_id: string }[] }).rollouts.map((r) => r.trace_id) : by.traces;
-  const deadline = Date.now() + ('run' in by ? 0 : 4 * ORS_IDLE_MS + 30_000);
+  // (`once`: read as they are, sessions that stay ungraded)
+  const deadline = Date.now() + ('run' in by || by.once ? 0 : 4 * ORS_IDLE_MS + 30_000);
   for (;;) {
     const records = (await Promise.all(traces.map((t) => get(`/v1/rollouts/${t}`)))) as Graded[];
     if (records.every((r) => r.grades?.length > 0) || Date.now() >= deadline) return records;
@@ -209,6 +210,11 @@ describe.each(PATHS)("TRL 1.13 GRPOTrainer's $name on the wire", (path) => {
       const sids = sidsOf(fixture.requests, replies);
       const logged = fixture.logged.map((l) => ({ ...l, trace_id: sids[Number(/^\{\{SID(\d+)\}\}$/.exec(l.trace_id!)![1]) - 1]! }));
       expectRecordMatches(path, logged, await recordFor(path, server, fixture.run, logged));
+      // OpenRewardSpec's probes (a session per task index, its tools listed before training, then /delete: ended
+      // when their replies came) are no episodes: ungraded
+      const probes = [...sessionsOf(fixture.requests).keys()].map((n) => sids[n - 1]!).filter((sid) => !logged.some((l) => l.trace_id === sid));
+      expect(probes).toHaveLength(ROWS.length);
+      expect((await recordOf(server, { traces: probes, once: true })).map((r) => r.grades)).toEqual(probes.map(() => []));
       return;
     }
     if (path.name === 'reward_funcs') {

@@ -85,13 +85,17 @@ export async function registerOrsDoor(app: FastifyInstance): Promise<void> {
   async function expired(r: DoorSessionRecord): Promise<void> {
     try {
       const { state, rollout } = await sessions.expired(r);
-      const g = rollout && (await core.endUnanswered(rollout, { by: 'idle', lastUsed: r.lastUsed }, { answered: state.finished, broken: state.broken === true }));
+      const g = rollout && (await core.endUnanswered(rollout, { by: 'idle', lastUsed: r.lastUsed }, { answered: state.finished, broken: state.broken === true, played: await played(state, rollout) }));
       app.log.info({ trace_id: r.traceId, idle_ms: idleMs, reward: g?.score ?? null }, g ? 'ors session idle: graded unanswered' : 'ors session idle: ended');
     } catch (err) {
       app.log.warn({ err, trace_id: r.traceId }, 'ors session idle: its episode could not be graded');
     }
     await endSession(r.traceId);
   }
+
+  /** Whether anything of a session reached a model: its prompt served, or a call made (the ledger's). Else a trainer's probe of the task. */
+  const played = async (st: { prompted?: boolean | undefined }, rollout: Rollout): Promise<boolean> =>
+    st.prompted === true || (await stored(core.store.listCalls(rollout.traceId))).length > 0;
 
   const sidOf = (req: FastifyRequest): string => {
     const sid = req.headers['x-session-id'];
@@ -243,7 +247,7 @@ export async function registerOrsDoor(app: FastifyInstance): Promise<void> {
       // Taken before the grade: a submit sent meanwhile finds the episode over; a retried end (this one
       // failed, or /delete then /delete_session) takes it again and gets the recorded grade.
       const claimed = await sessions.finish(s, Sessions.END_TASK, true);
-      const g = await core.endUnanswered(s.rollout, { by: 'client', lastUsed: s.held.lastUsed }, { answered: !claimed, broken: s.broken === true });
+      const g = await core.endUnanswered(s.rollout, { by: 'client', lastUsed: s.held.lastUsed }, { answered: !claimed, broken: s.broken === true, played: await played(s, s.rollout) });
       if (g) req.log.info({ trace_id: s.sid, reward: g.score, replayed: g.replayed }, 'ors session ended unanswered: graded');
     }
     const r = await sessions.delete(sid);
@@ -262,7 +266,10 @@ export async function registerOrsDoor(app: FastifyInstance): Promise<void> {
   };
   envRoute('GET', 'prompt', async (req) => {
     const s = await started(req);
-    return promptOf(await rowAt(environments, s.rollout.environment!, s.row!.split, s.row!.index));
+    const prompt = promptOf(await rowAt(environments, s.rollout.environment!, s.row!.split, s.row!.index));
+    // what makes the session an episode (a trainer's probe of the task asks for its tools only)
+    if (!s.prompted) await sessions.prompted(s);
+    return prompt;
   });
   envRoute('GET', 'task_tools', async (req) => {
     const { rollout } = await started(req);

@@ -63,6 +63,35 @@ describe('ORS door: a session that ends without an answer', () => {
     expect((await recordOf(server, sid)).grades).toHaveLength(1);
   });
 
+  it("a trainer's probe of a task (its tools listed; no prompt, no call) is no episode: ended by its client or idle, its rollout ends ungraded; a prompt served alone makes it one", async () => {
+    // TRL's OpenRewardSpec opens such a session per task index before training (/create, /task_tools, /delete)
+    const ors = new OrsClient(server.url, { token: server.key, waitScale: 0.01 });
+    const probe = await ors.session('finqa', { split: 'train', index: 6 }, async (s) => {
+      expect((await s.listTools()).map((t) => t.name)).toContain('submit');
+      return s.sid;
+    });
+    const prompted = await ors.session('finqa', { split: 'train', index: 7 }, async (s) => {
+      await s.getPrompt();
+      return s.sid;
+    });
+    expect(ors.swallowed).toEqual([]);
+    expect((await recordOf(server, probe)).grades).toEqual([]);
+    expect((await recordOf(server, prompted)).grades.map((g) => g.score)).toEqual([await emptyGrade(7)]);
+    for (const sid of [probe, prompted]) await goneFromStore(server, sid);
+    // left idle: the same (the sweep's end reads the same facts)
+    const idler = new OrsClient(idle.url, { token: idle.key, waitScale: 0.01 });
+    let idleProbe = '';
+    await idler.session('finqa', { split: 'train', index: 8 }, async (s) => {
+      s.stopPings();
+      idleProbe = s.sid;
+      await s.listTools();
+      await goneFromStore(idle, s.sid);
+    });
+    // (its end runs after the sweep removed it: given time, still no grade)
+    await new Promise((r) => setTimeout(r, 2 * IDLE_MS));
+    expect((await recordOf(idle, idleProbe)).grades).toEqual([]);
+  });
+
   it('a retried /delete whose session is still there (its first reply lost) gets the recorded grade, not a second one', async () => {
     const ors = new OrsClient(server.url, { token: server.key, waitScale: 0.01 });
     const sid = await new Promise<string>((resolve, reject) => {

@@ -8,7 +8,7 @@ import { errors, isRftError } from '../../errors.js';
 import { canonicalJson } from '../../protocol/canonical.js';
 import { keyHeaders } from '../../authentication/key-headers.js';
 import type { DoorSessionRecord } from '../../store/types.js';
-import type { Rollout } from '../core.js';
+import type { EpisodeAtEnd, Rollout } from '../core.js';
 import { promptOf, rowAt, rowTools, splitName, splitsOf, taskSpec, taskSpecAddress, toolSpecs } from './catalog.js';
 import { Sessions, type RowRef, type Session } from './sessions.js';
 import { EventStream } from './sse.js';
@@ -85,7 +85,7 @@ export async function registerOrsDoor(app: FastifyInstance): Promise<void> {
   async function expired(r: DoorSessionRecord): Promise<void> {
     try {
       const { state, rollout } = await sessions.expired(r);
-      const g = rollout && (await core.endUnanswered(rollout, { by: 'idle', lastUsed: r.lastUsed }, { answered: state.finished, broken: state.broken === true, played: await played(state, rollout) }));
+      const g = rollout && (await core.endUnanswered(rollout, { by: 'idle', lastUsed: r.lastUsed }, await atEnd(state, rollout, state.finished, state.broken === true)));
       app.log.info({ trace_id: r.traceId, idle_ms: idleMs, reward: g?.score ?? null }, g ? 'ors session idle: graded unanswered' : 'ors session idle: ended');
     } catch (err) {
       app.log.warn({ err, trace_id: r.traceId }, 'ors session idle: its episode could not be graded');
@@ -93,9 +93,15 @@ export async function registerOrsDoor(app: FastifyInstance): Promise<void> {
     await endSession(r.traceId);
   }
 
-  /** Whether anything of a session reached a model: its prompt served, or a call made (the ledger's). Else a trainer's probe of the task. */
-  const played = async (st: { prompted?: boolean | undefined }, rollout: Rollout): Promise<boolean> =>
-    st.prompted === true || (await stored(core.store.listCalls(rollout.traceId))).length > 0;
+  /**
+   * What the core's rule reads of a session at its end. Played: its prompt was served or a call made (the
+   * ledger's), else a trainer's probe of the task; read only when it matters (not answered, not broken).
+   */
+  const atEnd = async (st: { prompted?: boolean | undefined }, rollout: Rollout, answered: boolean, broken: boolean): Promise<EpisodeAtEnd> => ({
+    answered,
+    broken,
+    played: answered || broken || st.prompted === true || (await stored(core.store.listCalls(rollout.traceId))).length > 0,
+  });
 
   const sidOf = (req: FastifyRequest): string => {
     const sid = req.headers['x-session-id'];
@@ -247,7 +253,7 @@ export async function registerOrsDoor(app: FastifyInstance): Promise<void> {
       // Taken before the grade: a submit sent meanwhile finds the episode over; a retried end (this one
       // failed, or /delete then /delete_session) takes it again and gets the recorded grade.
       const claimed = await sessions.finish(s, Sessions.END_TASK, true);
-      const g = await core.endUnanswered(s.rollout, { by: 'client', lastUsed: s.held.lastUsed }, { answered: !claimed, broken: s.broken === true, played: await played(s, s.rollout) });
+      const g = await core.endUnanswered(s.rollout, { by: 'client', lastUsed: s.held.lastUsed }, await atEnd(s, s.rollout, !claimed, s.broken === true));
       if (g) req.log.info({ trace_id: s.sid, reward: g.score, replayed: g.replayed }, 'ors session ended unanswered: graded');
     }
     const r = await sessions.delete(sid);

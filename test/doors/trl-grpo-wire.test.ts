@@ -10,8 +10,8 @@
 // Always: the recorded traffic (test/fixtures/trl/reward-funcs.json, environment-factory.json), replayed byte for
 // byte against a fresh server: (a) each reply is the reward TRL logged for the completion it posted; and the
 // server's record of the run (its rollouts under the run label) holds exactly the rewards TRL logged, rollout
-// by rollout ((b): by the trace ids the recorded `state` frames return; (c): by the session ids, which TRL's
-// OpenRewardSpec has no way to label with a run). When RFT_TEST_TRL_PYTHON names a Python with trl (and, for
+// by rollout ((b): by the trace ids the recorded `state` frames return; (c): by the session ids, labelled with
+// the run by the `<run>/finqa` name OpenRewardSpec is given). When RFT_TEST_TRL_PYTHON names a Python with trl (and, for
 // (b), RFT_TEST_OPENENV_SRC an OpenEnv checkout's src/; for (c), RFT_TEST_OPENREWARD_SRC an openreward checkout):
 // the trainer itself, through the recording proxy, the rewards it logged equal to the record's
 // (RFT_TEST_WIRE_RECORD=1 writes the fixtures afresh from this run).
@@ -125,6 +125,7 @@ const PATHS: Path[] = [
 
 interface Graded {
   trace_id: string;
+  run: string | null;
   grades: { id: number; score: number | null; sample?: { output_text?: string } }[];
 }
 
@@ -185,6 +186,8 @@ function expectRecordMatches(path: Path, logged: Logged[], record: Graded[]): vo
   } else {
     const byTrace = new Map(record.map((r) => [r.trace_id, r]));
     expect(logged.map((l) => byTrace.get(l.trace_id!)?.grades.map((g) => f32(g.score)))).toEqual(logged.map((l) => (l.reward === null ? [] : [l.reward])));
+    // openreward: found by their ids, labelled by the `<run>/<environment>` name OpenRewardSpec was given
+    expect(record.map((r) => r.run)).toEqual(record.map(() => path.run));
   }
 }
 
@@ -246,7 +249,7 @@ describe.each(PATHS)("TRL 1.13 GRPOTrainer's $name on the wire", (path) => {
       const dir = mkdtempSync(join(tmpdir(), 'rft-trl-grpo-'));
       try {
         const door = path.door(server).replace(path.listener(server), proxy.url);
-        writeFileSync(join(dir, 'spec.json'), JSON.stringify({ path: path.name, snippet: path.snippet(), url: door, env: 'finqa', rows: path.rows, answers: ROWS.map((r) => r.reference_answer), out: join(dir, 'out') }));
+        writeFileSync(join(dir, 'spec.json'), JSON.stringify({ path: path.name, snippet: path.snippet(), url: door, env: `${path.run}/finqa`, rows: path.rows, answers: ROWS.map((r) => r.reference_answer), out: join(dir, 'out') }));
         const env = {
           ...process.env,
           RFT_REWARD_URL: door,

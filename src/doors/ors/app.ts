@@ -165,9 +165,20 @@ export async function registerOrsDoor(app: FastifyInstance): Promise<void> {
   }
   /** The environment X-Deployment names: the whole value or its last `/` part (the SDK sends `owner/name` for a platform's), if one is served. */
   function deploymentEnv(req: FastifyRequest): string | undefined {
-    const header = req.headers['x-deployment'];
-    const deployment = typeof header === 'string' ? header.trim() : '';
+    const deployment = deploymentOf(req);
     return [deployment, deployment.split('/').at(-1)!].find((n) => n !== '' && environments.list().some((e) => e.name === n));
+  }
+  const deploymentOf = (req: FastifyRequest): string => {
+    const header = req.headers['x-deployment'];
+    return typeof header === 'string' ? header.trim() : '';
+  };
+  /**
+   * The run X-Deployment names: `<run>/<environment>` (the SDK's `owner/name`; a self-hosted server has no owners),
+   * what a client that sends no header of its user's can label its episodes by (TRL's OpenRewardSpec: env_name="run/env").
+   */
+  function deploymentRun(req: FastifyRequest): string | undefined {
+    const parts = deploymentOf(req).split('/');
+    return parts.length === 2 && parts[0] !== '' && environments.list().some((e) => e.name === parts[1]) ? parts[0] : undefined;
   }
   /** A route of an environment, at `/{env}/{suffix}` and at the bare `/{suffix}` (envOf says which environment). */
   function envRoute(method: 'GET' | 'POST', suffix: string, handler: (req: FastifyRequest, reply: FastifyReply) => Promise<unknown>): void {
@@ -211,8 +222,14 @@ export async function registerOrsDoor(app: FastifyInstance): Promise<void> {
     let s = await live(req);
     const body = parse(createBody, req.body);
     const address = body.task_spec ? body.task_spec : (body as { split: string; index: number });
-    // The run: x-rft-run, else the body's `run`, else its task_spec's (a client that sends its own headers only).
-    const run = firstRunLabel([req.headers[RUN_HEADER], `header ${RUN_HEADER}`], [body.run, `body ${RUN_PARAM}`], [body.task_spec?.run, `task_spec.${RUN_PARAM}`]);
+    // The run: x-rft-run, else the body's `run`, else its task_spec's, else X-Deployment's owner part (clients
+    // that send their own headers only).
+    const run = firstRunLabel(
+      [req.headers[RUN_HEADER], `header ${RUN_HEADER}`],
+      [body.run, `body ${RUN_PARAM}`],
+      [body.task_spec?.run, `task_spec.${RUN_PARAM}`],
+      [deploymentRun(req), 'X-Deployment (run/environment)'],
+    );
     const ref: RowRef = { env: body.env_name ?? deploymentEnv(req), split: address.split, index: address.index, body: canonicalJson(body), run };
     if (s.row) {
       // The client retries a /create whose reply it lost: the same body is that retry.

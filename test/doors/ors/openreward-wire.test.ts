@@ -6,9 +6,10 @@
 // test/fixtures/openreward/sdk-requests.json replayed byte for byte (this run's key and session ids in place of
 // the recorded ones): every reply what the client needs, the submit's reward the grade, the abandoned episode
 // graded once with the empty answer, no session left, and the name TRL uses without env_name ("env") a 404
-// naming the environments. When RFT_TEST_OPENREWARD_SRC names a checkout of the SDK (RFT_TEST_OPENREWARD_PYTHON
-// a Python with its dependencies): the real client through the recording proxy, its results the same and its
-// bytes the fixture's (RFT_TEST_WIRE_RECORD=1 records it).
+// naming the environments; the episodes carry the run their `<run>/<environment>` name gives. When
+// RFT_TEST_OPENREWARD_SRC names a checkout of the SDK (RFT_TEST_OPENREWARD_PYTHON a Python with its
+// dependencies): the real client through the recording proxy, its results the same and its bytes the fixture's
+// (RFT_TEST_WIRE_RECORD=1 records it).
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { spawnSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
@@ -36,6 +37,9 @@ const ANSWER = `Answer: ${String(train[1]!.reference_answer)}`;
 const THINK_S = 2;
 /** The calls' request lines: the bare path, the environment in X-Deployment. */
 const CALL = /^POST \/call /;
+/** The name the driver gives `environments.get`: `<run>/<environment>`, the SDK's `owner/name` (docs/ors.md). */
+const RUN = 'openreward-sdk';
+const NAME = `${RUN}/finqa`;
 
 describe('the openreward SDK on the wire', () => {
   let server: TestServer;
@@ -75,14 +79,24 @@ describe('the openreward SDK on the wire', () => {
     ]);
     const { answered, abandoned, sids } = replayedEpisodes(fixture.requests, replies);
     await checkEnds(server, answered, abandoned, train[2]!, sids);
+    await expectRun(answered, abandoned);
   });
+
+  /** Both episodes are labelled with the run X-Deployment's owner part names. */
+  async function expectRun(...traces: string[]): Promise<void> {
+    for (const t of traces) {
+      const r = (await (await fetch(`${server.url}/v1/rollouts/${t}`, { headers: { authorization: `Bearer ${server.key}` } })).json()) as { run: string | null };
+      expect(r.run, t).toBe(RUN);
+    }
+  }
 
   describeWithCheckout(reason === '', 'the openreward SDK', reason)('the real client', () => {
     it("gets the catalogue, the reward, a model's mistake as ToolCallError, a 404 naming the environments; its abandoned episode graded; its bytes the fixture's", async () => {
-      const { out, recorded, sids } = await runThroughProxy(server, python, DRIVER, ['finqa', ANSWER, String(THINK_S)], { ...pyEnv, OPENREWARD_API_KEY: server.key });
+      const { out, recorded, sids } = await runThroughProxy(server, python, DRIVER, [NAME, ANSWER, String(THINK_S)], { ...pyEnv, OPENREWARD_API_KEY: server.key });
       expectCatalogueAndEpisodes(out, train);
       expect(out).toMatchObject({ task_env: 'finqa', unnamed: expect.stringMatching(/404.*RFT_ERR_UNKNOWN_ENVIRONMENT.*finqa/) as unknown });
       await checkEnds(server, out.answered_sid as string, out.abandoned_sid as string, train[2]!, sids);
+      await expectRun(out.answered_sid as string, out.abandoned_sid as string);
       keepOrCompare(FIXTURE, recorded, () => `openreward ${sdkVersion()} (${commitOf(src!, process.env.RFT_TEST_OPENREWARD_COMMIT)}), ${pythonVersions(python, ['aiohttp'], pyEnv)}: test/fixtures/openreward/sdk-session.py through test/doors/ors/openreward-wire.test.ts (RFT_TEST_WIRE_RECORD=1)`);
     }, 120_000);
   });

@@ -10,7 +10,7 @@ import { ProcessDriver } from '../../../src/sandbox/drivers/process/driver.js';
 import { BwrapDriver } from '../../../src/sandbox/drivers/bwrap/driver.js';
 import { DockerDriver } from '../../../src/sandbox/drivers/docker/driver.js';
 import { parseDockerHosts } from '../../../src/sandbox/drivers/docker/hosts.js';
-import type { PrestartSpec, Sandbox, SandboxDriver } from '../../../src/sandbox/types.js';
+import type { PrestartSpec, Sandbox, SandboxDriver, SandboxProcess } from '../../../src/sandbox/types.js';
 import { describeIf } from '../../helpers/require.js';
 import { runLabels } from '../../helpers/run-label.js';
 import { waitFor } from '../../helpers/wait.js';
@@ -132,10 +132,15 @@ for (const name of ['bwrap', 'process', 'docker'] as const) {
     });
 
     it('hands out no process that exited while its sandbox was pooled', async () => {
-      const brief: PrestartSpec[] = [{ key: 'srv', argv: ['node', '-e', 'setTimeout(() => {}, 200)', marker] }];
+      // (each pooled process kept by its ready step, to wait for the end its sandbox reports, not only for
+      // /proc: on a loaded machine the report may come later, and the pool knows an exit by it)
+      const pooled: SandboxProcess[] = [];
+      const brief: PrestartSpec[] = [{ key: 'srv', argv: ['node', '-e', 'setTimeout(() => {}, 200)', marker], ready: async (proc) => void pooled.push(proc) }];
       await rollout('trace_1', brief);
       await waitFor('the floor prepared', () => (driver.poolStats!()?.warm === 2 ? true : undefined));
       await running(0, 'the pooled processes to exit');
+      expect(pooled).toHaveLength(2);
+      await Promise.all(pooled.map((p) => p.exited));
       const second = await rollout('trace_2', brief);
       expect(second.claimPrestarted!('srv')).toBeNull();
     });

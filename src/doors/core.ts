@@ -115,11 +115,6 @@ export interface EpisodeAtEnd {
   answered: boolean;
   /** A failure of ours broke it: lost, not played. */
   broken: boolean;
-  /**
-   * Something of it reached a model: its prompt was served or a call was made (OpenEnv's reset is its prompt).
-   * Not: a trainer's probe of the task (TRL's OpenRewardSpec opens a session per task to list its tools).
-   */
-  played: boolean;
 }
 
 /** The answer an episode that ends without one is graded with (what a spent budget gets). */
@@ -282,10 +277,10 @@ export class DoorCore {
    * one; SkyRL counts a null reward as 0; TRL's OpenEnv loop calls get_reward), so a model cannot escape a 0 by
    * abandoning an episode; never when the end is ours (a shutdown, or an episode last used before this process
    * served: our restart or crash lies between) or a failure of ours broke it: infrastructure is never charged
-   * to the model. Nor when nothing of it reached a model (no prompt, no call): a trainer's probe, not an episode.
+   * to the model.
    */
   gradesUnanswered(end: UnansweredEnd, episode: EpisodeAtEnd): boolean {
-    if (episode.answered || episode.broken || !episode.played || end.by === 'ours') return false;
+    if (episode.answered || episode.broken || end.by === 'ours') return false;
     return end.lastUsed >= this.since;
   }
 

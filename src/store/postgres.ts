@@ -591,13 +591,12 @@ export class PostgresStore implements Store {
   async updateSession(door: string, id: string, version: number, change: SessionChange, now: number): Promise<boolean> {
     // A repeat after a lost reply finds the version bumped and says false: the caller reads the session again.
     const b = change.bound;
-    const committed = change.durability === 'committed';
     const rows = await this.idempotent(
       `UPDATE ${this.schema}.door_sessions SET state = $1, ended = ended OR $2, version = version + 1, last_used = $3,
          environment = CASE WHEN $7 THEN $8 ELSE environment END, tools = coalesce($9, tools)
-       WHERE door = $4 AND id = $5 AND version = $6${committed ? ` AND set_config('synchronous_commit', 'off', true) IS NOT NULL` : ''} RETURNING 1`,
+       WHERE door = $4 AND id = $5 AND version = $6 RETURNING 1`,
       [encodeText(change.state), change.ended === true, now, door, encodeText(id), version, b !== undefined, b?.environment ?? null, b ? JSON.stringify(b.tools) : null],
-      `rft_update_session${committed ? '_committed' : ''}`,
+      'rft_update_session',
     );
     return rows.length === 1;
   }

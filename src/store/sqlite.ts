@@ -600,7 +600,6 @@ export class SqliteStore implements Store {
     const b = change.bound;
     return this.unit(
       () => this.s.updateSession.run(change.state, change.ended ? 1 : 0, now, b ? 1 : 0, b?.environment ?? null, b ? JSON.stringify(b.tools) : null, door, id, version).changes === 1,
-      change.durability,
     );
   }
 

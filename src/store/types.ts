@@ -135,8 +135,6 @@ export interface DoorSessionRecord {
 export interface SessionChange {
   state: string;
   ended?: boolean;
-  /** WriteDurability: 'committed' for a change no promise depends on (default durable). */
-  durability?: WriteDurability;
   /** A session whose rollout starts after it (ORS's): what it was started with. */
   bound?: { environment: string | null; tools: string[] };
 }

@@ -213,11 +213,11 @@ describe.each(PATHS)("TRL 1.13 GRPOTrainer's $name on the wire", (path) => {
       const sids = sidsOf(fixture.requests, replies);
       const logged = fixture.logged.map((l) => ({ ...l, trace_id: sids[Number(/^\{\{SID(\d+)\}\}$/.exec(l.trace_id!)![1]) - 1]! }));
       expectRecordMatches(path, logged, await recordFor(path, server, fixture.run, logged));
-      // OpenRewardSpec's probes (a session per task index, its tools listed before training, then /delete: ended
-      // when their replies came) are no episodes: ungraded
+      // OpenRewardSpec's probes (a session per task index, its tools listed before training, then /delete) are
+      // graded like abandoned episodes (docs/ors.md: nothing on the wire tells them from SkyRL's silent episodes)
       const probes = [...sessionsOf(fixture.requests).keys()].map((n) => sids[n - 1]!).filter((sid) => !logged.some((l) => l.trace_id === sid));
       expect(probes).toHaveLength(ROWS.length);
-      expect((await recordOf(server, { traces: probes, once: true })).map((r) => r.grades)).toEqual(probes.map(() => []));
+      expect((await recordOf(server, { traces: probes, once: true })).map((r) => r.grades.length)).toEqual(probes.map(() => 1));
       return;
     }
     if (path.name === 'reward_funcs') {

@@ -11,21 +11,18 @@ describe('the rule for an episode that ends without an answer', () => {
   const before = Date.now() - 1;
   const core = new DoorCore({} as CoreServices);
   const after = Date.now() + 1;
-  const open: EpisodeAtEnd = { answered: false, broken: false, played: true };
+  const open: EpisodeAtEnd = { answered: false, broken: false };
 
   it('grades what its client or its idleness ended, used while this process served', () => {
     for (const by of ['client', 'idle'] as const) expect(core.gradesUnanswered({ by, lastUsed: after }, open), by).toBe(true);
   });
 
-  it('never grades an answered or broken episode, a probe that reached no model, our shutdown\'s, or one last used before this process served', () => {
+  it('never grades an answered or broken episode, our shutdown\'s, or one last used before this process served', () => {
     const cases: [UnansweredEnd, EpisodeAtEnd][] = [
-      [{ by: 'client', lastUsed: after }, { ...open, answered: true }],
-      [{ by: 'idle', lastUsed: after }, { ...open, answered: true }],
-      [{ by: 'client', lastUsed: after }, { ...open, broken: true }],
-      [{ by: 'idle', lastUsed: after }, { ...open, broken: true }],
-      // nothing of it reached a model (no prompt, no call): a trainer's probe of the task
-      [{ by: 'client', lastUsed: after }, { ...open, played: false }],
-      [{ by: 'idle', lastUsed: after }, { ...open, played: false }],
+      [{ by: 'client', lastUsed: after }, { answered: true, broken: false }],
+      [{ by: 'idle', lastUsed: after }, { answered: true, broken: false }],
+      [{ by: 'client', lastUsed: after }, { answered: false, broken: true }],
+      [{ by: 'idle', lastUsed: after }, { answered: false, broken: true }],
       [{ by: 'ours' }, open],
       [{ by: 'client', lastUsed: before }, open],
       [{ by: 'idle', lastUsed: before }, open],

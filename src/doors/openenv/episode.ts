@@ -183,7 +183,7 @@ export class Episode {
    * empty answer). A broken episode, or one our shutdown ended, stays ungraded.
    */
   async endUnanswered(end: UnansweredEnd): Promise<void> {
-    const g = await this.ours(() => this.core.endUnanswered(this.rollout, end, { answered: this.done, broken: this.broken !== undefined, played: true }));
+    const g = await this.ours(() => this.core.endUnanswered(this.rollout, end, { answered: this.done, broken: this.broken !== undefined }));
     if (!g) return;
     this.done = true;
     this.reward = g.score;

@@ -119,7 +119,7 @@ export class McpSessions {
       // (a close whose grade failed on our side grades on its retry)
       const answered = cur.state.endedBy !== undefined && cur.state.endedBy !== CLOSE_KEY;
       const broken = cur.state.broken !== undefined && cur.state.broken.key !== CLOSE_KEY;
-      if (this.core.gradesUnanswered({ by: 'client', lastUsed: cur.held.lastUsed }, { answered, broken, played: true })) await this.end(cur, CLOSE_KEY, SUBMIT_TOOL, '', NO_ANSWER);
+      if (this.core.gradesUnanswered({ by: 'client', lastUsed: cur.held.lastUsed }, { answered, broken })) await this.end(cur, CLOSE_KEY, SUBMIT_TOOL, '', NO_ANSWER);
       cur = await this.change(cur, (st) => (st.closed ? undefined : { ...st, closed: true }), true);
     }
     // A graded episode's sandbox goes after the grace period; an ungraded one's now.
@@ -164,7 +164,7 @@ export class McpSessions {
     if (st.closed) return;
     let graded = st.reward !== null;
     const end = { by: 'idle', lastUsed: r.lastUsed } as const;
-    const episode = { answered: st.endedBy !== undefined, broken: st.broken !== undefined, played: true };
+    const episode = { answered: st.endedBy !== undefined, broken: st.broken !== undefined };
     if (this.core.gradesUnanswered(end, episode)) {
       try {
         const rec = await this.core.store.getRollout(r.traceId);

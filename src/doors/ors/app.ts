@@ -8,7 +8,7 @@ import { errors, isRftError } from '../../errors.js';
 import { canonicalJson } from '../../protocol/canonical.js';
 import { keyHeaders } from '../../authentication/key-headers.js';
 import type { DoorSessionRecord } from '../../store/types.js';
-import type { EpisodeAtEnd, Rollout } from '../core.js';
+import type { Rollout } from '../core.js';
 import { promptOf, rowAt, rowTools, splitName, splitsOf, taskSpec, taskSpecAddress, toolSpecs } from './catalog.js';
 import { Sessions, type RowRef, type Session } from './sessions.js';
 import { EventStream } from './sse.js';
@@ -85,23 +85,13 @@ export async function registerOrsDoor(app: FastifyInstance): Promise<void> {
   async function expired(r: DoorSessionRecord): Promise<void> {
     try {
       const { state, rollout } = await sessions.expired(r);
-      const g = rollout && (await core.endUnanswered(rollout, { by: 'idle', lastUsed: r.lastUsed }, await atEnd(state, rollout, state.finished, state.broken === true)));
+      const g = rollout && (await core.endUnanswered(rollout, { by: 'idle', lastUsed: r.lastUsed }, { answered: state.finished, broken: state.broken === true }));
       app.log.info({ trace_id: r.traceId, idle_ms: idleMs, reward: g?.score ?? null }, g ? 'ors session idle: graded unanswered' : 'ors session idle: ended');
     } catch (err) {
       app.log.warn({ err, trace_id: r.traceId }, 'ors session idle: its episode could not be graded');
     }
     await endSession(r.traceId);
   }
-
-  /**
-   * What the core's rule reads of a session at its end. Played: its prompt was served or a call made (the
-   * ledger's), else a trainer's probe of the task; read only when it matters (not answered, not broken).
-   */
-  const atEnd = async (st: { prompted?: boolean | undefined }, rollout: Rollout, answered: boolean, broken: boolean): Promise<EpisodeAtEnd> => ({
-    answered,
-    broken,
-    played: answered || broken || st.prompted === true || (await stored(core.store.listCalls(rollout.traceId))).length > 0,
-  });
 
   const sidOf = (req: FastifyRequest): string => {
     const sid = req.headers['x-session-id'];
@@ -270,7 +260,7 @@ export async function registerOrsDoor(app: FastifyInstance): Promise<void> {
       // Taken before the grade: a submit sent meanwhile finds the episode over; a retried end (this one
       // failed, or /delete then /delete_session) takes it again and gets the recorded grade.
       const claimed = await sessions.finish(s, Sessions.END_TASK, true);
-      const g = await core.endUnanswered(s.rollout, { by: 'client', lastUsed: s.held.lastUsed }, await atEnd(s, s.rollout, !claimed, s.broken === true));
+      const g = await core.endUnanswered(s.rollout, { by: 'client', lastUsed: s.held.lastUsed }, { answered: !claimed, broken: s.broken === true });
       if (g) req.log.info({ trace_id: s.sid, reward: g.score, replayed: g.replayed }, 'ors session ended unanswered: graded');
     }
     const r = await sessions.delete(sid);
@@ -289,10 +279,7 @@ export async function registerOrsDoor(app: FastifyInstance): Promise<void> {
   };
   envRoute('GET', 'prompt', async (req) => {
     const s = await started(req);
-    const prompt = promptOf(await rowAt(environments, s.rollout.environment!, s.row!.split, s.row!.index));
-    // what makes the session an episode (a trainer's probe of the task asks for its tools only)
-    if (!s.prompted) await sessions.prompted(s);
-    return prompt;
+    return promptOf(await rowAt(environments, s.rollout.environment!, s.row!.split, s.row!.index));
   });
   envRoute('GET', 'task_tools', async (req) => {
     const { rollout } = await started(req);

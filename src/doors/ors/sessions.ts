@@ -7,7 +7,7 @@
 // store (door_sessions), read from it per request, and deleted after RFT_ORS_IDLE_MS unused.
 import { errors } from '../../errors.js';
 import { timeOrderedId } from '../../rollout/ids.js';
-import type { DoorSessionRecord, WriteDurability } from '../../store/types.js';
+import type { DoorSessionRecord } from '../../store/types.js';
 import type { DoorCore, Rollout } from '../core.js';
 import { recordedRollout, SessionRecords, stored, type Held } from '../session-record.js';
 
@@ -38,8 +38,6 @@ interface State {
   finishedBy: string | undefined;
   /** A call of it failed on our side for good (RFT_ERR_ORS_CALL_FAILED): lost, never graded unanswered. */
   broken?: boolean;
-  /** Its prompt was served (with a call made, what makes a session an episode rather than a trainer's probe). */
-  prompted?: boolean;
 }
 
 /** A session as read from the store at one version: its changes go through Sessions. */
@@ -121,14 +119,6 @@ export class Sessions {
     return this.of(h, ours ? rollout : s.rollout);
   }
 
-  /**
-   * Records that the session's prompt was served (once). 'committed': lost with a crash only, after which the
-   * session, last used before the next process, is never graded anyway.
-   */
-  prompted(s: Session): Promise<Session> {
-    return this.change(s, (st) => (st.prompted ? undefined : { ...st, prompted: true }), 'committed');
-  }
-
   /** Marks the session used now (ORS's /ping keeps a session alive). */
   touch(s: Session): Promise<Session> {
     return this.change(s, (st) => ({ ...st }));
@@ -168,8 +158,8 @@ export class Sessions {
     return { ...h.state, sid: r.id, rollout, held: h };
   }
 
-  private async change(s: Session, f: (st: State) => State | undefined, durability?: WriteDurability): Promise<Session> {
-    return this.of(await this.records.change(s.held, f, durability ? { durability } : {}), s.rollout);
+  private async change(s: Session, f: (st: State) => State | undefined): Promise<Session> {
+    return this.of(await this.records.change(s.held, f), s.rollout);
   }
 
   close(): void {

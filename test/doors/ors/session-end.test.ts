@@ -63,33 +63,27 @@ describe('ORS door: a session that ends without an answer', () => {
     expect((await recordOf(server, sid)).grades).toHaveLength(1);
   });
 
-  it("a trainer's probe of a task (its tools listed; no prompt, no call) is no episode: ended by its client or idle, its rollout ends ungraded; a prompt served alone makes it one", async () => {
-    // TRL's OpenRewardSpec opens such a session per task index before training (/create, /task_tools, /delete)
+  it("a session that reached no model (its tools listed, or nothing: SkyRL's episode whose model answered without a tool call) is graded like any its client ends", async () => {
+    // TRL's OpenRewardSpec probes a task so before training (/create, /task_tools, /delete), and SkyRL's episode
+    // that ends on a text answer is /create then /delete (its prompt is in its dataset): SkyRL trains that one as
+    // 0, and nothing on the wire tells the two apart, so both are graded (docs/ors.md)
     const ors = new OrsClient(server.url, { token: server.key, waitScale: 0.01 });
     const probe = await ors.session('finqa', { split: 'train', index: 6 }, async (s) => {
       expect((await s.listTools()).map((t) => t.name)).toContain('submit');
       return s.sid;
     });
-    const prompted = await ors.session('finqa', { split: 'train', index: 7 }, async (s) => {
-      await s.getPrompt();
-      return s.sid;
-    });
+    // SkyRL's silent episode, as the openreward SDK sends it: its environment in X-Deployment
+    const h = { 'x-api-key': server.key, 'x-deployment': 'finqa' };
+    const created = await (await fetch(`${server.url}/create_session`, { method: 'POST', headers: { ...h, accept: 'text/event-stream' } })).text();
+    const silent = /event: task_id\r?\ndata: (\S+)/.exec(created)![1]!;
+    for (const [path, body] of [['/create', { split: 'train', index: 7 }], ['/delete', undefined]] as const) {
+      const json = body ? { headers: { ...h, 'x-session-id': silent, 'content-type': 'application/json' }, body: JSON.stringify(body) } : { headers: { ...h, 'x-session-id': silent } };
+      const res = await fetch(`${server.url}${path}`, { method: 'POST', ...json });
+      expect(res.status, await res.text()).toBe(200);
+    }
     expect(ors.swallowed).toEqual([]);
-    expect((await recordOf(server, probe)).grades).toEqual([]);
-    expect((await recordOf(server, prompted)).grades.map((g) => g.score)).toEqual([await emptyGrade(7)]);
-    for (const sid of [probe, prompted]) await goneFromStore(server, sid);
-    // left idle: the same (the sweep's end reads the same facts)
-    const idler = new OrsClient(idle.url, { token: idle.key, waitScale: 0.01 });
-    let idleProbe = '';
-    await idler.session('finqa', { split: 'train', index: 8 }, async (s) => {
-      s.stopPings();
-      idleProbe = s.sid;
-      await s.listTools();
-      await goneFromStore(idle, s.sid);
-    });
-    // (its end runs after the sweep removed it: given time, still no grade)
-    await new Promise((r) => setTimeout(r, 2 * IDLE_MS));
-    expect((await recordOf(idle, idleProbe)).grades).toEqual([]);
+    expect((await recordOf(server, probe)).grades.map((g) => g.score)).toEqual([await emptyGrade(6)]);
+    expect((await recordOf(server, silent)).grades.map((g) => g.score)).toEqual([await emptyGrade(7)]);
   });
 
   it('a retried /delete whose session is still there (its first reply lost) gets the recorded grade, not a second one', async () => {

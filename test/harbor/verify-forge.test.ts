@@ -8,6 +8,8 @@ import { DockerDriver } from '../../src/sandbox/drivers/docker/driver.js';
 import { parseDockerHosts } from '../../src/sandbox/drivers/docker/hosts.js';
 import { harborSandboxImage } from '../../src/harbor/sandbox-spec.js';
 import { verifyHarborTask } from '../../src/harbor/verify.js';
+import { DockerApi } from '../../src/sandbox/drivers/docker/api.js';
+import { errors, isRftError } from '../../src/errors.js';
 import type { HarborTask } from '../../src/harbor/types.js';
 import type { Sandbox } from '../../src/sandbox/types.js';
 import { describeIf } from '../helpers/require.js';
@@ -187,6 +189,42 @@ for (const eng of ENGINES) {
       const left = await sb.admin!.exec(['/bin/sh', '-c', 'for f in /proc/[0-9]*/cmdline; do tr "\\0" " " < $f 2>/dev/null; echo; done'], { cwd: '/', timeoutMs: 10_000 });
       expect(left.stdout).toContain('sleep 2147483647'); // the keeper's idle child lives on (admin.ts: TASK_KEEPER)
       expect(left.stdout).not.toContain('sleep 300');
+    }, 300_000);
+
+    // A task whose user is root holds CAP_KILL over the container's init and keeper: `kill -9 -1` ends
+    // the container (under gVisor `kill -9 1` too). Before, that was a lost sandbox (503, ours): a
+    // rollout could end any episode as no episode instead of its 0.
+    it('a root rollout that ends its own container, at once or later, is the model\'s 0 and its calls the model\'s 410, never a lost sandbox', async () => {
+      for (const [id, command] of [['killall', 'kill -9 -1'], ['later', '(sleep 1; kill -9 -1) >/dev/null 2>&1 & echo left']] as const) {
+        const sb = await rollout(task, id);
+        await sb.writeFile('greeting.txt', 'hello harbor\n');
+        const ran = await sb.exec(command).catch((e: unknown) => e);
+        if (id === 'killall') expect(isRftError(ran) && ran.code, JSON.stringify(ran)).toBe(errors.sandboxEndedByRollout.code);
+        else {
+          expect((ran as { stdout: string }).stdout).toBe('left\n');
+          await new Promise((r) => setTimeout(r, 2500));
+          // runc: what a command leaves is killed with its exec, so the container lives and the work scores;
+          // gVisor: it lives on, ends the container between calls, and the next call is the model's 410.
+          const next = await sb.exec('true').catch((e: unknown) => e);
+          if (!isRftError(next)) {
+            expect(await verifyHarborTask(sb, task)).toMatchObject({ kind: 'scored', score: 1 });
+            continue;
+          }
+          expect(next.code, JSON.stringify(next)).toBe(errors.sandboxEndedByRollout.code);
+        }
+        expect(await verifyHarborTask(sb, task)).toMatchObject({ kind: 'model', score: 0 });
+      }
+    }, 300_000);
+
+    it('a task container stopped through the engine (an operator\'s docker kill) stays ours: a lost sandbox, thrown (503)', async () => {
+      const sb = await rollout(task, 'outside');
+      await sb.writeFile('greeting.txt', 'hello harbor\n');
+      const api = new DockerApi(eng.socket);
+      await api.call('POST', `/containers/${sb.ref!.container}/kill`);
+      await api.close();
+      await until(async () => isRftError(await sb.exec('true').catch((e: unknown) => e)));
+      const v = await verifyHarborTask(sb, task).catch((e: unknown) => e);
+      expect(isRftError(v) && v.code, JSON.stringify(v)).toBe(errors.sandboxLost.code);
     }, 300_000);
 
     it('a deleted bash is the model\'s 0, not a thrown error', async () => {

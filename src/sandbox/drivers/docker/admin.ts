@@ -12,32 +12,29 @@ import { packWorkspace } from './tar.js';
 import type { ExecResult, SandboxAdmin } from '../../types.js';
 
 /**
- * Stops every live process but the container's own: pid 1 (its init), the init's oldest child (the
- * keeper below: nothing the rollout starts can be older) and the keeper's children (its idle `sleep`;
- * the rollout cannot make the keeper fork), and this shell; pass by pass (a stopped process cannot
- * fork behind the walk), then kills them; again until a pass finds none. Whatever their user (the
- * container runs as root: CAP_KILL). Prints 0 when all are gone, 1 when some were left. No fork:
- * builtins only, so it runs in a full process table.
+ * Stops every live process but the container's own: those of session 1, the session of its init (pid
+ * 1), the keeper below and the keeper's idle `sleep`; and this shell. Every process the rollout or the
+ * verifier starts comes from an exec, which the runtime starts in a session of its own (runc and
+ * gVisor alike), and a process can leave its session only for a new one of its own (setsid): none can
+ * join session 1. (The keeper used to be told by its age, the init's oldest child: in a container
+ * just started the keeper could be missing yet, and the grader's kill then took it, and the container
+ * with it, as it appeared.) Pass by pass (a stopped process cannot fork behind the walk), then kills
+ * them; again until a pass finds none. Whatever their user (the container runs as root: CAP_KILL).
+ * Prints 0 when all are gone, 1 when some were left. No fork: builtins only, so it runs in a full
+ * process table.
  */
-const KILL_ALL = `own=; best=
-for d in /proc/[0-9]*; do
-  read -r line 2>/dev/null < "$d/stat" || continue
-  set -- \${line##*) }
-  [ "$2" = 1 ] || continue
-  if [ -z "$best" ] || [ "\${20}" -lt "$best" ]; then best=\${20}; own=\${d#/proc/}; fi
-done
-round=0; left=0
+const KILL_ALL = `round=0; left=0
 while [ $round -lt 8 ]; do
   round=$((round+1)); all=" "; pass=0
   while [ $pass -lt 32 ]; do
     pass=$((pass+1)); grew=
     for d in /proc/[0-9]*; do
       p=\${d#/proc/}
-      case "\${all}1 $own $$ " in *" $p "*) continue;; esac
+      case "\${all}$$ " in *" $p "*) continue;; esac
       read -r line 2>/dev/null < "$d/stat" || continue
       set -- \${line##*) }
       [ "$1" = Z ] && continue
-      [ "$2" = "$own" ] && continue
+      [ "$4" = 1 ] && continue
       kill -STOP "$p" 2>/dev/null && { all="$all$p "; grew=1; }
     done
     [ -z "$grew" ] && break
@@ -51,7 +48,9 @@ echo $left`;
  * A task container's main process (under docker-init), as root: an idle shell that runs KILL_ALL when
  * the engine signals it (SIGUSR1). A rollout that keeps the process table full (a fork bomb) leaves no
  * room for an exec, above all under gVisor, whose runtime then refuses every exec ("try again"); a
- * signal needs no new process. The rollout's uid cannot signal it. Its one child is an idle `sleep`.
+ * signal needs no new process. A rollout that runs as a user other than root cannot signal it; one that
+ * runs as root can end it, and the container with it (DockerSandbox.endedByRollout: the rollout's
+ * doing). Its one child is an idle `sleep`.
  */
 export const TASK_KEEPER = `rft_kill() {
 ${KILL_ALL}

@@ -342,7 +342,7 @@ export class DockerDriver implements SandboxDriver {
    * RLIMIT_FSIZE, the total is not (the overlay on ext4 has no quota; Harbor's Docker runner enforces
    * none either; docs: storage_mb); /tmp is a capped tmpfs. Its init and keeper (admin.ts:
    * TASK_KEEPER, an idle shell that kills every other process on SIGUSR1) run as root; admin.ts tells
-   * them apart from the rollout's processes by age and parentage, not by user.
+   * them apart from the rollout's processes by session (every exec starts a session of its own), not by user.
    */
   private taskConfig(id: string, uid: number, limits: SandboxLimits, labels: Record<string, string>, img: SandboxImage, facts: ImageFacts, workdir: string, user: string) {
     const l = limits;

@@ -7,6 +7,10 @@
 //   the rollout's doing (DockerSandbox.endedByRollout). The engine replays past events from a bounded
 //   log only (the last 256 in moby's daemon/events), and every exec adds three, so the oom is kept
 //   here as it happens: the stream stays open while a sandbox of this process lives on the engine;
+// - when a container was killed or stopped through the engine (`kill`: an operator's docker kill,
+//   stop or rm -f, the engine's own shutdown), which keeps a task container that stopped ours when
+//   its rollout runs as root and could have stopped it itself (DockerSandbox.endedByRollout); and
+//   whether the stream broke since (an engine restart, whose events are gone with it);
 // - when a container died (`die`): gVisor keeps a command's stream open after a memory hog got the
 //   sandbox's kernel killed, so the call in flight learns of the death here rather than at its
 //   timeout.
@@ -20,6 +24,11 @@ interface DockerEvent {
   Actor?: { Attributes?: Record<string, string> };
 }
 
+/** The grader's signal to a task container's keeper (admin.ts), which kills the rollout's processes, not the container. */
+export function keeperSignal(signal: string | undefined): boolean {
+  return signal === '10' || signal === 'SIGUSR1' || signal === 'USR1';
+}
+
 /** Containers whose last oom is remembered (the oldest are dropped first; a sandbox's is dropped when it goes). */
 const OOMS_KEPT = 4096;
 
@@ -27,6 +36,10 @@ export class EngineEvents {
   private readonly waiters = new Map<string, (exitCode: number | null) => void>();
   /** Container name -> when its memory cgroup last ran out (ms since the epoch, the engine's clock). */
   private readonly ooms = new Map<string, number>();
+  /** Container name -> when it was last killed through the engine (ms, the engine's clock). */
+  private readonly kills = new Map<string, number>();
+  /** How many times the stream ended under us (an engine restart): events may have been missed. */
+  breaks = 0;
   /** Container name -> what to do when it dies (calls in flight in it). */
   private readonly deaths = new Map<string, Set<() => void>>();
   /** Sandboxes of this process that keep the stream open. */
@@ -99,9 +112,20 @@ export class EngineEvents {
     return this.ooms.get(name);
   }
 
+  /** When container `name` was last killed or stopped through the engine, as seen on the stream (ms), if it was. */
+  killedAt(name: string): number | undefined {
+    return this.kills.get(name);
+  }
+
+  /** Whether the stream is open now (what it says of the past holds only while it stays open). */
+  get isOpen(): boolean {
+    return this.current !== null;
+  }
+
   /** Drops what is remembered of container `name` (it is being removed). */
   forgetContainer(name: string): void {
     this.ooms.delete(name);
+    this.kills.delete(name);
   }
 
   private closeIfUnused(): void {
@@ -117,7 +141,7 @@ export class EngineEvents {
 
   private open(): Promise<void> {
     this.ready ??= (async () => {
-      const filters = encodeURIComponent(JSON.stringify({ type: ['container'], event: ['exec_die', 'oom', 'die'], label: [this.label] }));
+      const filters = encodeURIComponent(JSON.stringify({ type: ['container'], event: ['exec_die', 'oom', 'die', 'kill'], label: [this.label] }));
       const since = this.since ? `&since=${this.since}` : '';
       let body: Readable;
       try {
@@ -146,6 +170,7 @@ export class EngineEvents {
   /** The stream ended under us (an engine restart): open it again from where it stopped, if anyone needs it. */
   private lost(body: Readable): void {
     if (this.current !== body) return;
+    this.breaks++;
     this.current = null;
     this.ready = null;
     if (this.waiters.size > 0 || this.holders > 0) setTimeout(() => void this.open().catch(() => {}), 500).unref();
@@ -165,6 +190,13 @@ export class EngineEvents {
       this.ooms.delete(attrs.name); // re-inserted last: the map's order is the drop order
       this.ooms.set(attrs.name, at);
       if (this.ooms.size > OOMS_KEPT) this.ooms.delete(this.ooms.keys().next().value as string);
+      return;
+    }
+    if (ev.Action === 'kill' && attrs.name !== undefined && !keeperSignal(attrs.signal)) {
+      const at = typeof ev.timeNano === 'number' ? ev.timeNano / 1e6 : (ev.time ?? 0) * 1000;
+      this.kills.delete(attrs.name);
+      this.kills.set(attrs.name, at);
+      if (this.kills.size > OOMS_KEPT) this.kills.delete(this.kills.keys().next().value as string);
       return;
     }
     if (ev.Action === 'die' && attrs.name !== undefined) {

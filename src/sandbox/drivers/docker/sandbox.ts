@@ -6,7 +6,7 @@
 import { mkdir } from 'node:fs/promises';
 import { errors } from '../../../errors.js';
 import { copyBoundsFor, type CopyBounds, type CopyReport } from '../../workspace/copy-out.js';
-import { DockerStatusError, QUICK_TIMEOUT_MS } from './api.js';
+import { DockerStatusError, QUICK_TIMEOUT_MS, type DockerApi } from './api.js';
 import type { DockerEngine } from './engine.js';
 import { dockerExec, dockerSpawn, PidPreamble, type DockerExecHooks, type DockerExecOutcome, type DockerExecRequest } from './exec.js';
 import { fileError, FILE_SCRIPTS, parseListing } from './files.js';
@@ -19,6 +19,7 @@ import type { Prestarted } from '../../pool/prestarted.js';
 import { commandStdio, type Command, type CommandExit } from '../bwrap/supervisor/client.js';
 import { AgentChannel, type AgentEnd } from './agent/client.js';
 import { agentBinary } from './agent/binary.js';
+import { keeperSignal } from './events.js';
 
 /**
  * `other_exec [path]`: true when another exec or spawned process of this container is running,
@@ -213,11 +214,14 @@ export class DockerSandbox implements Sandbox {
   private losing: Promise<void> | null = null;
   /** The agent's channel, once asked for (null inside: this sandbox runs on execs). */
   private agent: Promise<AgentChannel | null> | null = null;
+  /** The engine's event stream breaks when this sandbox was made (endedByRollout: none since, or events were missed). */
+  private readonly breaksAtStart: number;
 
   constructor(private readonly o: DockerSandboxInit) {
     this.id = o.id;
     this.traceId = o.traceId;
     this.ref = { engine: o.engine.name, container: o.container };
+    this.breaksAtStart = o.engine.events.breaks;
     // Shared, not copied: a process the pooled one spawned drops out of both when it exits.
     this.processes = o.from?.processes ?? new Set();
     this.spawned = o.from?.spawned ?? new Map();
@@ -327,10 +331,17 @@ export class DockerSandbox implements Sandbox {
    * under gVisor the sandbox's kernel is killed, and the container with it. A container removed
    * (404) or killed from outside, or stopped by an engine restart, has no such event: ours
    * (RFT_ERR_SANDBOX_LOST, 503, uncharged).
+   * A task container whose rollout runs as root: its commands hold CAP_KILL over the container's
+   * init and keeper (gVisor delivers even SIGKILL to pid 1 from inside; runc ends the container
+   * when the init's one child, the keeper, dies), so `kill -9 -1` ends it. Such a container that
+   * stopped with no kill through the engine (an operator's docker kill, stop or rm -f and the
+   * engine's own shutdown each log one: seen on the stream, or in the engine's log since its start)
+   * and no break in the stream since this sandbox was made (an engine restart) was stopped by the
+   * rollout. (Before, it was a lost sandbox, 503: a rollout could turn its episode into no episode.)
    */
   private async endedByRollout(): Promise<boolean> {
     return this.o.engine.use(async (api) => {
-      const info = await api.call<{ State?: { Running?: boolean; FinishedAt?: string; ExitCode?: number }; HostConfig?: { Runtime?: string } }>(
+      const info = await api.call<{ State?: { Running?: boolean; StartedAt?: string; FinishedAt?: string; ExitCode?: number }; HostConfig?: { Runtime?: string } }>(
         'GET',
         `/containers/${this.o.container}/json`,
         undefined,
@@ -359,8 +370,38 @@ export class DockerSandbox implements Sandbox {
       const filters = encodeURIComponent(JSON.stringify({ type: ['container'], event: ['oom'], container: [this.o.container] }));
       const res = await api.call<unknown>('GET', `/events?since=${since}&until=${until}&filters=${filters}`, undefined, { timeoutMs: QUICK_TIMEOUT_MS + OOM_WINDOW_S * 1000 });
       const text = typeof res.body === 'string' ? res.body : JSON.stringify(res.body ?? '');
-      return /"(Action|status)":"oom"/.test(text) || oomNear();
+      if (/"(Action|status)":"oom"/.test(text) || oomNear()) return true;
+      return this.rootRollout && (await this.stoppedFromInside(api, info.body.State.StartedAt, died));
     });
+  }
+
+  /** A task container whose commands run as root (see endedByRollout). */
+  private get rootRollout(): boolean {
+    return this.o.task !== undefined && this.o.uid === 0;
+  }
+
+  /** No kill through the engine from its start to its death, and the engine's events all seen since this sandbox was made. */
+  private async stoppedFromInside(api: DockerApi, startedAt: string | undefined, died: number): Promise<boolean> {
+    const events = this.o.engine.events;
+    if (!events.isOpen || events.breaks !== this.breaksAtStart) return false;
+    if (events.killedAt(this.o.container) !== undefined) return false;
+    const started = Date.parse(startedAt ?? '');
+    if (!Number.isFinite(started)) return false;
+    const filters = encodeURIComponent(JSON.stringify({ type: ['container'], event: ['kill', 'stop'], container: [this.o.container] }));
+    const since = Math.floor(started / 1000) - 1;
+    const until = Math.floor(died / 1000) + OOM_WINDOW_S;
+    const res = await api.call<unknown>('GET', `/events?since=${since}&until=${until}&filters=${filters}`, undefined, { timeoutMs: QUICK_TIMEOUT_MS + OOM_WINDOW_S * 1000 });
+    const text = typeof res.body === 'string' ? res.body : JSON.stringify(res.body ?? '');
+    const stopped = text.split('\n').some((line) => {
+      try {
+        const ev = JSON.parse(line) as { Action?: string; Actor?: { Attributes?: Record<string, string> } } | null;
+        if (ev === null || typeof ev !== 'object') return false;
+        return ev.Action === 'stop' || (ev.Action === 'kill' && !keeperSignal(ev.Actor?.Attributes?.signal));
+      } catch {
+        return line.trim() !== '';
+      }
+    });
+    return !stopped && events.killedAt(this.o.container) === undefined;
   }
 
   /**

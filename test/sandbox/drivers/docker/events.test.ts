@@ -1,6 +1,6 @@
 // The engine's event stream as the driver keeps it (src/sandbox/drivers/docker/events.ts): open while
 // a sandbox holds it or an exec waits, reopened from where it stopped, each container's last oom kept
-// (bounded, dropped with its container). A fake stream here; the real engine's replay bound that makes
+// (bounded, dropped with its container), and each one's last kill through the engine. A fake stream here; the real engine's replay bound that makes
 // this necessary is exercised in lost.test.ts.
 import { PassThrough } from 'node:stream';
 import { expect, it, vi } from 'vitest';
@@ -33,7 +33,7 @@ it("keeps each container's last oom while a sandbox holds the stream, bounded, a
   const ev = new EngineEvents(api, 'rft-endpoints.sandbox');
   const release = ev.hold();
   await vi.waitFor(() => expect(opened).toHaveLength(1));
-  expect(decodeURIComponent(opened.join())).toContain('"event":["exec_die","oom","die"]');
+  expect(decodeURIComponent(opened.join())).toContain('"event":["exec_die","oom","die","kill"]');
   body(0).write(oom('rft-a', 100));
   body(0).write(oom('rft-a', 200).slice(0, 20)); // a line split across chunks
   body(0).write(oom('rft-a', 200).slice(20));
@@ -63,6 +63,25 @@ it('reopens a held stream that ended from just before its last event, and not on
   expect(body(1).destroyed).toBe(true);
   await new Promise((r) => setTimeout(r, 700));
   expect(opened).toHaveLength(2);
+});
+
+it("keeps each container's last kill through the engine (not the grader's SIGUSR1 to a keeper), and counts the stream's breaks", async () => {
+  const { api, opened, body } = fakeApi();
+  const ev = new EngineEvents(api, 'rft-endpoints.sandbox');
+  const release = ev.hold();
+  await vi.waitFor(() => expect(opened).toHaveLength(1));
+  expect(ev.isOpen).toBe(true);
+  const kill = (name: string, signal: string, s: number): string => `${JSON.stringify({ Action: 'kill', time: s, timeNano: s * 1e9, Actor: { Attributes: { name, signal } } })}\n`;
+  body(0).write(kill('rft-k', '10', 700));
+  body(0).write(kill('rft-l', '9', 701));
+  await vi.waitFor(() => expect(ev.killedAt('rft-l')).toBe(701_000));
+  expect(ev.killedAt('rft-k')).toBeUndefined();
+  expect(ev.breaks).toBe(0);
+  body(0).end(); // the engine restarted
+  await vi.waitFor(() => expect(ev.breaks).toBe(1));
+  ev.forgetContainer('rft-l');
+  expect(ev.killedAt('rft-l')).toBeUndefined();
+  release();
 });
 
 it('stays open while an exec waits after the last holder went, and closes when neither needs it', async () => {

@@ -29,8 +29,16 @@ export function keeperSignal(signal: string | undefined): boolean {
   return signal === '10' || signal === 'SIGUSR1' || signal === 'USR1';
 }
 
-/** Containers whose last oom is remembered (the oldest are dropped first; a sandbox's is dropped when it goes). */
+/** Containers whose last oom (and last kill) is remembered (the oldest are dropped first; a sandbox's is dropped when it goes). */
 const OOMS_KEPT = 4096;
+
+/** Keeps when `ev` happened to container `name` (ms, the engine's clock), bounded: the oldest entries go first. */
+function remember(times: Map<string, number>, name: string, ev: DockerEvent): void {
+  const at = typeof ev.timeNano === 'number' ? ev.timeNano / 1e6 : (ev.time ?? 0) * 1000;
+  times.delete(name); // re-inserted last: the map's order is the drop order
+  times.set(name, at);
+  if (times.size > OOMS_KEPT) times.delete(times.keys().next().value as string);
+}
 
 export class EngineEvents {
   private readonly waiters = new Map<string, (exitCode: number | null) => void>();
@@ -185,18 +193,9 @@ export class EngineEvents {
     }
     if (typeof ev.time === 'number') this.since = Math.max(this.since, ev.time - 1);
     const attrs = ev.Actor?.Attributes ?? {};
-    if (ev.Action === 'oom' && attrs.name !== undefined) {
-      const at = typeof ev.timeNano === 'number' ? ev.timeNano / 1e6 : (ev.time ?? 0) * 1000;
-      this.ooms.delete(attrs.name); // re-inserted last: the map's order is the drop order
-      this.ooms.set(attrs.name, at);
-      if (this.ooms.size > OOMS_KEPT) this.ooms.delete(this.ooms.keys().next().value as string);
-      return;
-    }
-    if (ev.Action === 'kill' && attrs.name !== undefined && !keeperSignal(attrs.signal)) {
-      const at = typeof ev.timeNano === 'number' ? ev.timeNano / 1e6 : (ev.time ?? 0) * 1000;
-      this.kills.delete(attrs.name);
-      this.kills.set(attrs.name, at);
-      if (this.kills.size > OOMS_KEPT) this.kills.delete(this.kills.keys().next().value as string);
+    if (ev.Action === 'oom' && attrs.name !== undefined) return remember(this.ooms, attrs.name, ev);
+    if (ev.Action === 'kill' && attrs.name !== undefined) {
+      if (!keeperSignal(attrs.signal)) remember(this.kills, attrs.name, ev);
       return;
     }
     if (ev.Action === 'die' && attrs.name !== undefined) {

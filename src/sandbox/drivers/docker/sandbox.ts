@@ -367,9 +367,7 @@ export class DockerSandbox implements Sandbox {
       // the death (the engine answers once it has passed).
       const since = Math.floor(died / 1000) - OOM_WINDOW_S;
       const until = Math.floor(died / 1000) + OOM_WINDOW_S;
-      const filters = encodeURIComponent(JSON.stringify({ type: ['container'], event: ['oom'], container: [this.o.container] }));
-      const res = await api.call<unknown>('GET', `/events?since=${since}&until=${until}&filters=${filters}`, undefined, { timeoutMs: QUICK_TIMEOUT_MS + OOM_WINDOW_S * 1000 });
-      const text = typeof res.body === 'string' ? res.body : JSON.stringify(res.body ?? '');
+      const text = await this.engineLog(api, ['oom'], since, until);
       if (/"(Action|status)":"oom"/.test(text) || oomNear()) return true;
       return this.rootRollout && (await this.stoppedFromInside(api, info.body.State.StartedAt, died));
     });
@@ -387,11 +385,7 @@ export class DockerSandbox implements Sandbox {
     if (events.killedAt(this.o.container) !== undefined) return false;
     const started = Date.parse(startedAt ?? '');
     if (!Number.isFinite(started)) return false;
-    const filters = encodeURIComponent(JSON.stringify({ type: ['container'], event: ['kill', 'stop'], container: [this.o.container] }));
-    const since = Math.floor(started / 1000) - 1;
-    const until = Math.floor(died / 1000) + OOM_WINDOW_S;
-    const res = await api.call<unknown>('GET', `/events?since=${since}&until=${until}&filters=${filters}`, undefined, { timeoutMs: QUICK_TIMEOUT_MS + OOM_WINDOW_S * 1000 });
-    const text = typeof res.body === 'string' ? res.body : JSON.stringify(res.body ?? '');
+    const text = await this.engineLog(api, ['kill', 'stop'], Math.floor(started / 1000) - 1, Math.floor(died / 1000) + OOM_WINDOW_S);
     const stopped = text.split('\n').some((line) => {
       try {
         const ev = JSON.parse(line) as { Action?: string; Actor?: { Attributes?: Record<string, string> } } | null;
@@ -401,7 +395,18 @@ export class DockerSandbox implements Sandbox {
         return line.trim() !== '';
       }
     });
+    // (the stream again: a kill it carried while the log was read)
     return !stopped && events.killedAt(this.o.container) === undefined;
+  }
+
+  /**
+   * The engine's bounded log of `actions` for this container between two times (s), as its text. The
+   * engine answers once `until` has passed.
+   */
+  private async engineLog(api: DockerApi, actions: string[], since: number, until: number): Promise<string> {
+    const filters = encodeURIComponent(JSON.stringify({ type: ['container'], event: actions, container: [this.o.container] }));
+    const res = await api.call<unknown>('GET', `/events?since=${since}&until=${until}&filters=${filters}`, undefined, { timeoutMs: QUICK_TIMEOUT_MS + OOM_WINDOW_S * 1000 });
+    return typeof res.body === 'string' ? res.body : JSON.stringify(res.body ?? '');
   }
 
   /**

@@ -187,33 +187,58 @@ for (const eng of ENGINES) {
       const v = await verifyHarborTask(sb, slowTask);
       expect(v).toMatchObject({ kind: 'model', score: 0, reason: 'VerifierTimeout' });
       const left = await sb.admin!.exec(['/bin/sh', '-c', 'for f in /proc/[0-9]*/cmdline; do tr "\\0" " " < $f 2>/dev/null; echo; done'], { cwd: '/', timeoutMs: 10_000 });
-      expect(left.stdout).toContain('sleep 2147483647'); // the keeper's idle child lives on (admin.ts: TASK_KEEPER)
+      expect(left.stdout).toContain('rft-keeper'); // the keeper lives on (admin.ts: TASK_KEEPER)
       expect(left.stdout).not.toContain('sleep 300');
     }, 300_000);
 
     // A task whose user is root holds CAP_KILL over the container's init and keeper: `kill -9 -1` ends
     // the container (under gVisor `kill -9 1` too). Before, that was a lost sandbox (503, ours): a
     // rollout could end any episode as no episode instead of its 0.
-    it('a root rollout that ends its own container, at once or later, is the model\'s 0 and its calls the model\'s 410, never a lost sandbox', async () => {
-      for (const [id, command] of [['killall', 'kill -9 -1'], ['later', '(sleep 1; kill -9 -1) >/dev/null 2>&1 & echo left']] as const) {
+    it('a root rollout that ends its own container is the model\'s 0 and its calls the model\'s 410, never a lost sandbox', async () => {
+      const sb = await rollout(task, 'killall');
+      await sb.writeFile('greeting.txt', 'hello harbor\n');
+      const ran = await sb.exec('kill -9 -1').catch((e: unknown) => e);
+      expect(isRftError(ran) && ran.code, JSON.stringify(ran)).toBe(errors.sandboxEndedByRollout.code);
+      expect(await verifyHarborTask(sb, task)).toMatchObject({ kind: 'model', score: 0 });
+    }, 300_000);
+
+    /** The container's processes outside session 1 (the init's and the keeper's), but the lister's own. */
+    async function leftovers(sb: Sandbox): Promise<string[]> {
+      const ps = 'for d in /proc/[0-9]*; do p=${d#/proc/}; [ "$p" = $$ ] && continue; read -r l < $d/stat 2>/dev/null || continue; set -- ${l##*) }; [ "$4" = 1 ] || echo "${l%%) *})"; done; true';
+      const out = await sb.admin!.exec(['/bin/sh', '-c', ps], { cwd: '/', timeoutMs: 10_000 });
+      return out.stdout.split('\n').filter(Boolean);
+    }
+
+    // Under a root rollout an orphan went to the init (gVisor has no subreaper; under runc, once its
+    // command killed the wrapper), and the sweep kept whatever ran under the init: it lived on after its
+    // exec and could end the container between calls (gVisor: 'later' did; runc: 'orphan' did).
+    it('what a root rollout\'s command leaves (a background job; a setsid daemon whose command killed its wrapper) ends with it: the container lives on and the work scores', async () => {
+      for (const [id, command] of [
+        ['later', '(sleep 1; kill -9 -1) >/dev/null 2>&1 & echo left'],
+        ['orphan', "setsid sh -c 'sleep 1; kill -9 -1' >/dev/null 2>&1 & echo left; kill -9 $PPID"],
+      ] as const) {
         const sb = await rollout(task, id);
         await sb.writeFile('greeting.txt', 'hello harbor\n');
-        const ran = await sb.exec(command).catch((e: unknown) => e);
-        if (id === 'killall') expect(isRftError(ran) && ran.code, JSON.stringify(ran)).toBe(errors.sandboxEndedByRollout.code);
-        else {
-          expect((ran as { stdout: string }).stdout).toBe('left\n');
-          await new Promise((r) => setTimeout(r, 2500));
-          // runc: what a command leaves is killed with its exec, so the container lives and the work scores;
-          // gVisor: it lives on, ends the container between calls, and the next call is the model's 410.
-          const next = await sb.exec('true').catch((e: unknown) => e);
-          if (!isRftError(next)) {
-            expect(await verifyHarborTask(sb, task)).toMatchObject({ kind: 'scored', score: 1 });
-            continue;
-          }
-          expect(next.code, JSON.stringify(next)).toBe(errors.sandboxEndedByRollout.code);
-        }
-        expect(await verifyHarborTask(sb, task)).toMatchObject({ kind: 'model', score: 0 });
+        const ran = await sb.exec(command);
+        expect(ran.stdout).toBe('left\n');
+        expect(await leftovers(sb), id).toEqual([]);
+        await new Promise((r) => setTimeout(r, 2500));
+        expect((await sb.exec('echo alive')).stdout).toBe('alive\n');
+        expect(await verifyHarborTask(sb, task)).toMatchObject({ kind: 'scored', score: 1 });
       }
+    }, 300_000);
+
+    // The keeper used to keep an idle `sleep` and start a new one whenever it ended: a root rollout
+    // replaced the binary and killed the sleep, and the keeper started the rollout's program in session
+    // 1, which every kill spares; it rewrote the reward after the tests (1 for undone work, measured).
+    it('a root rollout gets no program of its own into the container\'s session (a replaced sleep, its sleeps killed): the tests\' 0, not the forged 1', async () => {
+      const sb = await rollout(task, 'keeper');
+      await sb.writeFile('forger', '#!/bin/sh\nwhile :; do if [ -f /logs/verifier/reward.txt ]; then echo 1 > /logs/verifier/.r && mv -f /logs/verifier/.r /logs/verifier/reward.txt; fi; done 2>/dev/null\n');
+      await sb.exec('for b in /usr/bin/sleep /bin/sleep; do rm -f $b; cp /app/forger $b; chmod +x $b; done; for d in /proc/[0-9]*; do [ "$(cat $d/comm 2>/dev/null)" = sleep ] && kill ${d#/proc/}; done; true');
+      await new Promise((r) => setTimeout(r, 500));
+      const session1 = await sb.admin!.exec(['/bin/sh', '-c', 'n=0; for d in /proc/[0-9]*; do read -r l < $d/stat 2>/dev/null || continue; set -- ${l##*) }; [ "$4" = 1 ] && n=$((n+1)); done; echo $n'], { cwd: '/', timeoutMs: 10_000 });
+      expect(await verifyHarborTask(sb, task)).toMatchObject({ kind: 'scored', score: 0, file: 'reward.txt' });
+      expect(session1.stdout).toBe('2\n'); // the init and the keeper
     }, 300_000);
 
     it('a task container stopped through the engine (an operator\'s docker kill) stays ours: a lost sandbox, thrown (503)', async () => {

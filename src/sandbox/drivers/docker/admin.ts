@@ -13,7 +13,7 @@ import type { ExecResult, SandboxAdmin } from '../../types.js';
 
 /**
  * Stops every live process but the container's own: those of session 1, the session of its init (pid
- * 1), the keeper below and the keeper's idle `sleep`; and this shell. Every process the rollout or the
+ * 1) and of the keeper below (which starts nothing); and this shell. Every process the rollout or the
  * verifier starts comes from an exec, which the runtime starts in a session of its own (runc and
  * gVisor alike), and a process can leave its session only for a new one of its own (setsid): none can
  * join session 1. (The keeper used to be told by its age, the init's oldest child: in a container
@@ -50,14 +50,25 @@ echo $left`;
  * room for an exec, above all under gVisor, whose runtime then refuses every exec ("try again"); a
  * signal needs no new process. A rollout that runs as a user other than root cannot signal it; one that
  * runs as root can end it, and the container with it (DockerSandbox.endedByRollout: the rollout's
- * doing). Its one child is an idle `sleep`.
+ * doing). It idles on a builtin \`read\` of its stdin, a pipe the engine holds open and never writes
+ * (OpenStdin; a line a root rollout writes into it is read and dropped); a trapped signal runs its
+ * trap during the read (dash, bash). It starts nothing, ever: session 1 (which KILL_ALL and the exec
+ * sweep spare) is the init and this shell alone. (It used to keep an idle \`sleep\` and start a new one
+ * whenever that one ended: a root rollout replaced /usr/bin/sleep, killed the sleep, and the keeper
+ * started the rollout's program in session 1, out of every kill's reach, where it rewrote the reward
+ * after the tests.) A stdin that ends (an engine that did not keep it open) stops the keeper, and the
+ * container with it: a lost sandbox, ours, never a keeper that starts something.
  */
 export const TASK_KEEPER = `rft_kill() {
+rft_t=1
 ${KILL_ALL}
 }
 trap rft_kill USR1
-sleep 2147483647 & rft_s=$!
-while :; do wait $rft_s; kill -0 $rft_s 2>/dev/null || { sleep 2147483647 & rft_s=$!; }; done`;
+while :; do
+  rft_t=; read -r rft_l && continue
+  [ -n "$rft_t" ] && continue
+  echo 'rft-keeper: stdin ended (the engine must keep it open: OpenStdin)' >&2; exit 70
+done`;
 
 /** How long the grader's kill keeps trying (through the keeper when no exec can start) before it is ours. */
 const KILL_DEADLINE_MS = 60_000;

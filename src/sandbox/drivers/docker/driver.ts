@@ -355,6 +355,9 @@ export class DockerDriver implements SandboxDriver {
       Image: facts.tag,
       Entrypoint: ['/bin/sh', '-c', TASK_KEEPER, 'rft-keeper'],
       Cmd: [],
+      // The keeper idles reading its stdin: a pipe the engine keeps open and never writes.
+      OpenStdin: true,
+      StdinOnce: false,
       // Root: an exec as root gets its capabilities only in a container whose own user is root.
       User: '0:0',
       WorkingDir: workdir,

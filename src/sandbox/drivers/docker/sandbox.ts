@@ -42,7 +42,11 @@ const OTHER_EXEC = `other_exec() {
 /**
  * \`collect [all]\`: stops processes of the uid $u, pass by pass so nothing forks behind the walk,
  * adding them to $set: the descendants of what $set holds, or (all) every process of the uid but
- * the execs and spawned processes (PPid 0) and what runs under them, which go to $keep.
+ * the execs and spawned processes (PPid 0) and what runs under them, which go to $keep, and the
+ * container's own, session 1 (its init; a task container's keeper), which no exec's
+ * process can join (admin.ts: KILL_ALL). The init is no root of $keep: under a root rollout (the
+ * init's uid) an orphan that went to the init (gVisor has no subreaper; a command that killed its
+ * wrapper) is swept like any other leftover, not kept as the init's.
  * \`sweep [path]\`: unless another exec or spawned process runs (other than \`path\`), kills every
  * process of the uid outside them: what finished commands left (background jobs, setsid daemons).
  * Race-free without a lock: an exec that starts during the walk is never stopped (its wrapper has
@@ -50,7 +54,8 @@ const OTHER_EXEC = `other_exec() {
  * stopped ones go on (SIGCONT) rather than kill what its command may have started; one that starts
  * after the second check is not in $set. No fork: builtins only.
  */
-const SWEEP = `${OTHER_EXEC}collect() {
+const SWEEP = `${OTHER_EXEC}session() { sid=$4; }
+collect() {
   pass=0
   while [ $pass -lt 16 ]; do
     pass=$((pass+1)); grew=
@@ -63,6 +68,9 @@ const SWEEP = `${OTHER_EXEC}collect() {
       done 2>/dev/null < "$d/status"
       [ "$id" = "$u" ] || continue
       if [ "$1" = all ]; then
+        read -r st 2>/dev/null < "$d/stat" || continue
+        session \${st##*) }
+        [ "$sid" = 1 ] && continue
         case "$keep" in *" $pp "*) keep="$keep$p "; grew=1; continue;; esac
         if [ "$pp" = 0 ]; then keep="$keep$p "; grew=1; continue; fi
       else case "$set" in *" $pp "*) ;; *) continue;; esac; fi
@@ -729,7 +737,12 @@ export class DockerSandbox implements Sandbox {
       // the container may have died under the command (killed from outside, or gVisor's kernel taken
       // down by the rollout's hog). Then it is a lost sandbox, classified like the next call's, never
       // an outcome: "exit 137" for a kill of ours would be an infrastructure failure shown to the model.
-      if (kill === null && out.exitCode !== null && out.exitCode >= 128 && (await this.diedUnder())) throw await this.lost();
+      if (kill === null && out.exitCode !== null && out.exitCode >= 128) {
+        if (await this.diedUnder()) throw await this.lost();
+        // A signal's exit may be the wrapper's own: the command killed it before its sweep, and what the
+        // command left (a setsid daemon gone to the init) holds no stream, so onExit never ran. Swept here.
+        if (this.inflight <= 1 && this.processes.size === 0) await this.kill('all');
+      }
       const killed = kill !== null && out.exitCode === 137;
       return {
         exitCode: killed ? null : out.exitCode,

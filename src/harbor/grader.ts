@@ -52,8 +52,10 @@ export function verdictResult(task: HarborTask, v: HarborVerdict): GraderResult 
       RewardFileEmpty: 'the reward file is empty',
       VerifierOutputParse: 'the reward file does not parse (reward.txt: one number; reward.json: an object of names to numbers)',
       VerifierTimeout: `tests/test.sh ran past [verifier] timeout_sec (${task.config.verifier.timeoutSec} s)`,
+      VerifierToolsChanged: 'programs the verify step runs (a shell, the loader, a library) were changed in the container',
     }[v.reason];
-    return { score: 0, explanation: [`${task.name}: 0, ${why} (Harbor's ${v.reason})`, tail(v.log)].filter(Boolean).join('\n') };
+    const whose = v.reason === 'VerifierToolsChanged' ? "this server's check" : `Harbor's ${v.reason}`;
+    return { score: 0, explanation: [`${task.name}: 0, ${why} (${whose})`, tail(v.log)].filter(Boolean).join('\n') };
   }
   const parts = Object.entries(v.subscores).map(([k, n]) => `${k}=${n}`);
   const head = `${task.name}: ${v.score} from ${v.file}${parts.length ? ` (${parts.join(', ')})` : ''}`;

@@ -75,12 +75,13 @@ export interface HarborInvalidTask {
 /**
  * What Harbor's verify step produced (verify.ts). `scored`: the reward file's value (`reward`, else the
  * mean of the components) and the named components; `model`: the task's tests could not score the
- * work (no reward file, an empty or unparsable one, the verifier over its timeout): the model's 0;
+ * work (no reward file, an empty or unparsable one, the verifier over its timeout; or, this server's
+ * check, the programs the verify step runs were changed in the container): the model's 0;
  * an infrastructure failure is thrown as a coded 5xx error, never returned here.
  */
 export type HarborVerdict =
   | { kind: 'scored'; score: number; subscores: Record<string, number>; file: 'reward.json' | 'reward.txt'; log: string }
-  | { kind: 'model'; score: 0; reason: 'RewardFileNotFound' | 'RewardFileEmpty' | 'VerifierOutputParse' | 'VerifierTimeout'; log: string };
+  | { kind: 'model'; score: 0; reason: 'RewardFileNotFound' | 'RewardFileEmpty' | 'VerifierOutputParse' | 'VerifierTimeout' | 'VerifierToolsChanged'; log: string };
 
 /**
  * How a rollout's row names its task: `row.sandbox.harbor` = "<environment>/<task name>". The sandbox

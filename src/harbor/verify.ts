@@ -17,7 +17,7 @@
 // artifacts copied in from the agent's container at their paths.
 import { join } from 'node:path';
 import { errors, isRftError } from '../errors.js';
-import type { Sandbox, SandboxAdmin, SandboxImage } from '../sandbox/types.js';
+import type { FsChange, Sandbox, SandboxAdmin, SandboxImage } from '../sandbox/types.js';
 import { allowedHostVars, harborVerifierImage, resolveTemplates } from './sandbox-spec.js';
 import type { HarborTask, HarborVerdict } from './types.js';
 
@@ -65,6 +65,37 @@ else exit 2; fi
 printf '%s\\n' "$f"
 if [ -L "$f" ] || [ ! -f "$f" ]; then exit 3; fi
 exec head -c "$1" -- "$f"`;
+
+/**
+ * The programs the verify step runs by name (its shell steps, \`bash /tests/test.sh\`, the reward's
+ * \`head\`, the upload's \`tar\`, \`id\`), and the loader and libraries they load (Debian's and
+ * musl's names). A rollout as root can replace any of them: a \`bash\` that writes 1 to reward.txt
+ * scored 1 on a task whose tests write 0 (runc and gVisor alike). A change to one, however and whenever
+ * made, stays in the engine's diff of the container, which no program of the container reads.
+ */
+const VERIFY_PROGRAMS = new Set(['sh', 'bash', 'dash', 'ash', 'busybox', 'rm', 'mkdir', 'chown', 'tar', 'head', 'id']);
+const VERIFY_LIBRARIES = /^(?:ld-linux[\w.-]*\.so[\d.]*|ld-musl[\w.-]*|libc\.so[\d.]*|libc\.musl[\w.-]*|libtinfo\.so[\d.]*|libselinux\.so[\d.]*|libpcre2-8\.so[\d.]*|libacl\.so[\d.]*)$/;
+/**
+ * The loader's preload list. (Not its cache or search path: apt's trigger rewrites the cache with every
+ * library a task installs; a library of the names above added anywhere is caught by its name.)
+ */
+const LOADER_PRELOAD = '/etc/ld.so.preload';
+
+/**
+ * What of `changes` touches a program the verify step runs (added, changed or deleted in a \`bin\` or
+ * \`sbin\` directory: a new one can come first on the PATH), a library it loads (anywhere: the loader's
+ * search can be pointed at it), or the loader's preload list; as \`kind path\` lines.
+ */
+export function verifierToolChanges(changes: FsChange[]): string[] {
+  return changes
+    .filter(({ path }) => {
+      const parts = path.split('/');
+      const name = parts[parts.length - 1] ?? '';
+      const dir = parts[parts.length - 2] ?? '';
+      return path === LOADER_PRELOAD || ((dir === 'bin' || dir === 'sbin') && VERIFY_PROGRAMS.has(name)) || VERIFY_LIBRARIES.test(name);
+    })
+    .map((c) => `${c.kind} ${c.path}`);
+}
 
 /** Python's float() syntax (reward.txt), without its nan/inf: a non-finite reward cannot be a score. */
 const FLOAT = /^[+-]?(?:\d(?:_?\d)*(?:\.(?:\d(?:_?\d)*)?)?|\.\d(?:_?\d)*)(?:[eE][+-]?\d(?:_?\d)*)?$/;
@@ -192,6 +223,13 @@ async function verifyIn(admin: SandboxAdmin, task: HarborTask, opts: VerifyOptio
   const log = clip(`${run.stdout}${run.stderr ? `\n[stderr]\n${run.stderr}` : ''}`);
   // What test.sh left (a server it started) cannot touch the file once it is read.
   await admin.killAll();
+  // Every step above, and the read below, ran the container's own programs: were they the image's?
+  const changes = await admin.changes();
+  const touched = changes === null ? ["more changes to the container's files than can be checked"] : verifierToolChanges(changes);
+  if (touched.length > 0) {
+    const list = touched.slice(0, 20).join('\n') + (touched.length > 20 ? `\n... ${touched.length - 20} more` : '');
+    return { kind: 'model', score: 0, reason: 'VerifierToolsChanged', log: clip(`${log}\nthe programs the verify step runs were changed in the container (by the rollout, or by what test.sh ran), so no reward it reads can be trusted:\n${list}`) };
+  }
   if (run.timedOut) return { kind: 'model', score: 0, reason: 'VerifierTimeout', log };
   const read = await admin.exec(['/bin/sh', '-c', READ_REWARD, 'rft-read-reward', String(REWARD_MAX_BYTES)], { ...quick, maxOutputBytes: REWARD_MAX_BYTES + 64 });
   if (read.exitCode === 2) return { kind: 'model', score: 0, reason: 'RewardFileNotFound', log };

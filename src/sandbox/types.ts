@@ -221,6 +221,18 @@ export interface SandboxAdmin {
   unpack(tar: Buffer): Promise<string | null>;
   /** The numeric uid and gid of a user of the image (absent: root). */
   ids(user?: string): Promise<{ uid: number; gid: number }>;
+  /**
+   * What differs in the root filesystem from the image, as the runtime outside the sandbox keeps it
+   * (never read with the sandbox's own programs, which its rollout may have replaced); null when there
+   * are too many changes to list.
+   */
+  changes(): Promise<FsChange[] | null>;
+}
+
+/** A path of a sandbox's root filesystem that differs from its image. */
+export interface FsChange {
+  path: string;
+  kind: 'changed' | 'added' | 'deleted';
 }
 
 /**

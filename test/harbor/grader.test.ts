@@ -56,6 +56,12 @@ describe('the harbor grader', () => {
     expect(r).toMatchObject({ score: 0, explanation: expect.stringContaining(reason) });
   });
 
+  it("gives the verify step's changed programs (this server's check, not Harbor's) the model's 0, saying which", async () => {
+    const r = await grade({ kind: 'model', score: 0, reason: 'VerifierToolsChanged', log: 'changed /usr/bin/bash' }).result;
+    expect(r).toMatchObject({ score: 0, explanation: expect.stringContaining("were changed in the container (this server's check)") });
+    expect(r).toMatchObject({ explanation: expect.stringContaining('changed /usr/bin/bash') });
+  });
+
   it("passes the verify step's own failure on (ours: the trainer retries), never a 0", async () => {
     await expect(grade(errors.sandboxFailed('engine gone')).result).rejects.toMatchObject({ code: errors.sandboxFailed.code });
   });

@@ -255,7 +255,31 @@ for (const eng of ENGINES) {
     it('a deleted bash is the model\'s 0, not a thrown error', async () => {
       const sb = await rollout(task, 'nobash');
       await sb.exec('rm -f /usr/bin/bash /bin/bash');
-      expect(await verifyHarborTask(sb, task)).toMatchObject({ kind: 'model', score: 0, reason: 'RewardFileNotFound' });
+      expect(await verifyHarborTask(sb, task)).toMatchObject({ kind: 'model', score: 0, reason: 'VerifierToolsChanged' });
+    }, 300_000);
+
+    // A rollout as root owns the programs the verify step runs. Before, a bash that writes 1 scored 1 on
+    // a task whose tests write 0 (and a head that prints 1 forged the reward's read). Now any change to
+    // them, read from the engine's diff, is the model's 0; what a task installs beside them is not.
+    it('a replaced or shadowed bash, head or libc is the model\'s 0 (VerifierToolsChanged), never the forged 1; a program added beside them is not', async () => {
+      const forge = '#!/bin/sh\nmkdir -p /logs/verifier; echo 1 > /logs/verifier/reward.txt; echo reward.txt; echo 1\n';
+      for (const [id, setup] of [
+        ['fakebash', 'b=$(readlink -f /bin/bash); rm -f $b; cp /app/forge $b; chmod +x $b'],
+        ['fakehead', 'b=$(readlink -f /usr/bin/head); rm -f $b; cp /app/forge $b; chmod +x $b'],
+        ['shadow', 'cp /app/forge /usr/local/bin/bash; chmod +x /usr/local/bin/bash'],
+        ['libc', 'l=$(readlink -f /lib/x86_64-linux-gnu/libc.so.6 2>/dev/null || readlink -f /lib/aarch64-linux-gnu/libc.so.6); cp $l /tmp/c && cat /tmp/c > /app/c && mv -f /app/c $l'],
+      ] as const) {
+        const sb = await rollout(task, id);
+        await sb.writeFile('forge', forge);
+        await sb.exec(setup).catch(() => {});
+        const v = await verifyHarborTask(sb, task);
+        expect(v, `${id}: ${v.log}`).toMatchObject({ kind: 'model', score: 0, reason: 'VerifierToolsChanged' });
+        expect(v.log).toMatch(id === 'libc' ? /libc\.so/ : id === 'fakehead' ? /\/head\b/ : /\/bash\b/);
+      }
+      const sb = await rollout(task, 'installs');
+      await sb.writeFile('greeting.txt', 'hello harbor\n');
+      await sb.exec('cp /app/greeting.txt /usr/local/bin/greet && chmod +x /usr/local/bin/greet && mkdir -p /usr/local/lib && echo x > /usr/local/lib/libgreet.so.1');
+      expect(await verifyHarborTask(sb, task)).toMatchObject({ kind: 'scored', score: 1 });
     }, 300_000);
   });
 }

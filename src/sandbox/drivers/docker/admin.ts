@@ -5,11 +5,11 @@
 // and keeps CAP_KILL, CAP_CHOWN, CAP_DAC_OVERRIDE and CAP_FOWNER for this (driver.ts: why that holds;
 // an exec as root gets no effective capability in a container whose own user is not root).
 import { errors } from '../../../errors.js';
-import { DockerStatusError } from './api.js';
+import { DockerStatusError, SLOW_TIMEOUT_MS } from './api.js';
 import type { DockerEngine } from './engine.js';
 import { dockerExec, type DockerExecOutcome } from './exec.js';
 import { packWorkspace } from './tar.js';
-import type { ExecResult, SandboxAdmin } from '../../types.js';
+import type { ExecResult, FsChange, SandboxAdmin } from '../../types.js';
 
 /**
  * Stops every live process but the container's own: those of session 1, the session of its init (pid
@@ -69,6 +69,11 @@ while :; do
   [ -n "$rft_t" ] && continue
   echo 'rft-keeper: stdin ended (the engine must keep it open: OpenStdin)' >&2; exit 70
 done`;
+
+/** The most of the engine's list of a container's changes read (about half a million paths). */
+const CHANGES_MAX_BYTES = 64 * 1024 * 1024;
+/** The engine's kinds of change (GET /containers/{id}/changes). */
+const CHANGE_KINDS: FsChange['kind'][] = ['changed', 'added', 'deleted'];
 
 /** How long the grader's kill keeps trying (through the keeper when no exec can start) before it is ours. */
 const KILL_DEADLINE_MS = 60_000;
@@ -188,6 +193,31 @@ export class DockerAdmin implements SandboxAdmin {
   private async extract(tar: Buffer, dir: string): Promise<string | null> {
     const out = await this.run(['tar', '-x', '-f', '-', '--same-owner', '--no-overwrite-dir', '-C', dir], '0:0', '/', [], tar, 64 * 1024);
     return out.exitCode === 0 ? null : out.stderr.toString('utf8').slice(0, 500) || `tar exited ${out.exitCode ?? 'by a signal'}`;
+  }
+
+  /** The engine's diff of the container against its image (its writable layer, runc and gVisor alike). */
+  async changes(): Promise<FsChange[] | null> {
+    return this.o.engine.use(async (api) => {
+      let body;
+      try {
+        body = (await api.stream(`/containers/${this.o.container}/changes`, SLOW_TIMEOUT_MS)).body;
+      } catch (e) {
+        if (e instanceof DockerStatusError && e.dockerStatus === 404) throw errors.sandboxLost();
+        throw e;
+      }
+      const chunks: Buffer[] = [];
+      let size = 0;
+      for await (const chunk of body as AsyncIterable<Buffer>) {
+        size += chunk.length;
+        if (size > CHANGES_MAX_BYTES) {
+          body.destroy();
+          return null;
+        }
+        chunks.push(chunk);
+      }
+      const list = JSON.parse(Buffer.concat(chunks).toString('utf8') || 'null') as { Path?: string; Kind?: number }[] | null;
+      return (list ?? []).flatMap((c) => (typeof c.Path === 'string' && CHANGE_KINDS[c.Kind ?? -1] ? [{ path: c.Path, kind: CHANGE_KINDS[c.Kind as number] as FsChange['kind'] }] : []));
+    });
   }
 
   ids(user?: string): Promise<{ uid: number; gid: number }> {

@@ -42,6 +42,7 @@ for (const eng of ENGINES) {
     let task: HarborTask;
     let jsonTask: HarborTask;
     let slowTask: HarborTask;
+    let runsWorkTask: HarborTask;
     const made: Sandbox[] = [];
 
     beforeAll(async () => {
@@ -66,6 +67,8 @@ for (const eng of ENGINES) {
         testSh: `#!/bin/bash\nmkdir -p /logs/verifier\n(sleep 300; echo 1 > /logs/verifier/reward.txt) &\nsleep 300\n`,
         config: { verifier: { timeoutSec: 2 } },
       });
+      // Tests that run the rollout's own program, as a task's tests run its code.
+      runsWorkTask = await makeScoped({ name: 'runs-work', dockerfile, testSh: '#!/bin/bash\nmkdir -p /logs/verifier\nsh /app/run.sh\necho 1 > /logs/verifier/reward.txt\n' });
     }, 600_000);
 
     afterAll(async () => {
@@ -202,6 +205,12 @@ for (const eng of ENGINES) {
       expect(await verifyHarborTask(sb, task)).toMatchObject({ kind: 'model', score: 0 });
     }, 300_000);
 
+    /** Grading a sandbox lost to us throws the lost sandbox (503: the trainer retries or drops it), never a 0. */
+    async function lostAtGrading(sb: Sandbox): Promise<void> {
+      const v = await verifyHarborTask(sb, task).catch((e: unknown) => e);
+      expect(isRftError(v) && v.code, JSON.stringify(v)).toBe(errors.sandboxLost.code);
+    }
+
     /** The container's processes outside session 1 (the init's and the keeper's), but the lister's own. */
     async function leftovers(sb: Sandbox): Promise<string[]> {
       const ps = 'for d in /proc/[0-9]*; do p=${d#/proc/}; [ "$p" = $$ ] && continue; read -r l < $d/stat 2>/dev/null || continue; set -- ${l##*) }; [ "$4" = 1 ] || echo "${l%%) *})"; done; true';
@@ -248,8 +257,37 @@ for (const eng of ENGINES) {
       await api.call('POST', `/containers/${sb.ref!.container}/kill`);
       await api.close();
       await until(async () => isRftError(await sb.exec('true').catch((e: unknown) => e)));
-      const v = await verifyHarborTask(sb, task).catch((e: unknown) => e);
-      expect(isRftError(v) && v.code, JSON.stringify(v)).toBe(errors.sandboxLost.code);
+      await lostAtGrading(sb);
+    }, 300_000);
+
+    // Nothing a rollout starts outlives its command, so a task container that stopped while nothing ran in
+    // it was stopped from outside: here its init (runc) or gVisor's sandbox process killed on the host,
+    // which the engine does not log as a kill. Before, a root rollout was charged it (410, then its 0).
+    it('a root task container killed on the host between calls is ours (503, thrown at grading), not the model\'s 0', async () => {
+      const sb = await rollout(task, 'hostkill');
+      await sb.writeFile('greeting.txt', 'hello harbor\n');
+      expect((await sb.exec('echo ok')).stdout).toBe('ok\n');
+      await new Promise((r) => setTimeout(r, 1500)); // past the second a death still counts as a command's
+      const api = new DockerApi(eng.socket);
+      const state = async (): Promise<{ Pid: number; Running: boolean }> =>
+        (await api.call<{ State: { Pid: number; Running: boolean } }>('GET', `/containers/${sb.ref!.container}/json`)).body.State;
+      process.kill((await state()).Pid, 'SIGKILL');
+      await until(async () => !(await state()).Running); // the next call comes after the death
+      await api.close();
+      let first: unknown;
+      await until(async () => (first = await sb.exec('true').then(() => undefined, (e: unknown) => e)) !== undefined);
+      expect(isRftError(first) && first.code, JSON.stringify(first)).toBe(errors.sandboxLost.code);
+      await lostAtGrading(sb);
+    }, 300_000);
+
+    it('a root rollout\'s program that ends the container while the tests run it is the model\'s 0, not a lost sandbox', async () => {
+      const sb = await rollout(runsWorkTask, 'killer');
+      await sb.writeFile('run.sh', 'kill -9 -1\n');
+      const v = await verifyHarborTask(sb, runsWorkTask).catch((e: unknown) => e);
+      expect(v, JSON.stringify(v)).toMatchObject({ kind: 'model', score: 0 });
+      const honest = await rollout(runsWorkTask, 'runner');
+      await honest.writeFile('run.sh', 'true\n');
+      expect(await verifyHarborTask(honest, runsWorkTask)).toMatchObject({ kind: 'scored', score: 1 });
     }, 300_000);
 
     it('a deleted bash is the model\'s 0, not a thrown error', async () => {

@@ -9,6 +9,7 @@ import { DockerStatusError, SLOW_TIMEOUT_MS } from './api.js';
 import type { DockerEngine } from './engine.js';
 import { dockerExec, type DockerExecOutcome } from './exec.js';
 import { packWorkspace } from './tar.js';
+import { BusySpans } from './busy.js';
 import type { ExecResult, FsChange, SandboxAdmin } from '../../types.js';
 
 /**
@@ -94,6 +95,8 @@ export interface DockerAdminInit {
 
 export class DockerAdmin implements SandboxAdmin {
   private readonly idCache = new Map<string, Promise<{ uid: number; gid: number }>>();
+  /** When commands ran in the container: the grader's here, the rollout's through its sandbox (which shares it). */
+  readonly busy = new BusySpans();
 
   constructor(private readonly o: DockerAdminInit) {}
 
@@ -103,6 +106,15 @@ export class DockerAdmin implements SandboxAdmin {
 
   /** One exec as `user`; a container gone or stopped is a lost sandbox (ours), a full process table is retried. */
   private async run(argv: string[], user: string, cwd: string, env: string[], stdin: string | Buffer, cap: number, abandon?: AbortSignal, tries = START_TRIES): Promise<DockerExecOutcome> {
+    this.busy.enter();
+    try {
+      return await this.runOnce(argv, user, cwd, env, stdin, cap, abandon, tries);
+    } finally {
+      this.busy.leave();
+    }
+  }
+
+  private async runOnce(argv: string[], user: string, cwd: string, env: string[], stdin: string | Buffer, cap: number, abandon: AbortSignal | undefined, tries: number): Promise<DockerExecOutcome> {
     for (let i = 0; ; i++) {
       let out: DockerExecOutcome;
       try {

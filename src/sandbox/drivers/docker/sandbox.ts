@@ -20,6 +20,8 @@ import { commandStdio, type Command, type CommandExit } from '../bwrap/superviso
 import { AgentChannel, type AgentEnd } from './agent/client.js';
 import { agentBinary } from './agent/binary.js';
 import { keeperSignal } from './events.js';
+import { BusySpans } from './busy.js';
+import type { DockerAdmin } from './admin.js';
 
 /**
  * `other_exec [path]`: true when another exec or spawned process of this container is running,
@@ -160,9 +162,6 @@ export const STOPPED_STATE = /cannot exec in a stopped state|cannot execute in c
 export const PROCESS_LIMIT_FULL = /OCI runtime exec failed: .*(?:try again|resource temporarily unavailable)/is;
 /** What the model reads then, instead of the runtime's message (which quotes our exec wrapper). */
 export const PROCESS_LIMIT_MESSAGE = "the command could not start: the sandbox's process limit is full (this rollout's own processes fill it)\n";
-/** Busy spans kept to tell whether a command ran when the container died, and the clock slack allowed (engine vs server). */
-const BUSY_SPANS = 8;
-const BUSY_SLACK_MS = 1_000;
 /** Output cap for a directory listing (find's records). */
 const LIST_CAP = 16 * 1024 * 1024;
 
@@ -197,7 +196,7 @@ export interface DockerSandboxInit {
    * A task-image container (SandboxSpec.image, driver.ts): its commands run as the task's user
    * ("uid:gid"; `uid` is that uid) in its workdir, with the image's env, and its grader has `admin`.
    */
-  task?: { user: string; workdir: string; admin: SandboxAdmin };
+  task?: { user: string; workdir: string; admin: DockerAdmin };
 }
 
 export class DockerSandbox implements Sandbox {
@@ -215,8 +214,8 @@ export class DockerSandbox implements Sandbox {
    * RFT_ERR_SANDBOX_ENDED_BY_ROLLOUT when the rollout's own commands took it down (see lost()).
    */
   private gone: false | 'ours' | 'rollout' = false;
-  /** The last spans during which a command of this sandbox ran ([start, end or null while running]), newest last. */
-  private readonly busy: [number, number | null][] = [];
+  /** When commands ran in the container: this sandbox's, and a task container's grader's (its admin's). */
+  private readonly busy: BusySpans;
   private destroying: Promise<void> | null = null;
   /** The classification of a container found gone (lost()), once. */
   private losing: Promise<void> | null = null;
@@ -230,6 +229,7 @@ export class DockerSandbox implements Sandbox {
     this.traceId = o.traceId;
     this.ref = { engine: o.engine.name, container: o.container };
     this.breaksAtStart = o.engine.events.breaks;
+    this.busy = o.task?.admin.busy ?? new BusySpans();
     // Shared, not copied: a process the pooled one spawned drops out of both when it exits.
     this.processes = o.from?.processes ?? new Set();
     this.spawned = o.from?.spawned ?? new Map();
@@ -322,8 +322,7 @@ export class DockerSandbox implements Sandbox {
 
   /** Whether a command or spawned process of this sandbox was running at time t (ms), per the recent busy spans. */
   private busyAt(t: number): boolean {
-    if (this.processes.size > 0) return true;
-    return this.busy.some(([from, to]) => t >= from - BUSY_SLACK_MS && (to === null || t <= to + BUSY_SLACK_MS));
+    return this.processes.size > 0 || this.busy.at(t);
   }
 
   private goneError(): Error {
@@ -342,10 +341,13 @@ export class DockerSandbox implements Sandbox {
    * A task container whose rollout runs as root: its commands hold CAP_KILL over the container's
    * init and keeper (gVisor delivers even SIGKILL to pid 1 from inside; runc ends the container
    * when the init's one child, the keeper, dies), so `kill -9 -1` ends it. Such a container that
-   * stopped with no kill through the engine (an operator's docker kill, stop or rm -f and the
-   * engine's own shutdown each log one: seen on the stream, or in the engine's log since its start)
-   * and no break in the stream since this sandbox was made (an engine restart) was stopped by the
-   * rollout. (Before, it was a lost sandbox, 503: a rollout could turn its episode into no episode.)
+   * stopped while a command ran in it (the rollout's, or the grader's running the rollout's code;
+   * nothing the rollout starts outlives its command), with no kill through the engine (an operator's
+   * docker kill, stop or rm -f and the engine's own shutdown each log one: seen on the stream, or in
+   * the engine's log since its start) and no break in the stream since this sandbox was made (an
+   * engine restart), was stopped by the rollout. (Before, it was a lost sandbox, 503: a rollout could
+   * turn its episode into no episode.) One that stopped between commands was stopped from outside
+   * (its init or runtime killed on the host, which the engine does not log): ours.
    */
   private async endedByRollout(): Promise<boolean> {
     return this.o.engine.use(async (api) => {
@@ -377,7 +379,10 @@ export class DockerSandbox implements Sandbox {
       const until = Math.floor(died / 1000) + OOM_WINDOW_S;
       const text = await this.engineLog(api, ['oom'], since, until);
       if (/"(Action|status)":"oom"/.test(text) || oomNear()) return true;
-      return this.rootRollout && (await this.stoppedFromInside(api, info.body.State.StartedAt, died));
+      // Only while something ran in it: nothing the rollout starts outlives its command (the sweep), so a
+      // container that stopped between calls was stopped from outside (a kill of its init or runtime on
+      // the host, which the engine does not log): ours.
+      return this.rootRollout && this.busyAt(died) && (await this.stoppedFromInside(api, info.body.State.StartedAt, died));
     });
   }
 
@@ -506,19 +511,7 @@ export class DockerSandbox implements Sandbox {
     return reason;
   }
 
-  private enterBusy(): void {
-    if (this.inflight++ === 0) {
-      this.busy.push([Date.now(), null]);
-      if (this.busy.length > BUSY_SPANS) this.busy.shift();
-    }
-  }
 
-  private leaveBusy(): void {
-    if (--this.inflight === 0) {
-      const span = this.busy[this.busy.length - 1];
-      if (span) span[1] = Date.now();
-    }
-  }
 
   /** Starts a command on the agent, as the sandbox uid, from a workspace directory. */
   private runOnAgent(ch: AgentChannel, argv: string[], o: { cwd: string[]; env?: Record<string, string>; stdin?: string | Buffer; resultChannel?: boolean; streamed?: boolean; cap: number }): Command {
@@ -591,7 +584,8 @@ export class DockerSandbox implements Sandbox {
     }, opts.timeoutMs ?? this.o.limits.wallTimeoutMs);
     opts.signal?.addEventListener('abort', stop, { once: true });
     if (opts.signal?.aborted) stop();
-    this.enterBusy();
+    this.inflight++;
+    this.busy.enter();
     try {
       const exit: CommandExit = await Promise.race([cmd.exited, givenUp]);
       const durationMs = Math.round((performance.now() - started) * 10) / 10;
@@ -616,7 +610,8 @@ export class DockerSandbox implements Sandbox {
         durationMs,
       };
     } finally {
-      this.leaveBusy();
+      this.inflight--;
+      this.busy.leave();
       clearTimeout(timer);
       clearTimeout(grace);
       opts.signal?.removeEventListener('abort', stop);
@@ -702,7 +697,8 @@ export class DockerSandbox implements Sandbox {
     const unwatch = this.o.engine.events.onDeath(this.o.container, () => {
       if (!this.destroying) abandon.abort(DIED);
     });
-    this.enterBusy();
+    this.inflight++;
+    this.busy.enter();
     try {
       const spawned = channel ? '' : await this.spawnedPids();
       const req = {
@@ -756,7 +752,8 @@ export class DockerSandbox implements Sandbox {
         durationMs: Math.round((performance.now() - started) * 10) / 10,
       };
     } finally {
-      this.leaveBusy();
+      this.inflight--;
+      this.busy.leave();
       clearTimeout(timer);
       clearTimeout(grace);
       unwatch();

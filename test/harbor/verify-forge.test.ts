@@ -290,6 +290,24 @@ for (const eng of ENGINES) {
       expect(await verifyHarborTask(honest, runsWorkTask)).toMatchObject({ kind: 'scored', score: 1 });
     }, 300_000);
 
+    // Under runc a root rollout holds the same uid and capabilities as the container's init and keeper,
+    // so the kernel lets it trace them or write their memory (measured: PTRACE_ATTACH and opening
+    // /proc/PID/mem read-write both succeed), and a program injected there would outlive every kill
+    // (docs/harbor.md: run root tasks under gVisor). gVisor refuses both: this is what that advice rests on.
+    it.runIf(eng.runtime === 'runsc')('under gVisor a root rollout can neither trace nor write into the container\'s init or keeper', async () => {
+      const sb = await rollout(task, 'ptrace');
+      const probe = 'for d in /proc/[0-9]*; do read -r l < $d/stat 2>/dev/null || continue; set -- ${l##*) }; [ "$4" = 1 ] && echo ${d#/proc/}; done';
+      const pids = (await sb.exec(probe)).stdout.split('\n').filter(Boolean);
+      expect(pids.length).toBe(2); // the init and the keeper
+      for (const pid of pids) {
+        // x86_64: ptrace is 101, PTRACE_ATTACH 16; arm64: 117.
+        const attach = await sb.exec(['perl', '-e', 'require Config; my $n = $Config::Config{archname} =~ /^aarch64/ ? 117 : 101; my $r = syscall($n, 16, $ARGV[0] + 0, 0, 0); print $r == 0 ? "attached\n" : "refused\n"', pid]);
+        expect(attach.stdout, `${pid}: ${attach.stderr}`).toBe('refused\n');
+        const mem = await sb.exec(['perl', '-e', 'print open(my $f, "+<", "/proc/$ARGV[0]/mem") ? "opened\n" : "refused\n"', pid]);
+        expect(mem.stdout, `${pid}: ${mem.stderr}`).toBe('refused\n');
+      }
+    }, 300_000);
+
     it('a deleted bash is the model\'s 0, not a thrown error', async () => {
       const sb = await rollout(task, 'nobash');
       await sb.exec('rm -f /usr/bin/bash /bin/bash');

@@ -737,7 +737,7 @@ export class DockerSandbox implements Sandbox {
         if (await this.diedUnder()) throw await this.lost();
         // A signal's exit may be the wrapper's own: the command killed it before its sweep, and what the
         // command left (a setsid daemon gone to the init) holds no stream, so onExit never ran. Swept here.
-        if (this.inflight <= 1 && this.processes.size === 0) await this.kill('all');
+        await onExit();
       }
       const killed = kill !== null && out.exitCode === 137;
       return {

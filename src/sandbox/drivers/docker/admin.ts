@@ -79,6 +79,12 @@ const CHANGE_KINDS: FsChange['kind'][] = ['changed', 'added', 'deleted'];
 /** How long the grader's kill keeps trying (through the keeper when no exec can start) before it is ours. */
 const KILL_DEADLINE_MS = 60_000;
 
+/**
+ * The engine's refusal to start an exec in a container that stopped after the exec was made: a 500, not
+ * a 409 (measured under gVisor, a test having killed the container). Gone as a 409 is.
+ */
+const NOT_RUNNING = /Container [0-9a-f]+ is not running/;
+
 /** Attempts at a command the runtime could not start (a full process table: "try again"). */
 const START_TRIES = 20;
 const RUNTIME_FULL = /OCI runtime exec failed: .*(?:try again|resource temporarily unavailable)/is;
@@ -122,7 +128,7 @@ export class DockerAdmin implements SandboxAdmin {
           dockerExec(api, { container: this.o.container, argv, env, workingDir: cwd, user, stdin, maxOutputBytes: cap }, { stop: () => {}, ...(abandon ? { abandon } : {}) }),
         );
       } catch (e) {
-        if (e instanceof DockerStatusError && (e.dockerStatus === 404 || e.dockerStatus === 409)) throw errors.sandboxLost();
+        if (e instanceof DockerStatusError && (e.dockerStatus === 404 || e.dockerStatus === 409 || NOT_RUNNING.test(e.message))) throw errors.sandboxLost();
         throw e;
       }
       if (isRuntimeFull(out) && i + 1 < tries) {

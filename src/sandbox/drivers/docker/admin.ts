@@ -83,7 +83,7 @@ const KILL_DEADLINE_MS = 60_000;
  * The engine's refusal to start an exec in a container that stopped after the exec was made: a 500, not
  * a 409 (measured under gVisor, a test having killed the container). Gone as a 409 is.
  */
-const NOT_RUNNING = /Container [0-9a-f]+ is not running/;
+export const NOT_RUNNING = /Container [0-9a-f]+ is not running/;
 
 /** Attempts at a command the runtime could not start (a full process table: "try again"). */
 const START_TRIES = 20;

@@ -21,7 +21,7 @@ import { AgentChannel, type AgentEnd } from './agent/client.js';
 import { agentBinary } from './agent/binary.js';
 import { keeperSignal } from './events.js';
 import { BusySpans } from './busy.js';
-import type { DockerAdmin } from './admin.js';
+import { NOT_RUNNING, type DockerAdmin } from './admin.js';
 
 /**
  * `other_exec [path]`: true when another exec or spawned process of this container is running,
@@ -859,13 +859,14 @@ export class DockerSandbox implements Sandbox {
 
   /**
    * What an engine's refusal of an exec means: the sandbox's error (lost()) when it is the container's
-   * absence: the exec's creation refused (404 gone, 409 stopped), or its start or the reading of its
+   * absence: the exec's creation refused (404 gone, 409 stopped), or its start (also a 500 "is not
+   * running": admin.ts NOT_RUNNING) or the reading of its
    * end once its stream closed refused while the container is found stopped (the engine drops the
    * execs of a container that stopped or was removed, "No such exec instance": seen under gVisor after
    * a fork bomb took the sandbox down and the read came late). Any other error as it is.
    */
   private async refusal(err: unknown): Promise<unknown> {
-    if (!(err instanceof DockerStatusError) || (err.dockerStatus !== 404 && err.dockerStatus !== 409)) return err;
+    if (!(err instanceof DockerStatusError) || (err.dockerStatus !== 404 && err.dockerStatus !== 409 && !NOT_RUNNING.test(err.message))) return err;
     if (err.path === `/containers/${this.o.container}/exec`) return this.lost();
     if (err.path.startsWith('/exec/') && (await this.stops())) return this.lost();
     return err;
